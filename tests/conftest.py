@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sshd import Sshd
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory):
+    """One real OpenSSH sshd on loopback for the whole session (installed by .ci/run)."""
+    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fresh_sshd(tmp_path: Path):
+    """A private sshd for tests that kill and restart it."""
+    server = Sshd(tmp_path / "sshd").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_logs_dir() -> Path | None:
+    """../shared/real-logs when present (real SGLang logs from public issue threads; not copied here)."""
+    path = SHARED / "real-logs"
+    return path if path.is_dir() else None

@@ -1,0 +1,103 @@
+"""Command line: argument parsing and wiring only. Each subcommand lives in tui/commands/<name>.py as
+`run(args: argparse.Namespace) -> int` and is imported only when used, so `replay` never loads Textual."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate")
+FAULTS = (
+    "oom-capture",
+    "oom-load",
+    "nccl-timeout",
+    "hang-weights",
+    "hang-capture",
+    "crash",
+    "port-in-use",
+    "warmup-fail",
+    "orphans",
+)
+
+
+def _host_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("host", metavar="HOST", help="user@host, an ~/.ssh/config alias, or `local` (no SSH)")
+    p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
+    p.add_argument("--port", type=int, default=30000, help="the server's port on the host (default 30000)")
+    p.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
+    p.add_argument("--user", metavar="U", help="SSH user (default: from ~/.ssh/config)")
+    p.add_argument("--identity", metavar="FILE", help="SSH private key")
+    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify the host key against")
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
+    p.add_argument("--launch", metavar="CMD", help="command that starts the server (enables launch/restart)")
+    p.add_argument("--cwd", metavar="DIR", help="working directory for --launch")
+    p.add_argument("--remote-python", metavar="PATH", default="python3", help="interpreter for the GPU probe")
+    p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
+    p.add_argument("--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)")
+    p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
+
+
+def _sim_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
+    p.add_argument("--fault", choices=FAULTS, help="inject a failure")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sglang-tui",
+        description="Watch an SGLang server start on a GPU host.",
+        epilog="subcommands: wait, stop, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
+    _host_options(watch)
+
+    wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
+    _host_options(wait)
+    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
+    wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
+
+    stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
+    _host_options(stop)
+    stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
+
+    replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
+    replay.add_argument("logfile", metavar="LOGFILE")
+    replay.add_argument("--json", action="store_true", help="print one JSON object")
+
+    demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
+    _sim_options(demo)
+    demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
+
+    simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
+    simulate.add_argument("--log", required=True, metavar="PATH")
+    simulate.add_argument("--port", type=int, required=True)
+    simulate.add_argument("--tp", type=int, default=8)
+    simulate.add_argument("--shards", type=int, default=64)
+    simulate.add_argument("--format", default="0.5.23", metavar="VERSION", help="log format: 0.5.9 or 0.5.23")
+    simulate.add_argument("--speculative", default="EAGLE3", help="EAGLE3, EAGLE, or none")
+    simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
+    _sim_options(simulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in SUBCOMMANDS and argv[0] != "watch" and not argv[0].startswith("-"):
+        argv.insert(0, "watch")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(f"tui.commands.{args.command}")
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,276 @@
+"""Events: the only things that flow from sources (and the log parser) into the readiness reducer.
+
+Every event is a frozen dataclass. Log-derived events carry `at` (the timestamp text as the log printed
+it, or None) and `t` (that timestamp as float seconds, naive local time read as if UTC, or None when the
+line had none). Source events carry no log time; the reducer stamps them with its `now`.
+
+This module is a contract shared by the parser, the reducer, the sources and the UI: add fields with
+defaults, never rename or remove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+# ---------------------------------------------------------------------------------------------- log events
+
+
+@dataclass(frozen=True)
+class ServerArgs:
+    """The `server_args=` line (repr or dict form): what was launched."""
+
+    model: str | None = None
+    tp_size: int | None = None
+    dp_size: int | None = None
+    pp_size: int | None = None
+    speculative: str | None = None  # "EAGLE3", "EAGLE", "NEXTN", "STANDALONE", … or None
+    draft_model: str | None = None
+    port: int | None = None
+    host: str | None = None
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class Milestone:
+    """One per-rank (or main-process) startup milestone.
+
+    kind is one of:
+      init_begin, init_end, mem_baseline, load_begin, load_end, kv_alloc, mem_pool_end,
+      graph_begin, graph_end, max_tokens, startup_timings, uvicorn_started, app_startup_complete,
+      uvicorn_running, warmup_request, fired_up, unbalanced_memory, load_straggler
+    rank is the rank label as printed ("TP0", "DP1 TP3", "PP1 TP2", …) or None for the main process /
+    TP=1; draft is True when the milestone belongs to the speculative draft model. fields holds the
+    numbers the line carries, e.g. {"avail_mem_gb": 20.1, "mem_usage_gb": 16.5, "elapsed_s": 94.3,
+    "tokens": 2490368, "bs": [1, 2, 4], "what": "decode"}.
+    """
+
+    kind: str
+    rank: str | None = None
+    draft: bool = False
+    fields: tuple[tuple[str, object], ...] = ()
+    line: str = ""
+    at: str | None = None
+    t: float | None = None
+
+    def get(self, key: str, default: object = None) -> object:
+        for k, v in self.fields:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class BarProgress:
+    """A tqdm frame: bar is "weights" (main model shards), "draft_weights" or "capture" (CUDA graph batches)."""
+
+    bar: str
+    done: int
+    total: int
+    rank: str | None = None
+    bs: int | None = None  # capture bars: the batch size being captured
+    avail_mem_gb: float | None = None  # capture bars: avail_mem in the description
+    label: str = ""  # the bar's description as printed, e.g. "Multi-thread loading shards"
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A line that states why the server failed (or a generic failure marker).
+
+    kind: oom | nccl | port_in_use | model_not_found | exception | other.
+    root_cause is True for the line that states the cause (the exception or OOM line), False for generic
+    markers (`Received sigquit…`, `Exception in run_tp_server:`, `Initialization failed.`); the reducer
+    keeps the strongest line it has seen.
+    """
+
+    kind: str
+    line: str
+    root_cause: bool = True
+    rank: str | None = None
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    """A `Prefill batch` / `Decode batch` line after startup."""
+
+    stage: str  # "prefill" | "decode"
+    gen_throughput: float | None = None
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    token_usage: float | None = None
+    rank: str | None = None
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class SpeculativeHint:
+    """A line that shows speculative decoding is on without naming it in server_args
+    (e.g. `Overlap scheduler is disabled because of using eagle speculative decoding.`)."""
+
+    algorithm: str | None = None  # "EAGLE" when the line names a family, None when unknown
+    line: str = ""
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class LaunchStarted:
+    """A new launch begins in the same log (a second `server_args=` after one was already seen is reported
+    by the parser as LaunchStarted followed by ServerArgs). The reducer resets to a fresh startup."""
+
+    at: str | None = None
+    t: float | None = None
+
+
+# ------------------------------------------------------------------------------------------- source events
+
+
+@dataclass(frozen=True)
+class LogActivity:
+    """The tail delivered bytes. offset: total bytes consumed of the current file after this chunk (a
+    progress signal for the reducer); data: the raw bytes (for the log pane; the reducer ignores them)."""
+
+    offset: int
+    data: bytes = b""
+
+
+@dataclass(frozen=True)
+class LogReset:
+    """The log file was truncated, rotated (new inode) or appeared/disappeared. reason: truncated |
+    rotated | missing | appeared | started_at_last_launch."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_bytes: int | None = None
+    name: str = ""  # process title / name, e.g. "sglang::scheduler_TP3"
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU in one probe tick. None means N/A (never 0)."""
+
+    index: int
+    uuid: str = ""
+    name: str = ""
+    used_bytes: int | None = None
+    total_bytes: int | None = None
+    reserved_bytes: int | None = None
+    util_pct: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    procs: tuple[GpuProcess, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuSnapshot:
+    """One probe tick. source: nvml | nvidia-smi | sim. error set when the probe could not read GPUs."""
+
+    source: str
+    gpus: tuple[GpuInfo, ...] = ()
+    error: str | None = None
+    t: float | None = None  # the probe's own clock (host time)
+
+
+@dataclass(frozen=True)
+class HealthResult:
+    """One HTTP probe of the server.
+
+    outcome: refused (nothing listens / tunnel to closed port) | starting (503) | ok (2xx) |
+             http_error (other status) | timeout | garbage (not HTTP, or not the expected body) | error
+    """
+
+    endpoint: str  # "/health", "/v1/models", "/model_info", "/get_server_info"
+    outcome: str
+    status: int | None = None
+    latency_s: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ConnectionState:
+    """The link to the host. state: connecting | connected | reconnecting | failed (final: auth / host key)."""
+
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ServerProcess:
+    """What the host says about the server's processes (from the control channel or the probe).
+
+    alive is False when the server's main process (and every process of its group/session) is gone.
+    """
+
+    alive: bool
+    pids: tuple[int, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    """The outcome of an intent (restart, terminate, kill, stop): shown, never assumed."""
+
+    action: str  # restart | terminate | kill | launch | stop
+    ok: bool
+    detail: str = ""
+    command: str = ""
+    survivors: tuple[int, ...] = ()  # PIDs of the server still alive afterwards
+    gpu_held: tuple[tuple[int, int, int], ...] = ()  # (gpu index, pid, bytes) still held by its processes
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
+
+
+Event = Union[
+    ServerArgs,
+    Milestone,
+    BarProgress,
+    Failure,
+    BatchStats,
+    SpeculativeHint,
+    LaunchStarted,
+    LogActivity,
+    LogReset,
+    GpuSnapshot,
+    HealthResult,
+    ConnectionState,
+    ServerProcess,
+    ControlResult,
+    Tick,
+]
+
+__all__ = [
+    "BarProgress",
+    "BatchStats",
+    "ConnectionState",
+    "ControlResult",
+    "Event",
+    "Failure",
+    "GpuInfo",
+    "GpuProcess",
+    "GpuSnapshot",
+    "HealthResult",
+    "LaunchStarted",
+    "LogActivity",
+    "LogReset",
+    "Milestone",
+    "ServerArgs",
+    "ServerProcess",
+    "SpeculativeHint",
+    "Tick",
+]

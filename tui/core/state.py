@@ -1,0 +1,145 @@
+"""The readiness model's state: one frozen value that every view (TUI, `wait`, `replay`) renders.
+
+Built only by `tui.core.readiness.reduce(state, event, now)`. Equal states compare equal, so a view can
+skip redrawing when nothing changed. This module is a contract shared by the reducer and the views: add
+fields with defaults, never rename or remove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult
+
+
+class Phase(str, Enum):
+    """Startup phases, in order; FAILED can follow any of them."""
+
+    STARTING = "starting"  # launched / attached, nothing from the ranks yet
+    INIT = "init"  # torch distributed / parallel init
+    LOADING_WEIGHTS = "loading_weights"
+    KV_CACHE = "kv_cache"
+    CUDA_GRAPH = "cuda_graph"
+    WARMUP = "warmup"  # uvicorn up, warmup request, /health 503
+    READY = "ready"
+    SERVING = "serving"  # requests being decoded
+    FAILED = "failed"
+
+
+PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
+
+
+@dataclass(frozen=True)
+class PhaseSpan:
+    """One entry of the timeline. `start`/`end` are log timestamps as printed (None when unknown);
+    `started_at`/`ended_at` are the reducer's clock (`now`) when the phase began/ended.
+    model is "main" or "draft" (the draft model's loading and capture are spans inside the main phase)."""
+
+    phase: Phase
+    start: str | None = None
+    end: str | None = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+    model: str = "main"
+    duration_s: float | None = None  # from log times when both ends have them, else from the clock
+
+
+@dataclass(frozen=True)
+class BarState:
+    """A progress bar as the model sees it: max seen done/total, rate and ETA."""
+
+    done: int
+    total: int
+    rate_per_s: float | None = None
+    eta_s: float | None = None
+    started_at: float = 0.0
+    updated_at: float = 0.0
+    bs: int | None = None  # capture bars: batch size in capture
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True)
+class RankState:
+    """One rank: last milestone, memory figures from its log lines, and where it runs (when known)."""
+
+    name: str  # "TP0", "DP1 TP3", …
+    last_milestone: str | None = None
+    avail_mem_gb: float | None = None
+    mem_usage_gb: float | None = None
+    updated_at: float = 0.0
+    gpu_index: int | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    model: str | None = None
+    tp_size: int | None = None
+    speculative: str | None = None  # "EAGLE3" | "unknown" | None
+    draft_model: str | None = None
+    port: int | None = None
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    kind: str  # oom | nccl | port_in_use | model_not_found | exception | other
+    line: str
+    at: str | None = None
+    root_cause: bool = True
+
+
+@dataclass(frozen=True)
+class DecodeInfo:
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    gen_throughput: float | None = None
+    running_req: int | None = None
+    token_usage: float | None = None
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class StallInfo:
+    """No progress on any signal for longer than the phase allows, while the process lives."""
+
+    since: float  # clock time of the last progress
+    limit_s: float  # how long this phase is allowed to be silent
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    phase: Phase = Phase.STARTING
+    phase_since: float = 0.0  # clock time the current phase began
+    phase_since_log: str | None = None  # log timestamp the current phase began
+    first_seen_at: float | None = None  # clock time of the first event
+    reason: str = "waiting for the first log line"  # one line: why the model says what it says
+    evidence: tuple[str, ...] = ()  # the facts behind the verdict, e.g. ("log: fired up 12:01:02", "health: 200")
+    log_ready: bool = False  # the log said "fired up"
+    health_ready: bool = False  # /health answered 200
+    health_reachable: bool = False  # some HTTP probe got an HTTP answer (of any status)
+    server: ServerInfo = ServerInfo()
+    timeline: tuple[PhaseSpan, ...] = ()
+    shards: BarState | None = None  # main model weights
+    draft_shards: BarState | None = None
+    capture: BarState | None = None  # CUDA graph capture batches (current bar)
+    ranks: tuple[RankState, ...] = ()  # sorted by rank name
+    error: ErrorInfo | None = None
+    decode: DecodeInfo | None = None
+    decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen_throughput, accept_len), bounded
+    stall: StallInfo | None = None
+    last_progress_at: float | None = None
+    log_offset: int = 0
+    launches: int = 0  # LaunchStarted seen (a new launch in the same log)
+    health: tuple[HealthResult, ...] = ()  # latest result per endpoint
+    health_checked_at: tuple[tuple[str, float], ...] = ()  # (endpoint, clock time of that result)
+    gpus: GpuSnapshot | None = None
+    gpus_at: float | None = None
+    gpu_history: tuple[tuple[int, tuple[float, ...]], ...] = ()  # (gpu index, recent used fractions), bounded
+    connection: str = "connecting"  # connecting | connected | reconnecting | failed
+    connection_detail: str = ""
+    connection_since: float | None = None
+    process_alive: bool | None = None  # None: unknown (replay, or no control channel)
+    process_pids: tuple[int, ...] = ()
+    last_control: ControlResult | None = None
