@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--format", default="0.5.23", metavar="VERSION", help="log format: 0.5.9 or 0.5.23")
     simulate.add_argument("--speculative", default="EAGLE3", help="EAGLE3, EAGLE, or none")
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
+    simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
+                          help="background requests per simulated minute once ready (default 0)")  # fmt: skip
     _sim_options(simulate)
     return parser
 

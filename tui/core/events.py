@@ -74,6 +74,8 @@ class BarProgress:
     label: str = ""  # the bar's description as printed, e.g. "Multi-thread loading shards"
     at: str | None = None
     t: float | None = None
+    elapsed_s: float | None = None  # tqdm's own elapsed time in the frame ("[01:32<…") — bars carry no log time
+    remaining_s: float | None = None  # tqdm's own remaining-time estimate, None when it printed "?"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class BatchStats:
     rank: str | None = None
     at: str | None = None
     t: float | None = None
+    count: int = 1  # how many batch lines of this stage this event stands for (the values are the last one's)
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,18 @@ class LaunchStarted:
     """A new launch begins in the same log (a second `server_args=` after one was already seen is reported
     by the parser as LaunchStarted followed by ServerArgs). The reducer resets to a fresh startup."""
 
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class RankSeen:
+    """A rank label appeared for the first time in this launch: an SGLang rank prefix ("TP3", "DP1 TP3 EP3")
+    or a PyTorch `[rank7]:` line prefix ("rank7"). tp_rank is its TP index (a torch rank counts as one), so
+    the TP size can be inferred (max + 1, when above 1) from logs that hold no `server_args=` line."""
+
+    rank: str
+    tp_rank: int | None = None
     at: str | None = None
     t: float | None = None
 
@@ -244,6 +259,7 @@ Event = Union[
     BatchStats,
     SpeculativeHint,
     LaunchStarted,
+    RankSeen,
     LogActivity,
     LogReset,
     GpuSnapshot,
@@ -269,6 +285,7 @@ __all__ = [
     "LogActivity",
     "LogReset",
     "Milestone",
+    "RankSeen",
     "ServerArgs",
     "ServerProcess",
     "SpeculativeHint",

@@ -1,15 +1,411 @@
-"""STUB (being written): the SGLang log parser, bytes in, events out."""
+"""The SGLang log parser: bytes in (chunks cut anywhere), events out, for SGLang 0.4.6 … 0.5.23.
+
+Order carries meaning the lines alone don't: the second load cycle of a rank is the draft model's, a weight bar
+after the main model's `Load weight end` is the draft's, access lines between uvicorn's start and "fired up"
+are the warmup. Serving-time batch lines are coalesced: a run of them (no other event in between) is reported
+once per stage, with the last line's numbers and the run's line count, so a 1M-line serving log costs little.
+"""
 
 from __future__ import annotations
 
-from tui.core.events import Event
+import re
+
+from tui.core.events import (
+    BarProgress,
+    BatchStats,
+    Event,
+    Failure,
+    LaunchStarted,
+    Milestone,
+    RankSeen,
+    ServerArgs,
+    SpeculativeHint,
+)
+from tui.core.logbars import parse_frame
+from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
+from tui.core.logfailures import exception_failure, is_exception_line, marker_failure
+from tui.core.loglines import LineSplitter
+from tui.core.logmilestones import (
+    DRAFT_TYPE,
+    batch_fields,
+    milestone,
+    server_arg,
+    server_arg_int,
+    speculative_family,
+    uvicorn,
+)
+
+# Per-rank milestones that repeat for the draft model (second cycle on the same rank = draft).
+_CYCLE_KINDS = frozenset(("init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end"))
+_WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": "generate",
+                 "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
+# Cheap substrings that a failure line must contain before the failure regexes run.
+_FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
+                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed")  # fmt: skip
+_NONZERO = re.compile(r"[1-9]")
 
 
 class LogParser:
     """Streaming parser: feed chunks of bytes (cut anywhere), get events; flush() at end of input."""
 
+    def __init__(self) -> None:
+        self._splitter = LineSplitter()
+        self._clock = LogClock()
+        self._out: list[Event] = []
+        self._run: dict[str, list[object]] = {}  # stage → [last line (str|bytes), count, order]
+        self._run_order = 0
+        self._server_args_seen = False
+        self._reset_launch()
+
+    def _reset_launch(self) -> None:
+        self._speculative_off = False  # server_args said speculative_algorithm=None
+        self._cycles: dict[tuple[str, str | None], int] = {}
+        self._main_load_end = False  # rank 0 finished loading the main model
+        self._capture_seen = False
+        self._in_capture = False  # a bare tqdm bar now is a capture bar
+        self._weights_desc: str | None = None
+        self._weights_total = 0
+        self._weights_done = -1
+        self._draft_bar = False
+        self._last_bar: tuple[object, ...] | None = None
+        self._uvicorn = False
+        self._ready = False
+        self._warm = False  # uvicorn up, not fired up yet: access lines are the warmup
+        self._warmup_seen: set[str] = set()
+        self._hint_level = 0  # 0 none, 1 "speculative, unknown" reported, 2 an algorithm reported
+        self._ranks: set[str] = set()
+        self._in_traceback = False
+        self._tb_rank: str | None = None
+        self._tb_benign = False  # a request's traceback (uvicorn "Exception in ASGI application"): not fatal
+
+    # ------------------------------------------------------------------------------------------ API
+
     def feed(self, data: bytes) -> list[Event]:
-        return []
+        block, partial = self._splitter.cut(data)
+        if block:
+            if b"\r" in block or b"\x1b" in block:
+                self._slow(block.decode("utf-8", "replace"))
+            elif not self._all_batch(block):
+                self._lean(block)
+        if partial:
+            pieces: list[str] = []
+            self._splitter.split_partial(partial, pieces, None)
+            for piece in pieces:
+                self._piece(piece)
+        return self._take()
 
     def flush(self) -> list[Event]:
-        return []
+        tail = self._splitter.take_tail()
+        if tail:
+            self._slow(tail + "\n")
+        return self._take()
+
+    # ------------------------------------------------------------------------------------------ paths
+
+    def _take(self) -> list[Event]:
+        self._flush_run()
+        out, self._out = self._out, []
+        return out
+
+    def _slow(self, text: str) -> None:
+        pieces: list[str] = []
+        self._splitter.split_block(text, pieces, None)
+        for piece in pieces:
+            self._piece(piece)
+
+    def _all_batch(self, block: bytes) -> bool:
+        """Whole chunk of batch + access lines (counted at C speed): keep only the last line of each stage."""
+        if self._warm:
+            return False
+        decode = block.count(b"Decode batch")
+        prefill = block.count(b"Prefill batch")
+        if decode + prefill == 0:
+            return False
+        if decode + prefill + block.count(b"HTTP/1.") != block.count(b"\n"):
+            return False
+        if decode and self._hint_level < 1 and b"accept len" in block:
+            return False
+        found = []
+        for stage, marker, count in (("decode", b"Decode batch", decode), ("prefill", b"Prefill batch", prefill)):
+            if count:
+                i = block.rfind(marker)
+                found.append((i, stage, block[block.rfind(b"\n", 0, i) + 1 : block.find(b"\n", i)], count))
+        for _, stage, line, count in sorted(found):
+            self._run_add(stage, line, count)
+        return True
+
+    def _lean(self, block: bytes) -> None:
+        """Line by line on bytes: batch and post-warmup access lines cost two substring checks each."""
+        lines = block.split(b"\n")
+        lines.pop()
+        for line in lines:
+            if line.find(b"Decode batch", 0, 160) >= 0:
+                if self._hint_level < 1 and b"accept len" in line:
+                    self._piece(line.decode("utf-8", "replace"))
+                else:
+                    self._run_add("decode", line, 1)
+            elif line.find(b"Prefill batch", 0, 160) >= 0:
+                self._run_add("prefill", line, 1)
+            elif not self._warm and b"HTTP/1." in line:
+                continue
+            elif line:
+                text = line.decode("utf-8", "replace")
+                if "s]" in text:  # a tqdm frame may have another line glued to it
+                    self._slow(text + "\n")
+                else:
+                    self._piece(text)
+
+    def _run_add(self, stage: str, line: str | bytes, count: int) -> None:
+        entry = self._run.get(stage)
+        self._run_order += 1
+        if entry is None:
+            self._run[stage] = [line, count, self._run_order]
+        else:
+            entry[0] = line
+            entry[1] = int(entry[1]) + count  # type: ignore[call-overload]
+            entry[2] = self._run_order
+
+    def _flush_run(self) -> None:
+        if not self._run:
+            return
+        run, self._run = self._run, {}
+        for stage, (line, count, _) in sorted(run.items(), key=lambda item: item[1][2]):  # type: ignore[arg-type, return-value]
+            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
+            env = split_envelope(text)
+            f = batch_fields(env.msg)
+            running, queue = f.get("#running-req"), f.get("#queue-req")
+            self._out.append(
+                BatchStats(
+                    stage=stage,
+                    gen_throughput=f.get("gen throughput (token/s)"),
+                    accept_len=f.get("accept len"),
+                    accept_rate=f.get("accept rate"),
+                    running_req=int(running) if running is not None else None,
+                    queue_req=int(queue) if queue is not None else None,
+                    token_usage=f.get("token usage"),
+                    rank=env.rank,
+                    at=env.at,
+                    t=self._t(env.at),
+                    count=int(count),  # type: ignore[call-overload]
+                )
+            )
+
+    def _emit(self, event: Event) -> None:
+        if self._run:
+            self._flush_run()
+        self._out.append(event)
+
+    def _t(self, at: str | None) -> float | None:
+        return self._clock.seconds(at) if at else None
+
+    # ------------------------------------------------------------------------------------------ one piece
+
+    def _piece(self, text: str) -> None:
+        """One line (or tqdm frame) of text."""
+        if text.find("Decode batch", 0, 160) >= 0:
+            if self._hint_level < 1 and "accept len" in text:
+                env = split_envelope(text)
+                self._hint(None, env.line, env.at)
+            self._run_add("decode", text, 1)
+            return
+        if text.find("Prefill batch", 0, 160) >= 0:
+            self._run_add("prefill", text, 1)
+            return
+        if not self._warm and "HTTP/1." in text:
+            return
+        env = split_envelope(text)
+        msg = env.msg
+        if not msg or msg.isspace():
+            return
+        if "%|" in msg or " Completed | " in msg:
+            if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
+                return
+        if env.at is None:
+            if self._in_traceback and self._traceback_line(env.line, msg):
+                return
+            if msg[0] in " \t":
+                if msg.lstrip().startswith('File "'):  # a traceback whose head is not in view
+                    self._in_traceback = True
+                return
+        elif env.rank is not None and env.rank not in self._ranks:
+            self._ranks.add(env.rank)
+            self._emit(RankSeen(env.rank, tp_index(env.rank), env.at, self._t(env.at)))
+        if msg.startswith("server_args="):
+            self._server_args(msg, env.at)
+            return
+        found = milestone(msg)
+        if found is not None:
+            self._milestone(found[0], found[1], env.rank, env.line, env.at)
+            return
+        if msg.startswith(("INFO:", "Started server process", "Application startup complete", "Uvicorn running on")):
+            found = uvicorn(msg)
+            if found is not None:
+                self._uvicorn_line(found[0], found[1], env.line, env.at)
+            return
+        if "peculative" in msg or "eagle" in msg:
+            if "speculative decoding" in msg or "eagle speculative" in msg:
+                self._hint(speculative_family(msg), env.line, env.at)
+        if msg.startswith("[rank"):
+            rank = torch_rank(msg)
+            if rank is not None and rank not in self._ranks:
+                self._ranks.add(rank)
+                self._emit(RankSeen(rank, tp_index(rank), env.at, self._t(env.at)))
+        if "Traceback (most recent call last)" in msg:
+            self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
+        if "Exception in ASGI application" in msg:
+            self._in_traceback, self._tb_benign = True, True
+            return
+        for hint in _FAILURE_HINTS:
+            if hint in msg:
+                found_failure = marker_failure(msg)
+                if found_failure is not None:
+                    kind, root, opens = found_failure
+                    self._emit(Failure(kind, env.line, root, env.rank, env.at, self._t(env.at)))
+                    if opens:
+                        self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
+                break
+
+    def _traceback_line(self, line: str, msg: str) -> bool:
+        """Inside a traceback: True when the line was consumed (frame line or the closing exception line)."""
+        first = msg[0]
+        if first in " \t":
+            return True
+        if msg.startswith(("Traceback (most recent", "During handling of the above", "The above exception")):
+            return True
+        if not is_exception_line(msg):
+            return False
+        self._in_traceback = False
+        if self._tb_benign:
+            self._tb_benign = False
+            return True
+        kind, root = exception_failure(msg)
+        self._emit(Failure(kind, line, root, self._tb_rank))
+        found = milestone(msg.partition(": ")[2])
+        if found is not None and found[0] in ("load_straggler", "unbalanced_memory"):
+            self._milestone(found[0], found[1], self._tb_rank, line, None)
+        return True
+
+    # ------------------------------------------------------------------------------------------ kinds of lines
+
+    def _server_args(self, msg: str, at: str | None) -> None:
+        t = self._t(at)
+        if self._server_args_seen:
+            self._emit(LaunchStarted(at, t))
+            self._reset_launch()
+        self._server_args_seen = True
+        algorithm = server_arg(msg, "speculative_algorithm")
+        if algorithm is not None:
+            algorithm = algorithm.upper()
+            self._hint_level = 2
+        elif "speculative_algorithm" in msg:
+            self._speculative_off = True
+        self._emit(
+            ServerArgs(
+                model=server_arg(msg, "model_path"),
+                tp_size=server_arg_int(msg, "tp_size"),
+                dp_size=server_arg_int(msg, "dp_size"),
+                pp_size=server_arg_int(msg, "pp_size"),
+                speculative=algorithm,
+                draft_model=server_arg(msg, "speculative_draft_model_path"),
+                port=server_arg_int(msg, "port"),
+                host=server_arg(msg, "host"),
+                at=at,
+                t=t,
+            )
+        )
+
+    def _milestone(self, kind: str, fields: tuple[tuple[str, object], ...], rank: str | None, line: str,
+                   at: str | None) -> None:  # fmt: skip
+        draft = False
+        if kind in _CYCLE_KINDS:
+            key = (kind, rank)
+            cycle = self._cycles.get(key, 0) + 1
+            self._cycles[key] = cycle
+            draft = cycle >= 2 and not self._speculative_off
+            if kind == "load_end":
+                model_type = next((str(v) for k, v in fields if k == "type"), "")
+                if model_type and DRAFT_TYPE.search(model_type):
+                    draft = True
+                    self._hint(speculative_family(model_type), line, at)
+                if not draft and (rank is None or not _NONZERO.search(rank)):
+                    self._main_load_end = True
+            elif kind == "load_begin":
+                self._in_capture = False
+        elif kind in ("graph_begin", "graph_end"):
+            draft = "draft" in str(fields[0][1]).lower() if fields else False
+            if kind == "graph_begin":
+                self._capture_seen = self._in_capture = True
+        elif kind == "max_tokens":
+            self._in_capture = False
+        elif kind == "fired_up":
+            self._ready, self._warm, self._in_capture = True, False, False
+        self._emit(Milestone(kind, rank, draft, fields, line, at, self._t(at)))
+
+    def _uvicorn_line(self, kind: str, fields: tuple[tuple[str, object], ...], line: str, at: str | None) -> None:
+        if kind == "access":
+            if not self._warm:
+                return
+            path = str(fields[1][1]).partition("?")[0]
+            role = _WARMUP_PATHS.get(path)
+            if role is None or role in self._warmup_seen:
+                return
+            self._warmup_seen.add(role)
+            kind = "warmup_request"
+        else:
+            self._uvicorn, self._in_capture = True, False
+            self._warm = not self._ready
+        self._emit(Milestone(kind, None, False, fields, line, at, self._t(at)))
+
+    def _bar(self, msg: str) -> bool:
+        frame = parse_frame(msg)
+        if frame is None:
+            return False
+        if frame.kind == "shards":
+            bar = "draft_weights" if self._is_draft_bar(frame.desc, frame.done, frame.total) else "weights"
+        elif frame.kind == "capture":
+            bar = "capture"
+            self._capture_seen = self._in_capture = True
+        elif self._in_capture:
+            bar = "capture"
+        else:
+            return False
+        key = (bar, frame.done, frame.total, frame.bs, frame.desc)
+        if key == self._last_bar:  # tqdm's close() prints the last frame again
+            return True
+        self._last_bar = key
+        self._emit(
+            BarProgress(
+                bar=bar,
+                done=frame.done,
+                total=frame.total,
+                bs=frame.bs,
+                avail_mem_gb=frame.avail_mem_gb,
+                label=frame.desc,
+                elapsed_s=frame.elapsed_s,
+                remaining_s=frame.remaining_s,
+            )
+        )
+        return True
+
+    def _is_draft_bar(self, desc: str, done: int, total: int) -> bool:
+        """The draft's weight bar: after the main model's load end or a capture, or a new bar after the main one."""
+        if self._speculative_off:
+            return False
+        if self._draft_bar or self._main_load_end or self._capture_seen:
+            self._draft_bar = True
+            return True
+        if self._weights_desc is not None:
+            complete = self._weights_done >= self._weights_total
+            if desc != self._weights_desc or (complete and (total != self._weights_total or done < self._weights_done)):
+                self._draft_bar = True
+                return True
+        self._weights_desc = desc
+        self._weights_total = total
+        self._weights_done = max(self._weights_done, done)
+        return False
+
+    def _hint(self, algorithm: str | None, line: str, at: str | None) -> None:
+        level = 2 if algorithm else 1
+        if level > self._hint_level:
+            self._hint_level = level
+            self._emit(SpeculativeHint(algorithm, line, at, self._t(at)))

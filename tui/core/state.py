@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone
 
 
 class Phase(str, Enum):
@@ -43,6 +43,8 @@ class PhaseSpan:
     ended_at: float | None = None
     model: str = "main"
     duration_s: float | None = None  # from log times when both ends have them, else from the clock
+    start_t: float | None = None  # log time (event.t) the span began, when the log had one
+    end_t: float | None = None  # log time the span ended, when the log had one
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class BarState:
     updated_at: float = 0.0
     bs: int | None = None  # capture bars: batch size in capture
     avail_mem_gb: float | None = None
+    samples: tuple[tuple[float, int], ...] = ()  # recent (time, done) points behind rate_per_s, bounded
+    sample_clock: str = ""  # "log" (times from log lines) or "clock" (the reducer's now): never mixed
+    label: str = ""  # the bar's description as printed
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class ServerInfo:
     speculative: str | None = None  # "EAGLE3" | "unknown" | None
     draft_model: str | None = None
     port: int | None = None
+    tp_from_args: bool = False  # tp_size came from server_args (else inferred from the highest TP rank seen)
 
 
 @dataclass(frozen=True)
@@ -143,3 +149,11 @@ class Readiness:
     process_alive: bool | None = None  # None: unknown (replay, or no control channel)
     process_pids: tuple[int, ...] = ()
     last_control: ControlResult | None = None
+    stall_after: float | None = None  # set once by the caller: overrides every per-phase stall limit (seconds)
+    launched: bool = False  # a launch was seen (server_args, a new launch, a startup line, or our own launch)
+    updated_at: float = 0.0  # clock time of the last event reduced
+    last_log_at: str | None = None  # log timestamp of the last timestamped log event
+    last_progress: str = ""  # which signal progressed last, e.g. "shards 57/64", "log bytes", "GPU memory"
+    milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # milestone kind -> ranks that printed it
+    tp_rank_max: int | None = None  # the highest TP index seen in rank labels
+    latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)

@@ -1,0 +1,117 @@
+"""Start the project's simulated SGLang server for a test, the way a person would: `setsid … &` with the log
+redirected, so the main pid is the process-group and session leader."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers.sshd import free_port
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+RUN_MARKER = "SGLANG_TUI_RUN"
+
+
+def _pids_with_marker(marker: str) -> list[int]:
+    """Processes whose environment carries this run's marker (orphans re-parented to PID 1 keep it)."""
+    needle = f"{RUN_MARKER}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class SimServer:
+    log: Path
+    port: int
+    gpu_state: Path
+    pid: int
+    argv: list[str]
+    run_id: str
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def launch_command(self) -> str:
+        """The `sh` command line that starts this simulator (for `--launch`); the caller redirects the log."""
+        return shlex.join(["env", f"PYTHONPATH={ROOT}", *self.argv])
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int | None:
+        """Exit status of the main process (negative: killed by that signal), None if still running."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self) -> None:
+        """SIGKILL the whole process group, then anything left that carries this run's marker. Idempotent."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in _pids_with_marker(self.run_id):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        deadline = time.monotonic() + 5
+        while _pids_with_marker(self.run_id) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def start_sim(
+    tmp_path: Path,
+    *,
+    fault: str | None = None,
+    speed: float = 200.0,
+    tp: int = 8,
+    shards: int = 64,
+    fmt: str = "0.5.23",
+    speculative: str = "EAGLE3",
+    port: int | None = None,
+    traffic: float = 0.0,
+    env: dict[str, str] | None = None,
+) -> SimServer:
+    """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
+    port = port or free_port()
+    log = tmp_path / "sim.log"
+    gpu_state = tmp_path / "gpus"
+    run_id = f"sim-{uuid.uuid4().hex[:12]}"
+    argv = [
+        sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port), "--tp", str(tp),
+        "--shards", str(shards), "--speed", str(speed), "--format", fmt, "--speculative", speculative,
+        "--gpu-state", str(gpu_state),
+    ]  # fmt: skip
+    if fault:
+        argv += ["--fault", fault]
+    if traffic:
+        argv += ["--traffic", str(traffic)]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), RUN_MARKER: run_id, **(env or {})}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    return SimServer(log, port, gpu_state, proc.pid, argv, run_id, proc)

@@ -1,0 +1,267 @@
+"""Fakes for the TUI tests (named as fakes): a scripted batch source, a hanging source, a control, a clock,
+and scripted startup scenarios as event batches (the same events the Monitor and the parser produce)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Sequence
+
+from tui.core.events import (
+    BarProgress,
+    BatchStats,
+    ConnectionState,
+    ControlResult,
+    Event,
+    Failure,
+    GpuInfo,
+    GpuProcess,
+    GpuSnapshot,
+    HealthResult,
+    LogActivity,
+    Milestone,
+    ServerArgs,
+    ServerProcess,
+    Tick,
+)
+from tui.core.state import Readiness
+from tui.ui.app import SglangTui, UiSources
+
+T0 = 1764410400.0  # 2025-11-29 10:00:00, naive log time read as UTC (as the parser does)
+GIB = 1 << 30
+TOTAL = 143_771_000_832  # an H200's memory
+TP = 8
+HOST = "gpu-node-7"
+
+
+class FakeClock:
+    """A clock the test sets by hand (so times on screen are frozen)."""
+
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class FakeBatchSource:
+    """Fake of Monitor.batches(): yields exactly the batches a test pushes; None ends it."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[list[Event] | None] = asyncio.Queue()
+        self.started = 0
+
+    def push(self, *batches: Sequence[Event] | None) -> None:
+        for batch in batches:
+            self.queue.put_nowait(None if batch is None else list(batch))
+
+    async def batches(self) -> AsyncIterator[list[Event]]:
+        self.started += 1
+        while True:
+            batch = await self.queue.get()
+            if batch is None:
+                return
+            yield batch
+
+
+class HangingSource:
+    """Fake of a monitor whose SSH link hangs: it never yields and never returns."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    async def batches(self) -> AsyncIterator[list[Event]]:
+        self.entered.set()
+        await asyncio.Event().wait()
+        yield []  # pragma: no cover  (never reached)
+
+
+class BrokenSource:
+    """Fake of a monitor that dies with an exception after one batch."""
+
+    def __init__(self, first: Sequence[Event]) -> None:
+        self.first = list(first)
+
+    async def batches(self) -> AsyncIterator[list[Event]]:
+        yield self.first
+        raise ConnectionResetError("ssh channel closed by peer")
+
+
+@dataclass
+class FakeControl:
+    """Fake of ServerControl: records calls, returns a scripted result (what a real kill would report)."""
+
+    pgid: int = 4242
+    result: ControlResult | None = None
+    delay_s: float = 0.0
+    calls: list[str] = field(default_factory=list)
+
+    def describe(self, action: str) -> str:
+        signal = {"terminate": "TERM", "kill": "KILL", "restart": "TERM"}[action]
+        text = f"kill -{signal} -- -{self.pgid}; sweep /proc/*/environ for SGLANG_TUI_RUN=fake-run"
+        if action == "restart":
+            text += "; setsid sh -c 'exec python -m sglang.launch_server …' > /tmp/server.log 2>&1 &"
+        return text
+
+    async def _act(self, action: str) -> ControlResult:
+        self.calls.append(action)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.result is not None:
+            return self.result
+        return ControlResult(action, ok=True, command=self.describe(action))
+
+    async def restart(self) -> ControlResult:
+        return await self._act("restart")
+
+    async def terminate(self) -> ControlResult:
+        return await self._act("terminate")
+
+    async def kill(self) -> ControlResult:
+        return await self._act("kill")
+
+
+# ----------------------------------------------------------------------------------------------- scenarios
+
+
+def at(seconds: float) -> tuple[str, float]:
+    """(log timestamp text, log time) `seconds` after T0."""
+    whole = int(seconds)
+    return f"2025-11-29 10:{whole // 60:02d}:{whole % 60:02d}", T0 + seconds
+
+
+def log_bytes(lines: Sequence[str], offset: int = 0) -> LogActivity:
+    data = "".join(line + "\n" for line in lines).encode()
+    return LogActivity(offset + len(data), data)
+
+
+def gpus(used_gib: float | Sequence[float], *, util: float = 0.0, alive: bool = True, n: int = TP) -> GpuSnapshot:
+    amounts = [used_gib] * n if isinstance(used_gib, (int, float)) else list(used_gib)
+    out = []
+    for i, gb in enumerate(amounts):
+        used = int(gb * GIB)
+        procs = (GpuProcess(4300 + i, used, f"sglang::scheduler_TP{i}"),) if alive and used else ()
+        out.append(GpuInfo(i, f"GPU-{i:04d}", "NVIDIA H200", used, TOTAL, None, util, 40.0, 120.0, procs))
+    return GpuSnapshot("sim", tuple(out))
+
+
+@dataclass
+class Step:
+    """One batch, folded when the fake clock reads `clock`."""
+
+    clock: float
+    events: list[Event]
+
+
+def _rank_lines(kind: str, seconds: float, **fields: object) -> list[Event]:
+    stamp, t = at(seconds)
+    items = tuple(fields.items())
+    return [Milestone(kind, rank=f"TP{i}", fields=items, line=f"[{stamp} TP{i}] {kind}", at=stamp, t=t) for i in range(TP)]
+
+
+def startup_to_loading(shards_done: int = 57, shards: int = 64) -> list[Step]:
+    """Launch → init → loading weights at shards_done/shards (7.1 shards/s)."""
+    s0, t0 = at(2)
+    steps = [
+        Step(T0 + 2, [ConnectionState("connected"), HealthResult("/health", "refused", latency_s=0.001),
+                      HealthResult("/v1/models", "refused", latency_s=0.001), ServerProcess(True, (4242,)), gpus(0.5)]),
+        Step(T0 + 3, [ServerArgs(model="meta-llama/Llama-3.3-70B-Instruct", tp_size=TP, speculative="EAGLE3",
+                                 draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", port=30000, at=s0, t=t0),
+                      log_bytes([f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"])]),
+        Step(T0 + 9, _rank_lines("init_begin", 9) + [log_bytes([f"[{at(9)[0]} TP{i}] Init torch distributed begin." for i in range(TP)])]),
+        Step(T0 + 12, _rank_lines("init_end", 12, mem_usage_gb=1.02) + _rank_lines("load_begin", 12, avail_mem_gb=138.05)
+             + [gpus(1.5), log_bytes([f"[{at(12)[0]} TP{i}] Load weight begin. avail mem=138.05 GB" for i in range(TP)])]),
+    ]
+    bars = []
+    for k in range(shards_done + 1):
+        stamp, t = at(13 + k / 7.1)
+        bars.append(BarProgress("weights", k, shards, label="Multi-thread loading shards", at=stamp, t=t))
+    steps.append(Step(T0 + 13 + shards_done / 7.1, bars + [gpus(1.5 + 16.5 * shards_done / shards, util=35.0),
+                      log_bytes([f"Multi-thread loading shards:  {100 * shards_done // shards}% Completed | {shards_done}/{shards} [00:08<00:01,  7.10it/s]"])]))
+    return steps
+
+
+def startup_to_capture(batches_done: int = 12, batches: int = 36) -> list[Step]:
+    steps = startup_to_loading(64)
+    s, t = at(25)
+    steps.append(Step(T0 + 25, _rank_lines("load_end", 25, avail_mem_gb=121.49, mem_usage_gb=16.56)
+                      + [BarProgress("draft_weights", 1, 1, at=s, t=t), gpus(18.0)]))
+    steps.append(Step(T0 + 27, _rank_lines("kv_alloc", 27) + _rank_lines("mem_pool_end", 27, avail_mem_gb=26.05) + [gpus(113.5)]))
+    steps.append(Step(T0 + 28, _rank_lines("graph_begin", 28, avail_mem_gb=25.74)))
+    bars = []
+    for k in range(batches_done + 1):
+        stamp, tt = at(29 + k * 0.8)
+        bars.append(BarProgress("capture", k, batches, bs=512 - 8 * k, avail_mem_gb=25.6 - 0.02 * k, at=stamp, t=tt))
+    steps.append(Step(T0 + 29 + batches_done * 0.8, bars + [gpus(115.0, util=90.0),
+                      log_bytes([f"Capturing batches (bs={512 - 8 * batches_done} avail_mem=25.36 GB):  33%| {batches_done}/{batches} [00:09<00:19,  1.25it/s]"])]))
+    return steps
+
+
+def startup_to_ready(decode_lines: int = 24) -> list[Step]:
+    steps = startup_to_capture(36, 36)
+    steps.append(Step(T0 + 60, _rank_lines("graph_end", 60, avail_mem_gb=22.1)))
+    s, t = at(62)
+    steps.append(Step(T0 + 62, [Milestone("uvicorn_running", at=s, t=t), HealthResult("/health", "starting", 503, 0.004),
+                                HealthResult("/v1/models", "ok", 200, 0.003)]))
+    s, t = at(66)
+    steps.append(Step(T0 + 66, [Milestone("fired_up", at=s, t=t), HealthResult("/health", "ok", 200, 1.21),
+                                log_bytes([f"[{s}] The server is fired up and ready to roll!"])]))
+    decode = []
+    for k in range(decode_lines):
+        s, t = at(70 + k)
+        decode.append(BatchStats("decode", gen_throughput=40.0 + (k * 7) % 23, accept_len=1.4 + ((k * 3) % 7) / 20,
+                                 accept_rate=0.7, running_req=3, token_usage=0.12, rank="TP0", at=s, t=t))
+    steps.append(Step(T0 + 70 + decode_lines, decode + [gpus(115.0, util=60.0)]))
+    return steps
+
+
+OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+            "of 139.72 GiB of which 1.06 GiB is free.")
+
+
+def startup_failed_oom() -> list[Step]:
+    steps = startup_to_capture(20, 36)
+    s, t = at(50)
+    steps.append(Step(T0 + 50, [Failure("oom", OOM_LINE, rank="TP3", at=s, t=t),
+                                log_bytes([f"[{s} TP3] Scheduler hit an exception: Traceback (most recent call last):", OOM_LINE])]))
+    steps.append(Step(T0 + 52, [ServerProcess(False), gpus(0.0, alive=False)]))
+    return steps
+
+
+def startup_stalled() -> list[Step]:
+    steps = startup_to_loading(57)
+    last = steps[-1].clock
+    steps.append(Step(last + 400, [Tick()]))
+    return steps
+
+
+def startup_disconnected() -> list[Step]:
+    steps = startup_to_loading(57)
+    last = steps[-1].clock
+    steps.append(Step(last + 1, [ConnectionState("reconnecting", "connection lost: keepalive timeout")]))
+    steps.append(Step(last + 30, [Tick()]))
+    return steps
+
+
+# ------------------------------------------------------------------------------------------------- driving
+
+
+def make_app(source: object, *, control: FakeControl | None = None, read_only: bool = False,
+             clock: FakeClock | None = None, initial: Readiness | None = None, **kwargs: object) -> SglangTui:
+    """The real app over fakes (monotonic time for the debounce stays real)."""
+    sources = UiSources(batches=source.batches, control=control, host_label=HOST)  # type: ignore[attr-defined]
+    return SglangTui(sources, read_only=read_only, clock=clock or FakeClock(), initial=initial, **kwargs)  # type: ignore[arg-type]
+
+
+async def play(pilot: object, source: FakeBatchSource, clock: FakeClock, steps: Sequence[Step]) -> None:
+    """Fold each step at its clock time, waiting until the app has taken it."""
+    app = pilot.app  # type: ignore[attr-defined]
+    for step in steps:
+        clock.t = step.clock
+        before = app.batches_seen
+        source.push(step.events)
+        for _ in range(200):
+            await pilot.pause()  # type: ignore[attr-defined]
+            if app.batches_seen > before:
+                break
+    await pilot.pause()  # type: ignore[attr-defined]

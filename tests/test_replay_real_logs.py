@@ -1,0 +1,69 @@
+"""End to end over ../shared/real-logs: `replay --json` of each real SGLang log matches its expected.json entry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _names() -> list[str]:
+    """File names for parametrization, read where the real_logs_dir fixture looks (none when absent)."""
+    expected = SHARED / "real-logs" / "expected.json"
+    if not expected.is_file():
+        return ["(real-logs absent)"]
+    return [str(entry["file"]) for entry in json.loads(expected.read_text())]
+
+
+@pytest.mark.parametrize("name", _names())
+def test_real_log_matches_expected(real_logs_dir: Path | None, name: str) -> None:
+    if real_logs_dir is None:
+        pytest.skip("../shared/real-logs is not present on this machine")
+    entries = {str(e["file"]): e for e in json.loads((real_logs_dir / "expected.json").read_text())}
+    entry = entries[name]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "replay", str(real_logs_dir / name), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, f"{name}: {proc.stderr}"
+    got = json.loads(proc.stdout)
+    mismatches = [f"{field}: {problem}" for field, problem in _compare(got, entry["expect"])]  # type: ignore[arg-type]
+    assert not mismatches, f"{name}:\n" + "\n".join(mismatches)
+
+
+def _compare(got: dict[str, object], expect: dict[str, object]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key in ("phase", "shards", "tp_size", "speculative"):
+        if got[key] != expect[key]:
+            out.append((key, f"got {got[key]!r}, expected {expect[key]!r}"))
+    error = got["error"] if isinstance(got["error"], dict) else None
+    kind = error["kind"] if error else None
+    if kind != expect["error_kind"]:
+        out.append(("error.kind", f"got {kind!r}, expected {expect['error_kind']!r}"))
+    want_line = expect["error_line"]
+    line = str(error["line"]) if error else None
+    # expected.json quotes the cause; the log line may carry a wrapper prefix or run on past the quote
+    if (want_line is None) != (line is None) or (want_line is not None and str(want_line) not in str(line)):
+        out.append(("error.line", f"got {line!r}, expected it to contain {want_line!r}"))
+    decode = got["decode"] if isinstance(got["decode"], dict) else {}
+    for key in ("accept_len", "gen_throughput"):
+        value, want = decode.get(key), expect[key]
+        if (value is None) != (want is None) or (want is not None and abs(float(value) - float(want)) > 1e-6):  # type: ignore[arg-type]
+            out.append((key, f"got {value!r}, expected {want!r}"))
+    return out
+
+
+def test_the_comparison_catches_a_mismatch() -> None:
+    """The checker itself can fail: a wrong phase and a wrong line are reported."""
+    got = {"phase": "ready", "shards": None, "tp_size": None, "speculative": None,
+           "error": {"kind": "oom", "line": "x"}, "decode": None}
+    expect = {"phase": "failed", "shards": None, "tp_size": None, "speculative": None,
+              "error_kind": "oom", "error_line": "CUDA out of memory", "accept_len": None, "gen_throughput": None}
+    assert [field for field, _ in _compare(got, expect)] == ["phase", "error.line"]

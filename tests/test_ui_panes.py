@@ -1,0 +1,202 @@
+"""Pilot tests of the panes: scripted event batches from a fake source, folded by the real reducer."""
+
+from __future__ import annotations
+
+from textual.notifications import Notify
+
+from tests.helpers.ui_fakes import (
+    HOST,
+    OOM_LINE,
+    T0,
+    BrokenSource,
+    FakeBatchSource,
+    FakeClock,
+    HangingSource,
+    Step,
+    gpus,
+    make_app,
+    play,
+    startup_disconnected,
+    startup_failed_oom,
+    startup_stalled,
+    startup_to_capture,
+    startup_to_loading,
+    startup_to_ready,
+)
+from tui.core.events import ConnectionState, HealthResult, Tick
+from tui.core.state import Phase, Readiness
+from tui.ui.panes.gpus import GpuPane
+from tui.ui.panes.header import HeaderPane
+from tui.ui.panes.health import HealthPane
+from tui.ui.panes.shards import ShardsPane
+from tui.ui.panes.timeline import TimelinePane
+
+SIZE = (160, 48)
+
+
+def _notes(seen: list[object]) -> list[str]:
+    return [f"{m.notification.title}: {m.notification.message}" for m in seen if isinstance(m, Notify)]
+
+
+async def test_loading_shows_shards_rate_eta_ranks_and_eight_gpus() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        shards = app.query_one(ShardsPane).shown
+        assert "57/64" in shards and "7.1 shards/s" in shards and "ETA" in shards
+        assert "TP7" in shards and "load…" in shards  # per-rank milestones at a glance
+        header = app.query_one(HeaderPane).shown
+        assert "LOADING WEIGHTS" in header and HOST in header and "TP8" in header and "EAGLE3" in header
+        assert "log says: not ready" in header and "health says: refused" in header
+        table = app.query_one(GpuPane)
+        assert table.row_count == 8
+        row = table.get_row("gpu3")
+        assert row[1].plain == "TP3" and "4303 sglang::scheduler_TP3" in row[5].plain
+        assert "16.2 / 133.9" in row[3].plain
+        timeline = app.query_one(TimelinePane).shown
+        assert "▶" in timeline and "loading weights" in timeline and "ETA" in timeline
+
+
+async def test_gpu_pane_shows_any_number_of_gpus_and_updates_in_place() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, [Step(T0, [ConnectionState("connected"), gpus(1.0, n=2)])])
+        table = app.query_one(GpuPane)
+        assert table.row_count == 2
+        await play(pilot, source, clock, [Step(T0 + 1, [gpus(2.0, n=16)])])
+        assert table.row_count == 16 and "2.0 / 133.9" in table.get_row("gpu15")[3].plain
+        updates: list[object] = []
+        original = table.update_cell
+        table.update_cell = lambda *a, **k: (updates.append(a), original(*a, **k))  # type: ignore[method-assign]
+        await play(pilot, source, clock, [Step(T0 + 1, [gpus([2.0] * 15 + [9.0], n=16)])])
+        changed = {(str(a[0]), str(a[1])) for a in updates}
+        # only the GPU whose memory moved gets new figures; the others only grow their history sparkline
+        assert {row for row, column in changed if column != "history"} == {"gpu15"}, changed
+        assert ("gpu15", "used / total GiB") in changed and table.row_count == 16
+
+
+async def test_timeline_and_header_tick_with_the_clock() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_loading(10))
+        before = app.query_one(TimelinePane).shown
+        await play(pilot, source, clock, [Step(clock.t + 65, [Tick()])])
+        after = app.query_one(TimelinePane).shown
+        assert before != after and "1m" in after.split("loading weights")[1].splitlines()[0]
+        assert "in phase" in app.query_one(HeaderPane).shown
+
+
+async def test_a_pane_does_not_redraw_when_its_slice_did_not_change() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        shards = app.query_one(ShardsPane)
+        health = app.query_one(HealthPane)
+        drawn: list[str] = []
+        shards.update = lambda content="": drawn.append("shards")  # type: ignore[method-assign,assignment]
+        original = health.update
+        health.update = lambda content="": (drawn.append("health"), original(content))  # type: ignore[method-assign,assignment]
+        await play(pilot, source, clock, [Step(clock.t, [HealthResult("/health", "starting", 503, 0.01)])])
+        assert drawn == ["health"]
+
+
+async def test_capture_shows_batches_with_batch_size() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_capture(12, 36))
+        shards = app.query_one(ShardsPane).shown
+        assert "64/64" in shards and "12/36" in shards and "batches/s" in shards
+        assert "CUDA GRAPH CAPTURE" in app.query_one(HeaderPane).shown
+
+
+async def test_ready_shows_both_facts_decode_figures_and_rings_once() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    bells: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    seen: list[object] = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        assert app.state.phase in (Phase.READY, Phase.SERVING)
+        header = app.query_one(HeaderPane).shown
+        assert "log says: fired up" in header and "health says: ok 200" in header
+        health = app.query_one(HealthPane).shown
+        assert "/health" in health and "ok 200" in health and "1210 ms" in health
+        assert "tok/s" in health and "accept" in health
+        assert any(ch in health for ch in "▁▂▃▄▅▆▇█")  # the decode sparkline
+        assert bells == [1]
+        assert any("ready" in note for note in _notes(seen))
+
+
+async def test_failed_shows_the_oom_line_and_rings() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    bells: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    seen: list[object] = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await play(pilot, source, clock, startup_failed_oom())
+        header = app.query_one(HeaderPane).shown
+        assert "FAILED" in header and "OOM" in header and OOM_LINE in header
+        assert "process: gone" in header
+        assert bells == [1]
+        assert any("failed" in note and "CUDA out of memory" in note for note in _notes(seen))
+
+
+async def test_stalled_is_shown_and_announced() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock, initial=Readiness(stall_after=120.0))
+    bells: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    seen: list[object] = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await play(pilot, source, clock, startup_stalled())
+        header = app.query_one(HeaderPane).shown
+        assert "STALLED in LOADING WEIGHTS" in header and "no progress for" in header
+        assert bells == [1] and any("stalled" in note for note in _notes(seen))
+
+
+async def test_disconnected_marks_gpu_data_stale() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_disconnected())
+        header = app.query_one(HeaderPane).shown
+        assert "reconnecting" in header and "keepalive timeout" in header and "stale" in header
+        table = app.query_one(GpuPane)
+        assert "STALE" in str(table.border_title)
+        assert table.row_count == 8 and "16.2" in table.get_row("gpu0")[3].plain  # kept, not blanked
+
+
+async def test_a_dead_source_becomes_state_not_a_crash() -> None:
+    clock = FakeClock()
+    source = BrokenSource([ConnectionState("connected")])
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            await pilot.pause()
+            if app.state.connection == "failed":
+                break
+        assert app.state.connection == "failed" and "ssh channel closed" in app.state.connection_detail
+        assert "failed" in app.query_one(HeaderPane).shown
+        await pilot.press("question_mark")  # still alive and answering keys
+        assert app.screen.__class__.__name__ == "HelpScreen"
+
+
+async def test_keys_answer_while_the_source_hangs() -> None:
+    source = HangingSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await source.entered.wait()
+        await pilot.press("question_mark")
+        assert app.screen.__class__.__name__ == "HelpScreen"
+        await pilot.press("escape", "w")
+        assert app.log_pane.view.wrap is True
+        await pilot.press("p")
+        assert app.paused is True
+        assert "PAUSED" in app.query_one(HeaderPane).shown

@@ -1,0 +1,112 @@
+"""`sglang-tui replay LOGFILE [--json]`: stream a saved log through the parser and the reducer, print the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from typing import BinaryIO, Iterator
+
+from tui.core.events import Event
+from tui.core.logparse import LogParser
+from tui.core.readiness import reduce
+from tui.core.report import format_report, to_json
+from tui.core.state import Readiness
+
+CHUNK = 1 << 20
+SNIFF = 64 << 10
+HOLD_UNTIMED = 10_000  # events held back until the first log time is known (so early events get a real time)
+
+
+class ReplayError(Exception):
+    """Bad input: str() is the one line to print."""
+
+
+def run(args: argparse.Namespace) -> int:
+    path = args.logfile
+    try:
+        state = replay_file(path)
+    except ReplayError as err:
+        print(f"sglang-tui replay: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.json:
+            print(json.dumps(to_json(state), ensure_ascii=False))
+        else:
+            print(format_report(state))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # reader went away (| head): not an error
+    return 0
+
+
+def replay_file(path: str) -> Readiness:
+    """The final state of a log file, read in chunks; ReplayError for input that is not a readable log."""
+    if not os.path.exists(path):
+        raise ReplayError(f"{path}: no such file; pass the path of a saved SGLang log")
+    if os.path.isdir(path):
+        raise ReplayError(f"{path} is a directory; pass the log file inside it")
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise ReplayError(f"{path}: cannot read it ({err.strerror or err}); check the path and permissions") from None
+    with handle:
+        return replay_stream(handle, path)
+
+
+def replay_stream(handle: BinaryIO, name: str = "input") -> Readiness:
+    state = Readiness()
+    parser = LogParser()
+    held: list[Event] = []
+    now: float | None = None
+    for events in _event_batches(handle, parser, name):
+        for event in events:
+            t = getattr(event, "t", None)
+            if now is None:
+                if t is None and len(held) < HOLD_UNTIMED:
+                    held.append(event)
+                    continue
+                now = t if t is not None else 0.0
+                for early in held:
+                    state = reduce(state, early, now)
+                held.clear()
+            if t is not None:
+                now = t
+            state = reduce(state, event, now)
+    for early in held:
+        state = reduce(state, early, now if now is not None else 0.0)
+    if now is None:  # no line had a time: the replay has no clock, so no span has a known duration
+        state = replace(state, timeline=tuple(replace(span, duration_s=None) for span in state.timeline))
+    return state
+
+
+def _event_batches(handle: BinaryIO, parser: LogParser, name: str) -> Iterator[list[Event]]:
+    first = True
+    try:
+        while True:
+            chunk = handle.read(CHUNK)
+            if not chunk:
+                break
+            if first:
+                _check_text(chunk[:SNIFF], name)
+                first = False
+            yield parser.feed(chunk)
+    except OSError as err:
+        raise ReplayError(f"{name}: read failed ({err.strerror or err})") from None
+    if first:
+        raise ReplayError(f"{name} is empty (0 bytes): nothing to replay")
+    yield parser.flush()
+
+
+def _check_text(sample: bytes, name: str) -> None:
+    """Reject binary input (a core dump, a gzip'd log) before parsing it as lines."""
+    text = sample.decode("utf-8", errors="replace")
+    if not text:
+        return
+    controls = sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\x1b\x08\x0c")
+    bad = text.count("\ufffd")
+    if "\x00" in text or (controls + bad) > 0.05 * len(text):
+        hint = "; decompress it first" if sample[:2] == b"\x1f\x8b" else ""
+        raise ReplayError(f"{name} is binary data, not a text log{hint}")

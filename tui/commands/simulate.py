@@ -1,0 +1,47 @@
+"""`sglang-tui simulate`: run the simulated SGLang server alone (for tests, demos, CI pipelines)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tui.sim.params import SimParams, check
+
+
+def params_from_args(args: argparse.Namespace) -> SimParams:
+    speculative = None if str(args.speculative).lower() == "none" else str(args.speculative).upper()
+    return SimParams(
+        log=os.path.abspath(args.log),
+        port=args.port,
+        tp=args.tp,
+        shards=args.shards,
+        speed=args.speed,
+        fault=args.fault,
+        fmt=args.format,
+        speculative=speculative,
+        gpu_state=os.path.abspath(args.gpu_state) if args.gpu_state else None,
+        traffic=float(getattr(args, "traffic", 0.0) or 0.0),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    params = params_from_args(args)
+    problem = check(params)
+    if problem is None:
+        try:
+            with open(params.log, "ab"):
+                pass
+        except OSError as err:
+            problem = f"--log {args.log}: cannot write the log ({err.strerror}); pick a writable path"
+    if problem is None and params.gpu_state:
+        try:
+            os.makedirs(params.gpu_state, exist_ok=True)
+        except OSError as err:
+            problem = f"--gpu-state {args.gpu_state}: cannot create the directory ({err.strerror})"
+    if problem is not None:
+        print(f"sglang-tui simulate: {problem}", file=sys.stderr)
+        return 2
+    from tui.sim.server import run_server
+
+    return run_server(params)

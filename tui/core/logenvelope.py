@@ -1,0 +1,124 @@
+"""The line envelope: wrapper prefixes real deployments add, SGLang's `[time ranks]` head, and log time.
+
+SGLang writes `[%Y-%m-%d %H:%M:%S{.ms}{ DP1 PP0 ATTN_CP0 MOE_DP0 TP3 EP3}] message` (older builds print the time
+only); docker compose, srun, log collectors, Ray and foreign Python loggers may wrap that in prefixes of their own.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from typing import NamedTuple
+
+ENVELOPE = re.compile(
+    r"\[(?P<ts>(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\](?: |$)",
+    re.ASCII,
+)
+# Prefixes put in front of a line by whatever collected it; stripped one at a time from the start.
+WRAPPER = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? (?:\| )?"  # collector time
+    r"|[A-Za-z0-9][\w.@/-]*\s*\| "  # docker compose service
+    r"|\d{1,5}: "  # srun task id
+    r"|\[pod/[^\]\s]+\] "  # kubectl logs --prefix
+    r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"  # Ray actor
+    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [\w.@/-]+(?:\[\d+\])?: "  # syslog / journald
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:"  # Python logging's default format
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM-style
+    r"|(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "  # "name - LEVEL - "
+    r")",
+    re.ASCII,
+)
+_RANK_TOKEN = re.compile(r"TP(\d+)", re.ASCII)
+_TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
+
+
+class Envelope(NamedTuple):
+    line: str  # the line from SGLang's envelope on (wrappers removed): what failures and milestones quote
+    msg: str  # the message after the envelope
+    at: str | None  # timestamp as printed
+    rank: str | None  # rank tokens as printed ("TP3", "DP1 TP3 EP3"), None for main process / TP=1
+
+
+def split_envelope(text: str) -> Envelope:
+    """Strip wrapper prefixes, then read SGLang's `[time ranks]` head when there is one."""
+    if text.startswith("["):
+        m = ENVELOPE.match(text)
+        if m:
+            ranks = m.group("ranks")
+            return Envelope(text, text[m.end() :], m.group("ts"), ranks[1:] if ranks else None)
+        if not text.startswith("[pod/"):
+            return Envelope(text, text, None, None)
+    line = text
+    for _ in range(4):
+        w = WRAPPER.match(line)
+        if not w or not w.end():
+            break
+        line = line[w.end() :]
+    if "[" in line[:200]:
+        m = ENVELOPE.search(line, 0, 260)
+        if m and (m.start() == 0 or _plausible_prefix(line[: m.start()])):
+            ranks = m.group("ranks")
+            line = line[m.start() :]
+            return Envelope(line, line[m.end() - m.start() :], m.group("ts"), ranks[1:] if ranks else None)
+    return Envelope(line, line, None, None)
+
+
+def _plausible_prefix(prefix: str) -> bool:
+    # An unknown wrapper: short, on one "word" level, not the middle of a message that quotes a time.
+    return len(prefix) <= 120 and not prefix.startswith((" ", "\t")) and '"' not in prefix
+
+
+def tp_index(rank: str) -> int | None:
+    """The TP index in a rank label ("DP1 TP3 EP3" → 3, "rank7" → 7), None when it has none."""
+    if rank.startswith("rank"):
+        return int(rank[4:])
+    m = _RANK_TOKEN.search(rank)
+    return int(m.group(1)) if m else None
+
+
+def torch_rank(text: str) -> str | None:
+    """`[rank3]:` at the start of a PyTorch c10d (glog) line → "rank3"."""
+    if text.startswith("[rank"):
+        m = _TORCH_RANK.match(text)
+        if m:
+            return "rank" + str(int(m.group(1)))
+    return None
+
+
+class LogClock:
+    """Timestamp text → float seconds (naive local time read as UTC); time-only stamps count seconds of day,
+    moving on a day when the clock goes back more than 12 h (midnight rollover), so `t` never runs backwards
+    by a day."""
+
+    def __init__(self) -> None:
+        self._midnights: dict[str, float] = {}
+        self._day_offset = 0.0
+        self._last_tod: float | None = None
+
+    def seconds(self, at: str) -> float | None:
+        if len(at) >= 19 and at[4] == "-":
+            midnight = self._midnights.get(at[:10])
+            if midnight is None:
+                try:
+                    midnight = float(calendar.timegm((int(at[:4]), int(at[5:7]), int(at[8:10]), 0, 0, 0)))
+                except (ValueError, OverflowError):
+                    return None
+                if len(self._midnights) > 64:
+                    self._midnights.clear()
+                self._midnights[at[:10]] = midnight
+            return midnight + _time_of_day(at[11:])
+        tod = _time_of_day(at)
+        if self._last_tod is not None and tod + self._day_offset < self._last_tod - 43200:
+            self._day_offset += 86400.0
+        value = tod + self._day_offset
+        self._last_tod = value
+        return value
+
+
+def _time_of_day(hms: str) -> float:
+    seconds = int(hms[0:2]) * 3600 + int(hms[3:5]) * 60 + int(hms[6:8])
+    if len(hms) > 9:
+        frac = hms[9:]
+        return seconds + int(frac) / (10 ** len(frac))
+    return float(seconds)

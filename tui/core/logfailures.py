@@ -1,0 +1,103 @@
+"""Failure lines: which line says why the server failed, and what kind of failure it names.
+
+Kinds: oom | nccl | port_in_use | model_not_found | exception | other. A root-cause line states the cause (the
+exception line ending a traceback, PyTorch's OOM text); a generic marker only says that something failed
+(`Received sigquit…`, `Scheduler hit an exception:` before its traceback, `Initialization failed.`).
+A warning that merely contains the word "error" is not a failure.
+"""
+
+from __future__ import annotations
+
+import re
+
+OOM = re.compile(
+    r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|"
+    r"Not enough memory\. Please try to increase --mem-fraction-static",
+)
+PORT_IN_USE = re.compile(r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use")
+MODEL_NOT_FOUND = re.compile(
+    r"RepositoryNotFoundError|GatedRepoError|RevisionNotFoundError|EntryNotFoundError|HFValidationError|"
+    r"Repository Not Found|404 Client Error: Not Found for url: https://huggingface\.co/|is not a local folder and is not a valid model identifier|"
+    r"does not appear to have a file named|Can't load (?:the configuration|tokenizer) for|"
+    r"Cannot find any model weights|We couldn't connect to 'https://huggingface\.co'|"
+    r"No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer)",
+)
+NCCL = re.compile(
+    r"NCCL error|NCCL timeout|nccl(?:System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|"
+    r"DistBackendError|DistStoreError|DistNetworkError|Watchdog caught collective operation timeout|"
+    r"ProcessGroupNCCL|NCCL communicator|c10d",
+)
+# The last line of a Python traceback: `torch.OutOfMemoryError: CUDA out of memory. …`, `Exception: …`.
+EXCEPTION_LINE = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Exception|StopIteration)"
+    r"(?::(?: .*)?)?$",
+    re.ASCII,
+)
+_GENERIC_EXCEPTION = re.compile(r"\w+ hit an exception:|^Exception in [\w.]+:?", re.ASCII)
+_GENERIC_OTHER = re.compile(
+    r"Received sigquit from a child process|SIGQUIT received|Initialization failed\.|scheduler is dead|"
+    r"died during initialization|crashed with exit code|DataParallelController \d+ terminated with|"
+    r"^terminate called after throwing",
+)
+_GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
+_ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
+
+
+def kind_of(text: str) -> str | None:
+    """The specific kind a line names (oom, port_in_use, model_not_found, nccl), or None."""
+    if OOM.search(text):
+        return "oom"
+    if PORT_IN_USE.search(text):
+        return "port_in_use"
+    if MODEL_NOT_FOUND.search(text):
+        return "model_not_found"
+    if NCCL.search(text):
+        return "nccl"
+    return None
+
+
+def is_exception_line(msg: str) -> bool:
+    """`Name: message` (or a bare `Name`) as the last line of a traceback prints it."""
+    return bool(msg) and not msg[0].isspace() and EXCEPTION_LINE.match(msg) is not None
+
+
+def exception_failure(msg: str) -> tuple[str, bool]:
+    """(kind, root_cause) of a traceback's exception line."""
+    kind = kind_of(msg)
+    if kind is not None:
+        return kind, True
+    if _GENERIC_OTHER.search(msg):  # `RuntimeError: Initialization failed. Please see the error messages above.`
+        return "other", False
+    return "exception", True
+
+
+def marker_failure(msg: str) -> tuple[str, bool, bool] | None:
+    """(kind, root_cause, opens_traceback) for a failure line outside a traceback, or None.
+
+    Generic markers carry root_cause=False; a line that names a specific cause carries True."""
+    generic = _GENERIC_EXCEPTION.search(msg)
+    if generic:
+        rest = msg[generic.end() :]
+        kind = kind_of(rest)
+        if kind is not None:
+            return kind, True, "Traceback" in rest
+        return "exception", False, True
+    if _GENERIC_OTHER.search(msg):
+        kind = "nccl" if msg.startswith("terminate called") and NCCL.search(msg) else "other"
+        return kind, False, "Traceback" in msg or "warmup error" in msg
+    if msg.startswith(("[E", "[rank")) and _GLOG_ERROR.match(msg):
+        kind = kind_of(msg)
+        return (kind, True, False) if kind is not None else None
+    if "Watchdog caught collective operation timeout" in msg:
+        return "nccl", True, False
+    if OOM.search(msg):
+        return "oom", True, False
+    if "address already in use" in msg or "Port is already in use" in msg:
+        return "port_in_use", True, False
+    if _ROOT_OTHER.search(msg):
+        return "other", True, False
+    if is_exception_line(msg):
+        kind = kind_of(msg)  # outside a traceback only a named cause counts
+        if kind is not None:
+            return kind, True, False
+    return None

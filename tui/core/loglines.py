@@ -1,0 +1,183 @@
+"""Bytes of a log stream → lines: decode, strip ANSI, split tqdm `\\r` frames and lines glued to them.
+
+One splitter serves two readers: the log pane wants display lines (a `\\r` frame group collapsed to its last
+frame), the parser wants every piece (each frame, so it sees each step of a progress bar, even before the
+bar's line ends). Pieces of the still-open line are handed out as soon as the next `\\r` completes them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tui.core.logenvelope import split_envelope
+
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# A tqdm frame ends with "…it/s]" or "…s/it]"; text right after it is another process's line glued on.
+_GLUE = re.compile(r"(?:it/s|s/it)\](?=.)")
+# Longest open line kept before it is cut into a line of its own (a stream with no newline at all).
+MAX_PENDING = 1 << 20
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal escape sequences (uvicorn colours `INFO:` on a TTY; tqdm moves the cursor)."""
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+def split_glued(frame: str) -> list[str]:
+    """Split a frame at each tqdm frame end that has other text glued right after it."""
+    if "it/s]" not in frame and "s/it]" not in frame:
+        return [frame]
+    parts: list[str] = []
+    start = 0
+    for m in _GLUE.finditer(frame):
+        parts.append(frame[start : m.end()])
+        start = m.end()
+    parts.append(frame[start:])
+    return parts
+
+
+class LineSplitter:
+    """Turns a byte stream, fed in chunks cut anywhere, into display lines (and parser pieces)."""
+
+    def __init__(self) -> None:
+        self._pending = b""  # bytes after the last consumed "\n" or "\r"
+        self._current: str | None = None  # display: latest frame of the open physical line
+        self._line_shown = False  # display: the open physical line produced a display line already
+
+    # ------------------------------------------------------------------ display API
+
+    def feed(self, data: bytes) -> list[str]:
+        """Display lines completed by this chunk."""
+        display: list[str] = []
+        block, partial = self.cut(data)
+        if block:
+            self.split_block(block.decode("utf-8", "replace"), None, display)
+        if partial:
+            self.split_partial(partial, None, display)
+        return display
+
+    def flush(self) -> list[str]:
+        """Display lines of the unterminated tail (end of input)."""
+        display: list[str] = []
+        tail = self.take_tail()
+        if tail is not None:
+            self.split_block(tail + "\n", None, display)
+        return display
+
+    @property
+    def current(self) -> str | None:
+        """The open line's latest complete frame (a live progress bar), or None."""
+        return self._current
+
+    # ------------------------------------------------------------------ shared machinery
+
+    def cut(self, data: bytes) -> tuple[bytes, str]:
+        """Take in `data`; return (complete physical lines as bytes ending in "\\n", or b"";
+        the decoded complete frames of the open line, "\\r"-separated, or "")."""
+        buf = self._pending + data if self._pending else data
+        block = b""
+        nl = buf.rfind(b"\n")
+        if nl >= 0:
+            block, buf = buf[: nl + 1], buf[nl + 1 :]
+        partial = ""
+        cr = buf.rfind(b"\r")
+        if cr >= 0:
+            partial, buf = buf[:cr].decode("utf-8", "replace"), buf[cr + 1 :]
+            partial += "\r"  # marks that the open line holds frames (even an empty first one)
+        while len(buf) >= MAX_PENDING:  # cut at fixed offsets so any chunking cuts the same way
+            block += buf[:MAX_PENDING] + b"\n"
+            buf = buf[MAX_PENDING:]
+        self._pending = buf
+        return block, partial
+
+    def take_tail(self) -> str | None:
+        """The unterminated remainder, decoded (None when there is none)."""
+        tail, self._pending = self._pending, b""
+        if not tail and self._current is None and not self._line_shown:
+            return None
+        return tail.decode("utf-8", "replace")
+
+    def split_block(self, text: str, pieces: list[str] | None, display: list[str] | None) -> None:
+        """Split complete physical lines (`text` ends with "\\n") into pieces and display lines."""
+        lines = text.split("\n")
+        lines.pop()  # the text after the final "\n" is empty
+        for line in lines:
+            if "\r" in line or "\x1b" in line or "s]" in line:
+                self._frames(line.split("\r"), pieces, display)
+            else:  # the common case: one plain line
+                if pieces is not None and line:
+                    pieces.append(line)
+                if display is not None and (line or self._current is None):
+                    self._current = line
+            if display is not None:
+                if self._current is not None:
+                    display.append(self._current)
+                elif not self._line_shown:
+                    display.append("")
+            self._current = None
+            self._line_shown = False
+
+    def split_partial(self, partial: str, pieces: list[str] | None, display: list[str] | None) -> None:
+        """Split the complete frames of the still-open line (`partial` as returned by cut)."""
+        frames = partial.split("\r")
+        frames.pop()  # the marker's empty remainder
+        self._frames(frames, pieces, display)
+
+    def _frames(self, frames: list[str], pieces: list[str] | None, display: list[str] | None) -> None:
+        for frame in frames:
+            frame = strip_ansi(frame)
+            parts = split_glued(frame)
+            head = parts[0]
+            if head and not head.isspace():
+                if pieces is not None:
+                    pieces.append(head)
+                self._current = head
+            for tail in parts[1:]:  # another process's line: shown after the frame it was glued to
+                if pieces is not None:
+                    pieces.append(tail)
+                if display is not None:
+                    if self._current is not None:
+                        display.append(self._current)
+                    display.append(tail)
+                    self._line_shown = True
+                self._current = None
+
+
+# ---------------------------------------------------------------------------------------------- highlighting
+
+_PROGRESS = re.compile(r"\d+% Completed \||\d+%\|")
+_ERROR = re.compile(
+    r"Traceback \(most recent call last\)|hit an exception|^Exception in \w+|"
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)|^Exception:|"
+    r"OutOfMemoryError|CUDA out of memory|CUDA error|Not enough memory\.|"
+    r"Received sigquit|SIGQUIT received|Initialization failed\.|scheduler is dead|died during initialization|"
+    r"crashed with exit code|watchdog timeout|Watchdog timeout|Watchdog caught collective|^ERROR:|"
+    r"^\[rank\d+\]:\[E|^terminate called|address already in use|Port is already in use|^Killed$",
+    re.ASCII,
+)
+_WARNING = re.compile(
+    r"warn|WARN|deprecated|is unbalanced|could finish the model loading|^\[rank\d+\]:\[W|"
+    r"is in use\. Waiting|can be ignored|Health check failed",
+    re.ASCII,
+)
+_MILESTONE = re.compile(
+    r"server_args=|Init torch distributed|Init parallel|Memory baseline taken|Load weight (?:begin|end)|"
+    r"KV Cache is allocated|Memory pool end|(?i:cuda|cpu|npu) graph (?:begin|end)|max_total_num_tokens=|"
+    r"Engine startup timings|Started server process|Application startup complete|Uvicorn running on|"
+    r"fired up and ready to roll",
+    re.ASCII,
+)
+
+
+def classify_line(text: str) -> str | None:
+    """"error" | "warning" | "milestone" | "progress" | None, for highlighting a display line."""
+    msg = split_envelope(text).msg.lstrip()
+    if _PROGRESS.search(msg):
+        return "progress"
+    if _ERROR.search(msg):
+        return "error"
+    if _WARNING.search(text):
+        return "warning"
+    if _MILESTONE.search(msg):
+        return "milestone"
+    return None

@@ -1,0 +1,114 @@
+"""View-neutral reports of a `Readiness`: the `replay --json` / `wait --json` object and the text timeline."""
+
+from __future__ import annotations
+
+from tui.core import fmt
+from tui.core.state import Phase, PhaseSpan, Readiness
+from tui.core.timeline import span_duration
+
+JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks")
+
+
+def to_json(state: Readiness) -> dict[str, object]:
+    """The DESIGN.md `replay --json` object: exactly JSON_KEYS."""
+    s = state
+    return {
+        "phase": s.phase.value,
+        "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
+        "tp_size": s.server.tp_size,
+        "speculative": s.server.speculative,
+        "error": {"kind": s.error.kind, "line": s.error.line.rstrip()} if s.error is not None else None,
+        "decode": (
+            {"accept_len": s.decode.accept_len, "gen_throughput": s.decode.gen_throughput}
+            if s.decode is not None
+            else None
+        ),
+        "timeline": [_span_json(span) for span in s.timeline],
+        "ranks": {
+            r.name: {
+                "avail_mem_gb": r.avail_mem_gb,
+                "mem_usage_gb": r.mem_usage_gb,
+                "last_milestone": r.last_milestone,
+                "gpu_index": r.gpu_index,
+                "pid": r.pid,
+            }
+            for r in s.ranks
+        },
+    }
+
+
+def _span_json(span: PhaseSpan) -> dict[str, object]:
+    duration = span.duration_s if span.ended_at is not None else None
+    return {
+        "phase": span.phase.value,
+        "start": span.start,
+        "end": span.end,
+        "model": span.model,
+        "duration_s": round(duration, 3) if duration is not None else None,
+    }
+
+
+def format_timeline(state: Readiness) -> str:
+    """The timeline as a text table: phase, model, start, end, duration (an open span runs to the last event)."""
+    header = ("PHASE", "MODEL", "START", "END", "DURATION")
+    rows = [header]
+    for span in state.timeline:
+        open_ = span.ended_at is None
+        if open_:
+            duration = span_duration(span, state.updated_at) if state.updated_at else None  # 0: no clock at all
+        else:
+            duration = span.duration_s
+        rows.append(
+            (
+                ("  " if span.model == "draft" else "") + span.phase.value,
+                span.model,
+                span.start or "-",
+                "(now)" if open_ else (span.end or "-"),
+                fmt.duration(duration) + ("+" if open_ and duration is not None else ""),
+            )
+        )
+    if len(rows) == 1:
+        return "timeline: (no phase seen)"
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def format_report(state: Readiness) -> str:
+    """Timeline, final state and, for a failure, its cause and line."""
+    s = state
+    lines = [format_timeline(s), ""]
+    lines.append(f"state: {s.phase.value}" + (" (stalled)" if s.stall is not None else ""))
+    lines.append(f"why:   {s.reason}")
+    facts = []
+    if s.server.model:
+        facts.append(f"model {s.server.model}")
+    facts.append(f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
+    if s.server.speculative:
+        facts.append(f"speculative {s.server.speculative}")
+    if s.shards is not None:
+        facts.append(f"shards {s.shards.done}/{s.shards.total}")
+    if s.draft_shards is not None:
+        facts.append(f"draft shards {s.draft_shards.done}/{s.draft_shards.total}")
+    if s.launches:
+        facts.append(f"{s.launches + 1} launches in this log (the last one is shown)")
+    lines.append("facts: " + ", ".join(facts))
+    if s.decode is not None:
+        accept = f", accept len {s.decode.accept_len:.2f}" if s.decode.accept_len is not None else ""
+        gen = f"{s.decode.gen_throughput:.2f} tok/s" if s.decode.gen_throughput is not None else "-"
+        lines.append(f"decode: {gen}{accept}")
+    if s.phase is Phase.FAILED:
+        if s.error is not None:
+            cause = "root cause" if s.error.root_cause else "failure marker (no root-cause line found)"
+            lines.append(f"cause: {s.error.kind} ({cause})")
+            lines.append(f"line:  {s.error.line.rstrip()}")
+        else:
+            lines.append("cause: unknown (no failure line in the log)")
+    if s.ranks:
+        lines.append("ranks:")
+        for r in s.ranks:
+            gpu = f" gpu {r.gpu_index}" if r.gpu_index is not None else ""
+            lines.append(
+                f"  {r.name:<8} {r.last_milestone or '-':<22} avail {fmt.gib(r.avail_mem_gb):>10}"
+                f"  used {fmt.gib(r.mem_usage_gb):>10}{gpu}"
+            )
+    return "\n".join(lines)

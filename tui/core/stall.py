@@ -1,0 +1,72 @@
+"""The stall rule: no progress on any signal for longer than the phase normally allows, while the process lives.
+
+Signals are log bytes, shard count, GPU memory change and capture batches (the reducer stamps
+`last_progress_at` when any of them moves). A dead process is `failed`, never stalled; ready, serving
+and failed are never stalled. Limits per phase (seconds), each overridable by `Readiness.stall_after`:
+
+- starting 10 min: spawning schedulers, importing torch, fetching the config.
+- init 10 min: NCCL rendezvous sits silent until every rank joins (torch's dist timeout is 600 s).
+- loading_weights before the first shard frame 20 min: an HF download is silent (SGLang disables its
+  progress bar) and leaves GPU memory unchanged, so no signal moves until the shard bar appears.
+- loading_weights once shards move: max(3 min, 10 x the mean shard interval): a large shard is silent.
+- kv_cache 5 min, cuda_graph 5 min (capture batches tick every second or so).
+- warmup 10 min: SGLang's warmup request may wait up to 600 s, and JIT kernels compile silently there.
+"""
+
+from __future__ import annotations
+
+from tui.core import fmt
+from tui.core.progress import mean_interval
+from tui.core.state import Phase, Readiness, StallInfo
+
+MINUTE = 60.0
+PHASE_LIMITS: dict[Phase, float] = {
+    Phase.STARTING: 10 * MINUTE,
+    Phase.INIT: 10 * MINUTE,
+    Phase.LOADING_WEIGHTS: 3 * MINUTE,  # the floor once shards move; see limit_for
+    Phase.KV_CACHE: 5 * MINUTE,
+    Phase.CUDA_GRAPH: 5 * MINUTE,
+    Phase.WARMUP: 10 * MINUTE,
+}
+BEFORE_FIRST_SHARD = 20 * MINUTE
+SHARD_INTERVALS = 10.0
+NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
+
+
+def limit_for(state: Readiness) -> float | None:
+    """How long the current phase may go without progress; None where stalls do not apply."""
+    if state.phase in NEVER_STALLED:
+        return None
+    if state.stall_after is not None:
+        return max(0.0, state.stall_after)
+    if state.phase is Phase.LOADING_WEIGHTS:
+        if state.shards is None or state.shards.done == 0:
+            return BEFORE_FIRST_SHARD
+        interval = mean_interval(state.shards)
+        floor = PHASE_LIMITS[Phase.LOADING_WEIGHTS]
+        return max(floor, SHARD_INTERVALS * interval) if interval else floor
+    return PHASE_LIMITS.get(state.phase)
+
+
+def stall_for(state: Readiness, now: float) -> StallInfo | None:
+    """The stall verdict for `state` at `now`: StallInfo when silent too long, else None."""
+    if state.process_alive is False:
+        return None
+    limit = limit_for(state)
+    if limit is None:
+        return None
+    since = state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
+    if since is None:
+        return None
+    silent = now - since
+    if silent <= limit:
+        return None
+    last = f"; last progress: {state.last_progress}" if state.last_progress else ""
+    detail = (
+        f"no progress on any signal for {fmt.duration(silent)} "
+        f"(limit {fmt.duration(limit)} in {state.phase.value}){last}"
+    )
+    previous = state.stall
+    if previous is not None and previous.since == since and previous.limit_s == limit and previous.detail == detail:
+        return previous
+    return StallInfo(since=since, limit_s=limit, detail=detail)

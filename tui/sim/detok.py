@@ -1,0 +1,19 @@
+"""The detokenizer child (`sglang::detokenizer`): holds no GPU memory, lives as long as its parent."""
+
+from __future__ import annotations
+
+import json
+
+from tui.sim.procs import mark_child
+from tui.sim.rank import idle
+
+TITLE = "sglang::detokenizer"
+
+
+def child_main(payload_json: str) -> None:
+    payload = json.loads(payload_json)
+    mark_child(TITLE, int(payload["parent"]))
+    try:
+        idle()
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,108 @@
+"""A scheduler child (`sglang::scheduler_TP<k>`): plays its rank's steps, writes the log, publishes its memory.
+
+It writes to the stderr it inherited (the log), reports `ready <k>` on the pipe the main process gave it,
+and on a scheduler exception sends SIGQUIT to its parent, as SGLang's run_scheduler_process does.
+Under the `orphans` fault it neither dies with its parent nor on SIGTERM: it keeps its GPU memory until
+SIGKILL, re-parented to PID 1 (or the nearest subreaper) once the main process is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+from tui.sim.clock import SimClock
+from tui.sim.gpustate import ProcMemory
+from tui.sim.logformat import restamp
+from tui.sim.params import SimParams
+from tui.sim.procs import mark_child, write_all
+from tui.sim.script import Step, rank_steps
+
+ESCAPE_ENV = "SGLANG_TUI_SIM_ORPHAN_SETSID"  # orphans also leave the launch's session (setsid)
+
+
+def title(rank: int, tp: int) -> str:
+    return f"sglang::scheduler_TP{rank}" if tp > 1 else "sglang::scheduler"
+
+
+def idle() -> None:
+    while True:
+        signal.pause()
+
+
+class Rank:
+    def __init__(self, params: SimParams, rank: int, ready_fd: int, parent: int) -> None:
+        self.params = params
+        self.rank = rank
+        self.ready_fd = ready_fd
+        self.parent = parent
+        self.clock = SimClock(params.t0, params.speed)
+        self.memory = ProcMemory(params.gpu_state, rank, title(rank, params.tp))
+
+    def on_term(self, signum: int, _frame: object) -> None:
+        self.memory.remove()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def run(self, steps: list[Step]) -> None:
+        for i, step in enumerate(steps):
+            delay = self.clock.wait_for(step.at)
+            if delay > 0.002:
+                self.memory.flush()  # publish before sleeping; steps due at once are batched
+                time.sleep(delay)
+            if step.text:
+                # stamp with the simulated time the line is really written: a rank that fell behind its
+                # schedule (a busy host) still prints monotonic timestamps, as a real process does
+                write_all(2, restamp(step.text, max(self.clock.now(), self.params.t0 + step.at)))
+            if step.mem is not None:
+                self.memory.set(step.mem)
+            if step.action:
+                self.memory.flush()
+                self.act(step.action)
+        self.memory.flush()
+        idle()
+
+    def act(self, action: str) -> None:
+        if action == "ready":
+            try:
+                os.write(self.ready_fd, f"ready {self.rank}\n".encode())
+            except OSError:
+                pass  # the main process is gone (orphaned): keep holding the GPU, as real orphans do
+        elif action == "raise":
+            try:
+                os.kill(self.parent, signal.SIGQUIT)
+            except ProcessLookupError:
+                pass
+            self.memory.remove()
+            sys.exit(0)
+        elif action == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif action == "hang":
+            idle()
+
+
+def child_main(payload_json: str) -> None:
+    payload = json.loads(payload_json)
+    params = SimParams.from_json(payload["params"])
+    rank = int(payload["rank"])
+    parent = int(payload["parent"])
+    orphan = params.fault == "orphans"
+    mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
+    node = Rank(params, rank, int(payload["ready_fd"]), parent)
+    if orphan:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        if os.environ.get(ESCAPE_ENV) == "1":
+            os.setsid()
+    else:
+        signal.signal(signal.SIGTERM, node.on_term)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the main process, which stops the tree
+    steps = rank_steps(params, rank)
+    try:
+        node.run(steps)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,298 @@
+"""One rank's startup as data: timed steps (log text, memory, actions) built from the parameters alone.
+
+Every rank builds the same shared schedule from the seed, so eight independent processes stay in step the
+way NCCL barriers keep real ranks in step; only per-line jitter differs, which interleaves their lines.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from tui.sim import faults
+from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
+from tui.sim.logformat import LogFormat
+from tui.sim.memory import GRAPH_GIB, RankMemory, avail
+from tui.sim.params import SimParams
+
+SPAWN_AT = 2.0  # server_args, then the schedulers are spawned
+INIT_AT = 9.0  # importing torch and sglang in a spawned child takes seconds
+SHARD_SECONDS = 8.0  # a ~2 GiB safetensors shard per 8 s: a 70B model loads in ~9 minutes
+DIST_TIMEOUT = 600.0
+PREFILL_SIZES = (4, 8, 12, 16, 20, 24, 28, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+                 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1280, 1536, 1792,
+                 2048)  # fmt: skip
+SPEC_BS = tuple(range(1, 9)) + tuple(range(10, 33, 2)) + (40, 44, 48)
+PLAIN_BS = (1, 2, 4, 8, 12) + tuple(range(16, 257, 8))
+GRAPH_SECONDS_PER_SIZE = {
+    "target_prefill": 0.55,
+    "target_verify": 0.78,
+    "target_decode": 0.5,
+    "draft_decode": 0.34,
+    "draft_extend": 0.22,
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """At `at` simulated seconds after t0: write `text`, then set this rank's memory to `mem` GiB, then act.
+
+    action: ready (tell the main process) | raise (the text was a scheduler exception: SIGQUIT the parent and
+    exit) | die (SIGKILL itself) | hang (stop here, stay alive, print nothing more).
+    """
+
+    at: float
+    text: str = ""
+    mem: float | None = None
+    action: str | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Phase times shared by all ranks (simulated seconds after t0)."""
+
+    shard_done: tuple[float, ...]
+    graphs: tuple[str, ...]
+    max_running: int
+    sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, params: SimParams) -> "Schedule":
+        rng = random.Random(params.seed)
+        t = INIT_AT + 4.0
+        done = []
+        for _ in range(params.shards):
+            t += SHARD_SECONDS * rng.uniform(0.6, 1.4)
+            done.append(t)
+        spec = params.speculative is not None
+        decode = "target_verify" if spec else "target_decode"
+        graphs = ("target_prefill",) if params.fmt != "0.5.9" else ()
+        graphs += (decode,) + (("draft_decode", "draft_extend") if spec else ())
+        bs = SPEC_BS if spec else PLAIN_BS
+        sizes = {g: bs for g in graphs}
+        if "target_prefill" in sizes:
+            sizes["target_prefill"] = PREFILL_SIZES
+        return cls(tuple(done), graphs, 48 if spec else 1024, sizes)
+
+
+class RankScript:
+    """Builds the steps of one rank; `steps` is the result."""
+
+    def __init__(self, params: SimParams, rank: int) -> None:
+        self.p = params
+        self.rank = rank
+        self.fmt = LogFormat(params.fmt, params.tp)
+        self.sched = Schedule.build(params)
+        self.mem = RankMemory(params.tp, params.speculative is not None, rank)
+        self.rng = random.Random(params.seed * 1000 + rank + 1)
+        self.used = 0.0
+        self.steps: list[Step] = []
+        self.stopped = False
+        self.timings: dict[str, float] = {}
+        self._build()
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _jitter(self, at: float, spread: float = 0.25) -> float:
+        return at + self.rng.uniform(0.0, spread)
+
+    def _add(self, at: float, text: str = "", mem: float | None = None, action: str | None = None) -> None:
+        if self.stopped:
+            return
+        if mem is not None:
+            self.used = mem
+        if self.steps and at < self.steps[-1].at:
+            at = self.steps[-1].at  # a rank prints its own lines in order
+        self.steps.append(Step(at, text, mem, action))
+        if action in ("raise", "die", "hang"):
+            self.stopped = True
+
+    def _say(self, at: float, msg: str | None, mem: float | None = None, *, rank0_only: bool = False) -> None:
+        if msg is None or (rank0_only and self.rank != 0):
+            if mem is not None:
+                self._add(at, "", mem)
+            return
+        self._add(at, self.fmt.line(self.p.t0 + at, msg, self.rank), mem)
+
+    def _fault(self, kind: str) -> bool:
+        return self.p.fault == kind
+
+    def _is_fault_rank(self) -> bool:
+        return self.rank == self.p.fault_rank
+
+    # --------------------------------------------------------------------------------------------- build
+    def _build(self) -> None:
+        self._init(draft=False)
+        if self.stopped:
+            return
+        self._load(draft=False)
+        if self.p.fmt == "0.5.9":
+            self._kv(draft=False)
+            self._capture(self.sched.graphs[0])
+            if self.p.speculative:
+                self._init(draft=True)
+                self._load(draft=True)
+                self._kv(draft=True)
+                for graph in self.sched.graphs[1:]:
+                    self._capture(graph)
+        else:
+            if self.p.speculative:
+                self._load(draft=True)
+            self._kv(draft=False)
+            if self.p.speculative:
+                self._kv(draft=True)
+            for graph in self.sched.graphs:
+                self._capture(graph)
+        t = self._cursor() + 0.8
+        msg = self.fmt.max_tokens(self.mem.tokens, self.sched.max_running, 131072, avail(self.used))
+        self._say(t, msg, rank0_only=True)
+        self._add(t + 0.01, action="ready")
+
+    def _cursor(self) -> float:
+        return self.steps[-1].at if self.steps else 0.0
+
+    def _init(self, draft: bool) -> None:
+        if draft:  # the draft runner's init is instant and allocates nothing
+            t = self._cursor() + 0.05
+            self._say(t, self.fmt.init_begin())
+            self._say(t + 0.01, self.fmt.init_end(0.0, 0.0))
+            return
+        begin = self._jitter(INIT_AT)
+        self._say(begin, self.fmt.init_begin(), self.mem.context)
+        if self._fault("nccl-timeout"):
+            if self._is_fault_rank():
+                text = faults.nccl_timeout(self.fmt, self.p.t0 + begin + DIST_TIMEOUT, self.rank)
+                self._add(begin + DIST_TIMEOUT, text, action="raise")
+            else:
+                self._add(begin + 0.01, action="hang")
+            return
+        self._say(INIT_AT + 2.0, self.fmt.nccl(), rank0_only=True)
+        end = self._jitter(INIT_AT + 2.7, 0.2)
+        self._say(end, self.fmt.init_end(end - begin, 1.02), self.mem.context + 1.02)
+        if self.fmt.new:
+            self._say(end + 0.02, self.fmt.mem_baseline(1.02 + (0.03 if self.rank == 0 else 0.0)))
+
+    def _load(self, draft: bool) -> None:
+        begin = self._jitter(self._cursor() + (0.1 if draft else 0.3), 0.1)
+        if draft and self.fmt.new:
+            self._say(begin - 0.05, self.fmt.mem_baseline(0.0))
+        self._say(begin, self.fmt.load_begin(avail(self.used)))
+        self._say(begin + 0.5, self.fmt.weights_format(), rank0_only=True)
+        base = self.used
+        size = self.mem.draft_weights if draft else self.mem.weights
+        if draft:
+            done: tuple[float, ...] = (begin + 1.7,)
+        else:
+            done = self.sched.shard_done
+        start = begin + 0.6
+        writer = BarWriter()
+        desc = self.fmt.weights_bar_desc()
+        nl = "\n" if self.fmt.weights_bar_newline() else ""
+        if self.rank == 0:
+            self._add(start, writer.write(frame(0, len(done), 0.0, desc, WEIGHTS_FORMAT) + nl))
+        for i, at in enumerate(done, 1):
+            mem = base + size * i / len(done)
+            if not draft and self._weights_fault(i, at, mem):
+                return
+            text = writer.write(frame(i, len(done), at - start, desc, WEIGHTS_FORMAT) + nl) if self.rank == 0 else ""
+            self._add(at, text, mem)
+        if self.rank == 0:
+            last = frame(len(done), len(done), done[-1] - start, desc, WEIGHTS_FORMAT) + nl
+            self._add(done[-1] + 0.01, writer.write(last) + "\n")
+        end = self._jitter(done[-1] + (0.2 if draft else 1.2))
+        model_type = "LlamaForCausalLMEagle3" if self.p.speculative == "EAGLE3" else "LlamaForCausalLMEagle"
+        msg = self.fmt.load_end(end - begin, model_type if draft else "LlamaForCausalLM", avail(self.used), size)
+        self._say(end, msg)
+        self.timings["load_weight"] = self.timings.get("load_weight", 0.0) + (end - begin)
+
+    def _weights_fault(self, shard: int, at: float, mem: float) -> bool:
+        """Inject a loading fault when this shard is the one it strikes; True when the rank stops here."""
+        n = self.p.shards
+        if self._fault("hang-weights") and shard == max(1, int(n * 0.4)):
+            self._add(at, action="hang")
+            return True
+        if self._fault("oom-load") and shard == max(1, int(n * 0.45)):
+            if self._is_fault_rank():
+                text = faults.oom_load(self.fmt, self.p.t0 + at, self.rank, self.used)
+                self._add(at, "", mem=faults.OOM_USED_GIB)
+                self._add(at + 0.01, text, action="raise")
+            else:
+                self._add(at + 0.05, action="hang")
+            return True
+        if self._fault("crash") and shard == max(1, int(n * 0.6)) and self._is_fault_rank():
+            self._add(at, action="die")
+            return True
+        return False
+
+    def _kv(self, draft: bool) -> None:
+        t = self._jitter(self._cursor() + (0.05 if draft else 1.0), 0.1)
+        self._say(t - 0.02, self.fmt.kv_dtype(), rank0_only=True)
+        kv = self.mem.kv_draft if draft else self.mem.kv_target
+        self._say(t, self.fmt.kv_alloc(self.mem.tokens, kv / 2, kv / 2), self.used + kv)
+        self._say(t + 0.03, self.fmt.pool_end(avail(self.used)))
+        self.timings["kv_cache_allocation"] = self.timings.get("kv_cache_allocation", 0.0) + 0.6
+
+    def _capture(self, graph: str) -> None:
+        sizes = self.sched.sizes[graph]
+        per = GRAPH_SECONDS_PER_SIZE[graph]
+        grow = GRAPH_GIB[graph] + (0.03 if self.rank == 0 else 0.0)
+        logged = self.fmt.capture_logged_by_all(graph) or self.rank == 0
+        per_req = 4 if graph in ("target_verify", "draft_extend") else 1
+        begin = self._jitter(self._cursor() + 0.4, 0.1)
+        base = self.used
+        if logged:
+            self._say(begin, self.fmt.capture_begin(graph, avail(base), sizes, per_req))
+            if not self.fmt.new:
+                self._say(begin + 0.01, self.fmt.capture_bs(sizes), rank0_only=True)
+        start = begin + 0.05
+        writer = BarWriter()
+        n = len(sizes)
+        if self.rank == 0:
+            self._add(start, writer.write(frame(0, n, 0.0)))
+        order = list(reversed(sizes))
+        t = start
+        for i, size in enumerate(order):
+            mem = base + grow * i / n
+            if self._capture_fault(graph, i, t, mem):
+                return
+            desc = self.fmt.capture_bar_desc(graph, size, avail(mem))
+            if self.rank == 0:
+                self._add(t + 0.001, writer.write(frame(i, n, t - start, desc)))
+            t += per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per
+            text = writer.write(frame(i + 1, n, t - start, desc)) if self.rank == 0 else ""
+            self._add(t, text, base + grow * (i + 1) / n)
+        if self.rank == 0:
+            desc = self.fmt.capture_bar_desc(graph, order[-1], avail(base + grow * (n - 1) / n))
+            self._add(t + 0.001, writer.write(frame(n, n, t - start, desc)) + "\n")
+            if graph in ("target_verify", "target_decode"):
+                self._say(t + 0.2, self.fmt.registering())
+        end = self._jitter(t + 0.3, 0.1)
+        if logged:
+            self._say(end, self.fmt.capture_end(graph, end - begin, grow, avail(self.used), sizes))
+        self.timings[graph] = end - begin
+
+    def _capture_fault(self, graph: str, index: int, at: float, mem: float) -> bool:
+        if graph not in ("target_verify", "target_decode"):
+            return False
+        n = len(self.sched.sizes[graph])
+        if self._fault("hang-capture") and index == int(n * 0.4):
+            self._add(at, action="hang")
+            return True
+        if self._fault("oom-capture") and index == int(n * 0.35):
+            if self._is_fault_rank():
+                self._add(at, "", mem=faults.OOM_USED_GIB)
+                text = faults.oom_capture(self.fmt, self.p.t0 + at + 0.01, self.rank, self.fmt.new)
+                self._add(at + 0.01, text, action="raise")
+            else:
+                self._add(at + 0.05, action="hang")
+            return True
+        return False
+
+
+def rank_steps(params: SimParams, rank: int) -> list[Step]:
+    """The steps of one rank, in order."""
+    return RankScript(params, rank).steps
+
+
+def startup_timings(params: SimParams) -> dict[str, float]:
+    """What rank 0 measured per phase (for `Engine startup timings`)."""
+    return RankScript(params, 0).timings

@@ -1,0 +1,334 @@
+"""The simulated server's main process: the launcher, tokenizer side and HTTP server of an SGLang launch.
+
+It logs server_args, spawns one scheduler child per TP rank plus a detokenizer, waits until every rank
+reports ready (or one fails), then starts HTTP on 127.0.0.1:PORT, runs SGLang's warmup against itself and
+logs "fired up". Failures follow SGLang's chains: a scheduler exception arrives as SIGQUIT and the whole tree
+is SIGKILLed (this process included); a rank that dies silently is reported by the launcher, which kills
+the children and exits 1; a taken port ends uvicorn with exit code 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from typing import Callable
+
+from tui.sim import faults, gpustate, procs, script
+from tui.sim.api import Api
+from tui.sim.clock import SimClock
+from tui.sim.engine import Engine
+from tui.sim.http import PHRASES, Request, fetch, serve
+from tui.sim.logformat import LogFormat
+from tui.sim.memory import RankMemory
+from tui.sim.params import MODEL, SimParams
+from tui.sim.rank import title
+
+HOST = "127.0.0.1"
+WARMUP_TEXT = "The capital city of France is"
+BACKGROUND_CLIENT = "10.0.0.7"
+
+
+def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
+    """A realistic slice of SGLang's ServerArgs (the real line has hundreds of fields)."""
+    spec = p.speculative
+    return [
+        ("model_path", MODEL), ("tokenizer_path", MODEL), ("tokenizer_mode", "auto"), ("tokenizer_worker_num", 1),
+        ("skip_tokenizer_init", False), ("load_format", "auto"), ("model_loader_extra_config", "{}"),
+        ("trust_remote_code", False), ("context_length", None), ("is_embedding", False), ("revision", None),
+        ("model_impl", "auto"), ("host", HOST), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
+        ("nccl_port", None), ("dtype", "auto"), ("quantization", None), ("kv_cache_dtype", "auto"),
+        ("mem_fraction_static", 0.87), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
+        ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384), ("schedule_policy", "fcfs"),
+        ("schedule_conservativeness", 1.0), ("page_size", 1), ("device", "cuda"), ("tp_size", p.tp),
+        ("pp_size", 1), ("stream_interval", 1), ("stream_output", False), ("random_seed", 913207644),
+        ("watchdog_timeout", 300), ("dist_timeout", None), ("download_dir", None), ("base_gpu_id", 0),
+        ("gpu_id_step", 1), ("log_level", "info"), ("log_level_http", None), ("log_requests", False),
+        ("show_time_cost", False), ("enable_metrics", False), ("decode_log_interval", 40), ("api_key", None),
+        ("served_model_name", MODEL), ("dp_size", 1), ("load_balance_method", "round_robin"),
+        ("dist_init_addr", None), ("nnodes", 1), ("node_rank", 0), ("attention_backend", "fa3"),
+        ("sampling_backend", "flashinfer"), ("speculative_algorithm", spec),
+        ("speculative_draft_model_path", p.draft_model), ("speculative_num_steps", 3 if spec else None),
+        ("speculative_eagle_topk", 1 if spec else None), ("speculative_num_draft_tokens", 4 if spec else None),
+        ("ep_size", 1), ("enable_dp_attention", False), ("disable_cuda_graph", False),
+        ("cuda_graph_max_bs", 48 if spec else 256), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
+        ("enable_torch_compile", False), ("enable_mixed_chunk", False),
+    ]  # fmt: skip
+
+
+class Main:
+    def __init__(self, params: SimParams) -> None:
+        self.p = params
+        self.fmt = LogFormat(params.fmt, params.tp)
+        self.clock = SimClock(params.t0, params.speed)
+        self.children: list[subprocess.Popen[bytes]] = []
+        self.ranks: list[subprocess.Popen[bytes]] = []
+        self.ready: set[int] = set()
+        self.all_ready = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.failed: asyncio.Future[int] | None = None
+        self.http: asyncio.Server | None = None
+        mem = RankMemory(params.tp, params.speculative is not None)
+        self.engine = Engine(self.fmt, self.clock, self.err, speculative=params.speculative is not None,
+                             max_tokens=mem.tokens, seed=params.seed)  # fmt: skip
+        self.api = Api(params, self.engine, self.server_info)
+        self.uvicorn_up = False
+        self.terms = 0
+
+    # ------------------------------------------------------------------------------------------ writing
+    def err(self, text: str) -> None:
+        procs.write_all(2, text)
+
+    def out(self, text: str) -> None:
+        procs.write_all(1, text)
+
+    def say(self, msg: str | None) -> None:
+        if msg is not None:
+            self.err(self.fmt.line(self.clock.now(), msg))
+
+    def uv(self, msg: str, level: str = "INFO") -> None:
+        self.err(self.fmt.uvicorn(self.clock.now(), msg, level))
+
+    def access(self, request: Request, status: int) -> None:
+        path = request.path + (f"?{request.query}" if request.query else "")
+        self.out(self.fmt.access(self.clock.now(), request.client, request.method, path, status, PHRASES.get(status, "")))
+
+    async def sleep_until(self, at: float) -> None:
+        await asyncio.sleep(self.clock.wait_for(at))
+
+    # ------------------------------------------------------------------------------------------ children
+    def spawn_children(self) -> int:
+        read_fd, write_fd = os.pipe()
+        base = {"params": self.p.to_json(), "parent": os.getpid()}
+        for rank in range(self.p.tp):
+            payload = {**base, "rank": rank, "ready_fd": write_fd}
+            proc = procs.spawn(title(rank, self.p.tp), "rank", payload, pass_fds=(write_fd,))
+            self.ranks.append(proc)
+            self.children.append(proc)
+        self.children.append(procs.spawn("sglang::detokenizer", "detok", base))
+        os.close(write_fd)
+        return read_fd
+
+    def kill_children(self, sig: int = signal.SIGKILL) -> None:
+        for proc in self.children:
+            if proc.poll() is None:
+                try:
+                    proc.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+
+    def kill_tree_and_self(self) -> None:
+        """SGLang's kill_process_tree(os.getpid()): SIGKILL every child, then this process."""
+        self.say(self.fmt.kill_tree(os.getpid(), True))
+        self.kill_children()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def on_ready_pipe(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        if not data:
+            asyncio.get_running_loop().remove_reader(fd)
+            return
+        for word in data.decode().split():
+            if word.isdigit():
+                self.ready.add(int(word))
+        if len(self.ready) >= self.p.tp:
+            self.all_ready.set()
+
+    async def watch_ranks(self) -> None:
+        """The launcher notices a scheduler that died without a traceback (polls every 5 s, like 0.5.14+)."""
+        while not self.all_ready.is_set():
+            for rank, proc in enumerate(self.ranks):
+                code = proc.poll()
+                if code is not None and rank not in self.ready:
+                    self.rank_died(rank, code)
+                    return
+            await asyncio.sleep(max(self.clock.real(5.0), 0.05))
+
+    def rank_died(self, rank: int, code: int) -> None:
+        self.say(self.fmt.kill_tree(os.getpid(), False))
+        self.kill_children()
+        self.err(faults.rank_dead(self.fmt, rank, code))
+        self.finish(1)
+
+    def finish(self, code: int) -> None:
+        if self.failed is not None and not self.failed.done():
+            self.failed.set_result(code)
+
+    # ----------------------------------------------------------------------------------------- signals
+    def on_sigquit(self) -> None:
+        if self.api.up:
+            self.say("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+        else:
+            self.say("Received sigquit from a child process. It usually means the child failed.")
+        self.kill_tree_and_self()
+
+    def on_term(self, sig: int) -> None:
+        self.terms += 1
+        if self.p.fault == "orphans" or self.terms > 1 or not self.uvicorn_up:
+            self.die_by(sig)
+        self.stop.set()
+
+    def die_by(self, sig: int) -> None:
+        """Die as an unhandled signal would. Children die through their parent-death signal; orphans don't."""
+        if self.p.fault != "orphans":
+            self.kill_children()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+
+    # ------------------------------------------------------------------------------------------- phases
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.failed = loop.create_future()
+        loop.add_signal_handler(signal.SIGQUIT, self.on_sigquit)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.on_term, sig)
+        if self.p.gpu_state:
+            gpustate.write_devices(self.p.gpu_state, max(self.p.tp, 8))
+            gpustate.sweep_dead(self.p.gpu_state)
+        self.err(self.fmt.preamble(self.clock.now(), self.p.speculative is not None))
+        await self.sleep_until(script.SPAWN_AT)
+        self.err(self.fmt.server_args(self.clock.now(), server_args_fields(self.p)))
+        read_fd = self.spawn_children()
+        os.set_blocking(read_fd, False)
+        loop.add_reader(read_fd, self.on_ready_pipe, read_fd)
+        watcher = loop.create_task(self.watch_ranks())
+        main = loop.create_task(self.after_ranks_ready())
+        done, _ = await asyncio.wait({self.failed, main}, return_when=asyncio.FIRST_COMPLETED)
+        watcher.cancel()
+        if self.failed.done():
+            main.cancel()
+            return self.failed.result()
+        return main.result()
+
+    async def after_ranks_ready(self) -> int:
+        await self.all_ready.wait()
+        timings = script.startup_timings(self.p)
+        elapsed = self.clock.elapsed()
+        graphs = {"prefill": timings.get("target_prefill", 0.0), "decode": timings.get("target_decode", 0.0),
+                  "target_verify": timings.get("target_verify", 0.0), "draft_decode": timings.get("draft_decode", 0.0),
+                  "draft_extend": timings.get("draft_extend", 0.0)}  # fmt: skip
+        self.say(self.fmt.startup_timings(timings.get("load_weight", 0.0), timings.get("kv_cache_allocation", 0.0),
+                                          elapsed - script.INIT_AT, graphs, elapsed - script.SPAWN_AT))  # fmt: skip
+        await asyncio.sleep(self.clock.real(0.6))
+        self.uv(f"Started server process [{os.getpid()}]")
+        self.uv("Waiting for application startup.")
+        self.say(self.fmt.sampling_defaults())
+        if self.p.fmt == "0.5.9":
+            self.say(self.fmt.sampling_defaults())
+        self.uv("Application startup complete.")
+        try:
+            if self.p.fault == "port-in-use":
+                raise OSError(98, "address already in use")
+            self.http = await serve(HOST, self.p.port, self.api.handle, self.access)
+        except OSError:
+            return self.bind_failed()
+        self.uvicorn_up = True
+        self.uv(f"Uvicorn running on http://{HOST}:{self.p.port} (Press CTRL+C to quit)")
+        warmup = asyncio.get_running_loop().create_task(self.warmup())
+        await self.stop.wait()
+        warmup.cancel()
+        return await self.shutdown()
+
+    def bind_failed(self) -> int:
+        self.uv(faults.bind_error(HOST, self.p.port), "ERROR")
+        self.uv("Waiting for application shutdown.")
+        self.uv("Application shutdown complete.")
+        self.say(self.fmt.kill_tree(os.getpid(), False))
+        self.kill_children()
+        return 3
+
+    async def warmup(self) -> None:
+        """SGLang's warmup thread: wait 1 s, GET /model_info, POST /generate (8 tokens), then "fired up"."""
+        await asyncio.sleep(self.clock.real(1.0))
+        info_path = "/model_info" if self.p.fmt != "0.5.9" else "/get_model_info"
+        try:
+            await fetch(HOST, self.p.port, "GET", info_path)
+            self.api.fail_generate = self.p.fault == "warmup-fail"
+            body = {"text": WARMUP_TEXT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
+            status, _ = await fetch(HOST, self.p.port, "POST", "/generate", body, timeout=600)
+        except (OSError, asyncio.TimeoutError):
+            status = 0
+        if status != 200:
+            self.say("Initialization failed. warmup error: " + faults.warmup_error())
+            self.kill_tree_and_self()
+            return
+        await asyncio.sleep(self.clock.real(0.3))
+        self.api.up = True
+        self.say("The server is fired up and ready to roll!")
+        if self.p.traffic > 0:
+            await self.background_traffic()
+
+    async def background_traffic(self) -> None:
+        """Other clients' requests, `traffic` per simulated minute, logged as uvicorn access lines."""
+        rng = self.engine.rng
+        while True:
+            await asyncio.sleep(self.clock.real(rng.expovariate(self.p.traffic / 60.0)))
+            self.out(self.fmt.access(self.clock.now(), f"{BACKGROUND_CLIENT}:{rng.randint(30000, 60000)}", "POST",
+                                     "/v1/chat/completions", 200, "OK"))  # fmt: skip
+            asyncio.get_running_loop().create_task(self._drain_one(rng.randint(64, 1024), rng.randint(64, 512)))
+
+    async def _drain_one(self, prompt: int, max_new: int) -> None:
+        async for _ in self.engine.generate(prompt, max_new):
+            pass
+
+    async def shutdown(self) -> int:
+        """Graceful SIGTERM: drain briefly, stop the schedulers, then uvicorn's shutdown lines; exit 0."""
+        if self.api.up:
+            self.say("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+            self.api.draining = True
+            deadline = asyncio.get_running_loop().time() + min(max(self.clock.real(5.0), 0.2), 5.0)
+            while self.api.in_flight and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+            self.say(f"Gracefully exiting... Remaining number of requests {self.api.in_flight}. "
+                     f"Remaining requests remaining_rids=[].")  # fmt: skip
+        self.uv("Shutting down")
+        if self.http is not None:
+            self.http.close()
+        self.kill_children(signal.SIGTERM)
+        await asyncio.sleep(0.05)
+        self.uv("Waiting for application shutdown.")
+        self.uv("Application shutdown complete.")
+        self.uv(f"Finished server process [{os.getpid()}]")
+        self.kill_children()
+        return 0
+
+    def server_info(self) -> dict[str, object]:
+        mem = RankMemory(self.p.tp, self.p.speculative is not None)
+        state: dict[str, object] = {
+            "last_gen_throughput": round(self.engine.last_throughput, 2),
+            "memory_usage": {"weight": round(mem.weights + mem.draft_weights, 2), "kvcache": round(mem.kv_total, 2),
+                             "token_capacity": mem.tokens, "graph": 3.34},  # fmt: skip
+        }
+        if self.p.speculative:
+            state["avg_spec_accept_length"] = self.engine.last_accept
+        info: dict[str, object] = dict(server_args_fields(self.p))
+        info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": self.p.fmt,
+                     "internal_states": [state]})  # fmt: skip
+        return info
+
+
+def open_log(path: str) -> None:
+    """Append to the log and make it this process's stdout and stderr (children inherit both)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def run_server(params: SimParams, on_start: Callable[[SimParams], None] | None = None) -> int:
+    """Run the simulated launch to its end; returns the exit status."""
+    params = replace(params, t0=params.t0 or time.time())
+    open_log(params.log)
+    if on_start:
+        on_start(params)
+    return asyncio.run(Main(params).run())
+

@@ -1,0 +1,309 @@
+"""ServerControl: the only module that changes the host (launch, terminate, kill, restart).
+
+It finds the server by what it launched (pidfile, process group = session, run marker) or adopts one
+started by hand (the listener on --port, else the writer of --log), signals its process group, sweeps
+survivors that carry the run marker or share its session or descend from it, and confirms through the
+GPU probe that their memory is released. Never by name: a same-titled process elsewhere is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import time
+from dataclasses import dataclass, field
+
+from tui.core.events import ControlResult, GpuSnapshot, ServerProcess
+from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
+from tui.sources import control_cmds as cmds
+from tui.sources.control_cmds import Proc
+from tui.sources.gpu import probe_command, probe_script
+from tui.sources.host import Host, HostError
+
+# SGLang drains on SIGTERM (a status line every 5 s, then 15 s for schedulers after ShutdownReq before
+# it kills them itself), and its own test harness waits 60 s; 30 s covers a drain with no long requests.
+DEFAULT_GRACE_S = 30.0
+KILL_WAIT_S = 10.0  # after SIGKILL: a process in GPU teardown (state D) can take a while to go
+GPU_RELEASE_S = 30.0  # the driver frees memory after the process is gone ("queues the teardown")
+_POLL_S = 0.25
+_ADOPT_EVERY_S = 5.0  # the adoption scan reads every fd on the host: not on every Monitor poll
+
+
+@dataclass
+class _Target:
+    """What we know of the server: its group/session, run marker, and every process seen in it."""
+
+    main: int | None = None
+    group: int | None = None
+    session: int | None = None
+    run_id: str | None = None
+    known: dict[int, int] = field(default_factory=dict)  # pid -> start time, alive when last seen
+    seen: set[int] = field(default_factory=set)  # every pid ever seen in the server (for GPU attribution)
+    names: dict[int, str] = field(default_factory=dict)
+    how: str = ""
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+class ServerControl:
+    """Launch, terminate, kill and restart one server, and report its process state."""
+
+    def __init__(self, host: Host, *, port: int, log_path: str | None = None, launch: str | None = None,
+                 cwd: str | None = None, remote_python: str = "python3", sim_gpus: str | None = None,
+                 grace_s: float = DEFAULT_GRACE_S, gpu_release_s: float = GPU_RELEASE_S) -> None:
+        self.host = host
+        self.port = int(port)
+        if log_path and cwd and not posixpath.isabs(log_path):
+            log_path = posixpath.join(cwd, log_path)  # the launch cd's into cwd; every command must agree
+        self.log_path = log_path
+        self.launch_cmd = launch
+        self.cwd = cwd
+        self.remote_python = remote_python
+        self.sim_gpus = sim_gpus
+        self.grace_s = grace_s
+        self.gpu_release_s = gpu_release_s
+        self._target: _Target | None = None
+        self._last_adopt = float("-inf")
+
+    # ---------------------------------------------------------------------------------------- describe
+
+    def describe(self, action: str) -> str:
+        """The exact commands an action runs on the host, for the confirm dialog."""
+        t = self._target or _Target()
+        group = t.group or 0
+        sweep = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
+        gpu = self._probe_once_command() + "   # the GPU probe script on stdin"
+        who = (f"process group {t.group}" if t.group else f"pids {sorted(t.known)}" if t.known
+               else f"the server on port {self.port} (found when run)")
+        stop_steps = [
+            f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else ""),
+            *([cmds.signal_group_command("TERM", group), f"# wait up to {self.grace_s:g} s for it to exit"]
+              if action in ("terminate", "restart", "stop") else []),
+            cmds.signal_group_command("KILL", group) if t.group else cmds.signal_pids_command("KILL", t.known),
+            "# sweep: find survivors (group, session, run marker, descendants) and KILL each by pid+start time",
+            sweep,
+            "# confirm their GPU memory is released",
+            gpu,
+        ]
+        if action == "launch":
+            return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
+        if action == "restart":
+            relaunch = self._launch_command("<new run id>") or "no --launch command given"
+            return "\n".join([*stop_steps, "# then launch again", relaunch])
+        return "\n".join(stop_steps)
+
+    def _launch_command(self, run_id: str) -> str | None:
+        if not self.launch_cmd or not self.log_path:
+            return None
+        return cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
+
+    # ------------------------------------------------------------------------------------------ finding
+
+    async def _run(self, command: str, *, input: bytes | None = None, timeout: float = 30.0) -> str:
+        result = await self.host.run(command, input=input, timeout=timeout)
+        return result.stdout.decode("utf-8", "replace")
+
+    async def _adopt(self) -> _Target | None:
+        """Find a server we did not launch in this session: pidfile, port listener, or log writer."""
+        self._last_adopt = time.monotonic()
+        found = cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path)))
+        main = cmds.pick_main(found)
+        if main is None:
+            return None
+        how = ("pidfile" if main.pid == found.pidfile else
+               f"listener on port {self.port}" if main.pid in found.port_pids else f"writer of {self.log_path}")
+        # Its group and session count only when it leads them: otherwise they hold the user's shell too.
+        # Every live writer of its log and holder of its port belongs to it (orphans keep the log open).
+        members = {p.pid: p.start for p in found.procs.values()
+                   if p.alive and (p.pid == main.pid or p.pid in found.port_pids or p.pid in found.log_pids)}
+        return _Target(main=main.pid, group=main.pid if main.pgid == main.pid else None,
+                       session=main.pid if main.sid == main.pid else None, run_id=main.marker,
+                       known=members, how=how)
+
+    async def _scan(self, target: _Target) -> dict[int, Proc]:
+        """The server's live processes now; remembers them so re-parented ones are still found later."""
+        procs = cmds.parse_scan(await self._run(cmds.scan_command(
+            group=target.group, session=target.session, run_id=target.run_id, known=target.known)))
+        live = {pid: p for pid, p in procs.items() if p.alive}
+        target.known = {pid: p.start for pid, p in live.items()}
+        target.seen.update(live)
+        target.names.update({pid: p.name for pid, p in live.items() if p.name})
+        return live
+
+    async def _current(self, *, adopt_now: bool = True) -> _Target | None:
+        if self._target is None and (adopt_now or time.monotonic() - self._last_adopt >= _ADOPT_EVERY_S):
+            self._target = await self._adopt()
+        return self._target
+
+    async def process_state_now(self) -> ServerProcess:
+        """Like process_state, but adopts at once (raises HostError)."""
+        target = await self._current()
+        live = await self._scan(target) if target else {}
+        if not live:
+            self._target = None
+            return ServerProcess(alive=False)
+        return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how if target else "")
+
+    async def process_state(self) -> ServerProcess:
+        """Alive and pids of the server (cheap: one /proc scan; adoption retried at most every few seconds)."""
+        try:
+            target = await self._current(adopt_now=False)
+            if target is None:
+                where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
+                return ServerProcess(alive=False, detail=f"no server process found ({where})")
+            live = await self._scan(target)
+        except (HostError, TimeoutError) as exc:
+            return ServerProcess(alive=False, detail=f"process state unknown: {exc}")
+        if not live:
+            self._target = None  # gone: a server started later (by anyone) is adopted afresh
+            return ServerProcess(alive=False, detail="server processes gone")
+        return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how)
+
+    # ------------------------------------------------------------------------------------------ actions
+
+    async def launch(self) -> ControlResult:
+        """Start --launch CMD detached in its own session, with a fresh run marker."""
+        if not self.launch_cmd:
+            return ControlResult("launch", False, "no --launch CMD given: cannot start the server")
+        if not self.log_path:
+            return ControlResult("launch", False, "--launch needs --log PATH (where the server's output goes)")
+        try:
+            running = await self.process_state_now()
+        except (HostError, TimeoutError) as exc:
+            return ControlResult("launch", False, f"launch failed: {exc}")
+        if running.alive:
+            return ControlResult("launch", False, f"a server is already running (pids {', '.join(map(str, running.pids))},"
+                                 f" {running.detail}): stop it first", survivors=running.pids)
+        run_id = cmds.new_run_id()
+        command = cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
+        try:
+            result = await self.host.run(command, timeout=30.0)
+            if result.returncode != 0:
+                why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+                return ControlResult("launch", False, f"launch failed: {why[-1] if why else result.returncode}",
+                                     command=command)
+            pid = await self._wait_pidfile()
+        except (HostError, TimeoutError) as exc:
+            return ControlResult("launch", False, f"launch failed: {exc}", command=command)
+        if pid is None:
+            return ControlResult("launch", False, "launched, but no pid was recorded within 5 s", command=command)
+        self._target = _Target(main=pid, group=pid, session=pid, run_id=run_id, how="launched")
+        return ControlResult("launch", True, f"started pid {pid} (run {run_id}), output to {self.log_path}",
+                             command=command)
+
+    async def _wait_pidfile(self) -> int | None:
+        assert self.log_path is not None
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            text = (await self._run(cmds.read_pidfile_command(self.log_path))).strip()
+            if text.isdigit():
+                return int(text)
+            await asyncio.sleep(0.05)
+        return None
+
+    async def terminate(self) -> ControlResult:
+        """TERM the group, wait out SGLang's drain, KILL what is left, sweep, confirm GPU memory released."""
+        return await self._stop("terminate", graceful=True)
+
+    async def kill(self) -> ControlResult:
+        """KILL the group at once, sweep, confirm GPU memory released."""
+        return await self._stop("kill", graceful=False)
+
+    async def restart(self) -> ControlResult:
+        """Stop (TERM, then KILL), confirm the GPUs are free, then launch again."""
+        if not self.launch_cmd:
+            return ControlResult("restart", False, "no --launch CMD given: cannot start the server again")
+        stopped = await self._stop("restart", graceful=True)
+        if not stopped.ok:
+            return ControlResult("restart", False, f"not relaunched: {stopped.detail}", stopped.command,
+                                 stopped.survivors, stopped.gpu_held)
+        launched = await self.launch()
+        return ControlResult("restart", launched.ok, f"{stopped.detail}; {launched.detail}",
+                             f"{stopped.command}\n{launched.command}")
+
+    async def _stop(self, action: str, *, graceful: bool) -> ControlResult:
+        try:
+            return await self._stop_steps(action, graceful)
+        except (HostError, TimeoutError) as exc:
+            return ControlResult(action, False, f"{action} interrupted: {exc}", command=self.describe(action))
+
+    async def _stop_steps(self, action: str, graceful: bool) -> ControlResult:
+        target = await self._current()
+        if target is None:
+            where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
+            return ControlResult(action, True, f"nothing to stop: no server process found ({where})")
+        commands: list[str] = []
+        live = await self._scan(target)
+        steps: list[str] = []
+        if live and graceful:
+            commands.append(await self._signal(target, "TERM", live))
+            live = await self._wait_gone(target, self.grace_s)
+            steps.append("exited on TERM" if not live else f"{len(live)} still alive after {self.grace_s:g} s of TERM")
+        if live:
+            commands.append(await self._signal(target, "KILL", live))
+            live = await self._wait_gone(target, KILL_WAIT_S)
+            steps.append("killed" if not live else "KILL did not end them all")
+        # Sweep: schedulers re-parented to PID 1 keep the session and the run marker.
+        swept = await self._scan(target)
+        if swept:
+            commands.append(await self._signal(target, "KILL", swept))
+            steps.append(f"swept {len(swept)} leftover process(es): " + ", ".join(map(str, sorted(swept))))
+            swept = await self._wait_gone(target, KILL_WAIT_S)
+        survivors = tuple(sorted(swept))
+        gpu_ok, held, gpu_note = await self._confirm_gpu(target)
+        if not survivors:
+            self._target = None
+        ok = not survivors and gpu_ok and not held
+        detail = "; ".join([*(steps or ["no process was running"]), gpu_note])
+        if survivors:
+            detail += "; still alive: " + ", ".join(f"{pid} {target.names.get(pid, '')}".strip() for pid in survivors)
+        return ControlResult(action, ok, detail, "\n".join(commands), survivors, held)
+
+    async def _signal(self, target: _Target, signal: str, live: dict[int, Proc]) -> str:
+        """Signal the group (when it is the server's own) and each live member by pid + start time."""
+        parts = []
+        if target.group and any(p.pgid == target.group for p in live.values()):
+            parts.append(cmds.signal_group_command(signal, target.group))
+        parts.append(cmds.signal_pids_command(signal, {pid: p.start for pid, p in live.items()}))
+        command = "; ".join(parts)
+        await self._run(command)
+        return command
+
+    async def _wait_gone(self, target: _Target, limit_s: float) -> dict[int, Proc]:
+        deadline = time.monotonic() + limit_s
+        live = await self._scan(target)
+        while live and time.monotonic() < deadline:
+            await asyncio.sleep(_POLL_S)
+            live = await self._scan(target)
+        return live
+
+    def _probe_once_command(self) -> str:
+        return probe_command(self.remote_python, sim_dir=self.sim_gpus, count=1, interval=0.1)
+
+    async def gpu_snapshot(self) -> GpuSnapshot:
+        """One probe tick (the probe run once with --count 1)."""
+        text = await self._run(self._probe_once_command(), input=probe_script(), timeout=60.0)
+        lines = [line for line in text.splitlines() if line.strip()]
+        return parse_probe_line(lines[-1]) if lines else GpuSnapshot(source="probe", error="GPU probe printed nothing")
+
+    async def _confirm_gpu(self, target: _Target) -> tuple[bool, tuple[tuple[int, int, int], ...], str]:
+        """(confirmed, what the server's pids still hold, one line) after polling the probe for release."""
+        deadline = time.monotonic() + self.gpu_release_s
+        while True:
+            snapshot = await self.gpu_snapshot()
+            if no_gpu_driver(snapshot):
+                return True, (), "no GPU driver on the host: no GPU memory to release"
+            held = () if snapshot.error else memory_held(snapshot, target.seen)
+            if not snapshot.error and not held:
+                gpus = ",".join(str(g.index) for g in snapshot.gpus) or "none"
+                return True, (), f"GPU memory released (GPUs {gpus}, per {snapshot.source})"
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.5)
+        if snapshot.error:
+            return False, (), f"GPU memory not confirmed: {snapshot.error}"
+        names = target.names
+        return False, held, "GPU memory still held: " + ", ".join(
+            f"GPU {gpu} {_gib(used)} by pid {pid} {names.get(pid, '')}".rstrip() for gpu, pid, used in held)

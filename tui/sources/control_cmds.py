@@ -1,0 +1,192 @@
+"""The sh commands that find, launch and signal the server, built in one place, and pure parsers of their output.
+
+Every value put into a command is quoted with `shlex.quote`; the commands need only POSIX sh, procps-free
+/proc reads, coreutils, awk and util-linux's setsid. They find the server's processes by process group,
+session, run marker (`SGLANG_TUI_RUN=ID` in /proc/PID/environ) and descent, never by name.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass
+
+MARKER_VAR = "SGLANG_TUI_RUN"
+q = shlex.quote
+
+
+def new_run_id() -> str:
+    """A fresh run marker: fixed length, so one marker is never a prefix of another in /proc/PID/environ."""
+    return secrets.token_hex(8)
+
+
+def pidfile_for(log_path: str) -> str:
+    return f"{log_path}.sglang-tui.pid"
+
+
+# The launcher: $$ of this sh is PID = PGID = SID (setsid need not fork: the caller's `&` child leads no
+# group); it records itself, then becomes CMD with the run marker in its environment.
+LAUNCHER = 'echo $$ > "$1"; exec env ' + MARKER_VAR + '="$2" PYTHONUNBUFFERED=1 sh -c "$3"'
+
+
+def launch_command(command: str, *, log_path: str, run_id: str, cwd: str | None = None) -> str:
+    """`cd DIR && setsid sh -c LAUNCHER sglang-tui PIDFILE ID CMD > LOG 2>&1 < /dev/null &` (all quoted)."""
+    pidfile = pidfile_for(log_path)
+    args = " ".join(q(a) for a in ("sglang-tui", pidfile, run_id, command))
+    start = f"setsid sh -c {q(LAUNCHER)} {args} > {q(log_path)} 2>&1 < /dev/null &"
+    return (f"cd {q(cwd)} && " if cwd else "") + f"rm -f -- {q(pidfile)} && " + start
+
+
+def read_pidfile_command(log_path: str) -> str:
+    return f"cat -- {q(pidfile_for(log_path))} 2>/dev/null"
+
+
+# A process's fields after the `(comm)`: state ppid pgrp session … starttime (field 22 of stat = 20th here).
+_STAT_FIELDS = "sed 's/^.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f1-4,20"
+
+
+def find_command(port: int, log_path: str | None) -> str:
+    """Candidates for an adopted server: the pidfile's pid, the listener on PORT, the writers of LOG.
+
+    Prints `pidfile PID`, `port PID`, `log PID`, then `S PID state ppid pgid sid start` and
+    `E PID SGLANG_TUI_RUN=…` for each candidate."""
+    log = q(log_path) if log_path else "''"
+    pidfile = q(pidfile_for(log_path)) if log_path else "/dev/null"
+    return f"""port={int(port)}; log={log}
+ph=$(printf '%04X' "$port")
+ino=$(awk -v ph="$ph" 'FNR > 1 && $4 == "0A" {{ n = split($2, a, ":"); if (a[n] == ph) printf " %s", $10 }}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+lg=; [ -n "$log" ] && lg=$(readlink -f -- "$log" 2>/dev/null)
+found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
+[ -n "$ino$lg" ] && ls -l /proc/[0-9]*/fd 2>/dev/null | awk -v ino="$ino " -v lg="$lg" '
+/^\\/proc\\/[0-9]+\\/fd:$/ {{ split($0, a, "/"); pid = a[3]; next }}
+{{ i = index($0, " -> "); if (!i) next; t = substr($0, i + 4)
+  if (t ~ /^socket:\\[/) {{ if (index(ino, " " substr(t, 9, length(t) - 9) " ")) print "port", pid }}
+  else if (lg != "" && t == lg && substr($1, 3, 1) == "w") print "log", pid }}'; }} | sort -u)
+[ -n "$found" ] && echo "$found"
+for p in $(echo "$found" | cut -d' ' -f2 | sort -u); do
+  s=$({_STAT_FIELDS}) && [ -n "$s" ] && echo "S $p $s"
+  tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep '^{MARKER_VAR}=' | sed "s/^/E $p /"
+done; true"""
+
+
+def scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int]) -> str:
+    """The server's processes: same process group, same session, run marker, a known (pid, start), or a
+    descendant of any of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each."""
+    known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
+    marker = f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
+    return f"""mk=$({marker if run_id else 'true'})
+cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={q(' ' + known_text + ' ')} '
+{{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
+  st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
+  if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || index(mk, " " pid " ") || index(known, " " pid ":" f[20] " "))) mem[pid] = 1 }}
+END {{ do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
+  for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}' | while read -r tag p rest; do
+  echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
+done"""
+
+
+def signal_group_command(signal: str, group: int) -> str:
+    """Signal a whole process group (the server launched with setsid, or adopted as its own group)."""
+    return f"kill -s {signal} -- -{int(group)} 2>/dev/null; true"
+
+
+def signal_pids_command(signal: str, procs: dict[int, int]) -> str:
+    """Signal each pid whose start time still matches (so a reused pid is never hit)."""
+    pairs = " ".join(f"{pid}:{start}" for pid, start in sorted(procs.items()) if pid > 1)
+    return (f"for ps in {pairs}; do p=${{ps%%:*}}; s=${{ps#*:}}; "
+            f"[ \"$({_STAT_FIELDS} | cut -d' ' -f5)\" = \"$s\" ] && kill -s {signal} -- \"$p\" 2>/dev/null; done; true")
+
+
+# ------------------------------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process as the scans see it (start: clock ticks since boot, to tell a reused pid apart)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    start: int
+    name: str = ""
+    marker: str | None = None  # the run marker in its environment, when it carries one
+
+    @property
+    def alive(self) -> bool:
+        """A zombie holds nothing and only waits to be reaped: it does not count as alive."""
+        return self.state not in ("Z", "X")
+
+
+def parse_scan(text: str) -> dict[int, Proc]:
+    """Output of scan_command as pid -> Proc (lines that do not parse are skipped)."""
+    procs: dict[int, Proc] = {}
+    names: dict[int, str] = {}
+    for line in text.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) >= 2 and parts[0] == "C" and parts[1].isdigit():
+            names[int(parts[1])] = (parts[2] if len(parts) > 2 else "").strip()
+            continue
+        fields = line.split()
+        if len(fields) == 7 and fields[0] == "P":
+            try:
+                pid, ppid, pgid, sid = (int(x) for x in fields[1:5])
+                procs[pid] = Proc(pid, ppid, pgid, sid, fields[5], int(fields[6]))
+            except ValueError:
+                continue
+    return {pid: Proc(**{**p.__dict__, "name": names.get(pid, "")}) for pid, p in procs.items()}
+
+
+@dataclass(frozen=True)
+class FindResult:
+    pidfile: int | None
+    port_pids: tuple[int, ...]
+    log_pids: tuple[int, ...]
+    procs: dict[int, Proc]
+
+
+def parse_find(text: str) -> FindResult:
+    """Output of find_command."""
+    pidfile: int | None = None
+    port: set[int] = set()
+    log: set[int] = set()
+    stats: dict[int, list[str]] = {}
+    markers: dict[int, str] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 2 or not fields[1].isdigit():
+            continue
+        pid = int(fields[1])
+        if fields[0] == "pidfile":
+            pidfile = pid
+        elif fields[0] == "port":
+            port.add(pid)
+        elif fields[0] == "log":
+            log.add(pid)
+        elif fields[0] == "S" and len(fields) == 7:
+            stats[pid] = fields[2:]
+        elif fields[0] == "E" and len(fields) == 3 and fields[2].startswith(MARKER_VAR + "="):
+            markers[pid] = fields[2].split("=", 1)[1]
+    procs = {}
+    for pid, (state, ppid, pgid, sid, start) in stats.items():
+        try:
+            procs[pid] = Proc(pid, int(ppid), int(pgid), int(sid), state, int(start), marker=markers.get(pid))
+        except ValueError:
+            continue
+    return FindResult(pidfile, tuple(sorted(port)), tuple(sorted(log)), procs)
+
+
+def pick_main(found: FindResult) -> Proc | None:
+    """The server's main process: the pidfile's marked session leader, else the topmost listener, else the
+    topmost log writer."""
+    live = {pid: p for pid, p in found.procs.items() if p.alive}
+    recorded = live.get(found.pidfile) if found.pidfile is not None else None
+    if recorded is not None and recorded.sid == recorded.pid and recorded.marker:
+        return recorded  # still our launcher's session leader (a reused pid would lack the run marker)
+    for pids in (found.port_pids, found.log_pids):
+        candidates = [live[pid] for pid in pids if pid in live]
+        roots = [p for p in candidates if p.ppid not in {c.pid for c in candidates}]
+        if roots:
+            return min(roots, key=lambda p: (p.start, p.pid))
+    return None

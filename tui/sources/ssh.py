@@ -1,0 +1,426 @@
+"""SshHost: the Host interface over ONE asyncssh connection (strict host keys, keepalive, reconnect).
+
+Bytes end to end (encoding=None: one invalid UTF-8 byte must not kill the link), every command wrapped
+in `sh -c` so the remote login shell does not matter, exec channels budgeted below sshd's MaxSessions,
+asyncssh's own logging sent to a file so it never draws over the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+import socket
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from tui.core.events import ConnectionState
+from tui.sources.backoff import backoff_delays
+from tui.sources.host import CommandResult, Host, HostAuthError, HostError, HostUnreachable, RemoteProcess
+
+DEFAULT_KEEPALIVE = (5.0, 3)  # interval s, missed answers before the link counts as dead
+DEFAULT_MAX_SESSIONS = 8  # sshd's default MaxSessions is 10; forwards do not count
+_LINK_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError, OSError)
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sglang-tui"
+
+
+def route_asyncssh_logging(path: Path | None = None) -> Path | None:
+    """Send the `asyncssh` logger to a file (once), never to the terminal."""
+    logger = logging.getLogger("asyncssh")
+    logger.propagate = False
+    if any(getattr(h, "_sglang_tui", False) for h in logger.handlers):
+        return path
+    path = path or _cache_dir() / "asyncssh.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler, path = logging.NullHandler(), None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler._sglang_tui = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    return path
+
+
+def wrap_sh(command: str) -> str:
+    """The command line sent to sshd: whatever the login shell is, `sh` runs the command."""
+    return f"sh -c {shlex.quote(command)}"
+
+
+def _split_target(target: str, user: str | None) -> tuple[str, str | None]:
+    if "@" in target:
+        target_user, host = target.rsplit("@", 1)
+        return host, user or target_user
+    return target, user
+
+
+class _Client(asyncssh.SSHClient):
+    """Reports the loss of one connection generation to its SshHost."""
+
+    def __init__(self, owner: "SshHost", generation: int) -> None:
+        self._owner = owner
+        self._generation = generation
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner._on_lost(self._generation, exc)
+
+
+class SshProcess(RemoteProcess):
+    """A long-running remote command on an exec channel, bytes in and out."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess, conn: asyncssh.SSHClientConnection, where: str) -> None:
+        self._proc = proc
+        self._conn = conn
+        self._where = where
+
+    def _lost(self) -> bool:
+        return self._proc.exit_status is None and self._proc.exit_signal is None and self._conn.is_closed()
+
+    async def _read(self, stream: Any, n: int) -> bytes:
+        try:
+            data = await stream.read(n)
+        except _LINK_ERRORS as exc:
+            raise HostUnreachable(f"{self._where}: connection lost ({exc})") from None
+        if not data and self._lost():
+            raise HostUnreachable(f"{self._where}: connection lost")
+        return data
+
+    async def read(self, n: int = 65536) -> bytes:
+        return await self._read(self._proc.stdout, n)
+
+    async def read_stderr(self, n: int = 65536) -> bytes:
+        return await self._read(self._proc.stderr, n)
+
+    async def wait(self) -> int | None:
+        try:
+            await self._proc.wait(check=False)
+        except _LINK_ERRORS:
+            return None
+        if self._proc.exit_status is None and self._proc.exit_signal is None:
+            return None
+        return self._proc.returncode
+
+    async def close(self) -> None:
+        # Closing a channel without a PTY does not kill the remote command; the commands we start watch
+        # their stdin (or stdout) and exit when the channel goes, so closing is enough.
+        self._proc.close()
+        try:
+            await asyncio.wait_for(self._proc.wait_closed(), 5.0)
+        except (asyncio.TimeoutError, *_LINK_ERRORS):
+            pass
+
+
+class SshHost(Host):
+    """A remote machine reached over one SSH connection that reconnects by itself."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        port: int | None = None,
+        user: str | None = None,
+        identity: str | None = None,
+        known_hosts: str | None = None,
+        ssh_config: str | None = None,
+        keepalive: tuple[float, int] = DEFAULT_KEEPALIVE,
+        connect_timeout: float = 15.0,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        agent: bool = True,
+    ) -> None:
+        self.name = target
+        self._host, self._user = _split_target(target, user)
+        self._port = port
+        self._identity = os.path.expanduser(identity) if identity else None
+        self._known_hosts = os.path.expanduser(known_hosts) if known_hosts else None
+        self._ssh_config = os.path.expanduser(ssh_config) if ssh_config else None
+        self._keepalive = keepalive
+        self._connect_timeout = connect_timeout
+        self._backoff = backoff
+        self._agent = agent
+        self._sessions = asyncio.Semaphore(max_sessions)
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._generation = 0
+        self._forwards: dict[int, asyncssh.SSHListener] = {}
+        self._forward_lock = asyncio.Lock()
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._final_error: HostError | None = None
+        self._closed = False
+        self._wake = asyncio.Event()
+        self._where = self._host if port is None else f"{self._host}:{port}"
+        route_asyncssh_logging()
+
+    # ------------------------------------------------------------------------------------------ connecting
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "keepalive_interval": self._keepalive[0],
+            "keepalive_count_max": self._keepalive[1],
+            "connect_timeout": self._connect_timeout,
+        }
+        if self._port is not None:
+            kwargs["port"] = self._port
+        if self._user:
+            kwargs["username"] = self._user
+        if self._identity:
+            kwargs["client_keys"] = [self._identity]
+        if self._known_hosts:
+            kwargs["known_hosts"] = self._known_hosts
+        if self._ssh_config:
+            kwargs["config"] = [self._ssh_config]
+        if not self._agent:
+            kwargs["agent_path"] = None
+        return kwargs
+
+    async def _options(self) -> asyncssh.SSHClientConnectionOptions:
+        kwargs = self._connect_kwargs()
+        return await asyncssh.SSHClientConnectionOptions.construct(None, host=self._host, **kwargs)
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        """One connection attempt; every failure becomes a HostError with one clear line."""
+        if self._identity and not os.path.isfile(self._identity):
+            raise HostAuthError(f"identity file {self._identity} not found: check --identity")
+        if self._known_hosts and not os.path.exists(self._known_hosts):
+            raise HostAuthError(f"known_hosts file {self._known_hosts} not found: check --known-hosts")
+        if self._ssh_config and not os.path.isfile(self._ssh_config):
+            raise HostAuthError(f"ssh config {self._ssh_config} not found: check --ssh-config")
+        generation = self._generation + 1
+        try:
+            conn = await asyncssh.connect(
+                self._host, client_factory=lambda: _Client(self, generation), **self._connect_kwargs()
+            )
+        except asyncssh.HostKeyNotVerifiable:
+            raise await self._host_key_error() from None
+        except asyncssh.PermissionDenied:
+            who = f"{self._user}@" if self._user else ""
+            raise HostAuthError(
+                f"{who}{self._where}: authentication refused: check --identity, your ssh-agent and --user"
+            ) from None
+        except socket.gaierror:
+            raise HostUnreachable(f"cannot resolve host name {self._host!r}: check the name or your ssh config") from None
+        except ConnectionRefusedError:
+            raise HostUnreachable(f"{self._where}: connection refused: is sshd running there, and is --ssh-port right?") from None
+        except (asyncio.TimeoutError, TimeoutError):
+            raise HostUnreachable(f"{self._where}: timed out connecting ({self._connect_timeout:g} s)") from None
+        except asyncssh.DisconnectError as exc:
+            raise HostUnreachable(f"{self._where}: SSH connection failed: {exc.reason}") from None
+        except OSError as exc:
+            raise HostUnreachable(f"{self._where}: cannot connect: {exc.strerror or exc}") from None
+        except (asyncssh.Error, ValueError, asyncssh.KeyImportError) as exc:
+            raise HostAuthError(f"{self._where}: SSH setup failed: {exc}") from None
+        self._generation = generation
+        return conn
+
+    async def _host_key_error(self) -> HostAuthError:
+        """Unknown key: show its fingerprint and how to trust it. Changed key: refuse loudly."""
+        try:
+            options = await self._options()
+            host, port = options.host, options.port
+            known = options.known_hosts
+        except Exception:  # the connect already failed; this is only for the message
+            host, port, known = self._host, self._port or 22, self._known_hosts
+        target = f"[{host}]:{port}" if port != 22 else host
+        try:
+            key = await asyncssh.get_server_host_key(host, port, config=[self._ssh_config] if self._ssh_config else ())
+            fingerprint = f"{key.get_algorithm()} {key.get_fingerprint()}" if key else "unknown key"
+        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+            fingerprint = f"(could not fetch it: {exc})"
+        files = [str(known)] if isinstance(known, str) else [str(k) for k in (known or []) if isinstance(k, str)]
+        if not files:
+            files = [os.path.expanduser("~/.ssh/known_hosts")]
+        file = files[0]
+        if self._listed(files, host, port):
+            return HostAuthError(
+                f"HOST KEY CHANGED for {target}: the server now presents {fingerprint}, which does not match {file}; "
+                f"this may be a man-in-the-middle attack. If the host was really reinstalled, verify the new "
+                f"fingerprint, then run: ssh-keygen -R {shlex.quote(target)} -f {shlex.quote(file)}"
+            )
+        return HostAuthError(
+            f"unknown host key for {target}: {fingerprint}. If that fingerprint is right, trust it with: "
+            f"ssh-keyscan -p {port} {shlex.quote(host)} >> {shlex.quote(file)}"
+        )
+
+    @staticmethod
+    def _listed(files: list[str], host: str, port: int) -> bool:
+        """Whether any known_hosts file holds a key (or revocation) for this host: then the key CHANGED."""
+        for path in files:
+            if not os.path.isfile(path):
+                continue
+            try:
+                keys, cas, revoked, *_ = asyncssh.match_known_hosts(path, host, host, None if port == 22 else port)
+            except (OSError, ValueError, asyncssh.Error):
+                continue
+            if keys or cas or revoked:
+                return True
+        return False
+
+    async def connect(self) -> None:
+        if self._conn is not None and not self._conn.is_closed():
+            return
+        if self._final_error is not None:
+            raise self._final_error
+        self._closed = False
+        self._emit_connection(ConnectionState("connecting", self.name))
+        try:
+            self._conn = await self._open()
+        except HostAuthError as exc:
+            self._final_error = exc
+            self._emit_connection(ConnectionState("failed", str(exc)))
+            raise
+        self._emit_connection(ConnectionState("connected", self.name))
+        self._notify()
+
+    def _notify(self) -> None:
+        self._wake.set()
+        self._wake = asyncio.Event()
+
+    def _on_lost(self, generation: int, exc: Exception | None) -> None:
+        if generation != self._generation or self._closed:
+            return
+        self._conn = None
+        for listener in self._forwards.values():
+            listener.close()
+        self._forwards.clear()
+        reason = str(exc) if exc else "closed by the server"
+        self._emit_connection(ConnectionState("reconnecting", f"connection lost: {reason}"))
+        if self._reconnect_task is None or self._reconnect_task.done():
+            self._reconnect_task = asyncio.get_running_loop().create_task(self._reconnect())
+        self._notify()
+
+    async def _reconnect(self) -> None:
+        """Reconnect with capped exponential backoff and jitter; never retry auth or host-key failures."""
+        for delay in backoff_delays(self._backoff[0], self._backoff[1]):
+            await asyncio.sleep(delay)
+            if self._closed:
+                return
+            try:
+                self._conn = await self._open()
+            except HostAuthError as exc:
+                self._final_error = exc
+                self._emit_connection(ConnectionState("failed", str(exc)))
+                self._notify()
+                return
+            except HostUnreachable as exc:
+                self._emit_connection(ConnectionState("reconnecting", str(exc)))
+                continue
+            self._emit_connection(ConnectionState("connected", f"{self.name} (reconnected)"))
+            self._notify()
+            return
+
+    async def _ready(self, wait: float | None) -> asyncssh.SSHClientConnection:
+        """The live connection, waiting up to `wait` s for a reconnect in progress."""
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        while True:
+            if self._final_error is not None:
+                raise self._final_error
+            if self._closed:
+                raise HostError(f"{self.name}: connection closed")
+            conn = self._conn
+            if conn is not None and not conn.is_closed():
+                return conn
+            if self._reconnect_task is None and conn is None:
+                raise HostUnreachable(f"{self.name}: not connected")
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                raise HostUnreachable(f"{self.name}: connection lost; reconnecting")
+            try:
+                await asyncio.wait_for(self._wake.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
+        for listener in self._forwards.values():
+            listener.close()
+        self._forwards.clear()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 5.0)
+            except (asyncio.TimeoutError, *_LINK_ERRORS):
+                pass
+        self._notify()
+
+    # ------------------------------------------------------------------------------------------- commands
+
+    async def _slot(self, timeout: float | None) -> None:
+        try:
+            await asyncio.wait_for(self._sessions.acquire(), timeout)
+        except asyncio.TimeoutError:
+            raise HostUnreachable(f"{self.name}: all SSH channels busy") from None
+
+    async def run(self, command: str, *, input: bytes | None = None, timeout: float | None = 30.0) -> CommandResult:
+        conn = await self._ready(timeout if timeout is not None else 30.0)
+        await self._slot(timeout)
+        try:
+            result = await conn.run(wrap_sh(command), input=input, encoding=None, check=False, timeout=timeout)
+        except asyncssh.TimeoutError:
+            raise TimeoutError(f"command timed out after {timeout} s") from None
+        except asyncssh.ChannelOpenError as exc:
+            if conn.is_closed():
+                raise HostUnreachable(f"{self.name}: connection lost") from None
+            raise HostUnreachable(f"{self.name}: cannot open an SSH channel: {exc.reason}") from None
+        except _LINK_ERRORS as exc:
+            raise HostUnreachable(f"{self.name}: connection lost ({exc})") from None
+        finally:
+            self._sessions.release()
+        if result.exit_status is None and result.exit_signal is None and conn.is_closed():
+            raise HostUnreachable(f"{self.name}: connection lost while running a command")
+        returncode = None if result.exit_status is None and result.exit_signal is None else result.returncode
+        return CommandResult(returncode, bytes(result.stdout or b""), bytes(result.stderr or b""))
+
+    async def start(self, command: str, *, input: bytes | None = None) -> RemoteProcess:
+        conn = await self._ready(10.0)
+        await self._slot(10.0)
+        try:
+            proc = await conn.create_process(wrap_sh(command), encoding=None)
+        except asyncssh.ChannelOpenError as exc:
+            self._sessions.release()
+            if conn.is_closed():
+                raise HostUnreachable(f"{self.name}: connection lost") from None
+            raise HostUnreachable(f"{self.name}: cannot open an SSH channel: {exc.reason}") from None
+        except _LINK_ERRORS as exc:
+            self._sessions.release()
+            raise HostUnreachable(f"{self.name}: connection lost ({exc})") from None
+        asyncio.get_running_loop().create_task(self._release_when_closed(proc))
+        if input is not None:
+            try:
+                proc.stdin.write(input)
+                proc.stdin.write_eof()
+            except _LINK_ERRORS:
+                pass
+        return SshProcess(proc, conn, self.name)
+
+    async def _release_when_closed(self, proc: asyncssh.SSHClientProcess) -> None:
+        try:
+            await proc.wait_closed()
+        except BaseException:
+            pass
+        finally:
+            self._sessions.release()
+
+    async def http_base_url(self, port: int) -> str:
+        async with self._forward_lock:
+            conn = await self._ready(10.0)
+            listener = self._forwards.get(port)
+            if listener is None:
+                try:
+                    listener = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", int(port))
+                except _LINK_ERRORS as exc:
+                    raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
+                except asyncssh.Error as exc:
+                    raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
+                self._forwards[port] = listener
+            return f"http://127.0.0.1:{listener.get_port()}"

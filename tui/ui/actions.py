@@ -1,0 +1,82 @@
+"""The one registry of user actions: it generates the key bindings, the help screen and the README key table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+_KEY_NAMES = {"question_mark": "?", "slash": "/"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One user action: binding id, key(s), what it does, and whether it changes the server."""
+
+    id: str  # binding id, e.g. "kill-server" (users may remap keys by id)
+    key: str  # Textual key spec; several keys separated by commas ("f,end")
+    action: str  # the Textual action name (method `action_<name>` on the app)
+    description: str
+    short: str = ""  # the footer's label (defaults to the description)
+    dangerous: bool = False
+    show: bool = True  # shown in the footer
+    builtin: bool = False  # bound by Textual itself (listed, not re-bound)
+
+    @property
+    def display_key(self) -> str:
+        """The keys as a person types them, e.g. `f` / `end`."""
+        return " / ".join(f"`{_KEY_NAMES.get(k, k)}`" for k in self.key.split(","))
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("quit", "q", "quit", "Quit (the server keeps running)", "quit"),
+    Action("help", "question_mark,f1", "help", "Show the keys and what they do", "help"),
+    Action("command-palette", "ctrl+p", "command_palette", "Command palette", show=False, builtin=True),
+    Action("follow", "f,end", "follow", "Follow the log (jump to the newest line)", "follow"),
+    Action("search", "slash", "search", "Search the log", "search"),
+    Action("search-next", "n", "search_next", "Next match", show=False),
+    Action("search-previous", "N", "search_previous", "Previous match", show=False),
+    Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
+    Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
+    Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
+    Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
+    Action("restart-server", "r", "restart_server", "Restart the server (asks first)", "restart", dangerous=True),
+    Action("terminate-server", "T", "terminate_server", "Terminate the server: SIGTERM its process group (asks first)", "terminate", dangerous=True),
+    Action("kill-server", "K", "kill_server", "Kill the server: SIGKILL its processes (asks first)", "kill", dangerous=True),
+)
+
+DANGEROUS_ACTIONS: frozenset[str] = frozenset(a.action for a in ACTIONS if a.dangerous)
+
+#: The ControlResult/ServerControl name of each dangerous action.
+CONTROL_VERBS: dict[str, str] = {
+    "restart_server": "restart",
+    "terminate_server": "terminate",
+    "kill_server": "kill",
+}
+
+
+def bindings() -> list[Binding]:
+    """Textual bindings for every action that the app binds itself."""
+    return [
+        Binding(a.key, a.action, a.short or a.description, show=a.show, id=a.id)
+        for a in ACTIONS
+        if not a.builtin
+    ]
+
+
+def visible_actions(read_only: bool) -> tuple[Action, ...]:
+    """The actions available in this mode (`--read-only` drops the dangerous ones)."""
+    return tuple(a for a in ACTIONS if not (read_only and a.dangerous))
+
+
+def key_table_markdown(read_only: bool = False) -> str:
+    """The key table as markdown (README and help screen)."""
+    rows = ["| Key | Action | Id | Asks first |", "|---|---|---|---|"]
+    for a in visible_actions(read_only):
+        rows.append(f"| {a.display_key} | {a.description} | `{a.id}` | {'yes' if a.dangerous else ''} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(key_table_markdown(), end="")

@@ -1,0 +1,334 @@
+"""The Textual app: folds monitor batches into one Readiness state that the panes render; keys become intents."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import AsyncIterator, Awaitable, Callable, ClassVar, Iterable, Protocol
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Horizontal
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
+from tui.core.loglines import LineSplitter, classify_line
+from tui.core.readiness import reduce
+from tui.core.state import Phase, Readiness
+from tui.ui import actions
+from tui.ui.labels import control_summary, phase_label
+from tui.ui.messages import ControlFinished, EventsReceived
+from tui.ui.panes.gpus import GpuPane
+from tui.ui.panes.header import HeaderPane
+from tui.ui.panes.health import HealthPane
+from tui.ui.panes.log_pane import LogPane
+from tui.ui.panes.log_view import LogLine, make_line
+from tui.ui.panes.shards import ShardsPane
+from tui.ui.panes.timeline import TimelinePane
+from tui.ui.screens.confirm import ConfirmScreen
+from tui.ui.screens.help import HelpScreen
+
+DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
+HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
+_UP = (Phase.READY, Phase.SERVING)
+
+_TITLES = {
+    "restart": "Restart the server?",
+    "terminate": "Terminate the server (SIGTERM to its process group)?",
+    "kill": "Kill the server (SIGKILL to all its processes)?",
+}
+
+
+class ServerControlLike(Protocol):
+    """What the app needs from tui.sources.control.ServerControl."""
+
+    def describe(self, action: str) -> str: ...
+
+    async def restart(self) -> ControlResult: ...
+
+    async def terminate(self) -> ControlResult: ...
+
+    async def kill(self) -> ControlResult: ...
+
+
+@dataclass
+class UiSources:
+    """Everything the app reads from or acts on, built at the edge (tests pass fakes)."""
+
+    batches: Callable[[], AsyncIterator[list[Event]]]
+    """Called once: the monitor's batches (Monitor.batches)."""
+    control: ServerControlLike | None = None
+    """Restart/terminate/kill; None: watch only."""
+    host_label: str = "local"
+    """The host as the user typed it (shown in the header and the confirm dialog)."""
+
+
+def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[LineSplitter, list[LogLine]]:
+    """Display lines out of a batch's LogActivity bytes; a LogReset flushes and starts a fresh splitter."""
+    lines: list[LogLine] = []
+    for event in batch:
+        if isinstance(event, LogActivity) and event.data:
+            lines.extend(make_line(t, classify_line(t)) for t in splitter.feed(event.data))
+        elif isinstance(event, LogReset):
+            lines.extend(make_line(t, classify_line(t)) for t in splitter.flush())
+            splitter = LineSplitter()
+            note = f"──── log {event.reason}{': ' + event.detail if event.detail else ''} ────"
+            lines.append(LogLine(note, "warning"))
+    return splitter, lines
+
+
+class SglangTui(App[None]):
+    """sglang-tui: one screen that tells the truth about an SGLang startup."""
+
+    TITLE = "sglang-tui"
+    CSS_PATH = "app.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
+    state: var[Readiness] = var(Readiness(), init=False)
+    """The readiness state shown (held still while paused)."""
+    now: var[float] = var(0.0, init=False)
+    """The clock as last read (ticks once a second)."""
+    paused: var[bool] = var(False, init=False)
+    """The display is frozen; batches are still folded."""
+
+    def __init__(
+        self,
+        sources: UiSources,
+        *,
+        read_only: bool = False,
+        clock: Callable[[], float] = time.time,
+        initial: Readiness | None = None,
+        max_log_lines: int = 20_000,
+        tick_s: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.sources = sources
+        self.read_only = read_only
+        self.clock = clock
+        self.max_log_lines = max_log_lines
+        self.tick_s = tick_s
+        self._monotonic = monotonic
+        self._live = initial if initial is not None else Readiness()
+        self._held_lines: list[LogLine] = []
+        self._last_danger_press: dict[str, float] = {}
+        self.batches_seen = 0
+        """Monitor batches folded so far (tests wait on it)."""
+        self.control_results: list[ControlResult] = []
+        """Every ControlResult that came back (newest last)."""
+        self.set_reactive(SglangTui.state, self._live)
+        self.set_reactive(SglangTui.now, clock())
+
+    # ------------------------------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        bound = (SglangTui.state, SglangTui.now)
+        yield HeaderPane(self.sources.host_label, read_only=self.read_only, id="header").data_bind(*bound, SglangTui.paused)
+        with Horizontal(id="top"):
+            yield TimelinePane(id="timeline").data_bind(*bound)
+            yield ShardsPane(id="shards").data_bind(*bound)
+            yield HealthPane(id="health").data_bind(*bound)
+        yield GpuPane(id="gpus").data_bind(*bound)
+        yield LogPane(max_lines=self.max_log_lines, id="log")
+        yield Footer()
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.query_one(LogPane)
+
+    def on_mount(self) -> None:
+        self.log_pane.view.focus()
+        self.set_interval(self.tick_s, self._tick)
+        self._consume()
+
+    # ------------------------------------------------------------------------------ data in (one way)
+
+    @work(exclusive=True, group="monitor", exit_on_error=False)
+    async def _consume(self) -> None:
+        """Read monitor batches; split log bytes into lines; post both. Never touches a widget."""
+        splitter = LineSplitter()
+        try:
+            async for batch in self.sources.batches():
+                splitter, lines = split_log_events(splitter, batch)
+                self.post_message(EventsReceived(tuple(batch), tuple(lines)))
+                await asyncio.sleep(0)  # a source that never awaits must not starve the keyboard
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the app shows a dead source; it never crashes on one
+            detail = f"monitor stopped: {type(err).__name__}: {err}"
+            self.post_message(EventsReceived((ConnectionState("failed", detail),)))
+
+    def on_events_received(self, message: EventsReceived) -> None:
+        self.batches_seen += 1
+        self._fold(message.events)
+        if message.lines:
+            if self.paused:
+                self._held_lines.extend(message.lines)
+                del self._held_lines[: max(0, len(self._held_lines) - HELD_LINES_MAX)]
+            else:
+                self.log_pane.append(message.lines)
+
+    def on_control_finished(self, message: ControlFinished) -> None:
+        result = message.result
+        self.control_results.append(result)
+        self._fold((result,))
+        self.notify(control_summary(result), title=f"{result.action}", severity="information" if result.ok else "error", timeout=10)
+
+    def _tick(self) -> None:
+        self._fold((Tick(),))
+
+    def _fold(self, batch: Iterable[Event]) -> None:
+        now = self.clock()
+        before = self._live
+        state = before
+        for event in batch:
+            try:
+                state = reduce(state, event, now)
+            except Exception as err:  # reduce is total; a bug there must still not freeze the screen
+                self.log.error(f"reduce failed on {type(event).__name__}: {err}")
+        self._live = state
+        self._announce(before, state)
+        if not self.paused:
+            self.now = now
+            self.state = state
+
+    def _announce(self, old: Readiness, new: Readiness) -> None:
+        """Bell and toast when the server turns ready, fails or stalls."""
+        if new.phase in _UP and old.phase not in _UP:
+            self.bell()
+            self.notify(f"{self.sources.host_label}: the server is ready ({phase_label(new).lower()})", title="ready", timeout=10)
+        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
+            self.bell()
+            why = f"{new.error.kind}: {new.error.line}" if new.error else new.reason
+            self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
+        elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
+            self.bell()
+            self.notify(f"no progress in {phase_label(new).lower()}", title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
+
+    # -------------------------------------------------------------------------------- keys → intents
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in actions.DANGEROUS_ACTIONS:
+            if self.read_only:
+                return False
+            if self.sources.control is None:
+                return None
+        return True
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for action in actions.visible_actions(self.read_only):
+            if action.builtin or action.action in ("quit", "help"):
+                continue
+            yield SystemCommand(action.description, f"key {action.display_key.replace('`', '')}", partial(self.run_action, action.action))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.read_only))
+
+    def action_follow(self) -> None:
+        self.log_pane.follow()
+
+    def action_search(self) -> None:
+        self.log_pane.start_search()
+
+    def action_search_next(self) -> None:
+        self.log_pane.search_next()
+
+    def action_search_previous(self) -> None:
+        self.log_pane.search_next(backwards=True)
+
+    def action_rank_filter(self) -> None:
+        rank = self.log_pane.cycle_rank_filter()
+        self.notify(f"log: rank {rank} only" if rank else "log: all ranks", timeout=2)
+
+    def action_wrap(self) -> None:
+        self.log_pane.toggle_wrap()
+
+    def action_copy(self) -> None:
+        text = self.log_pane.view.selected_text()
+        what = "selected line"
+        if text is None and self._live.error is not None:
+            text, what = self._live.error.line, "error line"
+        if text is None and self.log_pane.view.lines:
+            text, what = self.log_pane.view.lines[-1].text, "last line"
+        if text is None:
+            self.notify("nothing to copy", severity="warning", timeout=3)
+            return
+        self.copy_to_clipboard(text)
+        self.notify(f"copied the {what} ({len(text)} chars)", timeout=3)
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused:
+            held, self._held_lines = self._held_lines, []
+            self.log_pane.append(held)
+            self.now = self.clock()
+            self.state = self._live
+
+    def action_restart_server(self) -> None:
+        self._ask_then_control("restart")
+
+    def action_terminate_server(self) -> None:
+        self._ask_then_control("terminate")
+
+    def action_kill_server(self) -> None:
+        self._ask_then_control("kill")
+
+    def _ask_then_control(self, verb: str) -> None:
+        """Confirm (host + exact command, No focused), then run the intent in a worker."""
+        if self.read_only:  # guarded here too: a binding is not the only way to call an action
+            self.notify("read-only: restart, terminate and kill are off", severity="warning", timeout=3)
+            return
+        control = self.sources.control
+        if control is None:
+            self.notify("no control channel for this server", severity="warning", timeout=3)
+            return
+        stamp = self._monotonic()
+        last = self._last_danger_press.get(verb)
+        self._last_danger_press[verb] = stamp
+        if last is not None and stamp - last < DANGER_DEBOUNCE_S:
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+        if any(w.group == "control" and w.is_running for w in self.workers):
+            self.notify("an action is still running", severity="warning", timeout=3)
+            return
+        try:
+            command = control.describe(verb)
+        except Exception as err:
+            self.notify(f"cannot {verb}: {err}", severity="error", timeout=10)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
+                self._run_control(verb, command)
+
+        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command), answered)
+
+    @work(exclusive=True, group="control", exit_on_error=False)
+    async def _run_control(self, verb: str, command: str) -> None:
+        control = self.sources.control
+        assert control is not None
+        try:
+            result = await getattr(control, verb)()
+        except Exception as err:  # the failure is a result to show, not a crash
+            result = ControlResult(verb, ok=False, detail=f"{type(err).__name__}: {err}", command=command)
+        self.post_message(ControlFinished(result))
+
+
+async def run_app(app: SglangTui, *, on_exit: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Run the app, then the caller's cleanup (close the monitor, stop the demo server)."""
+    try:
+        await app.run_async()
+    finally:
+        if on_exit is not None:
+            await on_exit()

@@ -1,0 +1,75 @@
+"""Words the panes use for phases, milestones, health outcomes and control results."""
+
+from __future__ import annotations
+
+from tui.core.events import ControlResult
+from tui.core.state import Phase, Readiness
+from tui.core.fmt import gib_bytes
+
+PHASE_NAMES: dict[Phase, str] = {
+    Phase.STARTING: "starting",
+    Phase.INIT: "init (distributed)",
+    Phase.LOADING_WEIGHTS: "loading weights",
+    Phase.KV_CACHE: "KV cache",
+    Phase.CUDA_GRAPH: "CUDA graph capture",
+    Phase.WARMUP: "warmup",
+    Phase.READY: "ready",
+    Phase.SERVING: "serving",
+    Phase.FAILED: "failed",
+}
+
+#: Theme variable per phase (for badges).
+PHASE_STYLES: dict[Phase, str] = {
+    Phase.READY: "bold reverse green",
+    Phase.SERVING: "bold reverse green",
+    Phase.FAILED: "bold reverse red",
+}
+
+MILESTONE_SHORT: dict[str, str] = {
+    "init_begin": "init…",
+    "init_end": "init✓",
+    "mem_baseline": "init✓",
+    "load_begin": "load…",
+    "load_end": "load✓",
+    "load_straggler": "load slow",
+    "kv_alloc": "kv…",
+    "mem_pool_end": "kv✓",
+    "graph_begin": "graph…",
+    "graph_end": "graph✓",
+    "max_tokens": "graph✓",
+    "startup_timings": "up",
+    "uvicorn_started": "http",
+    "app_startup_complete": "http",
+    "uvicorn_running": "http",
+    "warmup_request": "warmup",
+    "fired_up": "ready",
+    "unbalanced_memory": "unbalanced!",
+}
+
+
+def phase_label(state: Readiness) -> str:
+    """The headline: the phase, or STALLED in it."""
+    name = PHASE_NAMES.get(state.phase, state.phase.value).upper()
+    if state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING):
+        return f"STALLED in {name}"
+    return name
+
+
+def control_summary(result: ControlResult) -> str:
+    """One line on what an action achieved, from what the host reported (never assumed)."""
+    head = f"{result.action} {'done' if result.ok else 'FAILED'}"
+    parts = []
+    if result.survivors:
+        shown = ", ".join(str(p) for p in result.survivors[:4])
+        more = "…" if len(result.survivors) > 4 else ""
+        parts.append(f"{len(result.survivors)} process(es) left ({shown}{more})")
+    elif result.action in ("terminate", "kill", "stop", "restart"):
+        parts.append("no server process left")
+    if result.gpu_held:
+        held = ", ".join(f"GPU{gpu} {gib_bytes(n)}" for gpu, _pid, n in result.gpu_held[:4])
+        parts.append(f"GPU memory still held: {held}")
+    elif result.action in ("terminate", "kill", "stop") and not result.survivors:
+        parts.append("GPU memory released")
+    if result.detail:
+        parts.append(result.detail)
+    return head + (": " + "; ".join(parts) if parts else "")

@@ -1,0 +1,122 @@
+"""GPUs: one row per GPU (any number), its rank, memory bar, util, holding process and memory history."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import var
+from textual.widgets import DataTable
+
+from tui.core.events import GpuInfo
+from tui.core.state import Readiness
+from tui.core.fmt import GIB, ago
+from tui.ui.text import bar, sparkline
+
+STALE_AFTER_S = 5.0
+BAR_WIDTH = 14
+SPARK_WIDTH = 16
+COLUMNS = ("gpu", "rank", "memory", "used / total GiB", "util", "held by", "history")
+
+
+def _gib(n: int | None) -> str:
+    return "N/A" if n is None else f"{n / GIB:.1f}"
+
+
+def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) -> tuple[Text, ...]:
+    dim = "dim" if stale else ""
+    fraction = gpu.used_bytes / gpu.total_bytes if gpu.used_bytes is not None and gpu.total_bytes else None
+    bar_style = "dim" if stale else ("red" if fraction is not None and fraction > 0.95 else "green")
+    drawn = bar(fraction, BAR_WIDTH)
+    filled = drawn.rstrip("░")
+    memory = Text(filled, style=bar_style)
+    memory.append(drawn[len(filled):], style="dim")
+    util = f"{gpu.util_pct:.0f}%" if gpu.util_pct is not None else "N/A"
+    if gpu.procs:
+        top = max(gpu.procs, key=lambda p: p.used_bytes or 0)
+        held = f"{top.pid} {top.name or '?'}"
+        if len(gpu.procs) > 1:
+            held += f" +{len(gpu.procs) - 1}"
+    else:
+        held = "—"
+    return (
+        Text(str(gpu.index), style="bold " + dim),
+        Text(ranks or "—", style=dim),
+        memory,
+        Text(f"{_gib(gpu.used_bytes):>6} / {_gib(gpu.total_bytes):<6}", style=dim),
+        Text(f"{util:>4}", style=dim),
+        Text(held, style=dim, overflow="ellipsis", no_wrap=True),
+        Text(sparkline(history, SPARK_WIDTH, lo=0.0, hi=1.0), style="dim" if stale else "cyan"),
+    )
+
+
+class GpuPane(DataTable[Text]):
+    """Rows are keyed `gpu<index>` and updated cell by cell, only where a value changed."""
+
+    DEFAULT_CSS = """
+    GpuPane { height: auto; max-height: 14; border: round $panel; border-title-color: $text-muted; }
+    GpuPane:focus { border: round $primary; }
+    """
+
+    state: var[Readiness] = var(Readiness(), init=False)
+    now: var[float] = var(0.0, init=False)
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="none", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        self.border_title = "GPUs"
+        self._shown: dict[str, tuple[Text, ...]] = {}
+
+    def on_mount(self) -> None:
+        for name in COLUMNS:
+            self.add_column(name, key=name)
+        self.redraw()
+
+    def watch_state(self, old: Readiness, new: Readiness) -> None:
+        if (old.gpus, old.gpus_at, old.gpu_history, old.ranks, old.connection) != (
+            new.gpus,
+            new.gpus_at,
+            new.gpu_history,
+            new.ranks,
+            new.connection,
+        ) or not self._shown:
+            self.redraw()
+
+    def watch_now(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        if not self.columns:
+            return
+        state, now = self.state, self.now
+        snapshot = state.gpus
+        age = now - state.gpus_at if state.gpus_at is not None else None
+        stale = snapshot is not None and (state.connection != "connected" or (age is not None and age > STALE_AFTER_S))
+        title = "GPUs"
+        if snapshot is not None:
+            title += f" ({snapshot.source})"
+        if stale:
+            title += f" STALE: last sample {ago(age) if age is not None else 'never'}"
+        self.border_title = title
+        self.border_subtitle = f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None
+        if snapshot is None:
+            if not self._shown:
+                return
+        gpus = snapshot.gpus if snapshot is not None else ()
+        ranks_by_gpu: dict[int, list[str]] = {}
+        for rank in state.ranks:
+            if rank.gpu_index is not None:
+                ranks_by_gpu.setdefault(rank.gpu_index, []).append(rank.name)
+        history = dict(state.gpu_history)
+        wanted = {f"gpu{g.index}": _cells(g, ",".join(ranks_by_gpu.get(g.index, [])), history.get(g.index, ()), stale) for g in gpus}
+        if list(wanted) != list(self._shown):
+            self.clear()
+            self._shown = {}
+            for key, cells in wanted.items():
+                self.add_row(*cells, key=key)
+                self._shown[key] = cells
+            return
+        with self.app.batch_update():
+            for key, cells in wanted.items():
+                before = self._shown[key]
+                for column, old_cell, new_cell in zip(COLUMNS, before, cells):
+                    if old_cell != new_cell:
+                        self.update_cell(key, column, new_cell)
+                self._shown[key] = cells

@@ -1,0 +1,114 @@
+"""Header: host and server, the phase with time in phase and total, the evidence, the link, the last action."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import var
+
+from tui.core.state import Phase, Readiness
+from tui.ui.labels import PHASE_STYLES, control_summary, phase_label
+from tui.ui.panes.base import StatePane
+from tui.core.fmt import ago, duration
+
+STALE_AFTER_S = 5.0  # data older than this (with the link not connected) is labelled stale
+
+
+def _health_words(state: Readiness, now: float) -> str:
+    for result in state.health:
+        if result.endpoint == "/health":
+            status = f" {result.status}" if result.status is not None else ""
+            age = dict(state.health_checked_at).get("/health")
+            when = f", {ago(now - age)}" if age is not None else ""
+            return f"{result.outcome}{status}{when}"
+    return "not probed yet"
+
+
+class HeaderPane(StatePane):
+    """The top of the screen: what is watched and what the model says about it, on what evidence."""
+
+    DEFAULT_CSS = """
+    HeaderPane { height: auto; min-height: 3; padding: 0 1; background: $boost; }
+    """
+
+    paused: var[bool] = var(False, init=False)
+
+    def __init__(self, host_label: str, *, read_only: bool = False, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.host_label = host_label
+        self.read_only = read_only
+
+    def watch_paused(self) -> None:
+        self.redraw()
+
+    def draw(self, state: Readiness, now: float) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        # line 1: host, server, link
+        text.append(" sglang-tui ", style="bold reverse")
+        text.append(f" {self.host_label}", style="bold")
+        server = state.server
+        parts = [server.model or "model ?"]
+        if server.tp_size:
+            parts.append(f"TP{server.tp_size}")
+        if server.speculative:
+            parts.append(f"spec {server.speculative}")
+        if server.port:
+            parts.append(f":{server.port}")
+        text.append("  " + " · ".join(parts))
+        text.append("   link: ")
+        link_style = "green" if state.connection == "connected" else ("bold red" if state.connection == "failed" else "yellow")
+        text.append(state.connection, style=link_style)
+        if state.connection != "connected":
+            if state.connection_since is not None:
+                text.append(f" for {duration(now - state.connection_since)}", style=link_style)
+            if state.connection_detail:
+                text.append(f" ({state.connection_detail})", style="dim")
+        newest = max((t for t in (state.gpus_at, *(t for _, t in state.health_checked_at)) if t is not None), default=None)
+        if newest is not None and now - newest > STALE_AFTER_S:
+            text.append(f"  data {duration(now - newest)} old (stale)", style="bold yellow")
+        if self.read_only:
+            text.append("  [read-only]", style="bold")
+        if self.paused:
+            text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
+        text.append("\n")
+        # line 2: phase, time in phase, total, why
+        stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
+        style = "bold reverse yellow" if stalled else PHASE_STYLES.get(state.phase, "bold reverse")
+        text.append(f" {phase_label(state)} ", style=style)
+        text.append(f"  {duration(now - state.phase_since) if state.first_seen_at is not None else '—'} in phase")
+        if state.first_seen_at is not None:
+            text.append(f" · {duration(now - state.first_seen_at)} total")
+        if state.reason:
+            text.append(f"   {state.reason}", style="italic")
+        text.append("\n")
+        # line 3: the two facts kept apart, and the process
+        text.append(" log says: ")
+        text.append("fired up" if state.log_ready else "not ready", style="green" if state.log_ready else "")
+        text.append("   health says: ")
+        text.append(_health_words(state, now), style="green" if state.health_ready else "")
+        if state.process_alive is not None:
+            text.append("   process: ")
+            if state.process_alive:
+                text.append(f"alive ({len(state.process_pids)} pids)" if state.process_pids else "alive", style="green")
+            else:
+                text.append("gone", style="bold red")
+        if state.evidence:
+            text.append("   evidence: " + "; ".join(state.evidence), style="dim")
+        # line 4: the cause, the stall, or the result of the last action
+        if state.error is not None:
+            text.append("\n")
+            text.append(f" ✗ {state.error.kind.upper()} ", style="bold reverse red")
+            text.append(f" {state.error.line}", style="bold red")
+        elif stalled and state.stall is not None:
+            text.append("\n")
+            text.append(" ⚠ STALLED ", style="bold reverse yellow")
+            text.append(
+                f" no progress for {duration(now - state.stall.since)} (this phase allows {duration(state.stall.limit_s)})"
+                + (f": {state.stall.detail}" if state.stall.detail else ""),
+                style="yellow",
+            )
+        if state.last_control is not None:
+            text.append("\n")
+            ok = state.last_control.ok
+            text.append(" last action: ", style="bold")
+            text.append(control_summary(state.last_control), style="green" if ok else "bold red")
+        return text

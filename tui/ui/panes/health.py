@@ -1,0 +1,65 @@
+"""Health: each endpoint probed (answer, latency, age), the last action's result, and decode figures once ready."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui.core.state import Readiness
+from tui.ui.labels import control_summary
+from tui.ui.panes.base import StatePane
+from tui.core.fmt import ago
+from tui.ui.text import sparkline
+
+_OUTCOME_STYLES = {"ok": "green", "starting": "yellow", "refused": "dim", "timeout": "red", "garbage": "red", "http_error": "red", "error": "red"}
+SPARK_WIDTH = 20
+
+
+class HealthPane(StatePane):
+    """What the server answers over HTTP (only /health counts for readiness)."""
+
+    DEFAULT_CSS = """
+    HealthPane { width: 48; height: auto; min-height: 6; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "health · decode"
+
+    def select(self, state: Readiness) -> object:
+        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control)
+
+    def draw(self, state: Readiness, now: float) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        checked = dict(state.health_checked_at)
+        if not state.health:
+            text.append("no probe answered yet", style="dim")
+        for i, result in enumerate(state.health):
+            if i:
+                text.append("\n")
+            text.append(f"{result.endpoint:<13}", style="bold" if result.endpoint == "/health" else "")
+            answer = result.outcome + (f" {result.status}" if result.status is not None else "")
+            text.append(f"{answer:<12}", style=_OUTCOME_STYLES.get(result.outcome, ""))
+            latency = f"{result.latency_s * 1000:.0f} ms" if result.latency_s is not None else "—"
+            text.append(f"{latency:>7}")
+            at = checked.get(result.endpoint)
+            text.append(f"  {ago(now - at) if at is not None else ''}", style="dim")
+        decode = state.decode
+        if decode is not None or state.decode_history:
+            history = state.decode_history
+            text.append("\n")
+            throughput = decode.gen_throughput if decode else None
+            text.append("decode  ", style="bold")
+            text.append(f"{throughput:7.1f} tok/s " if throughput is not None else "      — tok/s ")
+            text.append(sparkline((h[1] for h in history), SPARK_WIDTH, lo=0.0), style="cyan")
+            accept = decode.accept_len if decode else None
+            text.append("\naccept  ", style="bold")
+            text.append(f"{accept:7.2f} tokens " if accept is not None else "      — tokens ")
+            text.append(sparkline((h[2] for h in history), SPARK_WIDTH, lo=1.0), style="magenta")
+            if decode is not None and decode.running_req is not None:
+                text.append(f"\nrunning {decode.running_req} req", style="dim")
+                if decode.token_usage is not None:
+                    text.append(f"  token usage {decode.token_usage:.2f}", style="dim")
+        if state.last_control is not None:
+            text.append("\n")
+            text.append(control_summary(state.last_control), style="green" if state.last_control.ok else "bold red")
+        return text

@@ -1,0 +1,125 @@
+"""The log pane: a status line (following / +N new lines / filter / search), the log view and a search box."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from tui.ui.panes.log_view import LogLine, LogView
+
+
+class LogStatus(Static):
+    """One line under the log title: what the view is doing."""
+
+
+class LogPane(Vertical):
+    """Owns the log view; the app forwards log lines and log keys here."""
+
+    DEFAULT_CSS = """
+    LogPane { height: 1fr; border: round $panel; border-title-color: $text-muted; }
+    LogPane:focus-within { border: round $primary; }
+    LogPane > LogStatus { height: 1; color: $text-muted; }
+    LogPane > Input { display: none; height: 3; }
+    LogPane.-searching > Input { display: block; }
+    """
+
+    def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._max_lines = max_lines
+        self.border_title = "log"
+
+    def compose(self) -> ComposeResult:
+        yield LogStatus(id="log-status")
+        yield LogView(max_lines=self._max_lines, id="log-view")
+        yield Input(placeholder="search the log (enter: find, escape: close)", id="log-search")
+
+    @property
+    def view(self) -> LogView:
+        return self.query_one(LogView)
+
+    def on_mount(self) -> None:
+        self.watch(self.view, "following", self._refresh_status, init=False)
+        self.watch(self.view, "pending", self._refresh_status, init=False)
+        self._refresh_status()
+
+    def append(self, lines: Iterable[LogLine]) -> None:
+        self.view.append(lines)
+
+    def _refresh_status(self, *_: object) -> None:
+        view = self.view
+        text = Text()
+        if view.following:
+            text.append("following", style="bold")
+        elif view.pending:
+            text.append(f" +{view.pending} new lines ", style="reverse bold")
+            text.append("  f: follow")
+        else:
+            text.append("paused scrolling", style="bold")
+            text.append("  f: follow")
+        if view.rank_filter:
+            text.append(f"   rank {view.rank_filter} only", style="bold")
+        if view.wrap:
+            text.append("   wrap")
+        if view.search_term:
+            text.append(f"   /{view.search_term}  {view.match_count()} lines  n/N")
+        self.query_one(LogStatus).update(text)
+
+    # ------------------------------------------------------------------------------------- intents (keys)
+
+    def follow(self) -> None:
+        self.view.follow()
+        self._refresh_status()
+
+    def toggle_wrap(self) -> None:
+        self.view.set_wrap(not self.view.wrap)
+        self._refresh_status()
+
+    def cycle_rank_filter(self) -> str | None:
+        """All ranks → first rank → … → last rank → all ranks."""
+        ranks = self.view.ranks
+        current = self.view.rank_filter
+        if not ranks:
+            nxt = None
+        elif current is None or current not in ranks:
+            nxt = ranks[0]
+        else:
+            i = ranks.index(current)
+            nxt = ranks[i + 1] if i + 1 < len(ranks) else None
+        self.view.set_rank_filter(nxt)
+        self._refresh_status()
+        return nxt
+
+    def start_search(self) -> None:
+        self.add_class("-searching")
+        box = self.query_one(Input)
+        box.value = self.view.search_term or ""
+        box.focus()
+
+    def close_search(self) -> None:
+        self.remove_class("-searching")
+        self.view.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        found = self.view.find(event.value, backwards=True, from_cursor=False)
+        self.close_search()
+        self._refresh_status()
+        if event.value and not found:
+            self.app.notify(f"not found: {event.value}", severity="warning", timeout=3)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.has_class("-searching"):
+            event.stop()
+            self.close_search()
+
+    def search_next(self, backwards: bool = False) -> bool:
+        if not self.view.search_term:
+            return False
+        found = self.view.find(self.view.search_term, backwards=backwards)
+        self._refresh_status()
+        return found

@@ -1,0 +1,329 @@
+"""A bounded, fast log tail: follows while at the bottom, counts new lines while scrolled up, search, rank filter, wrap."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from typing import Iterable, NamedTuple
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.reactive import var
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+# The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
+_RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class LogLine(NamedTuple):
+    """One display line: text (ANSI already stripped), its class for highlighting, and its rank label."""
+
+    text: str
+    kind: str | None = None  # error | warning | milestone | progress | None
+    rank: str | None = None
+
+
+def make_line(text: str, kind: str | None) -> LogLine:
+    """A LogLine with tabs expanded, control characters made visible and the rank read from the envelope."""
+    text = _CONTROL.sub("�", text.expandtabs())
+    match = _RANK_PREFIX.match(text)
+    return LogLine(text, kind, match.group(1).strip() if match else None)
+
+
+def _rank_sort_key(rank: str) -> tuple[object, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank))
+
+
+class LogView(ScrollView, can_focus=True):
+    """Line-API view over at most `max_lines` lines; only visible rows are rendered (and cached)."""
+
+    COMPONENT_CLASSES = {"log--error", "log--warning", "log--milestone", "log--progress", "log--match", "log--cursor"}
+
+    DEFAULT_CSS = """
+    LogView {
+        background: $surface;
+        color: $text;
+        overflow-x: auto;
+        overflow-y: scroll;
+        & > .log--error { color: $text-error; background: $error-muted; text-style: bold; }
+        & > .log--warning { color: $text-warning; }
+        & > .log--milestone { color: $text-success; }
+        & > .log--progress { color: $text-accent; }
+        & > .log--match { background: $warning; color: $background; }
+        & > .log--cursor { background: $primary-muted; }
+    }
+    """
+
+    following: var[bool] = var(True)
+    """True while the view sticks to the newest line."""
+    pending: var[int] = var(0)
+    """Lines that arrived while the view was not following."""
+
+    def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.max_lines = max_lines
+        self._lines: list[LogLine] = []
+        self._base = 0  # absolute number of self._lines[0]
+        self._rows: list[tuple[int, int, int]] = []  # (absolute line, start, end) per display row
+        self._max_width = 0
+        self._wrap_width = 0
+        self._ranks: set[str] = set()
+        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
+        self._programmatic_scroll = False
+        self.wrap = False
+        self.rank_filter: str | None = None
+        self.search_term: str | None = None
+        self.cursor: int | None = None  # absolute line number of the selected line
+        self.total_received = 0
+
+    # ------------------------------------------------------------------------------------------ contents
+
+    @property
+    def line_count(self) -> int:
+        return len(self._lines)
+
+    @property
+    def lines(self) -> list[LogLine]:
+        return self._lines
+
+    @property
+    def ranks(self) -> list[str]:
+        """Rank labels seen so far, in natural order."""
+        return sorted(self._ranks, key=_rank_sort_key)
+
+    def visible_texts(self) -> list[str]:
+        """The text of the rows on screen now (for tests and copy)."""
+        top = round(self.scroll_y)
+        out = []
+        for abs_line, start, end in self._rows[top : top + self.size.height]:
+            out.append(self._lines[abs_line - self._base].text[start:end])
+        return out
+
+    def append(self, lines: Iterable[LogLine]) -> None:
+        """Add lines at the end; follows when following, else counts them in `pending`."""
+        new = list(lines)
+        if not new:
+            return
+        self.total_received += len(new)
+        first = self._base + len(self._lines)
+        self._lines.extend(new)
+        rows_before = len(self._rows)
+        for offset, line in enumerate(new):
+            if line.rank:
+                self._ranks.add(line.rank)
+            if len(line.text) > self._max_width:
+                self._max_width = len(line.text)
+            self._rows.extend(self._rows_for(first + offset, line))
+        shown = len(self._rows) - rows_before
+        removed_rows = self._trim()
+        self._set_virtual_size()
+        if self.following:
+            self._scroll_to_row(len(self._rows), end=True)
+        else:
+            if shown:
+                self.pending += sum(1 for line in new if self._passes(line))
+            if removed_rows:
+                self._scroll_to_row(max(0, round(self.scroll_y) - removed_rows))
+        self.refresh()
+
+    def clear(self) -> None:
+        self._lines.clear()
+        self._rows.clear()
+        self._cache.clear()
+        self._base = 0
+        self._max_width = 0
+        self.cursor = None
+        self.pending = 0
+        self._set_virtual_size()
+        self.refresh()
+
+    def _trim(self) -> int:
+        """Drop the oldest lines beyond max_lines (in chunks, so the cost is amortised); returns rows removed."""
+        excess = len(self._lines) - self.max_lines
+        if excess <= max(1, self.max_lines // 10):
+            return 0
+        del self._lines[:excess]
+        self._base += excess
+        cut = bisect_left(self._rows, (self._base, -1, -1))
+        del self._rows[:cut]
+        if self.cursor is not None and self.cursor < self._base:
+            self.cursor = None
+        return cut
+
+    def _passes(self, line: LogLine) -> bool:
+        return self.rank_filter is None or line.rank == self.rank_filter
+
+    def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
+        if not self._passes(line):
+            return []
+        n = len(line.text)
+        if not self.wrap or n <= self._wrap_width or self._wrap_width <= 0:
+            return [(abs_line, 0, n)]
+        w = self._wrap_width
+        return [(abs_line, s, min(s + w, n)) for s in range(0, n, w)]
+
+    def _rebuild_rows(self) -> None:
+        """Recompute display rows after wrap/filter/width changes, keeping the top line in view."""
+        top = round(self.scroll_y)
+        anchor = self._rows[top][0] if top < len(self._rows) else None
+        self._rows = []
+        for offset, line in enumerate(self._lines):
+            self._rows.extend(self._rows_for(self._base + offset, line))
+        self._cache.clear()
+        self._set_virtual_size()
+        if self.following or anchor is None:
+            self._scroll_to_row(len(self._rows), end=True)
+        else:
+            self._scroll_to_row(bisect_left(self._rows, (anchor, -1, -1)))
+        self.refresh()
+
+    def _set_virtual_size(self) -> None:
+        width = self.size.width if self.wrap else self._max_width + 1
+        self.virtual_size = Size(width, len(self._rows))
+
+    # ----------------------------------------------------------------------------------------- scrolling
+
+    def _scroll_to_row(self, row: int, *, end: bool = False) -> None:
+        self._programmatic_scroll = True
+        try:
+            if end:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+            else:
+                self.scroll_to(y=row, animate=False, immediate=True)
+        finally:
+            self._programmatic_scroll = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._programmatic_scroll:
+            return
+        if self.is_vertical_scroll_end:
+            self.following = True
+        elif new_value < old_value:
+            self.following = False
+
+    def watch_following(self, following: bool) -> None:
+        if following:
+            self.pending = 0
+
+    def follow(self) -> None:
+        """Jump to the newest line and stick to it."""
+        self.following = True
+        self.pending = 0
+        self._scroll_to_row(len(self._rows), end=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.wrap and event.size.width != self._wrap_width:
+            self._wrap_width = event.size.width
+            self._rebuild_rows()
+        elif self.following:
+            self.call_after_refresh(self._scroll_to_row, len(self._rows), end=True)
+
+    # ------------------------------------------------------------------------------ wrap, filter, search
+
+    def set_wrap(self, wrap: bool) -> None:
+        self.wrap = wrap
+        self._wrap_width = self.size.width
+        self._rebuild_rows()
+
+    def set_rank_filter(self, rank: str | None) -> None:
+        self.rank_filter = rank
+        self._rebuild_rows()
+
+    def find(self, term: str, *, backwards: bool = False, from_cursor: bool = True) -> bool:
+        """Select the next (or previous) line containing `term` (case-insensitive), wrapping around."""
+        self.search_term = term or None
+        self._cache.clear()
+        if not term:
+            self.refresh()
+            return False
+        needle = term.lower()
+        candidates = [self._base + i for i, line in enumerate(self._lines) if self._passes(line)]
+        if not candidates:
+            self.refresh()
+            return False
+        if self.cursor is not None and from_cursor:
+            pos = bisect_left(candidates, self.cursor)
+            start = pos - 1 if backwards else pos + (1 if pos < len(candidates) and candidates[pos] == self.cursor else 0)
+        else:
+            start = len(candidates) - 1 if backwards else 0
+        count = len(candidates)
+        step = -1 if backwards else 1
+        for k in range(count):
+            abs_line = candidates[(start + step * k) % count]
+            if needle in self._lines[abs_line - self._base].text.lower():
+                self.select_line(abs_line)
+                return True
+        self.refresh()
+        return False
+
+    def match_count(self) -> int:
+        if not self.search_term:
+            return 0
+        needle = self.search_term.lower()
+        return sum(1 for line in self._lines if self._passes(line) and needle in line.text.lower())
+
+    def select_line(self, abs_line: int) -> None:
+        """Put the cursor on a line and bring it into view (which stops following)."""
+        self.cursor = abs_line
+        self._cache.clear()
+        self.following = False
+        row = bisect_left(self._rows, (abs_line, -1, -1))
+        self._scroll_to_row(max(0, row - self.size.height // 2))
+        self.refresh()
+
+    def selected_text(self) -> str | None:
+        if self.cursor is None or self.cursor < self._base:
+            return None
+        return self._lines[self.cursor - self._base].text
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row = round(self.scroll_y) + offset.y
+        if 0 <= row < len(self._rows):
+            self.cursor = self._rows[row][0]
+            self._cache.clear()
+            self.refresh()
+
+    # ------------------------------------------------------------------------------------------ rendering
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base_style = self.rich_style
+        row = scroll_y + y
+        if row >= len(self._rows):
+            return Strip.blank(width, base_style)
+        abs_line, start, end = self._rows[row]
+        strip = self._cache.get((abs_line, start))
+        if strip is None:
+            strip = self._render_row(abs_line, start, end, base_style)
+            self._cache[(abs_line, start)] = strip
+        if self.wrap:
+            return strip.crop_extend(0, width, base_style)
+        return strip.crop_extend(scroll_x, scroll_x + width, base_style)
+
+    def _render_row(self, abs_line: int, start: int, end: int, base_style: Style) -> Strip:
+        line = self._lines[abs_line - self._base]
+        text = Text(line.text[start:end], no_wrap=True, end="")
+        text.stylize(base_style)
+        if line.kind:
+            text.stylize(self.get_component_rich_style(f"log--{line.kind}", partial=True))
+        if abs_line == self.cursor:
+            text.stylize(self.get_component_rich_style("log--cursor", partial=True))
+        if self.search_term:
+            match_style = self.get_component_rich_style("log--match", partial=True)
+            for match in re.finditer(re.escape(self.search_term), text.plain, re.IGNORECASE):
+                text.stylize(match_style, match.start(), match.end())
+        return Strip(text.render(self.app.console), text.cell_len)

@@ -1,0 +1,85 @@
+"""Shards: main and draft weight bars (57/64, rate, ETA), CUDA graph capture batches, per-rank milestones."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui.core.state import BarState, Readiness
+from tui.ui.labels import MILESTONE_SHORT
+from tui.ui.panes.base import StatePane
+from tui.core.fmt import eta, rate
+from tui.ui.text import bar
+
+RANK_CELL = 21  # "  TP12 graph…  25.7G"
+
+
+def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "") -> None:
+    text.append(f"{label:<8}", style="bold")
+    if state is None:
+        text.append(bar(None, width), style="dim")
+        text.append("  waiting", style="dim")
+        return
+    fraction = state.done / state.total if state.total else None
+    complete = state.total > 0 and state.done >= state.total
+    drawn = bar(fraction, width)
+    filled = drawn.rstrip("░")
+    text.append(filled, style="green" if complete else "cyan")
+    text.append(drawn[len(filled):], style="dim")
+    text.append(f" {state.done:>3}/{state.total:<3}", style="bold")
+    if complete:
+        text.append("  done", style="green")
+    else:
+        text.append(f"  {rate(state.rate_per_s, unit)}")
+        text.append(f"  {eta(state.eta_s)}", style="cyan")
+    if extra:
+        text.append(extra, style="dim")
+
+
+class ShardsPane(StatePane):
+    """Progress of what the startup is doing right now."""
+
+    DEFAULT_CSS = """
+    ShardsPane { width: 1fr; height: auto; min-height: 6; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
+    """
+
+    uses_clock = False
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "weights · cuda graphs · ranks"
+
+    def select(self, state: Readiness) -> object:
+        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative)
+
+    def draw(self, state: Readiness, now: float) -> Text:
+        pane_width = self.content_size.width or 80
+        width = max(8, min(40, pane_width - 46))
+        per_row = max(1, (pane_width + 2) // RANK_CELL)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        _bar_line(text, "weights", state.shards, "shards", width)
+        if state.draft_shards is not None or state.server.speculative:
+            text.append("\n")
+            _bar_line(text, "draft", state.draft_shards, "shards", width)
+        text.append("\n")
+        extra = ""
+        if state.capture is not None:
+            if state.capture.bs is not None:
+                extra += f"  bs={state.capture.bs}"
+            if state.capture.avail_mem_gb is not None:
+                extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
+        _bar_line(text, "graphs", state.capture, "batches", width, extra)
+        if state.ranks:
+            for i, rank in enumerate(state.ranks):
+                text.append("\n" if i % per_row == 0 else "  ")
+                kind = rank.last_milestone or ""
+                draft = kind.startswith("draft ")
+                word = MILESTONE_SHORT.get(kind.removeprefix("draft "), kind or "—")
+                word = f"d:{word}" if draft else word
+                style = "green" if word.endswith("✓") or word in ("ready", "http", "up") else ("yellow" if "!" in word or "slow" in word else "")
+                text.append(f"{rank.name:>5} ", style="bold")
+                text.append(f"{word:<7}", style=style)
+                mem = f"{rank.avail_mem_gb:>5.1f}G" if rank.avail_mem_gb is not None else "     —"
+                text.append(mem, style="dim")
+        else:
+            text.append("\nranks   none seen yet", style="dim")
+        return text

@@ -1,0 +1,91 @@
+"""Timeline: each startup phase with its duration; the current one ticks and shows an ETA when one is known."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui.core.state import Phase, Readiness
+from tui.core.timeline import span_duration
+from tui.ui.labels import PHASE_NAMES
+from tui.ui.panes.base import StatePane
+from tui.core import fmt
+from tui.core.fmt import clock_of, duration
+
+STARTUP: tuple[Phase, ...] = (
+    Phase.STARTING,
+    Phase.INIT,
+    Phase.LOADING_WEIGHTS,
+    Phase.KV_CACHE,
+    Phase.CUDA_GRAPH,
+    Phase.WARMUP,
+    Phase.READY,
+)
+
+
+def _clock(at: str | None) -> str:
+    return f"{clock_of(at):<8}"
+
+
+def _eta(state: Readiness, phase: Phase) -> float | None:
+    if phase is Phase.LOADING_WEIGHTS and state.shards is not None:
+        return state.shards.eta_s
+    if phase is Phase.CUDA_GRAPH and state.capture is not None:
+        return state.capture.eta_s
+    return None
+
+
+class TimelinePane(StatePane):
+    """One row per phase: ✓ done, ▶ current (ticking), · not reached."""
+
+    DEFAULT_CSS = """
+    TimelinePane { width: 48; height: auto; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "timeline"
+
+    def select(self, state: Readiness) -> object:
+        return (state.phase, state.timeline, state.shards, state.capture, state.stall)
+
+    def draw(self, state: Readiness, now: float) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        main = [s for s in state.timeline if s.model == "main"]
+        draft = [s for s in state.timeline if s.model != "main"]
+        phases = list(STARTUP)
+        if state.phase is Phase.SERVING or any(s.phase is Phase.SERVING for s in main):
+            phases.append(Phase.SERVING)
+        if state.phase is Phase.FAILED:
+            phases.append(Phase.FAILED)
+        first = True
+        for phase in phases:
+            spans = [s for s in main if s.phase is phase]
+            if not first:
+                text.append("\n")
+            first = False
+            name = PHASE_NAMES[phase]
+            if phase is state.phase and not (spans and spans[-1].ended_at is not None):
+                current = spans[-1] if spans else None
+                style = "bold red" if phase is Phase.FAILED else ("bold yellow" if state.stall else "bold")
+                text.append("▶ ", style=style)
+                text.append(f"{_clock(current.start if current else state.phase_since_log)} ", style="dim")
+                text.append(f"{name:<19}", style=style)
+                if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
+                    since = current.started_at if current else state.phase_since
+                    text.append(f"{duration(now - since):>7}", style=style)
+                    eta = _eta(state, phase)
+                    if eta is not None:
+                        text.append(f" {fmt.eta(eta)}", style="cyan")
+            elif spans:
+                seconds = sum(span_duration(s, now) or 0.0 for s in spans)
+                text.append("✓ ", style="green")
+                text.append(f"{_clock(spans[0].start)} ", style="dim")
+                text.append(f"{name:<19}{duration(seconds):>7}")
+            else:
+                text.append("·          ", style="dim")
+                text.append(name, style="dim")
+            for span in (s for s in draft if s.phase is phase):
+                text.append("\n")
+                label = f"draft {PHASE_NAMES[span.phase]}"
+                text.append(f"  {'':<9}{label:<19}{duration(span_duration(span, now)):>7}", style="dim")
+        return text

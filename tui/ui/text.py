@@ -1,0 +1,45 @@
+"""Small text drawings for the panes: bars and sparklines (display only, no decisions)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A horizontal bar `width` cells wide, filled to `fraction` (0..1) with eighth-cell precision."""
+    if width <= 0:
+        return ""
+    if fraction is None:
+        return "·" * width
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full
+    if full < width:
+        text += (_EIGHTHS[part] if part else "") + "░" * (width - full - (1 if part else 0))
+    return text
+
+
+def sparkline(values: Iterable[float | None], width: int, *, lo: float | None = 0.0, hi: float | None = None) -> str:
+    """The last `width` values as block characters; None (no sample) is drawn as a space."""
+    recent = list(values)[-width:] if width > 0 else []
+    known = [v for v in recent if v is not None]
+    if not known:
+        return " " * len(recent)
+    low = min(known) if lo is None else lo
+    high = max(known) if hi is None else hi
+    span = high - low
+    out = []
+    for v in recent:
+        if v is None:
+            out.append(" ")
+        elif span <= 0:
+            out.append(_SPARKS[-1] if v > 0 else _SPARKS[0])
+        else:
+            level = round((min(max(v, low), high) - low) / span * (len(_SPARKS) - 1))
+            out.append(_SPARKS[level])
+    return "".join(out)
+
