@@ -225,6 +225,13 @@ def test_health_200_while_the_log_loads_is_not_ready() -> None:
     assert any("another server on this port" in e for e in s.evidence)
 
 
+def test_health_200_with_a_warning_level_log_is_ready() -> None:
+    # --log-level warning: no INFO milestone, only bars; nothing in the log will ever say fired up
+    s = feed([BarProgress("weights", 2, 2, **at(1)), BarProgress("capture", 4, 4, bs=1, **at(2))])
+    s = reduce(s, HealthResult("/health", "ok", status=200), 36005.0)
+    assert s.phase is Phase.READY
+
+
 def test_v1_models_is_never_readiness() -> None:
     for endpoint in ("/v1/models", "/model_info", "/get_model_info"):
         s = reduce(Readiness(), HealthResult(endpoint, "ok", status=200), 1.0)
@@ -241,8 +248,18 @@ def test_unreachable_health_does_not_block_the_log_verdict() -> None:
     s = feed(startup("uvicorn_running"))
     s = reduce(s, HealthResult("/health", "refused"), 36019.0)
     s = feed([Milestone("fired_up", **at(20))], s)
+    assert s.phase is Phase.WARMUP  # that refusal predates the fired-up line: uvicorn may answer now
+    s = reduce(s, HealthResult("/health", "refused"), 36021.0)
     assert s.phase is Phase.READY and not s.health_reachable
     assert "no HTTP answer" in s.reason
+
+
+def test_a_probe_after_fired_up_that_answers_503_holds_ready_back() -> None:
+    s = feed(startup("uvicorn_running"))
+    s = reduce(s, HealthResult("/health", "refused"), 36019.0)
+    s = feed([Milestone("fired_up", **at(20))], s)
+    s = reduce(s, HealthResult("/health", "starting", status=503), 36021.0)
+    assert s.phase is Phase.WARMUP and s.log_ready and s.health_reachable
 
 
 def test_health_results_are_kept_latest_per_endpoint() -> None:

@@ -125,3 +125,11 @@ def test_stall_is_recomputed_on_every_event_not_only_ticks() -> None:
     s = enter("kv_alloc")
     s = reduce(s, ServerProcess(alive=True), 400.0)  # not progress, but the rule runs
     assert s.stall is not None
+
+
+def test_an_unchanged_stall_stays_equal_between_ticks() -> None:
+    s = reduce(enter("kv_alloc"), Tick(), 400.0)
+    later = reduce(s, Tick(), 410.0)
+    assert later.stall is s.stall and later.stall is not None
+    assert later.stall.detail == "last progress: log: kv_alloc"
+    assert "no progress on any signal for 6m50s (limit 5m00s in kv_cache)" in later.reason

@@ -115,3 +115,61 @@ def start_sim(
             start_new_session=True,
         )  # fmt: skip
     return SimServer(log, port, gpu_state, proc.pid, argv, run_id, proc)
+
+
+# ------------------------------------------------------------------------------------ helpers for the tests
+
+
+def wait_for_log(sim: SimServer, needle: bytes, timeout: float = 20.0) -> bytes:
+    """Poll the log until it contains `needle`; returns the log. Fails with the log's tail on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        data = sim.log.read_bytes() if sim.log.exists() else b""
+        if needle in data:
+            return data
+        if time.monotonic() > deadline:
+            tail = data[-2000:].decode(errors="replace")
+            raise AssertionError(f"{needle!r} not in the log after {timeout} s; tail:\n{tail}")
+        time.sleep(0.01)
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+def http_get(port: int, path: str, timeout: float = 10.0) -> tuple[int, bytes]:
+    """One GET to 127.0.0.1:port; raises ConnectionRefusedError when nothing listens."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def http_post(port: int, path: str, body: dict[str, object], timeout: float = 30.0) -> tuple[int, bytes]:
+    import http.client
+    import json
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()

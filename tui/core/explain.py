@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core import fmt
 from tui.core.events import HealthResult
+from tui.core.stall import describe
 from tui.core.state import BarState, Phase, Readiness
 
 MILESTONE_LABELS = {
@@ -32,7 +33,7 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     """(reason, evidence) for the state at clock time `now`."""
     reason = _reason(s)
     if s.stall is not None:
-        reason = f"stalled in {s.phase.value}: {s.stall.detail}"
+        reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
     return reason, _evidence(s, now)
 
 
@@ -204,7 +205,7 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
     if s.connection_since is not None and s.connection != "connected":
         items.append(_join(f"link: {s.connection}", s.connection_detail, ""))
     if s.stall is not None:
-        items.append(f"stall: {s.stall.detail}")
+        items.append(f"stall: silent for {fmt.duration(now - s.stall.since)}, limit {fmt.duration(s.stall.limit_s)}")
     return tuple(items)
 
 

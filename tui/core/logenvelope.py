@@ -65,8 +65,13 @@ def split_envelope(text: str) -> Envelope:
 
 
 def _plausible_prefix(prefix: str) -> bool:
-    # An unknown wrapper: short, on one "word" level, not the middle of a message that quotes a time.
-    return len(prefix) <= 120 and not prefix.startswith((" ", "\t")) and '"' not in prefix
+    # An unknown wrapper: short, a few words, not the middle of a message that quotes a time.
+    return (
+        len(prefix) <= 80
+        and prefix.count(" ") <= 4
+        and not prefix.startswith((" ", "\t"))
+        and not any(word in prefix for word in ('"', "Error", "Exception", "error", "Traceback"))
+    )
 
 
 def tp_index(rank: str) -> int | None:

@@ -29,7 +29,7 @@ NCCL = re.compile(
 )
 # The last line of a Python traceback: `torch.OutOfMemoryError: CUDA out of memory. …`, `Exception: …`.
 EXCEPTION_LINE = re.compile(
-    r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Exception|StopIteration)"
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|ExceptionGroup|Exit|Interrupt|Failure)|Exception|StopIteration)"
     r"(?::(?: .*)?)?$",
     re.ASCII,
 )

@@ -23,9 +23,14 @@ def strip_ansi(text: str) -> str:
     return ANSI.sub("", text) if "\x1b" in text else text
 
 
+def may_be_glued(text: str) -> bool:
+    """Cheap pre-check: does the text hold a tqdm frame end ("…it/s]" or "…s/it]")?"""
+    return "it/s]" in text or "s/it]" in text
+
+
 def split_glued(frame: str) -> list[str]:
     """Split a frame at each tqdm frame end that has other text glued right after it."""
-    if "it/s]" not in frame and "s/it]" not in frame:
+    if not may_be_glued(frame):
         return [frame]
     parts: list[str] = []
     start = 0
@@ -102,7 +107,7 @@ class LineSplitter:
         lines = text.split("\n")
         lines.pop()  # the text after the final "\n" is empty
         for line in lines:
-            if "\r" in line or "\x1b" in line or "s]" in line:
+            if "\r" in line or "\x1b" in line or may_be_glued(line):
                 self._frames(line.split("\r"), pieces, display)
             else:  # the common case: one plain line
                 if pieces is not None and line:

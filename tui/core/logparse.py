@@ -24,7 +24,7 @@ from tui.core.events import (
 from tui.core.logbars import parse_frame
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
 from tui.core.logfailures import exception_failure, is_exception_line, marker_failure
-from tui.core.loglines import LineSplitter
+from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
     DRAFT_TYPE,
     batch_fields,
@@ -41,8 +41,9 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
                  "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
-                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed")  # fmt: skip
+                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
+_SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 
 class LogParser:
@@ -83,9 +84,9 @@ class LogParser:
     def feed(self, data: bytes) -> list[Event]:
         block, partial = self._splitter.cut(data)
         if block:
-            if b"\r" in block or b"\x1b" in block:
+            if b"\r" in block or b"it/s]" in block or b"s/it]" in block:  # tqdm frames: the splitter's work
                 self._slow(block.decode("utf-8", "replace"))
-            elif not self._all_batch(block):
+            else:
                 self._lean(block)
         if partial:
             pieces: list[str] = []
@@ -113,47 +114,47 @@ class LogParser:
         for piece in pieces:
             self._piece(piece)
 
-    def _all_batch(self, block: bytes) -> bool:
-        """Whole chunk of batch + access lines (counted at C speed): keep only the last line of each stage."""
-        if self._warm:
-            return False
-        decode = block.count(b"Decode batch")
-        prefill = block.count(b"Prefill batch")
-        if decode + prefill == 0:
-            return False
-        if decode + prefill + block.count(b"HTTP/1.") != block.count(b"\n"):
-            return False
-        if decode and self._hint_level < 1 and b"accept len" in block:
-            return False
-        found = []
-        for stage, marker, count in (("decode", b"Decode batch", decode), ("prefill", b"Prefill batch", prefill)):
-            if count:
-                i = block.rfind(marker)
-                found.append((i, stage, block[block.rfind(b"\n", 0, i) + 1 : block.find(b"\n", i)], count))
-        for _, stage, line, count in sorted(found):
-            self._run_add(stage, line, count)
-        return True
-
     def _lean(self, block: bytes) -> None:
-        """Line by line on bytes: batch and post-warmup access lines cost two substring checks each."""
+        """Line by line on bytes: a batch or post-warmup access line costs a few substring checks."""
         lines = block.split(b"\n")
         lines.pop()
+        decode: bytes | None = None  # the run's lines so far in this block, kept in locals for speed
+        prefill: bytes | None = None
+        n_decode = n_prefill = 0
+        decode_last = False
         for line in lines:
-            if line.find(b"Decode batch", 0, 160) >= 0:
+            if b"Decode batch" in line:
                 if self._hint_level < 1 and b"accept len" in line:
+                    self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
+                    decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
                 else:
-                    self._run_add("decode", line, 1)
-            elif line.find(b"Prefill batch", 0, 160) >= 0:
-                self._run_add("prefill", line, 1)
-            elif not self._warm and b"HTTP/1." in line:
+                    decode = line
+                    n_decode += 1
+                    decode_last = True
+            elif b"Prefill batch" in line:
+                prefill = line
+                n_prefill += 1
+                decode_last = False
+            elif b"HTTP/1." in line and not self._warm:
                 continue
             elif line:
+                if decode is not None or prefill is not None:
+                    self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
+                    decode, prefill, n_decode, n_prefill = None, None, 0, 0
                 text = line.decode("utf-8", "replace")
-                if "s]" in text:  # a tqdm frame may have another line glued to it
+                if "\x1b" in text:  # ANSI: the splitter's work
                     self._slow(text + "\n")
                 else:
                     self._piece(text)
+        self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
+
+    def _run_local(self, decode: bytes | None, n_decode: int, prefill: bytes | None, n_prefill: int,
+                   decode_last: bool) -> None:  # fmt: skip
+        stages = [("decode", decode, n_decode), ("prefill", prefill, n_prefill)]
+        for stage, line, count in stages if not decode_last else stages[::-1]:
+            if line is not None:
+                self._run_add(stage, line, count)
 
     def _run_add(self, stage: str, line: str | bytes, count: int) -> None:
         entry = self._run.get(stage)
@@ -171,7 +172,7 @@ class LogParser:
         run, self._run = self._run, {}
         for stage, (line, count, _) in sorted(run.items(), key=lambda item: item[1][2]):  # type: ignore[arg-type, return-value]
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
-            env = split_envelope(text)
+            env = split_envelope(strip_ansi(text))
             f = batch_fields(env.msg)
             running, queue = f.get("#running-req"), f.get("#queue-req")
             self._out.append(
@@ -202,13 +203,13 @@ class LogParser:
 
     def _piece(self, text: str) -> None:
         """One line (or tqdm frame) of text."""
-        if text.find("Decode batch", 0, 160) >= 0:
+        if "Decode batch" in text:
             if self._hint_level < 1 and "accept len" in text:
-                env = split_envelope(text)
+                env = split_envelope(strip_ansi(text))
                 self._hint(None, env.line, env.at)
             self._run_add("decode", text, 1)
             return
-        if text.find("Prefill batch", 0, 160) >= 0:
+        if "Prefill batch" in text:
             self._run_add("prefill", text, 1)
             return
         if not self._warm and "HTTP/1." in text:
@@ -243,7 +244,7 @@ class LogParser:
                 self._uvicorn_line(found[0], found[1], env.line, env.at)
             return
         if "peculative" in msg or "eagle" in msg:
-            if "speculative decoding" in msg or "eagle speculative" in msg:
+            if ("speculative decoding" in msg or "eagle speculative" in msg) and not _SPEC_OFF.search(msg):
                 self._hint(speculative_family(msg), env.line, env.at)
         if msg.startswith("[rank"):
             rank = torch_rank(msg)
@@ -252,8 +253,8 @@ class LogParser:
                 self._emit(RankSeen(rank, tp_index(rank), env.at, self._t(env.at)))
         if "Traceback (most recent call last)" in msg:
             self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
-        if "Exception in ASGI application" in msg:
-            self._in_traceback, self._tb_benign = True, True
+        if "Exception in ASGI application" in msg or msg.startswith("Exception ignored in"):
+            self._in_traceback, self._tb_benign = True, True  # a request's or a finalizer's traceback
             return
         for hint in _FAILURE_HINTS:
             if hint in msg:

@@ -127,12 +127,33 @@ def _maybe_ready(s: Readiness, at: str | None, t: float | None, now: float) -> R
     """Ready needs /health 200 when health answers at all; with no health answer, the log's fired-up line does."""
     if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
         return s
-    if s.log_ready and (s.health_ready or not s.health_reachable):
+    if s.log_ready and (s.health_ready or _health_unreachable_since_fired_up(s)):
         return _advance(s, Phase.READY, at, t, now)
-    if s.health_ready and s.phase in (Phase.STARTING, Phase.WARMUP):
-        # With the log at an earlier phase, a 200 on this port cannot come from this server.
+    if s.health_ready and _log_allows_health(s):
         return _advance(s, Phase.READY, at, t, now)
     return s
+
+
+def _log_allows_health(s: Readiness) -> bool:
+    """Whether a /health 200 can be this server's: not while its log shows it still loading (another server on
+    the port), unless the log prints no INFO milestones at all (--log-level warning) or its schedulers are done."""
+    if s.phase in (Phase.STARTING, Phase.WARMUP):
+        return True
+    m = s.latest_milestone
+    return m is None or m.kind in ("max_tokens", "startup_timings")
+
+
+def _health_unreachable_since_fired_up(s: Readiness) -> bool:
+    """No HTTP answer at all: none probed (replay), or a /health probe after the fired-up line still got none.
+
+    A refusal from before that line is stale: uvicorn may have come up since, and /health would say 503 or 200.
+    """
+    if s.health_reachable:
+        return False
+    if not s.health_checked_at:
+        return True
+    latest = max(when for _, when in s.health_checked_at)
+    return s.log_ready_at is not None and latest >= s.log_ready_at
 
 
 def _ready_allowed(s: Readiness) -> bool:
@@ -233,7 +254,8 @@ def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     if ev.kind in MILESTONE_PHASE or ev.kind == "fired_up":
         s = _with(s, launched=True)
     if ev.kind == "fired_up":
-        return _maybe_ready(_with(s, log_ready=True), ev.at, ev.t, now)
+        ready_at = s.log_ready_at if s.log_ready else now
+        return _maybe_ready(_with(s, log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
     target = MILESTONE_PHASE.get(ev.kind)
     return _advance(s, target, ev.at, ev.t, now) if target is not None else s
 

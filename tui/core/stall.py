@@ -58,15 +58,18 @@ def stall_for(state: Readiness, now: float) -> StallInfo | None:
     since = state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
     if since is None:
         return None
-    silent = now - since
-    if silent <= limit:
+    if now - since <= limit:
         return None
-    last = f"; last progress: {state.last_progress}" if state.last_progress else ""
-    detail = (
-        f"no progress on any signal for {fmt.duration(silent)} "
-        f"(limit {fmt.duration(limit)} in {state.phase.value}){last}"
-    )
+    detail = f"last progress: {state.last_progress}" if state.last_progress else "no signal has moved yet"
     previous = state.stall
     if previous is not None and previous.since == since and previous.limit_s == limit and previous.detail == detail:
-        return previous
+        return previous  # unchanged: equal states let views skip a redraw
     return StallInfo(since=since, limit_s=limit, detail=detail)
+
+
+def describe(stall: StallInfo, phase_name: str, now: float) -> str:
+    """One line for a stall: "no progress on any signal for 5m12s (limit 5m00s in cuda_graph); last progress: …"."""
+    return (
+        f"no progress on any signal for {fmt.duration(now - stall.since)} "
+        f"(limit {fmt.duration(stall.limit_s)} in {phase_name}); {stall.detail}"
+    )

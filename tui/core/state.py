@@ -157,3 +157,4 @@ class Readiness:
     milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # milestone kind -> ranks that printed it
     tp_rank_max: int | None = None  # the highest TP index seen in rank labels
     latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)
+    log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)

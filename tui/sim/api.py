@@ -131,7 +131,9 @@ class Api:
         if refused:
             return refused
         params = body.get("sampling_params") or {}
-        max_new = int(params.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)) if isinstance(params, dict) else 128
+        if not isinstance(params, dict):
+            return Response.json({"object": "error", "message": "sampling_params must be an object", "code": 400}, 400)
+        max_new = int(params.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
         text = body.get("text")
         prompt = len(body.get("input_ids") or []) or _prompt_tokens(str(text or ""))  # type: ignore[arg-type]
         rid = uuid.uuid4().hex

@@ -1,4 +1,9 @@
-"""The simulated clock: starts at the real time t0 and runs `speed` times faster, in every process alike."""
+"""The simulated clock: shows real time at t0 and runs `speed` times faster, the same in every process.
+
+`real0` is the real instant of simulated second 0. It starts at t0 and moves later when the simulation
+pauses (while the children start, or while a minimum real delay is served), so that overheads of the real
+processes do not show up as minutes of simulated time at high speeds.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,18 @@ import time
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass
 class SimClock:
     t0: float
     speed: float
+    real0: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.real0 = self.real0 or self.t0
 
     def elapsed(self) -> float:
-        """Simulated seconds since t0."""
-        return (time.time() - self.t0) * self.speed
+        """Simulated seconds since the start."""
+        return (time.time() - self.real0) * self.speed
 
     def now(self) -> float:
         """The simulated epoch time, for log timestamps."""
@@ -24,5 +33,13 @@ class SimClock:
         return sim_seconds / self.speed
 
     def wait_for(self, at: float) -> float:
-        """Real seconds from now until `at` simulated seconds after t0 (0 when already past)."""
-        return max(self.t0 + at / self.speed - time.time(), 0.0)
+        """Real seconds from now until `at` simulated seconds after the start (0 when already past)."""
+        return max(self.real0 + at / self.speed - time.time(), 0.0)
+
+    def resume_at(self, at: float) -> None:
+        """Make simulated second `at` be now (the clock stood still since it last showed `at`)."""
+        self.real0 = time.time() - at / self.speed
+
+    def pause(self, real_seconds: float) -> None:
+        """Let real_seconds pass without simulated time passing."""
+        self.real0 += real_seconds

@@ -34,12 +34,14 @@ def idle() -> None:
 
 
 class Rank:
-    def __init__(self, params: SimParams, rank: int, ready_fd: int, parent: int) -> None:
+    def __init__(self, params: SimParams, rank: int, ready_fd: int, go_fd: int, parent: int, real0: float) -> None:
         self.params = params
+        self.go_fd = go_fd
+        self.barriers = 0
         self.rank = rank
         self.ready_fd = ready_fd
         self.parent = parent
-        self.clock = SimClock(params.t0, params.speed)
+        self.clock = SimClock(params.t0, params.speed, real0)
         self.memory = ProcMemory(params.gpu_state, rank, title(rank, params.tp))
 
     def on_term(self, signum: int, _frame: object) -> None:
@@ -80,8 +82,36 @@ class Rank:
             sys.exit(0)
         elif action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
+        elif action == "barrier":
+            self.barrier()
         elif action == "hang":
             idle()
+
+    def barrier(self) -> None:
+        """Report arrival and block until the main process says every rank arrived (EOF: it is gone)."""
+        self.barriers += 1
+        try:
+            os.write(self.ready_fd, f"at {self.rank} {self.barriers}\n".encode())
+            while not os.read(self.go_fd, 1).endswith(b"\n"):
+                pass
+        except OSError:
+            pass
+
+
+def wait_for_go(ready_fd: int, go_fd: int, rank: int) -> float:
+    """Tell the main process this rank is up; it answers with the real instant of simulated second 0 once
+    every rank is up, so the schedule starts when the processes really can (spawning is slow on a busy host)."""
+    try:
+        os.write(ready_fd, f"up {rank}\n".encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = os.read(go_fd, 64)
+            if not chunk:
+                break
+            data += chunk
+        return float(data or b"0")
+    except (OSError, ValueError):
+        return 0.0  # the main process is gone or said nothing: fall back to t0
 
 
 def child_main(payload_json: str) -> None:
@@ -91,7 +121,10 @@ def child_main(payload_json: str) -> None:
     parent = int(payload["parent"])
     orphan = params.fault == "orphans"
     mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
-    node = Rank(params, rank, int(payload["ready_fd"]), parent)
+    ready_fd = int(payload["ready_fd"])
+    go_fd = int(payload["go_fd"])
+    real0 = wait_for_go(ready_fd, go_fd, rank)
+    node = Rank(params, rank, ready_fd, go_fd, parent, real0)
     if orphan:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -37,8 +37,9 @@ GRAPH_SECONDS_PER_SIZE = {
 class Step:
     """At `at` simulated seconds after t0: write `text`, then set this rank's memory to `mem` GiB, then act.
 
-    action: ready (tell the main process) | raise (the text was a scheduler exception: SIGQUIT the parent and
-    exit) | die (SIGKILL itself) | hang (stop here, stay alive, print nothing more).
+    action: ready (tell the main process) | barrier (wait until every rank got here, like a collective) |
+    raise (the text was a scheduler exception: SIGQUIT the parent and exit) | die (SIGKILL itself) |
+    hang (stop here, stay alive, print nothing more).
     """
 
     at: float
@@ -198,6 +199,7 @@ class RankScript:
         if self.rank == 0:
             last = frame(len(done), len(done), done[-1] - start, desc, WEIGHTS_FORMAT) + nl
             self._add(done[-1] + 0.01, writer.write(last) + "\n")
+        self._add(done[-1] + 0.02, action="barrier")  # the post-load barrier: all ranks finished loading
         end = self._jitter(done[-1] + (0.2 if draft else 1.2))
         model_type = "LlamaForCausalLMEagle3" if self.p.speculative == "EAGLE3" else "LlamaForCausalLMEagle"
         msg = self.fmt.load_end(end - begin, model_type if draft else "LlamaForCausalLM", avail(self.used), size)
@@ -265,6 +267,7 @@ class RankScript:
             self._add(t + 0.001, writer.write(frame(n, n, t - start, desc)) + "\n")
             if graph in ("target_verify", "target_decode"):
                 self._say(t + 0.2, self.fmt.registering())
+        self._add(t + 0.01, action="barrier")  # capture runs collectives: no rank ends before rank 0's bar does
         end = self._jitter(t + 0.3, 0.1)
         if logged:
             self._say(end, self.fmt.capture_end(graph, end - begin, grow, avail(self.used), sizes))

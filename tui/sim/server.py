@@ -31,6 +31,8 @@ from tui.sim.rank import title
 HOST = "127.0.0.1"
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
+WARMUP_MIN_REAL_S = 0.25
+SPAWN_TIMEOUT_S = 30.0
 
 
 def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
@@ -67,7 +69,12 @@ class Main:
         self.clock = SimClock(params.t0, params.speed)
         self.children: list[subprocess.Popen[bytes]] = []
         self.ranks: list[subprocess.Popen[bytes]] = []
+        self.up: set[int] = set()
         self.ready: set[int] = set()
+        self.go_fds: list[int] = []
+        self.barriers: dict[str, set[int]] = {}
+        self.pipe_buf = b""
+        self.all_up = asyncio.Event()
         self.all_ready = asyncio.Event()
         self.stop = asyncio.Event()
         self.failed: asyncio.Future[int] | None = None
@@ -77,6 +84,7 @@ class Main:
                              max_tokens=mem.tokens, seed=params.seed)  # fmt: skip
         self.api = Api(params, self.engine, self.server_info)
         self.uvicorn_up = False
+        self.started_warmup = 0.0
         self.terms = 0
 
     # ------------------------------------------------------------------------------------------ writing
@@ -102,16 +110,36 @@ class Main:
 
     # ------------------------------------------------------------------------------------------ children
     def spawn_children(self) -> int:
+        """Start the ranks and the detokenizer; returns the read end of the pipe they report on."""
         read_fd, write_fd = os.pipe()
         base = {"params": self.p.to_json(), "parent": os.getpid()}
         for rank in range(self.p.tp):
-            payload = {**base, "rank": rank, "ready_fd": write_fd}
-            proc = procs.spawn(title(rank, self.p.tp), "rank", payload, pass_fds=(write_fd,))
+            go_read, go_write = os.pipe()
+            payload = {**base, "rank": rank, "ready_fd": write_fd, "go_fd": go_read}
+            proc = procs.spawn(title(rank, self.p.tp), "rank", payload, pass_fds=(write_fd, go_read))
+            os.close(go_read)
+            self.go_fds.append(go_write)
             self.ranks.append(proc)
             self.children.append(proc)
         self.children.append(procs.spawn("sglang::detokenizer", "detok", base))
         os.close(write_fd)
         return read_fd
+
+    async def start_ranks(self) -> None:
+        """Once every rank is up (or after SPAWN_TIMEOUT_S), resume the clock at the spawn and let them go."""
+        try:
+            await asyncio.wait_for(self.all_up.wait(), SPAWN_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            pass  # a rank that never came up is reported by watch_ranks
+        self.clock.resume_at(script.SPAWN_AT)
+        self.tell_ranks(f"{self.clock.real0!r}")
+
+    def tell_ranks(self, line: str) -> None:
+        for fd in self.go_fds:
+            try:
+                os.write(fd, f"{line}\n".encode())
+            except OSError:
+                pass  # that rank is already gone
 
     def kill_children(self, sig: int = signal.SIGKILL) -> None:
         for proc in self.children:
@@ -135,9 +163,19 @@ class Main:
         if not data:
             asyncio.get_running_loop().remove_reader(fd)
             return
-        for word in data.decode().split():
-            if word.isdigit():
-                self.ready.add(int(word))
+        self.pipe_buf += data
+        *lines, self.pipe_buf = self.pipe_buf.split(b"\n")
+        for line in (raw.decode() for raw in lines if raw.strip()):
+            what, rank, *rest = line.split() + [""]
+            if what == "at":  # a rank reached a barrier; release all when the last one arrives
+                arrived = self.barriers.setdefault(rest[0], set())
+                arrived.add(int(rank))
+                if len(arrived) >= self.p.tp:
+                    self.tell_ranks("go")
+            elif what in ("up", "ready"):
+                (self.ready if what == "ready" else self.up).add(int(rank))
+        if len(self.up) >= self.p.tp:
+            self.all_up.set()
         if len(self.ready) >= self.p.tp:
             self.all_ready.set()
 
@@ -199,6 +237,7 @@ class Main:
         os.set_blocking(read_fd, False)
         loop.add_reader(read_fd, self.on_ready_pipe, read_fd)
         watcher = loop.create_task(self.watch_ranks())
+        await self.start_ranks()
         main = loop.create_task(self.after_ranks_ready())
         done, _ = await asyncio.wait({self.failed, main}, return_when=asyncio.FIRST_COMPLETED)
         watcher.cancel()
@@ -231,6 +270,7 @@ class Main:
             return self.bind_failed()
         self.uvicorn_up = True
         self.uv(f"Uvicorn running on http://{HOST}:{self.p.port} (Press CTRL+C to quit)")
+        self.started_warmup = self.clock.elapsed()
         warmup = asyncio.get_running_loop().create_task(self.warmup())
         await self.stop.wait()
         warmup.cancel()
@@ -245,11 +285,14 @@ class Main:
         return 3
 
     async def warmup(self) -> None:
-        """SGLang's warmup thread: wait 1 s, GET /model_info, POST /generate (8 tokens), then "fired up"."""
-        await asyncio.sleep(self.clock.real(1.0))
-        info_path = "/model_info" if self.p.fmt != "0.5.9" else "/get_model_info"
+        """SGLang's warmup thread: wait 1 s, GET /model_info, POST /generate (8 tokens), then "fired up".
+
+        The wait lasts at least WARMUP_MIN_REAL_S so that, even at test speeds, a watcher can see the state
+        "HTTP up, /health 503" that a real launch holds for seconds."""
+        await asyncio.sleep(max(self.clock.real(1.0), WARMUP_MIN_REAL_S))
+        self.clock.resume_at(self.started_warmup + 1.0)  # the extra real wait is not simulated time
         try:
-            await fetch(HOST, self.p.port, "GET", info_path)
+            await fetch(HOST, self.p.port, "GET", "/model_info")
             self.api.fail_generate = self.p.fault == "warmup-fail"
             body = {"text": WARMUP_TEXT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
             status, _ = await fetch(HOST, self.p.port, "POST", "/generate", body, timeout=600)

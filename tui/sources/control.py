@@ -72,27 +72,22 @@ class ServerControl:
     def describe(self, action: str) -> str:
         """The exact commands an action runs on the host, for the confirm dialog."""
         t = self._target or _Target()
-        group = t.group or 0
-        sweep = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
-        gpu = self._probe_once_command() + "   # the GPU probe script on stdin"
+        scan = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
         who = (f"process group {t.group}" if t.group else f"pids {sorted(t.known)}" if t.known
                else f"the server on port {self.port} (found when run)")
-        stop_steps = [
-            f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else ""),
-            *([cmds.signal_group_command("TERM", group), f"# wait up to {self.grace_s:g} s for it to exit"]
-              if action in ("terminate", "restart", "stop") else []),
-            cmds.signal_group_command("KILL", group) if t.group else cmds.signal_pids_command("KILL", t.known),
-            "# sweep: find survivors (group, session, run marker, descendants) and KILL each by pid+start time",
-            sweep,
-            "# confirm their GPU memory is released",
-            gpu,
-        ]
+        steps = [f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else "")]
+        if action in ("terminate", "restart", "stop"):
+            steps += [f"# TERM, then wait up to {self.grace_s:g} s for SGLang's drain",
+                      cmds.stop_command("TERM", group=t.group, procs=t.known, wait_s=self.grace_s, scan=scan)]
+        steps += ["# KILL what is left; the same again for survivors found by group, session, run marker or descent",
+                  cmds.stop_command("KILL", group=t.group, procs=t.known, wait_s=KILL_WAIT_S, scan=scan),
+                  "# confirm their GPU memory is released (the probe script on stdin)",
+                  self._probe_once_command()]
         if action == "launch":
             return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
         if action == "restart":
-            relaunch = self._launch_command("<new run id>") or "no --launch command given"
-            return "\n".join([*stop_steps, "# then launch again", relaunch])
-        return "\n".join(stop_steps)
+            steps += ["# then launch again", self._launch_command("<new run id>") or "no --launch command given"]
+        return "\n".join(steps)
 
     def _launch_command(self, run_id: str) -> str | None:
         if not self.launch_cmd or not self.log_path:
@@ -124,9 +119,12 @@ class ServerControl:
 
     async def _scan(self, target: _Target) -> dict[int, Proc]:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
-        procs = cmds.parse_scan(await self._run(cmds.scan_command(
+        return self._remember(target, await self._run(cmds.scan_command(
             group=target.group, session=target.session, run_id=target.run_id, known=target.known)))
-        live = {pid: p for pid, p in procs.items() if p.alive}
+
+    @staticmethod
+    def _remember(target: _Target, scan_output: str) -> dict[int, Proc]:
+        live = {pid: p for pid, p in cmds.parse_scan(scan_output).items() if p.alive}
         target.known = {pid: p.start for pid, p in live.items()}
         target.seen.update(live)
         target.names.update({pid: p.name for pid, p in live.items() if p.name})
@@ -238,20 +236,20 @@ class ServerControl:
         live = await self._scan(target)
         steps: list[str] = []
         if live and graceful:
-            commands.append(await self._signal(target, "TERM", live))
-            live = await self._wait_gone(target, self.grace_s)
+            live = await self._signal_and_wait(target, "TERM", live, self.grace_s, commands)
             steps.append("exited on TERM" if not live else f"{len(live)} still alive after {self.grace_s:g} s of TERM")
-        if live:
-            commands.append(await self._signal(target, "KILL", live))
-            live = await self._wait_gone(target, KILL_WAIT_S)
-            steps.append("killed" if not live else "KILL did not end them all")
-        # Sweep: schedulers re-parented to PID 1 keep the session and the run marker.
-        swept = await self._scan(target)
-        if swept:
-            commands.append(await self._signal(target, "KILL", swept))
-            steps.append(f"swept {len(swept)} leftover process(es): " + ", ".join(map(str, sorted(swept))))
-            swept = await self._wait_gone(target, KILL_WAIT_S)
-        survivors = tuple(sorted(swept))
+        for round_ in range(2):  # each rescan also finds survivors by session, run marker and descent
+            if not live:
+                break
+            before = set(live)
+            live = await self._signal_and_wait(target, "KILL", live, KILL_WAIT_S, commands)
+            if live.keys() & before:
+                steps.append(f"{len(live.keys() & before)} still alive after KILL")
+            elif round_ == 0:
+                steps.append("killed")
+            if live.keys() - before:
+                steps.append("swept leftovers: " + ", ".join(map(str, sorted(live.keys() - before))))
+        survivors = tuple(sorted(live))
         gpu_ok, held, gpu_note = await self._confirm_gpu(target)
         if not survivors:
             self._target = None
@@ -261,23 +259,15 @@ class ServerControl:
             detail += "; still alive: " + ", ".join(f"{pid} {target.names.get(pid, '')}".strip() for pid in survivors)
         return ControlResult(action, ok, detail, "\n".join(commands), survivors, held)
 
-    async def _signal(self, target: _Target, signal: str, live: dict[int, Proc]) -> str:
-        """Signal the group (when it is the server's own) and each live member by pid + start time."""
-        parts = []
-        if target.group and any(p.pgid == target.group for p in live.values()):
-            parts.append(cmds.signal_group_command(signal, target.group))
-        parts.append(cmds.signal_pids_command(signal, {pid: p.start for pid, p in live.items()}))
-        command = "; ".join(parts)
-        await self._run(command)
-        return command
-
-    async def _wait_gone(self, target: _Target, limit_s: float) -> dict[int, Proc]:
-        deadline = time.monotonic() + limit_s
-        live = await self._scan(target)
-        while live and time.monotonic() < deadline:
-            await asyncio.sleep(_POLL_S)
-            live = await self._scan(target)
-        return live
+    async def _signal_and_wait(self, target: _Target, signal: str, live: dict[int, Proc], wait_s: float,
+                               commands: list[str]) -> dict[int, Proc]:
+        """Signal the group (when it is the server's own) and each live member, wait, rescan: one round trip."""
+        group = target.group if target.group and any(p.pgid == target.group for p in live.values()) else None
+        scan = cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
+        command = cmds.stop_command(signal, group=group, procs={pid: p.start for pid, p in live.items()},
+                                    wait_s=wait_s, scan=scan)
+        commands.append(command)
+        return self._remember(target, await self._run(command, timeout=wait_s + 30.0))
 
     def _probe_once_command(self) -> str:
         return probe_command(self.remote_python, sim_dir=self.sim_gpus, count=1, interval=0.1)
@@ -291,6 +281,7 @@ class ServerControl:
     async def _confirm_gpu(self, target: _Target) -> tuple[bool, tuple[tuple[int, int, int], ...], str]:
         """(confirmed, what the server's pids still hold, one line) after polling the probe for release."""
         deadline = time.monotonic() + self.gpu_release_s
+        errors = 0
         while True:
             snapshot = await self.gpu_snapshot()
             if no_gpu_driver(snapshot):
@@ -299,7 +290,8 @@ class ServerControl:
             if not snapshot.error and not held:
                 gpus = ",".join(str(g.index) for g in snapshot.gpus) or "none"
                 return True, (), f"GPU memory released (GPUs {gpus}, per {snapshot.source})"
-            if time.monotonic() >= deadline:
+            errors = errors + 1 if snapshot.error else 0
+            if time.monotonic() >= deadline or errors >= 3:  # a probe that keeps failing will not recover now
                 break
             await asyncio.sleep(0.5)
         if snapshot.error:

@@ -85,16 +85,42 @@ END {{ do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && (pp[p] in mem)
 done"""
 
 
+# Shell functions with no forks: `live PID START` is true while that very process (same start time, so
+# never a reused pid) exists and is not a zombie.
+PROC_FUNCS = ('st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; T=${20}; }\n'
+              'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }')
+
+
+def _pairs(procs: dict[int, int]) -> str:
+    return " ".join(f"{pid}:{start}" for pid, start in sorted(procs.items()) if pid > 1)
+
+
 def signal_group_command(signal: str, group: int) -> str:
     """Signal a whole process group (the server launched with setsid, or adopted as its own group)."""
-    return f"kill -s {signal} -- -{int(group)} 2>/dev/null; true"
+    return f"kill -s {signal} -- -{int(group)} 2>/dev/null"
 
 
 def signal_pids_command(signal: str, procs: dict[int, int]) -> str:
     """Signal each pid whose start time still matches (so a reused pid is never hit)."""
-    pairs = " ".join(f"{pid}:{start}" for pid, start in sorted(procs.items()) if pid > 1)
-    return (f"for ps in {pairs}; do p=${{ps%%:*}}; s=${{ps#*:}}; "
-            f"[ \"$({_STAT_FIELDS} | cut -d' ' -f5)\" = \"$s\" ] && kill -s {signal} -- \"$p\" 2>/dev/null; done; true")
+    return (f"for ps in {_pairs(procs)}; do live ${{ps%%:*}} ${{ps#*:}} && "
+            f"kill -s {signal} -- ${{ps%%:*}} 2>/dev/null; done")
+
+
+def wait_gone_command(procs: dict[int, int], limit_s: float) -> str:
+    """Poll (every 0.1 s, up to limit_s) until none of these processes is alive; on the host, one round trip."""
+    ticks = max(int(limit_s * 10), 1)
+    return (f"n=0; while [ $n -lt {ticks} ]; do a=; for ps in {_pairs(procs)}; do "
+            f"live ${{ps%%:*}} ${{ps#*:}} && a=1 && break; done; [ -z \"$a\" ] && break; n=$((n+1)); sleep 0.1; done")
+
+
+def stop_command(signal: str, *, group: int | None, procs: dict[int, int], wait_s: float, scan: str) -> str:
+    """Signal the server (its group when it owns one, and each process by pid + start time), wait for them
+    to go, then scan for what is left: one command, one round trip."""
+    steps = [PROC_FUNCS]
+    if group and group > 1:
+        steps.append(signal_group_command(signal, group))
+    steps += [signal_pids_command(signal, procs), wait_gone_command(procs, wait_s), scan]
+    return "\n".join(steps)
 
 
 # ------------------------------------------------------------------------------------------------- parsing

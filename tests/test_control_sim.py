@@ -1,0 +1,163 @@
+"""ServerControl against the project's simulator (real process tree, real log, real HTTP, simulated GPU
+memory), through LocalHost and through a real sshd: stop, kill, restart, and the `orphans` fault."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim import SimServer, start_sim
+from tui.sim.rank import ESCAPE_ENV
+from tui.sources.control import ServerControl
+from tui.sources.local import LocalHost
+from tui.sources.ssh import SshHost
+
+ROOT = Path(__file__).resolve().parent.parent
+TREE = ROOT / "tests" / "helpers" / "proctree.py"
+GIB = 2**30
+TP = 2
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def holders(state: Path) -> dict[int, int]:
+    """pid -> bytes of every live process the simulated GPUs charge memory to."""
+    out = {}
+    for path in state.glob("proc-*.json"):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if alive(entry["pid"]):
+            out[entry["pid"]] = entry["used"]
+    return out
+
+
+async def ranks_hold_memory(state: Path, skip: int, count: int = TP, limit: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        pids = [p for p in holders(state) if p != skip]
+        if len(pids) >= count:
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the simulated ranks never held GPU memory: {holders(state)}")
+
+
+@pytest.fixture(params=["local", "ssh"])
+async def host(request):
+    if request.param == "local":
+        h = LocalHost()
+    else:
+        sshd = request.getfixturevalue("sshd")
+        h = SshHost("127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
+                    known_hosts=str(sshd.known_hosts), agent=False)
+    await h.connect()
+    yield h
+    await h.close()
+
+
+@pytest.fixture
+def bystander(tmp_path: Path):
+    """Somebody else's `sglang::scheduler_TP0` on GPU 0 of the same host (another session, no marker)."""
+    proc = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(tmp_path / "gpus")],
+                            stdout=subprocess.DEVNULL, start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def sim_tree(sim: SimServer) -> set[int]:
+    """Every live process of the simulator: its group plus whatever carries its run marker."""
+    from tests.helpers.sim import _pids_with_marker, group_pids
+
+    return set(group_pids(sim.pid)) | {p for p in _pids_with_marker(sim.run_id) if alive(p)}
+
+
+def controller(host, sim: SimServer, **kw) -> ServerControl:
+    return ServerControl(host, port=sim.port, log_path=str(sim.log), remote_python=sys.executable,
+                         sim_gpus=str(sim.gpu_state), **kw)
+
+
+async def check_clean(ctl: ServerControl, result, before: set[int], bystander: subprocess.Popen[bytes]) -> None:
+    assert result.ok and result.survivors == () and result.gpu_held == (), result.detail
+    assert "GPU memory released" in result.detail
+    assert [p for p in before if alive(p)] == []
+    assert bystander.poll() is None and alive(bystander.pid)
+    snap = await ctl.gpu_snapshot()
+    assert {p.pid for g in snap.gpus for p in g.procs} == {bystander.pid}  # only the bystander holds memory
+
+
+@pytest.mark.parametrize("escape", [False, True], ids=["orphans", "orphans-setsid"])
+async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool) -> None:
+    """Orphans ignore TERM and outlive their parent (and with setsid leave its session): swept by marker."""
+    sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
+    try:
+        await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        before = sim_tree(sim)
+        ctl = controller(host, sim, grace_s=1.0)
+        assert (await ctl.process_state_now()).alive
+        result = await ctl.terminate()
+        await check_clean(ctl, result, before, bystander)
+        assert "still alive after 1 s of TERM" in result.detail
+    finally:
+        sim.stop()
+
+
+async def test_kill(host, tmp_path: Path, bystander) -> None:
+    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+    try:
+        await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        before = sim_tree(sim)
+        ctl = controller(host, sim)
+        result = await ctl.kill()
+        await check_clean(ctl, result, before, bystander)
+        assert sim.wait(5) == -9
+    finally:
+        sim.stop()
+
+
+async def test_terminate_a_server_that_drains(tmp_path: Path, bystander) -> None:
+    """No fault: SIGTERM is handled (drain, ShutdownReq), everything exits within the grace period."""
+    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+    host = LocalHost()
+    try:
+        await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        before = sim_tree(sim)
+        ctl = controller(host, sim, grace_s=20.0)
+        result = await ctl.terminate()
+        await check_clean(ctl, result, before, bystander)
+        assert result.detail.startswith("exited on TERM")
+    finally:
+        sim.stop()
+        await host.close()
+
+
+async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander) -> None:
+    sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0)
+    relaunched: set[int] = set()
+    ctl = controller(host, sim, launch=sim.launch_command(), cwd=str(ROOT), grace_s=1.0)
+    try:
+        await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        before = sim_tree(sim)
+        result = await ctl.restart()
+        assert result.ok, result.detail
+        assert "GPU memory released" in result.detail and "started pid" in result.detail
+        assert [p for p in before if alive(p)] == []
+        new = await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        relaunched = set((await ctl.process_state()).pids)
+        assert set(new) <= relaunched and not relaunched & before
+    finally:
+        final = await ctl.kill()
+        sim.stop()
+    assert final.ok and not any(alive(p) for p in relaunched) and alive(bystander.pid)

@@ -1,0 +1,195 @@
+"""Every injected fault produces SGLang's signature in the log and SGLang's exit behaviour."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim import SimServer, group_pids, start_sim, wait_for_log
+
+SPEED = 500.0
+
+
+def _exit(sim: SimServer, timeout: float = 20.0) -> int | None:
+    code = sim.wait(timeout)
+    deadline = time.monotonic() + 5
+    while group_pids(sim.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return code
+
+
+def _gone(sim: SimServer) -> None:
+    assert group_pids(sim.pid) == [], "a process of the server outlived it"
+
+
+@pytest.mark.parametrize("fmt", ["0.5.9", "0.5.23"])
+def test_oom_during_capture_kills_the_tree(tmp_path: Path, fmt: str):
+    sim = start_sim(tmp_path, fault="oom-capture", speed=SPEED, fmt=fmt, shards=8, tp=4)
+    try:
+        assert _exit(sim) == -signal.SIGKILL  # kill_process_tree ends with the main process SIGKILLing itself
+        _gone(sim)
+        log = sim.log.read_text()
+        exc = log.index("TP3] Scheduler hit an exception: Traceback (most recent call last):")
+        oom = log.index("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate", exc)
+        quit_ = log.index("Received sigquit from a child process. It usually means the child failed.", oom)
+        assert "Exception: Capture cuda graph failed: CUDA out of memory" in log[oom:quit_]
+        assert ("kill_process_tree called:" in log[quit_:]) == (fmt == "0.5.23")
+        assert "Load weight end" in log and "fired up" not in log and "Uvicorn running" not in log
+    finally:
+        sim.stop()
+
+
+def test_oom_while_loading(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="oom-load", speed=SPEED, shards=20, tp=4)
+    try:
+        assert _exit(sim) == -signal.SIGKILL
+        _gone(sim)
+        log = sim.log.read_text()
+        assert "weight_utils.py" in log and "torch.OutOfMemoryError: CUDA out of memory." in log
+        assert "Received sigquit from a child process." in log and "KV Cache is allocated" not in log
+    finally:
+        sim.stop()
+
+
+@pytest.mark.parametrize(("fmt", "message"), [
+    ("0.5.9", "RuntimeError: Rank 3 scheduler is dead. Please check if there are relevant logs."),
+    ("0.5.23", "RuntimeError: Rank 3 scheduler died during initialization (exit code: -9)."),
+])  # fmt: skip
+def test_crash_of_a_rank_is_reported_by_the_launcher(tmp_path: Path, fmt: str, message: str):
+    sim = start_sim(tmp_path, fault="crash", speed=SPEED, fmt=fmt, shards=10, tp=4)
+    try:
+        assert _exit(sim) == 1
+        _gone(sim)
+        log = sim.log.read_text()
+        assert message in log and "Scheduler hit an exception" not in log
+    finally:
+        sim.stop()
+
+
+def test_nccl_timeout_after_a_silent_init(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="nccl-timeout", speed=SPEED, tp=4)
+    try:
+        wait_for_log(sim, b"Init parallel begin.")
+        time.sleep(0.3)  # 150 simulated seconds: still inside the 600 s timeout
+        silent = sim.log.read_text()
+        assert "Init parallel ends" not in silent and "Scheduler hit an exception" not in silent
+        assert _exit(sim) == -signal.SIGKILL
+        _gone(sim)
+        log = sim.log.read_text()
+        assert "torch.distributed.DistBackendError:" in log and "wait timeout after 600000ms" in log
+        assert "Received sigquit from a child process." in log
+    finally:
+        sim.stop()
+
+
+@pytest.mark.parametrize("fault", ["hang-weights", "hang-capture"])
+def test_hangs_keep_processes_alive_and_the_log_silent(tmp_path: Path, fault: str):
+    sim = start_sim(tmp_path, fault=fault, speed=SPEED, shards=20, tp=4)
+    try:
+        needle = b"Multi-thread loading shards" if fault == "hang-weights" else b"Capturing batches (bs="
+        wait_for_log(sim, needle)
+        time.sleep(0.4)
+        size = sim.log.stat().st_size
+        used = {p.name: p.read_text() for p in sim.gpu_state.glob("proc-*.json")}
+        time.sleep(0.4)  # 200 simulated seconds
+        assert sim.log.stat().st_size == size
+        assert {p.name: p.read_text() for p in sim.gpu_state.glob("proc-*.json")} == used
+        assert sim.alive() and len(group_pids(sim.pid)) == 6  # main, 4 ranks, detokenizer
+        log = sim.log.read_text()
+        if fault == "hang-weights":
+            assert "7/20 [" in log and "8/20 [" not in log and "Load weight end" not in log
+        else:
+            assert "Capture target verify CUDA graph begin" in log and "Capture target verify CUDA graph end" not in log
+    finally:
+        sim.stop()
+    _gone(sim)
+
+
+def test_port_in_use_fault_fails_at_uvicorn_bind(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="port-in-use", speed=SPEED, shards=8, tp=2)
+    try:
+        assert _exit(sim) == 3
+        _gone(sim)
+        log = sim.log.read_text()
+        line = f"ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', {sim.port}): address already in use"
+        assert log.index("max_total_num_tokens=") < log.index("Application startup complete.") < log.index(line)
+        assert "Uvicorn running" not in log
+    finally:
+        sim.stop()
+
+
+def test_a_real_listener_on_the_port_fails_the_same_way(tmp_path: Path):
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        sim = start_sim(tmp_path, speed=SPEED, shards=4, tp=1, port=blocker.getsockname()[1])
+        try:
+            assert _exit(sim) == 3
+            assert "address already in use" in sim.log.read_text()
+        finally:
+            sim.stop()
+
+
+def test_warmup_failure_kills_the_tree(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="warmup-fail", speed=SPEED, shards=8, tp=2)
+    try:
+        assert _exit(sim) == -signal.SIGKILL
+        _gone(sim)
+        log = sim.log.read_text()
+        assert '"POST /generate HTTP/1.1" 500 Internal Server Error' in log
+        assert "Initialization failed. warmup error: Traceback (most recent call last):" in log
+        assert "AssertionError: <Response [500]>" in log and "fired up" not in log
+    finally:
+        sim.stop()
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_orphans_outlive_the_main_process_and_keep_their_memory(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="orphans", speed=SPEED, tp=4, shards=8)
+    try:
+        wait_for_log(sim, b"fired up and ready to roll")
+        ranks = [p for p in group_pids(sim.pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sglang::scheduler")]
+        assert len(ranks) == 4
+        os.kill(sim.pid, signal.SIGTERM)
+        assert sim.wait(10) == -signal.SIGTERM
+        time.sleep(0.2)
+        for pid in ranks:
+            assert _ppid(pid) != sim.pid, "re-parented once the main process is gone"
+            assert os.getpgid(pid) == sim.pid and os.getsid(pid) == sim.pid
+            assert f"SGLANG_TUI_RUN={sim.run_id}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert (sim.gpu_state / f"proc-{pid}.json").exists()
+        os.killpg(sim.pid, signal.SIGTERM)  # they ignore TERM, like schedulers stuck in GPU teardown
+        time.sleep(0.2)
+        assert sorted(group_pids(sim.pid)) == sorted(ranks)
+        os.killpg(sim.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while group_pids(sim.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _gone(sim)
+    finally:
+        sim.stop()
+
+
+def test_orphans_can_also_escape_the_session(tmp_path: Path):
+    sim = start_sim(tmp_path, fault="orphans", speed=SPEED, tp=2, shards=4, env={"SGLANG_TUI_SIM_ORPHAN_SETSID": "1"})
+    try:
+        wait_for_log(sim, b"fired up and ready to roll")
+        os.killpg(sim.pid, signal.SIGKILL)
+        sim.wait(5)
+        from tests.helpers.sim import _pids_with_marker
+
+        escaped = _pids_with_marker(sim.run_id)
+        assert len(escaped) == 2 and all(os.getsid(p) != sim.pid for p in escaped)
+    finally:
+        sim.stop()
+    from tests.helpers.sim import _pids_with_marker
+
+    assert _pids_with_marker(sim.run_id) == []

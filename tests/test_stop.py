@@ -1,0 +1,130 @@
+"""`sglang-tui stop` exit codes, run as a real subprocess against real process trees (locally and over sshd)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.commands.stop import report
+from tui.core.events import ControlResult
+from tests.helpers.sshd import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+TREE = ROOT / "tests" / "helpers" / "proctree.py"
+GIB = 2**30
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def server_pids(state: Path, skip: int) -> list[int]:
+    pids = []
+    for path in state.glob("proc-*.json"):
+        pid = json.loads(path.read_text())["pid"]
+        if pid != skip and alive(pid):
+            pids.append(pid)
+    return pids
+
+
+@pytest.fixture
+def scene(tmp_path: Path):
+    """A bystander titled sglang::scheduler_TP0, and a hand-started server (with an orphan) writing its log."""
+    state, log, port = tmp_path / "gpus", tmp_path / "server.log", free_port()
+    bystander = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(state)],
+                                 stdout=subprocess.DEVNULL, start_new_session=True)
+
+    def start(*extra: str) -> subprocess.Popen[bytes]:
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(shlex.join([sys.executable, str(TREE), "--port", str(port), "--gpu-state",
+                                                str(state), "--tp", "2", "--orphan", *extra]), shell=True,
+                                    stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 15
+        while len(server_pids(state, bystander.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return proc
+
+    yield {"state": state, "log": log, "port": port, "bystander": bystander, "start": start}
+    bystander.kill()
+    bystander.wait()
+
+
+def stop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tui", "stop", *args, "--remote-python", sys.executable],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def local_args(scene: dict, *extra: str) -> list[str]:
+    return ["local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(scene["state"]), *extra]
+
+
+def test_stop_exits_0_when_all_gone_and_memory_released(scene: dict) -> None:
+    main = scene["start"]()
+    pids = server_pids(scene["state"], scene["bystander"].pid)
+    run = stop(*local_args(scene))
+    main.wait(timeout=10)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"stopped the server on local port {scene['port']}: exited on TERM")
+    assert "GPU memory released" in run.stdout and run.stderr == ""
+    assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
+
+
+def test_force_kills_a_server_that_ignores_term(scene: dict) -> None:
+    main = scene["start"]("--ignore-term")
+    pids = server_pids(scene["state"], scene["bystander"].pid)
+    run = stop(*local_args(scene, "--force"))
+    main.wait(timeout=10)
+    assert run.returncode == 0 and run.stdout.startswith("killed the server on local"), run.stderr
+    assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
+
+
+def test_nothing_running_is_exit_0(scene: dict) -> None:
+    run = stop(*local_args(scene))
+    assert run.returncode == 0 and "nothing to stop" in run.stdout
+
+
+def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
+    main = scene["start"]()
+    run = stop("local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(tmp_path / "nowhere"))
+    main.wait(timeout=10)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.startswith("NOT stopped (local port") and "GPU memory not confirmed" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_stop_over_ssh(scene: dict, sshd) -> None:
+    main = scene["start"]()
+    pids = server_pids(scene["state"], scene["bystander"].pid)
+    run = stop("testhost", "--ssh-config", str(sshd.ssh_config), "--port", str(scene["port"]), "--log",
+               str(scene["log"]), "--sim-gpus", str(scene["state"]))
+    main.wait(timeout=10)
+    assert run.returncode == 0, run.stderr
+    assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
+
+
+def test_cannot_connect_is_exit_4(sshd) -> None:
+    refused = stop("127.0.0.1", "--ssh-port", str(free_port()), "--port", "30000", "--known-hosts", str(sshd.known_hosts))
+    assert refused.returncode == 4 and refused.stderr.startswith("sglang-tui stop: cannot connect to 127.0.0.1")
+    wrong_key = stop("127.0.0.1", "--ssh-port", str(sshd.port), "--user", sshd.user, "--identity", str(sshd.wrong_identity),
+                     "--known-hosts", str(sshd.known_hosts), "--port", "30000")
+    assert wrong_key.returncode == 4 and "Traceback" not in wrong_key.stderr and len(wrong_key.stderr.splitlines()) == 1
+
+
+def test_report_names_survivors_and_memory_per_gpu() -> None:
+    result = ControlResult("terminate", False, "KILL did not end them all", survivors=(41, 42),
+                           gpu_held=((3, 42, 20 * GIB),))
+    assert report(result, "gpu1 port 30000").splitlines() == [
+        "NOT stopped (gpu1 port 30000): KILL did not end them all",
+        "still alive: 41 42",
+        "GPU 3: pid 42 still holds 20.0 GiB",
+        "inspect the pids above on the host, or try again with --force",
+    ]

@@ -1,0 +1,53 @@
+"""`sglang-tui stop HOST --port N [--log PATH] [--force]`: headless terminate (or kill) of the server.
+
+Exit 0 only when every process of the server is gone and its GPU memory is released (per the GPU probe),
+1 otherwise (with what is still alive or held, and where), 4 when the host cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from tui.core.events import ControlResult
+from tui.sources.connect import make_host
+from tui.sources.control import ServerControl
+from tui.sources.host import HostError
+
+EXIT_OK, EXIT_NOT_STOPPED, EXIT_CONNECT = 0, 1, 4
+
+
+def report(result: ControlResult, where: str, forced: bool = False) -> str:
+    """The lines printed for a stop: verdict, what happened, and anything left behind."""
+    verb = "killed" if result.action == "kill" else "stopped"
+    lines = [f"{verb} the server on {where}: {result.detail}" if result.ok else f"NOT stopped ({where}): {result.detail}"]
+    if result.survivors:
+        lines.append("still alive: " + " ".join(map(str, result.survivors)))
+    for gpu, pid, used in result.gpu_held:
+        lines.append(f"GPU {gpu}: pid {pid} still holds {used / 2**30:.1f} GiB")
+    if not result.ok:
+        lines.append("inspect the pids above on the host" + ("" if forced else ", or try again with --force"))
+    return "\n".join(lines)
+
+
+async def stop(args: argparse.Namespace) -> int:
+    host = make_host(args)
+    try:
+        await host.connect()
+    except HostError as exc:
+        print(f"sglang-tui stop: cannot connect to {args.host}: {exc}", file=sys.stderr)
+        return EXIT_CONNECT
+    try:
+        control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python,
+                                sim_gpus=args.sim_gpus)
+        result = await (control.kill() if args.force else control.terminate())
+    finally:
+        await host.close()
+    where = f"{args.host} port {args.port}"
+    print(report(result, where, args.force), file=sys.stdout if result.ok else sys.stderr)
+    return EXIT_OK if result.ok else EXIT_NOT_STOPPED
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(stop(args))
