@@ -231,6 +231,14 @@ async def stop_path(results: dict, out: Path) -> None:
             if len(ours) == 2:
                 break
             await asyncio.sleep(1)
+        from tui.core.ranks import map_ranks
+
+        # The bystander is another `sglang::scheduler_TP0` on GPU 0: titles alone are ambiguous for TP0,
+        # the server's own pids (from process_state) settle it.
+        results["map_ranks_titles_only"] = {k: list(v) for k, v in map_ranks(["TP0", "TP1"], snap, 2).items()}
+        results["map_ranks"] = {k: list(v) for k, v in map_ranks(["TP0", "TP1"], snap, 2, state.pids).items()}
+        ranks_ok = results["map_ranks"] == {f"TP{k}": [0, next((pid for _, pid, _, name in ours if f"_TP{k} " in name), None)]
+                                            for k in range(2)}
         before = smi_used_mib()[0]
         print("describe(terminate):\n" + control.describe("terminate"), flush=True)
         started = time.monotonic()
@@ -248,9 +256,10 @@ async def stop_path(results: dict, out: Path) -> None:
             "server_pids_left_in_proc": left, "bystander_alive": bystander.poll() is None,
             "bystander_still_on_gpu": bystander.pid in smi_apps(),
         }
-        results["stop_ok"] = (launched.ok and len(ours) == 2 and result.ok and not left and bystander.poll() is None
+        results["stop_ok"] = (ranks_ok and launched.ok and len(ours) == 2 and result.ok and not left and bystander.poll() is None
                               and bystander.pid in smi_apps() and before - after >= 2 * 4 * 1024 * 0.99)
-        print(json.dumps(results["stop"]), flush=True)
+        print(json.dumps({"map_ranks_titles_only": results["map_ranks_titles_only"], "map_ranks": results["map_ranks"],
+                          **results["stop"]}), flush=True)
     finally:
         await control.kill()
         bystander.kill()
@@ -269,11 +278,12 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"nvidia_smi_L": subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()}
     try:
-        import pynvml
         import torch
 
+        from importlib.metadata import version
+
         results["versions"] = {"python": sys.version.split()[0], "torch": torch.__version__,
-                               "nvidia_ml_py": getattr(pynvml, "__version__", "?"),
+                               "nvidia_ml_py": version("nvidia-ml-py"),
                                "driver": smi("gpu=driver_version")[0][0]}
     except Exception as exc:  # noqa: BLE001 (report, keep going)
         results["versions"] = str(exc)

@@ -98,7 +98,8 @@ async def check_clean(ctl: ServerControl, result, before: set[int], bystander: s
     assert {p.pid for g in snap.gpus for p in g.procs} == {bystander.pid}  # only the bystander holds memory
 
 
-@pytest.mark.parametrize("escape", [False, True], ids=["orphans", "orphans-setsid"])
+@pytest.mark.parametrize(("host", "escape"), [("local", False), ("local", True), ("ssh", True)],
+                         ids=["local-orphans", "local-orphans-setsid", "ssh-orphans-setsid"], indirect=["host"])
 async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool) -> None:
     """Orphans ignore TERM and outlive their parent (and with setsid leave its session): swept by marker."""
     sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
@@ -144,7 +145,7 @@ async def test_terminate_a_server_that_drains(tmp_path: Path, bystander) -> None
 
 
 async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander) -> None:
-    sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0)
+    sim = start_sim(tmp_path, tp=TP, speed=100.0)
     relaunched: set[int] = set()
     ctl = controller(host, sim, launch=sim.launch_command(), cwd=str(ROOT), grace_s=1.0)
     try:

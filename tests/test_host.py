@@ -52,9 +52,7 @@ async def test_remote_shell_is_sh_and_input_reaches_stdin(host: Host) -> None:
 
 async def test_stream_invalid_utf8_and_a_10mb_line(host: Host) -> None:
     proc = await host.start(f"printf '\\377\\300start\\n'; head -c {TEN_MB} /dev/zero | tr '\\0' x; echo; echo end")
-    data = b""
-    async for chunk in proc.chunks():
-        data += chunk
+    data = b"".join([chunk async for chunk in proc.chunks()])
     assert await proc.wait() == 0
     await proc.close()
     lines = data.split(b"\n")

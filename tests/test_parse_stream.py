@@ -170,3 +170,20 @@ def test_classify_line() -> None:
     assert classify_line("[2025-11-29 10:00:12 DP1 TP3 EP3] Load weight begin. avail mem=138.05 GB") == "milestone"
     assert classify_line("sglang-1  | [2025-11-29 10:02:29] The server is fired up and ready to roll!") == "milestone"
     assert classify_line("[2025-11-29 10:00:11 TP0] sglang is using nccl==2.27.3") is None
+
+
+def test_a_stream_without_newlines_is_cut_into_bounded_lines_the_same_way_for_any_chunking() -> None:
+    from tui.core.loglines import MAX_PENDING
+
+    raw = b"x" * (MAX_PENDING * 2 + 10) + b"\rtail\n" + b"y" * (MAX_PENDING + 5)
+    one = LineSplitter()
+    whole = one.feed(raw) + one.flush()
+    assert [len(line) for line in whole] == [MAX_PENDING, MAX_PENDING, 4, MAX_PENDING, 5]
+    assert whole[2] == "tail"  # the 10 bytes before "\r" were a frame replaced by "tail"
+    for size in (4096, 300_000, MAX_PENDING - 1):
+        splitter = LineSplitter()
+        lines = [line for i in range(0, len(raw), size) for line in splitter.feed(raw[i : i + size])]
+        assert lines + splitter.flush() == whole, size
+        assert len(splitter._pending) < MAX_PENDING
+    parser = LogParser()
+    assert parser.feed(raw) + parser.flush() == []

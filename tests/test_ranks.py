@@ -55,6 +55,12 @@ def test_same_title_twice_is_ambiguous_so_placement_and_no_pid() -> None:
     assert map_ranks(["TP0", "TP1"], snap, 4) == {"TP0": (0, None), "TP1": (1, 11)}
 
 
+def test_server_pids_tell_our_rank_from_a_same_titled_bystander() -> None:
+    snap = snapshot(8, {0: [(10, "sglang::scheduler_TP0"), (99, "sglang::scheduler_TP0")]})
+    assert map_ranks(["TP0"], snap, 8, server_pids=(10, 11, 12)) == {"TP0": (0, 10)}
+    assert map_ranks(["TP0"], snap, 8, server_pids=()) == {"TP0": (0, None)}  # unknown: ambiguous again
+
+
 def test_multi_node_global_ranks_fall_back_to_local_gpu() -> None:
     # Node 1 of a TP16 launch on 8-GPU nodes logs TP8…TP15; names unreadable (another PID namespace).
     mapping = map_ranks([f"TP{k}" for k in range(8, 16)], snapshot(8, {3: [(77, "")]}), 16)

@@ -334,6 +334,14 @@ def test_dead_process_before_ready_is_failed_not_stalled() -> None:
     assert s.error is not None and s.reason.startswith("failed (oom)")  # a late cause line still counts
 
 
+def test_a_new_process_after_a_death_waits_for_its_launch_line() -> None:
+    s = reduce(feed(startup("load_begin")), ServerProcess(alive=False), 36100.0)
+    s = reduce(s, ServerProcess(alive=True, pids=(9,)), 36101.0)
+    assert s.phase is Phase.FAILED and "a new one runs" in s.reason
+    s = feed([LaunchStarted(**at(102)), ServerArgs(tp_size=2, **at(102))], s)
+    assert s.phase is Phase.STARTING and s.process_alive is True
+
+
 def test_dead_process_without_a_launch_is_not_failed() -> None:
     s = reduce(Readiness(), ServerProcess(alive=False), 1.0)
     assert s.phase is Phase.STARTING

@@ -15,7 +15,7 @@ from tui.core.state import Readiness
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0.4, "0.4s"), (9.96, "10.0s"), (42.0, "42s"), (133.0, "2m13s"), (3600.0, "1h00m"), (3725.0, "1h02m"), (None, "-")],
+    [(0.4, "0.4s"), (9.94, "9.9s"), (9.96, "10s"), (42.0, "42s"), (133.0, "2m13s"), (3600.0, "1h00m"), (3725.0, "1h02m"), (None, "-")],
 )
 def test_duration(seconds: float | None, text: str) -> None:
     assert fmt.duration(seconds) == text

@@ -228,3 +228,20 @@ def test_a_log_larger_than_one_chunk(tmp_path: Path) -> None:
     assert len(text) > 1 << 20
     obj = replay_json(write(tmp_path, text))
     assert obj["phase"] == "ready" and obj["shards"] == {"done": 4, "total": 4}
+
+
+def test_ansi_colours_and_utf8_bars_are_text_not_binary(tmp_path: Path) -> None:
+    coloured = startup_log().replace("Load weight begin.", "\x1b[32mLoad weight begin.\x1b[0m")
+    coloured = coloured.replace("|#         |", "|\u2588\u258c        |")  # tqdm's unicode capture bar
+    obj = replay_json(write(tmp_path, coloured))
+    assert obj["phase"] == "ready" and obj["shards"] == {"done": 4, "total": 4}
+    assert any(s["phase"] == "cuda_graph" for s in obj["timeline"])
+
+
+def test_output_into_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, startup_log())
+    proc = subprocess.run(
+        f"{sys.executable} -m tui replay {path} | head -c 10 > /dev/null; echo ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.stdout.strip() == "0" and "Traceback" not in proc.stderr

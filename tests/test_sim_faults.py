@@ -193,3 +193,41 @@ def test_orphans_can_also_escape_the_session(tmp_path: Path):
     from tests.helpers.sim import _pids_with_marker
 
     assert _pids_with_marker(sim.run_id) == []
+
+
+def _rank_pid(sim: SimServer, rank: int) -> int:
+    for pid in group_pids(sim.pid):
+        if Path(f"/proc/{pid}/cmdline").read_bytes() == f"sglang::scheduler_TP{rank}\0".encode():
+            return pid
+    raise AssertionError(f"no TP{rank}")
+
+
+def test_a_rank_killed_while_serving_takes_the_server_down_in_0523(tmp_path: Path):
+    sim = start_sim(tmp_path, speed=SPEED, tp=4, shards=4)
+    try:
+        wait_for_log(sim, b"fired up and ready to roll")
+        pid = _rank_pid(sim, 3)
+        os.kill(pid, signal.SIGKILL)
+        assert _exit(sim) == -signal.SIGKILL
+        _gone(sim)
+        log = sim.log.read_text()
+        assert f"Subprocess scheduler_3 (pid={pid}) crashed with exit code -9. Triggering SIGQUIT for cleanup..." in log
+        assert "SIGQUIT received. signum=None, frame=None. It usually means one child failed." in log
+    finally:
+        sim.stop()
+
+
+def test_a_rank_killed_while_serving_fails_health_in_059(tmp_path: Path):
+    from tests.helpers.sim import http_get
+
+    sim = start_sim(tmp_path, speed=SPEED, tp=4, shards=4, fmt="0.5.9")
+    try:
+        wait_for_log(sim, b"fired up and ready to roll")
+        os.kill(_rank_pid(sim, 3), signal.SIGKILL)
+        time.sleep(0.2)  # the launcher's 5 s poll
+        assert sim.alive()
+        assert http_get(sim.port, "/health")[0] == 503
+        assert "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds." in sim.log.read_text()
+        assert http_get(sim.port, "/v1/models")[0] == 200  # the HTTP server outlives the dead scheduler
+    finally:
+        sim.stop()

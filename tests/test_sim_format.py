@@ -96,7 +96,7 @@ def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str):
     from tui.core.events import BarProgress, Milestone, ServerArgs
     from tui.core.logparse import LogParser
 
-    sim = start_sim(tmp_path, fmt=fmt, speed=500.0, shards=16)
+    sim = start_sim(tmp_path, fmt=fmt, speed=250.0, shards=16)
     try:
         data = wait_for_log(sim, b"The server is fired up and ready to roll!")
     finally:
@@ -115,7 +115,7 @@ def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str):
     kinds = Counter((e.kind, e.draft) for e in events if isinstance(e, Milestone))
     for kind in ("load_begin", "load_end", "kv_alloc", "mem_pool_end"):
         lines = [ln[:160] for ln in data.decode(errors="replace").splitlines() if kind.split("_")[0] in ln.lower()]
-        assert (kinds[(kind, False)], kinds[(kind, True)]) == (8, 8), (kind, lines)
+        assert (kinds[(kind, False)], kinds[(kind, True)]) == (8, 8), (kind, str(sim.log), lines)
     assert kinds[("init_begin", False)] >= 8 and kinds[("max_tokens", False)] == 1
     for kind in ("uvicorn_started", "uvicorn_running", "fired_up"):
         assert kinds[(kind, False)] == 1, kind

@@ -229,9 +229,12 @@ def startup_failed_oom() -> list[Step]:
 
 
 def startup_stalled() -> list[Step]:
+    """Shards stop at 57/64; GPUs and health keep answering (unchanged) for 400 s."""
     steps = startup_to_loading(57)
     last = steps[-1].clock
-    steps.append(Step(last + 400, [Tick()]))
+    for k in range(1, 5):
+        steps.append(Step(last + 100 * k, [gpus(1.5 + 16.5 * 57 / 64, util=0.0), HealthResult("/health", "refused", latency_s=0.001),
+                                           HealthResult("/v1/models", "refused", latency_s=0.001), Tick()]))
     return steps
 
 
@@ -265,3 +268,40 @@ async def play(pilot: object, source: FakeBatchSource, clock: FakeClock, steps: 
             if app.batches_seen > before:
                 break
     await pilot.pause()  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A named screen state for snapshots and screenshots: scripted steps, then keys."""
+
+    name: str
+    steps: object  # () -> list[Step]
+    press: tuple[str, ...] = ()
+    initial: Readiness | None = None
+    size: tuple[int, int] = (160, 48)
+
+
+SCENES: tuple[Scene, ...] = (
+    Scene("loading_57_of_64", startup_to_loading),
+    Scene("cuda_graph_capture", startup_to_capture),
+    Scene("ready_with_decode", startup_to_ready),
+    Scene("failed_oom", startup_failed_oom),
+    Scene("stalled", startup_stalled, initial=Readiness(stall_after=120.0)),
+    Scene("disconnected", startup_disconnected),
+    Scene("confirm_kill", startup_to_loading, press=("K",)),
+    Scene("loading_80x24", startup_to_loading, size=(80, 24)),
+)
+
+
+def scene_app(scene: Scene) -> tuple[SglangTui, object]:
+    """The app for a scene and the `run_before` that drives it (fixed clock, fixed PIDs)."""
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, control=FakeControl(), clock=clock, initial=scene.initial, monotonic=FakeClock(0.0))
+
+    async def run_before(pilot: object) -> None:
+        await play(pilot, source, clock, scene.steps())  # type: ignore[operator]
+        if scene.press:
+            await pilot.press(*scene.press)  # type: ignore[attr-defined]
+            await pilot.pause()  # type: ignore[attr-defined]
+
+    return app, run_before

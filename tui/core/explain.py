@@ -140,6 +140,8 @@ def _failed_reason(s: Readiness) -> str:
         return f"stopped by {control.action} before ready"
     if s.process_alive is False:
         return "failed: the server process is gone before ready (a dead process, not a stall; no failure line in the log)"
+    if s.process_alive:
+        return "failed: the server process died before ready; a new one runs, waiting for its launch in the log"
     return "failed"
 
 

@@ -12,7 +12,7 @@ def duration(seconds: float | None) -> str:
     if seconds is None or math.isnan(seconds):
         return "-"
     s = max(0.0, seconds)
-    if s < 10:
+    if s < 9.95:  # 9.96 would print as "10.0s"
         return f"{s:.1f}s"
     whole = int(round(s))
     if whole < 60:

@@ -37,6 +37,7 @@ _GENERIC_EXCEPTION = re.compile(r"\w+ hit an exception:|^Exception in [\w.]+:?",
 _GENERIC_OTHER = re.compile(
     r"Received sigquit from a child process|SIGQUIT received|Initialization failed\.|scheduler is dead|"
     r"died during initialization|crashed with exit code|DataParallelController \d+ terminated with|"
+    r"Application startup failed|"
     r"^terminate called after throwing",
 )
 _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)

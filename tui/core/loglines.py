@@ -14,7 +14,8 @@ from tui.core.logenvelope import split_envelope
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # A tqdm frame ends with "…it/s]" or "…s/it]"; text right after it is another process's line glued on.
 _GLUE = re.compile(r"(?:it/s|s/it)\](?=.)")
-# Longest open line kept before it is cut into a line of its own (a stream with no newline at all).
+# Longest run without "\n" or "\r": a longer one is cut into lines of this size (a stream with no newline
+# must not grow memory without end). Cut from the run's start, so any chunking cuts the same way.
 MAX_PENDING = 1 << 20
 
 
@@ -24,8 +25,8 @@ def strip_ansi(text: str) -> str:
 
 
 def may_be_glued(text: str) -> bool:
-    """Cheap pre-check: does the text hold a tqdm frame end ("…it/s]" or "…s/it]")?"""
-    return "it/s]" in text or "s/it]" in text
+    """Cheap pre-check: does the text hold a tqdm frame ("%|" or "Completed |") that ends in "it/s]"/"s/it]"?"""
+    return ("it/s]" in text or "s/it]" in text) and ("%|" in text or "Completed |" in text)
 
 
 def split_glued(frame: str) -> list[str]:
@@ -39,6 +40,29 @@ def split_glued(frame: str) -> list[str]:
         start = m.end()
     parts.append(frame[start:])
     return parts
+
+
+def _cap_runs(buf: bytes) -> bytes:
+    """Insert "\n" every MAX_PENDING bytes into each run that long (runs counted from their start).
+
+    Checks a grid of cells half that wide (a run of MAX_PENDING bytes covers a whole cell) with bytes.find, so a
+    normal log costs a few finds per half-MiB."""
+    half = MAX_PENDING // 2
+    size = len(buf)
+    out: list[bytes] = []
+    copied = start = 0
+    while start + half <= size:
+        if buf.find(b"\n", start, start + half) >= 0 or buf.find(b"\r", start, start + half) >= 0:
+            start += half
+            continue
+        left = max(buf.rfind(b"\n", 0, start), buf.rfind(b"\r", 0, start)) + 1
+        right = min([i for i in (buf.find(b"\n", start), buf.find(b"\r", start)) if i >= 0] or [size])
+        for cut in range(left + MAX_PENDING, right + 1, MAX_PENDING):
+            out.append(buf[copied:cut] + b"\n")
+            copied = cut
+        start = right
+    out.append(buf[copied:])
+    return b"".join(out) if len(out) > 1 else buf
 
 
 class LineSplitter:
@@ -80,6 +104,8 @@ class LineSplitter:
         """Take in `data`; return (complete physical lines as bytes ending in "\\n", or b"";
         the decoded complete frames of the open line, "\\r"-separated, or "")."""
         buf = self._pending + data if self._pending else data
+        if len(buf) >= MAX_PENDING:
+            buf = _cap_runs(buf)
         block = b""
         nl = buf.rfind(b"\n")
         if nl >= 0:
@@ -89,9 +115,6 @@ class LineSplitter:
         if cr >= 0:
             partial, buf = buf[:cr].decode("utf-8", "replace"), buf[cr + 1 :]
             partial += "\r"  # marks that the open line holds frames (even an empty first one)
-        while len(buf) >= MAX_PENDING:  # cut at fixed offsets so any chunking cuts the same way
-            block += buf[:MAX_PENDING] + b"\n"
-            buf = buf[MAX_PENDING:]
         self._pending = buf
         return block, partial
 

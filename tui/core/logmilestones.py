@@ -1,4 +1,4 @@
-"""Startup milestone messages across SGLang 0.4.6 … 0.5.23, `server_args=`, and serving-time batch lines.
+"""Startup milestone messages across SGLang 0.4.6 … 0.5.23, `server_args=`, and speculative-algorithm names.
 
 Functions here read one message (the text after the `[time ranks]` envelope) and know nothing of order;
 the parser decides what order means (which load cycle is the draft model's, which window is warmup).
@@ -149,22 +149,6 @@ def server_arg(text: str, key: str) -> str | None:
 def server_arg_int(text: str, key: str) -> int | None:
     value = server_arg(text, key)
     return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
-
-
-# ------------------------------------------------------------------------------------------------ batch lines
-
-_BATCH_FIELD = re.compile(
-    r"(#running-req|#queue-req|token usage|accept len|accept rate|gen throughput \(token/s\)): (-?\d{1,12}(?:\.\d{1,6})?)",
-    re.ASCII,
-)
-
-
-def batch_fields(msg: str) -> dict[str, float]:
-    """The numbers of a `Prefill batch` / `Decode batch` line (first occurrence of each key)."""
-    out: dict[str, float] = {}
-    for key, value in _BATCH_FIELD.findall(msg):
-        out.setdefault(key, float(value))
-    return out
 
 
 def speculative_family(text: str) -> str | None:

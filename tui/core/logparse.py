@@ -12,7 +12,6 @@ import re
 
 from tui.core.events import (
     BarProgress,
-    BatchStats,
     Event,
     Failure,
     LaunchStarted,
@@ -22,12 +21,12 @@ from tui.core.events import (
     SpeculativeHint,
 )
 from tui.core.logbars import parse_frame
+from tui.core.logbatch import BatchRun
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
 from tui.core.logfailures import exception_failure, is_exception_line, marker_failure
 from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
     DRAFT_TYPE,
-    batch_fields,
     milestone,
     server_arg,
     server_arg_int,
@@ -53,8 +52,7 @@ class LogParser:
         self._splitter = LineSplitter()
         self._clock = LogClock()
         self._out: list[Event] = []
-        self._run: dict[str, list[object]] = {}  # stage → [last line (str|bytes), count, order]
-        self._run_order = 0
+        self._run = BatchRun()
         self._server_args_seen = False
         self._reset_launch()
 
@@ -84,7 +82,7 @@ class LogParser:
     def feed(self, data: bytes) -> list[Event]:
         block, partial = self._splitter.cut(data)
         if block:
-            if b"\r" in block or b"it/s]" in block or b"s/it]" in block:  # tqdm frames: the splitter's work
+            if b"\r" in block or b"%|" in block or b"Completed |" in block:  # tqdm frames: the splitter's work
                 self._slow(block.decode("utf-8", "replace"))
             else:
                 self._lean(block)
@@ -104,7 +102,8 @@ class LogParser:
     # ------------------------------------------------------------------------------------------ paths
 
     def _take(self) -> list[Event]:
-        self._flush_run()
+        if self._run:
+            self._out += self._run.drain(self._clock)
         out, self._out = self._out, []
         return out
 
@@ -122,12 +121,14 @@ class LogParser:
         prefill: bytes | None = None
         n_decode = n_prefill = 0
         decode_last = False
+        hinted = self._hint_level >= 1
         for line in lines:
             if b"Decode batch" in line:
-                if self._hint_level < 1 and b"accept len" in line:
-                    self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
+                if not hinted and b"accept len" in line:
+                    self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
+                    hinted = self._hint_level >= 1
                 else:
                     decode = line
                     n_decode += 1
@@ -136,64 +137,23 @@ class LogParser:
                 prefill = line
                 n_prefill += 1
                 decode_last = False
-            elif b"HTTP/1." in line and not self._warm:
+            elif b"HTTP/1." in line and b'" ' in line and not self._warm:  # an access line
                 continue
             elif line:
                 if decode is not None or prefill is not None:
-                    self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
+                    self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                 text = line.decode("utf-8", "replace")
                 if "\x1b" in text:  # ANSI: the splitter's work
                     self._slow(text + "\n")
                 else:
                     self._piece(text)
-        self._run_local(decode, n_decode, prefill, n_prefill, decode_last)
-
-    def _run_local(self, decode: bytes | None, n_decode: int, prefill: bytes | None, n_prefill: int,
-                   decode_last: bool) -> None:  # fmt: skip
-        stages = [("decode", decode, n_decode), ("prefill", prefill, n_prefill)]
-        for stage, line, count in stages if not decode_last else stages[::-1]:
-            if line is not None:
-                self._run_add(stage, line, count)
-
-    def _run_add(self, stage: str, line: str | bytes, count: int) -> None:
-        entry = self._run.get(stage)
-        self._run_order += 1
-        if entry is None:
-            self._run[stage] = [line, count, self._run_order]
-        else:
-            entry[0] = line
-            entry[1] = int(entry[1]) + count  # type: ignore[call-overload]
-            entry[2] = self._run_order
-
-    def _flush_run(self) -> None:
-        if not self._run:
-            return
-        run, self._run = self._run, {}
-        for stage, (line, count, _) in sorted(run.items(), key=lambda item: item[1][2]):  # type: ignore[arg-type, return-value]
-            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
-            env = split_envelope(strip_ansi(text))
-            f = batch_fields(env.msg)
-            running, queue = f.get("#running-req"), f.get("#queue-req")
-            self._out.append(
-                BatchStats(
-                    stage=stage,
-                    gen_throughput=f.get("gen throughput (token/s)"),
-                    accept_len=f.get("accept len"),
-                    accept_rate=f.get("accept rate"),
-                    running_req=int(running) if running is not None else None,
-                    queue_req=int(queue) if queue is not None else None,
-                    token_usage=f.get("token usage"),
-                    rank=env.rank,
-                    at=env.at,
-                    t=self._t(env.at),
-                    count=int(count),  # type: ignore[call-overload]
-                )
-            )
+                hinted = self._hint_level >= 1
+        self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
 
     def _emit(self, event: Event) -> None:
-        if self._run:
-            self._flush_run()
+        if self._run:  # a run of batch lines ends at any other event
+            self._out += self._run.drain(self._clock)
         self._out.append(event)
 
     def _t(self, at: str | None) -> float | None:
@@ -207,12 +167,12 @@ class LogParser:
             if self._hint_level < 1 and "accept len" in text:
                 env = split_envelope(strip_ansi(text))
                 self._hint(None, env.line, env.at)
-            self._run_add("decode", text, 1)
+            self._run.add("decode", text)
             return
         if "Prefill batch" in text:
-            self._run_add("prefill", text, 1)
+            self._run.add("prefill", text)
             return
-        if not self._warm and "HTTP/1." in text:
+        if not self._warm and "HTTP/1." in text and '" ' in text:  # an access line after the warmup
             return
         env = split_envelope(text)
         msg = env.msg

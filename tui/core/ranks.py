@@ -8,7 +8,7 @@ title matches, from SGLang's placement rule: GPU = base + (pp % pp_per_node) * t
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Collection, Sequence
 
 from tui.core.events import GpuSnapshot
 
@@ -35,13 +35,14 @@ def _consistent(rank: RankKey, title: RankKey) -> bool:
     return r.get("TP", 0) == t.get("TP", 0) and all(t[k] == v for k, v in r.items() if k in t)
 
 
-def _schedulers(snapshot: GpuSnapshot) -> dict[int, tuple[RankKey, int, int]]:
-    """pid -> (rank key, gpu index, bytes) for each scheduler process, on the GPU where it holds the most."""
+def _schedulers(snapshot: GpuSnapshot, only: Collection[int] | None) -> dict[int, tuple[RankKey, int, int]]:
+    """pid -> (rank key, gpu index, bytes) for each scheduler process (of `only`, when given), on the GPU
+    where it holds the most."""
     found: dict[int, tuple[RankKey, int, int]] = {}
     for gpu in snapshot.gpus:
         for proc in gpu.procs:
             key = title_key(proc.name)
-            if key is None:
+            if key is None or (only is not None and proc.pid not in only):
                 continue
             used = proc.used_bytes or 0
             if proc.pid not in found or used > found[proc.pid][2]:
@@ -76,13 +77,15 @@ def placement_gpu(rank: RankKey, tp_size: int | None, gpu_count: int, dp_major: 
 
 
 def map_ranks(
-    rank_names: Sequence[str], snapshot: GpuSnapshot, tp_size: int | None
+    rank_names: Sequence[str], snapshot: GpuSnapshot, tp_size: int | None, server_pids: Collection[int] | None = None
 ) -> dict[str, tuple[int | None, int | None]]:
-    """rank name ("TP3", "DP1 TP3") -> (gpu index, pid), None where unknown."""
+    """rank name ("TP3", "DP1 TP3") -> (gpu index, pid), None where unknown.
+
+    server_pids (the server's own processes, when known) keeps another server's same-titled ranks out."""
     if not snapshot.gpus:
         return {name: (None, None) for name in rank_names}
     keys = {name: rank_key(name) for name in rank_names}
-    schedulers = _schedulers(snapshot)
+    schedulers = _schedulers(snapshot, set(server_pids) if server_pids else None)
     present = {gpu.index for gpu in snapshot.gpus}
     # TP numbers repeating under different DP labels mean each DP replica has its own TP group (plain DP).
     tps = [dict(k).get("TP") for k in keys.values() if "DP" in dict(k)]

@@ -98,8 +98,8 @@ def format_report(state: Readiness) -> str:
         lines.append(f"decode: {gen}{accept}")
     if s.phase is Phase.FAILED:
         if s.error is not None:
-            cause = "root cause" if s.error.root_cause else "failure marker (no root-cause line found)"
-            lines.append(f"cause: {s.error.kind} ({cause})")
+            cause = "(root cause)" if s.error.root_cause else "(a failure marker: no root-cause line in the log)"
+            lines.append(f"cause: {s.error.kind} {cause}")
             lines.append(f"line:  {s.error.line.rstrip()}")
         else:
             lines.append("cause: unknown (no failure line in the log)")

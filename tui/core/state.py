@@ -60,7 +60,7 @@ class BarState:
     bs: int | None = None  # capture bars: batch size in capture
     avail_mem_gb: float | None = None
     samples: tuple[tuple[float, int], ...] = ()  # recent (time, done) points behind rate_per_s, bounded
-    sample_clock: str = ""  # "log" (times from log lines) or "clock" (the reducer's now): never mixed
+    sample_clock: str = ""  # "tqdm" (the frame's own elapsed), "log" (log times) or "clock" (now): never mixed
     label: str = ""  # the bar's description as printed
 
 

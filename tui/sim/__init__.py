@@ -1,0 +1,26 @@
+"""A simulated SGLang launch: real processes, a real log in a real SGLang version's format, real HTTP.
+
+Processes: the main process (`python -m tui simulate …`, the process-group/session leader when started
+with setsid) writes server_args and the uvicorn/warmup lines, serves HTTP and runs rank 0's serving loop;
+one child per TP rank (`sglang::scheduler_TP<k>`, its whole cmdline) plays that rank's startup script and
+writes its own lines to the inherited stderr, so ranks interleave as they do in a redirected real log; a
+`sglang::detokenizer` child idles. Ranks synchronise through the main process at the points where real ranks
+meet in a collective (end of loading, end of each capture), and the clock runs `speed` times real time.
+
+Modules: params (what to simulate), logformat + bars (the text), script (a rank's timeline as data),
+memory + gpustate (GPU memory per rank, published for the GPU probe), faults (failure texts), rank / detok /
+procs (the children), http + api + engine (the HTTP server), server (the main process), clock.
+
+What the faults model (reference §4, §6):
+- oom-load / oom-capture / nccl-timeout: TP3 (or the last rank) logs `Scheduler hit an exception:` with the
+  traceback, SIGQUITs the main process, which logs `Received sigquit…` and SIGKILLs the tree and itself.
+- crash: TP3 SIGKILLs itself while loading; the launcher reports the dead rank, kills the children, exits 1.
+- hang-weights / hang-capture: every rank stops at the same point and stays alive; the log goes silent.
+- port-in-use (or a real listener on --port): uvicorn's bind error after the model loaded; exit 3.
+- warmup-fail: the warmup's POST /generate gets a 500; `Initialization failed. warmup error:`; tree killed.
+- orphans: schedulers have no parent-death signal and ignore SIGTERM (stuck in GPU teardown), so a TERM to
+  the main process or the group leaves them running, re-parented, still in the launch's process group and
+  session, holding their GPU memory and carrying the launcher's SGLANG_TUI_RUN marker; SIGKILL to the group
+  ends them. With SGLANG_TUI_SIM_ORPHAN_SETSID=1 they also leave the session (setsid), so only the run
+  marker finds them.
+"""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -13,6 +14,7 @@ from tui.sim.params import MODEL, SimParams
 
 CONTEXT_LEN = 131072
 DEFAULT_MAX_NEW_TOKENS = 128
+HEALTH_CHECK_TIMEOUT = 20  # SGLANG_HEALTH_CHECK_TIMEOUT
 
 
 def _not_found() -> Response:
@@ -26,11 +28,14 @@ def _prompt_tokens(text: str) -> int:
 class Api:
     """Routes requests; `up` turns true when warmup succeeded, `draining` after SIGTERM."""
 
-    def __init__(self, params: SimParams, engine: Engine, server_info: Callable[[], dict[str, object]]) -> None:
+    def __init__(self, params: SimParams, engine: Engine, server_info: Callable[[], dict[str, object]],
+                 say: Callable[[str], None]) -> None:  # fmt: skip
         self.p = params
         self.engine = engine
         self.server_info = server_info
+        self.say = say
         self.up = False
+        self.scheduler_dead = False  # a rank died while serving and nothing killed the tree (before 0.5.14)
         self.draining = False
         self.fail_generate = False  # the warmup-fail fault: generation answers 500
         self.in_flight = 0
@@ -64,6 +69,12 @@ class Api:
     # ------------------------------------------------------------------------------------- health etc.
     async def health(self, _request: Request) -> Response:
         if not self.up or self.draining:
+            return Response(503, content_type="text/plain")
+        if self.scheduler_dead:  # no detokenizer output arrives; SGLang gives up after 20 s and says so
+            start = time.strftime("%H:%M:%S", time.localtime(self.engine.clock.now()))
+            await asyncio.sleep(max(self.engine.clock.real(HEALTH_CHECK_TIMEOUT), 0.05))
+            self.say(f"Health check failed. Server couldn't get a response from detokenizer for last "
+                     f"{HEALTH_CHECK_TIMEOUT} seconds. tic start time: {start}. last_heartbeat time: {start}")  # fmt: skip
             return Response(503, content_type="text/plain")
         await self.engine.health(max(1.0 / self.p.speed, 0.05))
         return Response(200, content_type="text/plain")

@@ -137,9 +137,9 @@ class Engine:
         self.window_start = now
 
     async def _loop(self) -> None:
-        if not self.window_start:
-            self.window_start = self.clock.elapsed()
         last = self.clock.elapsed()
+        self.window_start = last  # a batch after an idle spell measures from its own start
+        self.window_tokens = self.window_steps = 0
         while self.pending or self.running:
             if self.pending:
                 self._prefill()

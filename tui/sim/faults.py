@@ -170,6 +170,6 @@ def warmup_error() -> str:
     )
 
 
-def bind_error(host: str, port: int) -> str:
-    """uvicorn's message when the HTTP port is taken (it binds only after the whole model is loaded)."""
-    return f"[Errno 98] error while attempting to bind on address ('{host}', {port}): address already in use"
+def bind_error(host: str, port: int, errno: int = 98, reason: str = "address already in use") -> str:
+    """uvicorn's message when it cannot bind (it binds only after the whole model is loaded)."""
+    return f"[Errno {errno}] error while attempting to bind on address ('{host}', {port}): {reason}"

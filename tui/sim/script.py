@@ -226,7 +226,9 @@ class RankScript:
         return False
 
     def _kv(self, draft: bool) -> None:
-        t = self._jitter(self._cursor() + (0.05 if draft else 1.0), 0.1)
+        if not draft:  # KV sizing all-reduces the free memory of every rank: a collective
+            self._add(self._cursor() + 0.5, action="barrier")
+        t = self._jitter(self._cursor() + (0.05 if draft else 0.5), 0.1)
         self._say(t - 0.02, self.fmt.kv_dtype(), rank0_only=True)
         kv = self.mem.kv_draft if draft else self.mem.kv_target
         self._say(t, self.fmt.kv_alloc(self.mem.tokens, kv / 2, kv / 2), self.used + kv)
@@ -259,6 +261,8 @@ class RankScript:
             desc = self.fmt.capture_bar_desc(graph, size, avail(mem))
             if self.rank == 0:
                 self._add(t + 0.001, writer.write(frame(i, n, t - start, desc)))
+            if i == 0:  # the first captured forward runs collectives: every rank is capturing by then
+                self._add(t + 0.002, action="barrier")
             t += per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per
             text = writer.write(frame(i + 1, n, t - start, desc)) if self.rank == 0 else ""
             self._add(t, text, base + grow * (i + 1) / n)

@@ -25,44 +25,19 @@ from tui.sim.engine import Engine
 from tui.sim.http import PHRASES, Request, fetch, serve
 from tui.sim.logformat import LogFormat
 from tui.sim.memory import RankMemory
-from tui.sim.params import MODEL, SimParams
+from tui.sim.params import SimParams
 from tui.sim.rank import title
+from tui.sim.serverargs import HOST, server_args_fields, server_info
 
-HOST = "127.0.0.1"
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
 WARMUP_MIN_REAL_S = 0.25
 SPAWN_TIMEOUT_S = 30.0
 
 
-def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
-    """A realistic slice of SGLang's ServerArgs (the real line has hundreds of fields)."""
-    spec = p.speculative
-    return [
-        ("model_path", MODEL), ("tokenizer_path", MODEL), ("tokenizer_mode", "auto"), ("tokenizer_worker_num", 1),
-        ("skip_tokenizer_init", False), ("load_format", "auto"), ("model_loader_extra_config", "{}"),
-        ("trust_remote_code", False), ("context_length", None), ("is_embedding", False), ("revision", None),
-        ("model_impl", "auto"), ("host", HOST), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
-        ("nccl_port", None), ("dtype", "auto"), ("quantization", None), ("kv_cache_dtype", "auto"),
-        ("mem_fraction_static", 0.87), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
-        ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384), ("schedule_policy", "fcfs"),
-        ("schedule_conservativeness", 1.0), ("page_size", 1), ("device", "cuda"), ("tp_size", p.tp),
-        ("pp_size", 1), ("stream_interval", 1), ("stream_output", False), ("random_seed", 913207644),
-        ("watchdog_timeout", 300), ("dist_timeout", None), ("download_dir", None), ("base_gpu_id", 0),
-        ("gpu_id_step", 1), ("log_level", "info"), ("log_level_http", None), ("log_requests", False),
-        ("show_time_cost", False), ("enable_metrics", False), ("decode_log_interval", 40), ("api_key", None),
-        ("served_model_name", MODEL), ("dp_size", 1), ("load_balance_method", "round_robin"),
-        ("dist_init_addr", None), ("nnodes", 1), ("node_rank", 0), ("attention_backend", "fa3"),
-        ("sampling_backend", "flashinfer"), ("speculative_algorithm", spec),
-        ("speculative_draft_model_path", p.draft_model), ("speculative_num_steps", 3 if spec else None),
-        ("speculative_eagle_topk", 1 if spec else None), ("speculative_num_draft_tokens", 4 if spec else None),
-        ("ep_size", 1), ("enable_dp_attention", False), ("disable_cuda_graph", False),
-        ("cuda_graph_max_bs", 48 if spec else 256), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
-        ("enable_torch_compile", False), ("enable_mixed_chunk", False),
-    ]  # fmt: skip
-
-
 class Main:
+    """One simulated launch, run by `run()` on the main process's event loop."""
+
     def __init__(self, params: SimParams) -> None:
         self.p = params
         self.fmt = LogFormat(params.fmt, params.tp)
@@ -82,10 +57,11 @@ class Main:
         mem = RankMemory(params.tp, params.speculative is not None)
         self.engine = Engine(self.fmt, self.clock, self.err, speculative=params.speculative is not None,
                              max_tokens=mem.tokens, seed=params.seed)  # fmt: skip
-        self.api = Api(params, self.engine, self.server_info)
+        self.api = Api(params, self.engine, lambda: server_info(params, self.engine), self.say)
         self.uvicorn_up = False
         self.started_warmup = 0.0
         self.terms = 0
+        self.stopping = False
 
     # ------------------------------------------------------------------------------------------ writing
     def err(self, text: str) -> None:
@@ -142,6 +118,7 @@ class Main:
                 pass  # that rank is already gone
 
     def kill_children(self, sig: int = signal.SIGKILL) -> None:
+        self.stopping = True  # what follows is our doing, not a crash for watch_ranks to report
         for proc in self.children:
             if proc.poll() is None:
                 try:
@@ -180,13 +157,23 @@ class Main:
             self.all_ready.set()
 
     async def watch_ranks(self) -> None:
-        """The launcher notices a scheduler that died without a traceback (polls every 5 s, like 0.5.14+)."""
-        while not self.all_ready.is_set():
+        """Notice a scheduler that died without a traceback (polled every 5 s, like 0.5.14+): during init the
+        launcher gives up; once serving, 0.5.14+'s subprocess watchdog kills the tree, while older versions
+        keep serving without it and only /health tells."""
+        while not self.stopping:
             for rank, proc in enumerate(self.ranks):
                 code = proc.poll()
-                if code is not None and rank not in self.ready:
+                if code is None or code == 0:  # 0: it raised and SIGQUIT us; that handler owns the failure
+                    continue
+                if not self.all_ready.is_set():
                     self.rank_died(rank, code)
-                    return
+                elif self.fmt.new:
+                    self.say(f"Subprocess scheduler_{rank} (pid={proc.pid}) crashed with exit code {code}. "
+                             "Triggering SIGQUIT for cleanup...")  # fmt: skip
+                    self.on_sigquit()
+                else:
+                    self.api.scheduler_dead = True
+                return
             await asyncio.sleep(max(self.clock.real(5.0), 0.05))
 
     def rank_died(self, rank: int, code: int) -> None:
@@ -266,8 +253,8 @@ class Main:
             if self.p.fault == "port-in-use":
                 raise OSError(98, "address already in use")
             self.http = await serve(HOST, self.p.port, self.api.handle, self.access)
-        except OSError:
-            return self.bind_failed()
+        except OSError as err:
+            return self.bind_failed(err)
         self.uvicorn_up = True
         self.uv(f"Uvicorn running on http://{HOST}:{self.p.port} (Press CTRL+C to quit)")
         self.started_warmup = self.clock.elapsed()
@@ -276,8 +263,8 @@ class Main:
         warmup.cancel()
         return await self.shutdown()
 
-    def bind_failed(self) -> int:
-        self.uv(faults.bind_error(HOST, self.p.port), "ERROR")
+    def bind_failed(self, err: OSError) -> int:
+        self.uv(faults.bind_error(HOST, self.p.port, err.errno or 98, (err.strerror or "").lower()), "ERROR")
         self.uv("Waiting for application shutdown.")
         self.uv("Application shutdown complete.")
         self.say(self.fmt.kill_tree(os.getpid(), False))
@@ -341,21 +328,6 @@ class Main:
         self.uv(f"Finished server process [{os.getpid()}]")
         self.kill_children()
         return 0
-
-    def server_info(self) -> dict[str, object]:
-        mem = RankMemory(self.p.tp, self.p.speculative is not None)
-        state: dict[str, object] = {
-            "last_gen_throughput": round(self.engine.last_throughput, 2),
-            "memory_usage": {"weight": round(mem.weights + mem.draft_weights, 2), "kvcache": round(mem.kv_total, 2),
-                             "token_capacity": mem.tokens, "graph": 3.34},  # fmt: skip
-        }
-        if self.p.speculative:
-            state["avg_spec_accept_length"] = self.engine.last_accept
-        info: dict[str, object] = dict(server_args_fields(self.p))
-        info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": self.p.fmt,
-                     "internal_states": [state]})  # fmt: skip
-        return info
-
 
 def open_log(path: str) -> None:
     """Append to the log and make it this process's stdout and stderr (children inherit both)."""

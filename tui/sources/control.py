@@ -9,7 +9,6 @@ GPU probe that their memory is released. Never by name: a same-titled process el
 from __future__ import annotations
 
 import asyncio
-import posixpath
 import time
 from dataclasses import dataclass, field
 
@@ -25,7 +24,6 @@ from tui.sources.host import Host, HostError
 DEFAULT_GRACE_S = 30.0
 KILL_WAIT_S = 10.0  # after SIGKILL: a process in GPU teardown (state D) can take a while to go
 GPU_RELEASE_S = 30.0  # the driver frees memory after the process is gone ("queues the teardown")
-_POLL_S = 0.25
 _ADOPT_EVERY_S = 5.0  # the adoption scan reads every fd on the host: not on every Monitor poll
 
 
@@ -55,8 +53,6 @@ class ServerControl:
                  grace_s: float = DEFAULT_GRACE_S, gpu_release_s: float = GPU_RELEASE_S) -> None:
         self.host = host
         self.port = int(port)
-        if log_path and cwd and not posixpath.isabs(log_path):
-            log_path = posixpath.join(cwd, log_path)  # the launch cd's into cwd; every command must agree
         self.log_path = log_path
         self.launch_cmd = launch
         self.cwd = cwd
@@ -72,6 +68,8 @@ class ServerControl:
     def describe(self, action: str) -> str:
         """The exact commands an action runs on the host, for the confirm dialog."""
         t = self._target or _Target()
+        if action == "launch":
+            return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
         scan = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
         who = (f"process group {t.group}" if t.group else f"pids {sorted(t.known)}" if t.known
                else f"the server on port {self.port} (found when run)")
@@ -83,8 +81,6 @@ class ServerControl:
                   cmds.stop_command("KILL", group=t.group, procs=t.known, wait_s=KILL_WAIT_S, scan=scan),
                   "# confirm their GPU memory is released (the probe script on stdin)",
                   self._probe_once_command()]
-        if action == "launch":
-            return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
         if action == "restart":
             steps += ["# then launch again", self._launch_command("<new run id>") or "no --launch command given"]
         return "\n".join(steps)
@@ -177,29 +173,19 @@ class ServerControl:
         run_id = cmds.new_run_id()
         command = cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
         try:
-            result = await self.host.run(command, timeout=30.0)
-            if result.returncode != 0:
-                why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-                return ControlResult("launch", False, f"launch failed: {why[-1] if why else result.returncode}",
-                                     command=command)
-            pid = await self._wait_pidfile()
+            # The launch returns at once (all stdio redirected); the same round trip then waits for the pidfile.
+            result = await self.host.run(f"{command}\n{cmds.read_pidfile_command(self.log_path)}", timeout=30.0)
         except (HostError, TimeoutError) as exc:
             return ControlResult("launch", False, f"launch failed: {exc}", command=command)
-        if pid is None:
-            return ControlResult("launch", False, "launched, but no pid was recorded within 5 s", command=command)
+        text = result.stdout.decode("utf-8", "replace").strip()
+        if not text.isdigit():
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            return ControlResult("launch", False, "launch failed: " + (why[-1] if why else "no pid recorded within 5 s"),
+                                 command=command)
+        pid = int(text)
         self._target = _Target(main=pid, group=pid, session=pid, run_id=run_id, how="launched")
         return ControlResult("launch", True, f"started pid {pid} (run {run_id}), output to {self.log_path}",
                              command=command)
-
-    async def _wait_pidfile(self) -> int | None:
-        assert self.log_path is not None
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            text = (await self._run(cmds.read_pidfile_command(self.log_path))).strip()
-            if text.isdigit():
-                return int(text)
-            await asyncio.sleep(0.05)
-        return None
 
     async def terminate(self) -> ControlResult:
         """TERM the group, wait out SGLang's drain, KILL what is left, sweep, confirm GPU memory released."""

@@ -25,20 +25,23 @@ def pidfile_for(log_path: str) -> str:
 
 
 # The launcher: $$ of this sh is PID = PGID = SID (setsid need not fork: the caller's `&` child leads no
-# group); it records itself, then becomes CMD with the run marker in its environment.
-LAUNCHER = 'echo $$ > "$1"; exec env ' + MARKER_VAR + '="$2" PYTHONUNBUFFERED=1 sh -c "$3"'
+# group); it records itself, enters DIR, then becomes CMD with the run marker in its environment. The log
+# and the pidfile are opened before the cd, so they resolve where every other command (the tail) looks.
+LAUNCHER = 'echo $$ > "$1" && cd "$4" && exec env ' + MARKER_VAR + '="$2" PYTHONUNBUFFERED=1 sh -c "$3"'
 
 
 def launch_command(command: str, *, log_path: str, run_id: str, cwd: str | None = None) -> str:
-    """`cd DIR && setsid sh -c LAUNCHER sglang-tui PIDFILE ID CMD > LOG 2>&1 < /dev/null &` (all quoted)."""
+    """`setsid sh -c LAUNCHER sglang-tui PIDFILE ID CMD DIR > LOG 2>&1 < /dev/null &` (every word quoted)."""
     pidfile = pidfile_for(log_path)
-    args = " ".join(q(a) for a in ("sglang-tui", pidfile, run_id, command))
-    start = f"setsid sh -c {q(LAUNCHER)} {args} > {q(log_path)} 2>&1 < /dev/null &"
-    return (f"cd {q(cwd)} && " if cwd else "") + f"rm -f -- {q(pidfile)} && " + start
+    args = " ".join(q(a) for a in ("sglang-tui", pidfile, run_id, command, cwd or "."))
+    return f"rm -f -- {q(pidfile)}; setsid sh -c {q(LAUNCHER)} {args} > {q(log_path)} 2>&1 < /dev/null &"
 
 
-def read_pidfile_command(log_path: str) -> str:
-    return f"cat -- {q(pidfile_for(log_path))} 2>/dev/null"
+def read_pidfile_command(log_path: str, wait_s: float = 5.0) -> str:
+    """Print the launcher's pid once it has written it (polling up to wait_s)."""
+    pidfile = q(pidfile_for(log_path))
+    return (f"n=0; while [ ! -s {pidfile} ] && [ $n -lt {max(int(wait_s * 20), 1)} ]; do sleep 0.05; n=$((n+1)); done; "
+            f"cat -- {pidfile} 2>/dev/null")
 
 
 # A process's fields after the `(comm)`: state ppid pgrp session … starttime (field 22 of stat = 20th here).

@@ -1,7 +1,8 @@
-"""LocalHost: the Host interface on this machine (asyncio subprocesses running `sh -c`, direct TCP for HTTP).
+"""LocalHost: the Host interface on this machine (`sh -c` subprocesses, direct TCP for HTTP).
 
 Every command runs in its own session (process group), so closing it kills the whole command tree it
-started, never anything else.
+started, never anything else. Processes are spawned with subprocess.Popen and watched through a pidfd,
+because cancelling asyncio.create_subprocess_exec mid-start hangs the event loop on Python 3.11.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from asyncio.subprocess import PIPE, DEVNULL, Process
+import subprocess
 
 from tui.core.events import ConnectionState
 from tui.sources.host import CommandResult, Host, HostError, RemoteProcess
@@ -17,55 +18,131 @@ from tui.sources.host import CommandResult, Host, HostError, RemoteProcess
 _KILL_GRACE_S = 1.0
 
 
-def _kill_group(proc: Process, sig: int) -> None:
-    """Signal the process group the command leads (it was started with start_new_session)."""
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+class _Child:
+    """One `sh -c` process in its own session: stdout/stderr as StreamReaders, exit as a future."""
 
+    def __init__(self, popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        self.popen = popen
+        self.loop = loop
+        self.stdout = asyncio.StreamReader(limit=2**24, loop=loop)
+        self.stderr = asyncio.StreamReader(limit=2**24, loop=loop)
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self._transports: list[asyncio.BaseTransport] = []
+        self.stdin: asyncio.StreamWriter | None = None
+        self._pidfd = os.pidfd_open(popen.pid)
+        loop.add_reader(self._pidfd, self._on_exit)
 
-async def _stop(proc: Process) -> None:
-    """TERM the command's group, then KILL it if it lingers; always reap the process."""
-    if proc.returncode is None:
-        _kill_group(proc, signal.SIGTERM)
+    async def connect(self, input: bytes | None, keep_stdin: bool) -> None:
+        for pipe, reader in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr)):
+            transport, _ = await self.loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)
+            self._transports.append(transport)
+        if self.popen.stdin is None:
+            return
+        transport, protocol = await self.loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), self.popen.stdin)
+        self._transports.append(transport)
+        self.stdin = asyncio.StreamWriter(transport, protocol, None, self.loop)  # type: ignore[arg-type]
+        if input is not None:
+            self.stdin.write(input)
+            try:
+                await self.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        if input is not None or not keep_stdin:
+            self.stdin.close()
+
+    def _on_exit(self) -> None:
+        returncode = self.popen.poll()
+        if returncode is None:
+            return
+        self._release_pidfd()
+        if not self.exited.done():
+            self.exited.set_result(returncode)
+
+    def _release_pidfd(self) -> None:
+        if self._pidfd >= 0:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+    def signal_group(self, sig: int) -> None:
         try:
-            await asyncio.wait_for(proc.wait(), _KILL_GRACE_S)
-        except asyncio.TimeoutError:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
             pass
-    # The leader may have exited while children of its group still run (e.g. `a | b`).
-    _kill_group(proc, signal.SIGKILL)
-    if proc.returncode is None:
-        await proc.wait()
+
+    async def stop(self) -> None:
+        """TERM the command's group, KILL it if it lingers, reap it, close our ends of the pipes."""
+        if not self.exited.done():
+            self.signal_group(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(asyncio.shield(self.exited), _KILL_GRACE_S)
+            except asyncio.TimeoutError:
+                pass
+        # The leader may be gone while others of its group still run (e.g. `a | b`, a backgrounded helper).
+        self.signal_group(signal.SIGKILL)
+        if not self.exited.done():
+            await asyncio.shield(self.exited)
+        self.close_pipes()
+
+    def close_pipes(self) -> None:
+        for transport in self._transports:
+            transport.close()
+        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+
+    def abandon(self) -> None:
+        """Synchronous cleanup for a start that was cancelled: kill the group, forget everything."""
+        self.signal_group(signal.SIGKILL)
+        self.close_pipes()
+        try:
+            self.popen.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        self._release_pidfd()
+
+
+async def _spawn(command: str, input: bytes | None, keep_stdin: bool) -> _Child:
+    try:
+        popen = subprocess.Popen(
+            ["sh", "-c", command],
+            stdin=subprocess.PIPE if (input is not None or keep_stdin) else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as exc:
+        raise HostError(f"cannot start a local shell: {exc}") from exc
+    child = _Child(popen, asyncio.get_running_loop())
+    try:
+        await child.connect(input, keep_stdin)
+    except BaseException:
+        child.abandon()
+        raise
+    return child
 
 
 class LocalProcess(RemoteProcess):
     """A long-running local `sh -c` command with stdout/stderr as bytes."""
 
-    def __init__(self, proc: Process, owner: "LocalHost") -> None:
-        self._proc = proc
+    def __init__(self, child: _Child, owner: "LocalHost") -> None:
+        self._child = child
         self._owner = owner
 
     @property
     def pid(self) -> int:
-        return self._proc.pid
+        return self._child.popen.pid
 
     async def read(self, n: int = 65536) -> bytes:
-        assert self._proc.stdout is not None
-        return await self._proc.stdout.read(n)
+        return await self._child.stdout.read(n)
 
     async def read_stderr(self, n: int = 65536) -> bytes:
-        assert self._proc.stderr is not None
-        return await self._proc.stderr.read(n)
+        return await self._child.stderr.read(n)
 
     async def wait(self) -> int | None:
-        return await self._proc.wait()
+        return await asyncio.shield(self._child.exited)
 
     async def close(self) -> None:
         self._owner._live.discard(self)
-        if self._proc.stdin is not None and not self._proc.stdin.is_closing():
-            self._proc.stdin.close()
-        await _stop(self._proc)
+        await self._child.stop()
 
 
 class LocalHost(Host):
@@ -86,41 +163,29 @@ class LocalHost(Host):
             await proc.close()
         self._connected = False
 
-    async def _spawn(self, command: str, stdin_pipe: bool) -> Process:
-        try:
-            return await asyncio.create_subprocess_exec(
-                "sh", "-c", command,
-                stdin=PIPE if stdin_pipe else DEVNULL, stdout=PIPE, stderr=PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise HostError(f"cannot start a local shell: {exc}") from exc
-
     async def run(self, command: str, *, input: bytes | None = None, timeout: float | None = 30.0) -> CommandResult:
-        proc = await self._spawn(command, input is not None)
+        child = await _spawn(command, input, keep_stdin=False)
+
+        async def finish() -> tuple[bytes, bytes, int]:
+            out, err = await asyncio.gather(child.stdout.read(), child.stderr.read())
+            return out, err, await asyncio.shield(child.exited)
+
         try:
-            stdout, stderr = await asyncio.wait_for(proc.communicate(input), timeout)
+            stdout, stderr, returncode = await asyncio.wait_for(finish(), timeout)
         except asyncio.TimeoutError:
-            await _stop(proc)
+            await child.stop()
             raise TimeoutError(f"command timed out after {timeout} s") from None
         except BaseException:
-            await _stop(proc)
+            child.abandon()
             raise
-        return CommandResult(proc.returncode, stdout, stderr)
+        child.close_pipes()
+        return CommandResult(returncode, stdout, stderr)
 
     async def start(self, command: str, *, input: bytes | None = None) -> RemoteProcess:
-        # stdin stays an open pipe until close() (like an SSH channel), so a command can watch it to
-        # notice that its reader went away.
-        proc = await self._spawn(command, True)
-        assert proc.stdin is not None
-        if input is not None:
-            try:
-                proc.stdin.write(input)
-                await proc.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            proc.stdin.close()
-        process = LocalProcess(proc, self)
+        # Without input, stdin stays an open pipe until close() (like an SSH channel), so a command can
+        # watch it to notice that its reader went away.
+        child = await _spawn(command, input, keep_stdin=True)
+        process = LocalProcess(child, self)
         self._live.add(process)
         return process
 

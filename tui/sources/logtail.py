@@ -159,6 +159,7 @@ class LogTail:
     async def _follow(self, proc: RemoteProcess) -> AsyncIterator[LogActivity]:
         """Stream stdout until tail reports that the file changed under its name, exits, or the link dies."""
         notice = asyncio.ensure_future(self._watch_stderr(proc))
+        chunk: asyncio.Future[bytes] | None = None
         try:
             while True:
                 chunk = asyncio.ensure_future(proc.read())
@@ -179,11 +180,12 @@ class LogTail:
                     self.offset += len(data)
                     yield LogActivity(self.offset, data)
                     continue
-                chunk.cancel()
                 self._note(notice.result())
                 return
         finally:
-            notice.cancel()
+            _discard(notice)
+            if chunk is not None:
+                _discard(chunk)
 
     def _note(self, reason: str) -> None:
         if reason == "truncated":
@@ -203,3 +205,12 @@ class LogTail:
                     return "truncated"
                 if any(marker in line for marker in _RENAMED):
                     return "renamed"
+
+
+def _discard(task: asyncio.Future[object]) -> None:
+    """Cancel a helper read; if it already ended (e.g. with a link error), consume its outcome."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+    else:
+        task.cancel()

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
-from tui.core.loglines import LineSplitter, classify_line
+from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
@@ -27,7 +27,7 @@ from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
 from tui.ui.panes.log_pane import LogPane
-from tui.ui.panes.log_view import LogLine, make_line
+from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.confirm import ConfirmScreen
@@ -66,6 +66,8 @@ class UiSources:
     """Restart/terminate/kill; None: watch only."""
     host_label: str = "local"
     """The host as the user typed it (shown in the header and the confirm dialog)."""
+    phase_changed: Callable[[Phase], None] | None = None
+    """Told each new phase (Monitor.set_phase: the health poller picks its cadence from it)."""
 
 
 def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[LineSplitter, list[LogLine]]:
@@ -73,12 +75,12 @@ def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[Li
     lines: list[LogLine] = []
     for event in batch:
         if isinstance(event, LogActivity) and event.data:
-            lines.extend(make_line(t, classify_line(t)) for t in splitter.feed(event.data))
+            lines.extend(map(LogLine, splitter.feed(event.data)))
         elif isinstance(event, LogReset):
-            lines.extend(make_line(t, classify_line(t)) for t in splitter.flush())
+            lines.extend(map(LogLine, splitter.flush()))
             splitter = LineSplitter()
             note = f"──── log {event.reason}{': ' + event.detail if event.detail else ''} ────"
-            lines.append(LogLine(note, "warning"))
+            lines.append(LogLine(note, "warning", None))
     return splitter, lines
 
 
@@ -118,6 +120,7 @@ class SglangTui(App[None]):
         self._monotonic = monotonic
         self._live = initial if initial is not None else Readiness()
         self._held_lines: list[LogLine] = []
+        self._held_live: str | None = None
         self._last_danger_press: dict[str, float] = {}
         self.batches_seen = 0
         """Monitor batches folded so far (tests wait on it)."""
@@ -157,7 +160,7 @@ class SglangTui(App[None]):
         try:
             async for batch in self.sources.batches():
                 splitter, lines = split_log_events(splitter, batch)
-                self.post_message(EventsReceived(tuple(batch), tuple(lines)))
+                self.post_message(EventsReceived(tuple(batch), tuple(lines), splitter.current))
                 await asyncio.sleep(0)  # a source that never awaits must not starve the keyboard
         except asyncio.CancelledError:
             raise
@@ -168,12 +171,13 @@ class SglangTui(App[None]):
     def on_events_received(self, message: EventsReceived) -> None:
         self.batches_seen += 1
         self._fold(message.events)
-        if message.lines:
-            if self.paused:
-                self._held_lines.extend(message.lines)
-                del self._held_lines[: max(0, len(self._held_lines) - HELD_LINES_MAX)]
-            else:
-                self.log_pane.append(message.lines)
+        if self.paused:
+            self._held_lines.extend(message.lines)
+            del self._held_lines[: max(0, len(self._held_lines) - HELD_LINES_MAX)]
+            self._held_live = message.live
+        else:
+            self.log_pane.append(message.lines)
+            self.log_pane.view.set_live(message.live)
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
@@ -194,6 +198,11 @@ class SglangTui(App[None]):
             except Exception as err:  # reduce is total; a bug there must still not freeze the screen
                 self.log.error(f"reduce failed on {type(event).__name__}: {err}")
         self._live = state
+        if state.phase is not before.phase and self.sources.phase_changed is not None:
+            try:
+                self.sources.phase_changed(state.phase)
+            except Exception as err:  # a source's hook must not take the screen down
+                self.log.error(f"phase_changed hook failed: {err}")
         self._announce(before, state)
         if not self.paused:
             self.now = now
@@ -203,14 +212,15 @@ class SglangTui(App[None]):
         """Bell and toast when the server turns ready, fails or stalls."""
         if new.phase in _UP and old.phase not in _UP:
             self.bell()
-            self.notify(f"{self.sources.host_label}: the server is ready ({phase_label(new).lower()})", title="ready", timeout=10)
+            facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
+            self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
             why = f"{new.error.kind}: {new.error.line}" if new.error else new.reason
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()
-            self.notify(f"no progress in {phase_label(new).lower()}", title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
+            self.notify(new.reason, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
     # -------------------------------------------------------------------------------- keys → intents
 
@@ -270,6 +280,7 @@ class SglangTui(App[None]):
         if not self.paused:
             held, self._held_lines = self._held_lines, []
             self.log_pane.append(held)
+            self.log_pane.view.set_live(self._held_live)
             self.now = self.clock()
             self.state = self._live
 

@@ -68,7 +68,7 @@ def control_summary(result: ControlResult) -> str:
     if result.gpu_held:
         held = ", ".join(f"GPU{gpu} {gib_bytes(n)}" for gpu, _pid, n in result.gpu_held[:4])
         parts.append(f"GPU memory still held: {held}")
-    elif result.action in ("terminate", "kill", "stop") and not result.survivors:
+    elif result.action in ("terminate", "kill", "stop") and not result.survivors and not result.detail:
         parts.append("GPU memory released")
     if result.detail:
         parts.append(result.detail)

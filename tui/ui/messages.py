@@ -16,6 +16,7 @@ class EventsReceived(Message):
 
     events: tuple[Event, ...]
     lines: tuple[LogLine, ...] = ()
+    live: str | None = None  # the log's open line (a progress bar mid-flight), shown under the last line
 
 
 @dataclass

@@ -118,5 +118,5 @@ class GpuPane(DataTable[Text]):
                 before = self._shown[key]
                 for column, old_cell, new_cell in zip(COLUMNS, before, cells):
                     if old_cell != new_cell:
-                        self.update_cell(key, column, new_cell)
+                        self.update_cell(key, column, new_cell, update_width=True)
                 self._shown[key] = cells

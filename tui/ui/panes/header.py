@@ -57,11 +57,8 @@ class HeaderPane(StatePane):
         text.append("   link: ")
         link_style = "green" if state.connection == "connected" else ("bold red" if state.connection == "failed" else "yellow")
         text.append(state.connection, style=link_style)
-        if state.connection != "connected":
-            if state.connection_since is not None:
-                text.append(f" for {duration(now - state.connection_since)}", style=link_style)
-            if state.connection_detail:
-                text.append(f" ({state.connection_detail})", style="dim")
+        if state.connection != "connected" and state.connection_since is not None:
+            text.append(f" for {duration(now - state.connection_since)}", style=link_style)
         newest = max((t for t in (state.gpus_at, *(t for _, t in state.health_checked_at)) if t is not None), default=None)
         if newest is not None and now - newest > STALE_AFTER_S:
             text.append(f"  data {duration(now - newest)} old (stale)", style="bold yellow")
@@ -69,12 +66,15 @@ class HeaderPane(StatePane):
             text.append("  [read-only]", style="bold")
         if self.paused:
             text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
+        if state.connection != "connected" and state.connection_detail:
+            text.append(f"  ({state.connection_detail})", style="dim")
         text.append("\n")
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         style = "bold reverse yellow" if stalled else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
-        text.append(f"  {duration(now - state.phase_since) if state.first_seen_at is not None else '—'} in phase")
+        since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
+        text.append(f"  {duration(now - since) if since is not None else '—'} in phase")
         if state.first_seen_at is not None:
             text.append(f" · {duration(now - state.first_seen_at)} total")
         if state.reason:

@@ -26,9 +26,10 @@ class HealthPane(StatePane):
         self.border_title = "health · decode"
 
     def select(self, state: Readiness) -> object:
-        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control)
+        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection)
 
     def draw(self, state: Readiness, now: float) -> Text:
+        self.border_title = "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)")
         text = Text(no_wrap=True, overflow="ellipsis")
         checked = dict(state.health_checked_at)
         if not state.health:
@@ -50,11 +51,11 @@ class HealthPane(StatePane):
             throughput = decode.gen_throughput if decode else None
             text.append("decode  ", style="bold")
             text.append(f"{throughput:7.1f} tok/s " if throughput is not None else "      — tok/s ")
-            text.append(sparkline((h[1] for h in history), SPARK_WIDTH, lo=0.0), style="cyan")
+            text.append(sparkline((h[1] for h in history), SPARK_WIDTH, lo=None), style="cyan")
             accept = decode.accept_len if decode else None
             text.append("\naccept  ", style="bold")
             text.append(f"{accept:7.2f} tokens " if accept is not None else "      — tokens ")
-            text.append(sparkline((h[2] for h in history), SPARK_WIDTH, lo=1.0), style="magenta")
+            text.append(sparkline((h[2] for h in history), SPARK_WIDTH, lo=None), style="magenta")
             if decode is not None and decode.running_req is not None:
                 text.append(f"\nrunning {decode.running_req} req", style="dim")
                 if decode.token_usage is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from rich.style import Style
 from rich.text import Text
@@ -15,24 +15,51 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.core.loglines import classify_line
+
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class LogLine(NamedTuple):
-    """One display line: text (ANSI already stripped), its class for highlighting, and its rank label."""
-
-    text: str
-    kind: str | None = None  # error | warning | milestone | progress | None
-    rank: str | None = None
+_UNKNOWN = object()
 
 
-def make_line(text: str, kind: str | None) -> LogLine:
-    """A LogLine with tabs expanded, control characters made visible and the rank read from the envelope."""
-    text = _CONTROL.sub("�", text.expandtabs())
-    match = _RANK_PREFIX.match(text)
-    return LogLine(text, kind, match.group(1).strip() if match else None)
+class LogLine:
+    """One display line (ANSI already stripped); its highlight class and rank label are worked out only
+    when first needed, so a flood of lines costs an append each and only the rows on screen get classified."""
+
+    __slots__ = ("text", "_kind", "_rank")
+
+    def __init__(self, text: str, kind: object = _UNKNOWN, rank: object = _UNKNOWN) -> None:
+        self.text = text
+        self._kind = kind
+        self._rank = rank
+
+    @property
+    def kind(self) -> str | None:
+        """error | warning | milestone | progress | None (tui.core.loglines.classify_line)."""
+        if self._kind is _UNKNOWN:
+            self._kind = classify_line(self.text)
+        return self._kind  # type: ignore[return-value]
+
+    @property
+    def rank(self) -> str | None:
+        """The rank label of the SGLang envelope (`TP3`, `DP1 TP3`), None for other lines."""
+        if self._rank is _UNKNOWN:
+            match = _RANK_PREFIX.match(self.text)
+            self._rank = match.group(1).strip() if match else None
+        return self._rank  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"LogLine({self.text!r})"
+
+
+def display_text(text: str) -> str:
+    """Tabs expanded and control characters made visible, for drawing."""
+    if "\t" in text:
+        text = text.expandtabs()
+    return _CONTROL.sub("�", text)
 
 
 def _rank_sort_key(rank: str) -> tuple[object, ...]:
@@ -72,7 +99,6 @@ class LogView(ScrollView, can_focus=True):
         self._rows: list[tuple[int, int, int]] = []  # (absolute line, start, end) per display row
         self._max_width = 0
         self._wrap_width = 0
-        self._ranks: set[str] = set()
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
         self._programmatic_scroll = False
         self.wrap = False
@@ -80,6 +106,7 @@ class LogView(ScrollView, can_focus=True):
         self.search_term: str | None = None
         self.cursor: int | None = None  # absolute line number of the selected line
         self.total_received = 0
+        self.live: str | None = None  # the open line (a progress bar mid-flight), drawn after the last row
 
     # ------------------------------------------------------------------------------------------ contents
 
@@ -93,8 +120,8 @@ class LogView(ScrollView, can_focus=True):
 
     @property
     def ranks(self) -> list[str]:
-        """Rank labels seen so far, in natural order."""
-        return sorted(self._ranks, key=_rank_sort_key)
+        """Rank labels in the kept lines, in natural order."""
+        return sorted({line.rank for line in self._lines if line.rank}, key=_rank_sort_key)
 
     def visible_texts(self) -> list[str]:
         """The text of the rows on screen now (for tests and copy)."""
@@ -102,6 +129,8 @@ class LogView(ScrollView, can_focus=True):
         out = []
         for abs_line, start, end in self._rows[top : top + self.size.height]:
             out.append(self._lines[abs_line - self._base].text[start:end])
+        if self._shows_live() and len(out) < self.size.height and top + len(out) == len(self._rows):
+            out.append(self.live or "")
         return out
 
     def append(self, lines: Iterable[LogLine]) -> None:
@@ -113,12 +142,14 @@ class LogView(ScrollView, can_focus=True):
         first = self._base + len(self._lines)
         self._lines.extend(new)
         rows_before = len(self._rows)
-        for offset, line in enumerate(new):
-            if line.rank:
-                self._ranks.add(line.rank)
-            if len(line.text) > self._max_width:
-                self._max_width = len(line.text)
-            self._rows.extend(self._rows_for(first + offset, line))
+        widest = max(len(line.text) for line in new)
+        if widest > self._max_width:
+            self._max_width = widest
+        if self.rank_filter is None and not self.wrap:
+            self._rows.extend((first + offset, 0, len(line.text)) for offset, line in enumerate(new))
+        else:
+            for offset, line in enumerate(new):
+                self._rows.extend(self._rows_for(first + offset, line))
         shown = len(self._rows) - rows_before
         removed_rows = self._trim()
         self._set_virtual_size()
@@ -182,9 +213,22 @@ class LogView(ScrollView, can_focus=True):
             self._scroll_to_row(bisect_left(self._rows, (anchor, -1, -1)))
         self.refresh()
 
+    def _shows_live(self) -> bool:
+        return self.live is not None and self.rank_filter is None
+
     def _set_virtual_size(self) -> None:
-        width = self.size.width if self.wrap else self._max_width + 1
-        self.virtual_size = Size(width, len(self._rows))
+        width = self.size.width if self.wrap else max(self._max_width, len(self.live or "")) + 1
+        self.virtual_size = Size(width, len(self._rows) + self._shows_live())
+
+    def set_live(self, text: str | None) -> None:
+        """Show (or clear) the open line under the last line; it becomes a line of its own when it ends."""
+        if text == self.live:
+            return
+        self.live = text
+        self._set_virtual_size()
+        if self.following:
+            self._scroll_to_row(len(self._rows), end=True)
+        self.refresh()
 
     # ----------------------------------------------------------------------------------------- scrolling
 
@@ -303,6 +347,12 @@ class LogView(ScrollView, can_focus=True):
         width = self.size.width
         base_style = self.rich_style
         row = scroll_y + y
+        if row == len(self._rows) and self._shows_live():
+            live = Text(display_text(self.live or ""), no_wrap=True, end="")
+            live.stylize(base_style)
+            live.stylize(self.get_component_rich_style("log--progress", partial=True))
+            strip = Strip(live.render(self.app.console), live.cell_len)
+            return strip.crop_extend(0 if self.wrap else scroll_x, (0 if self.wrap else scroll_x) + width, base_style)
         if row >= len(self._rows):
             return Strip.blank(width, base_style)
         abs_line, start, end = self._rows[row]
@@ -316,7 +366,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _render_row(self, abs_line: int, start: int, end: int, base_style: Style) -> Strip:
         line = self._lines[abs_line - self._base]
-        text = Text(line.text[start:end], no_wrap=True, end="")
+        text = Text(display_text(line.text[start:end]), no_wrap=True, end="")
         text.stylize(base_style)
         if line.kind:
             text.stylize(self.get_component_rich_style(f"log--{line.kind}", partial=True))

@@ -13,7 +13,7 @@ from tui.ui.text import bar
 RANK_CELL = 21  # "  TP12 graph…  25.7G"
 
 
-def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "") -> None:
+def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", stalled: bool = False) -> None:
     text.append(f"{label:<8}", style="bold")
     if state is None:
         text.append(bar(None, width), style="dim")
@@ -30,7 +30,10 @@ def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: 
         text.append("  done", style="green")
     else:
         text.append(f"  {rate(state.rate_per_s, unit)}")
-        text.append(f"  {eta(state.eta_s)}", style="cyan")
+        if stalled:
+            text.append("  stalled", style="bold yellow")
+        else:
+            text.append(f"  {eta(state.eta_s)}", style="cyan")
     if extra:
         text.append(extra, style="dim")
 
@@ -49,17 +52,18 @@ class ShardsPane(StatePane):
         self.border_title = "weights · cuda graphs · ranks"
 
     def select(self, state: Readiness) -> object:
-        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative)
+        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None)
 
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80
         width = max(8, min(40, pane_width - 46))
         per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
-        _bar_line(text, "weights", state.shards, "shards", width)
+        stalled = state.stall is not None
+        _bar_line(text, "weights", state.shards, "shards", width, stalled=stalled)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
-            _bar_line(text, "draft", state.draft_shards, "shards", width)
+            _bar_line(text, "draft", state.draft_shards, "shards", width, stalled=stalled)
         text.append("\n")
         extra = ""
         if state.capture is not None:
@@ -67,7 +71,7 @@ class ShardsPane(StatePane):
                 extra += f"  bs={state.capture.bs}"
             if state.capture.avail_mem_gb is not None:
                 extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
-        _bar_line(text, "graphs", state.capture, "batches", width, extra)
+        _bar_line(text, "graphs", state.capture, "batches", width, extra, stalled=stalled)
         if state.ranks:
             for i, rank in enumerate(state.ranks):
                 text.append("\n" if i % per_row == 0 else "  ")

@@ -38,7 +38,7 @@ class TimelinePane(StatePane):
     """One row per phase: ✓ done, ▶ current (ticking), · not reached."""
 
     DEFAULT_CSS = """
-    TimelinePane { width: 48; height: auto; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
+    TimelinePane { width: 50; height: auto; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -71,10 +71,10 @@ class TimelinePane(StatePane):
                 text.append(f"{_clock(current.start if current else state.phase_since_log)} ", style="dim")
                 text.append(f"{name:<19}", style=style)
                 if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
-                    since = current.started_at if current else state.phase_since
+                    since = current.started_at if current else (state.phase_since or state.first_seen_at or now)
                     text.append(f"{duration(now - since):>7}", style=style)
                     eta = _eta(state, phase)
-                    if eta is not None:
+                    if eta is not None and state.stall is None:
                         text.append(f" {fmt.eta(eta)}", style="cyan")
             elif spans:
                 seconds = sum(span_duration(s, now) or 0.0 for s in spans)

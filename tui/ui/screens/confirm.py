@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -15,12 +15,13 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 90; max-width: 95%; height: auto; padding: 1 2;
+        width: 110; max-width: 95%; height: auto; max-height: 90%; padding: 1 2;
         border: thick $error; background: $surface;
     }
     ConfirmScreen #confirm-title { text-style: bold; color: $text-error; margin-bottom: 1; }
     ConfirmScreen #confirm-host { margin-bottom: 1; }
-    ConfirmScreen #confirm-command { background: $boost; padding: 0 1; margin-bottom: 1; color: $text; }
+    ConfirmScreen VerticalScroll { height: auto; max-height: 20; margin-bottom: 1; background: $boost; }
+    ConfirmScreen #confirm-command { padding: 0 1; color: $text; }
     ConfirmScreen Horizontal { height: auto; align: right middle; }
     ConfirmScreen Button { margin-left: 2; }
     """
@@ -42,7 +43,8 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label(self.title_text, id="confirm-title")
             yield Label(f"on host: {self.host}", id="confirm-host")
             yield Label("this will run:")
-            yield Static(self.command, id="confirm-command", markup=False)
+            with VerticalScroll():
+                yield Static(self.command, id="confirm-command", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="error", id="yes")
                 yield Button("No (n)", variant="primary", id="no")

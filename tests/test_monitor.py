@@ -1,0 +1,161 @@
+"""Monitor: the sources of one host merged into batches, against the simulator and a real sshd."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from tests.helpers.sim import start_sim
+from tests.helpers.sshd import Sshd
+from tui.core.events import (
+    ConnectionState,
+    Event,
+    GpuSnapshot,
+    HealthResult,
+    LogActivity,
+    LogReset,
+    Milestone,
+    ServerArgs,
+    ServerProcess,
+    Tick,
+)
+from tui.core.readiness import reduce
+from tui.core.state import Phase, Readiness
+from tui.sources.local import LocalHost
+from tui.sources.monitor import Monitor, coalesce
+from tui.sources.ssh import SshHost
+
+
+def test_coalesce_merges_log_activity_between_resets() -> None:
+    events: list[Event] = [
+        LogActivity(3, b"abc"),
+        Tick(),
+        LogActivity(5, b"de"),
+        LogReset("truncated"),
+        LogActivity(2, b"xy"),
+    ]
+    assert coalesce(events) == [Tick(), LogActivity(5, b"abcde"), LogReset("truncated"), LogActivity(2, b"xy")]
+
+
+async def collect(monitor: Monitor, until: Callable[[list[Event]], bool], timeout: float = 30.0) -> list[Event]:
+    seen: list[Event] = []
+    deadline = time.monotonic() + timeout
+    async for batch in monitor.batches():
+        seen.extend(batch)
+        if until(seen) or time.monotonic() > deadline:
+            break
+    await monitor.close()
+    return seen
+
+
+async def test_local_startup_flows_into_one_readiness(tmp_path: Path) -> None:
+    sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+    host = LocalHost()
+    monitor = Monitor(host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.2)
+    state = Readiness()
+    batches = 0
+    try:
+        async for batch in monitor.batches():
+            batches += 1
+            for event in batch:
+                state = reduce(state, event, time.time())
+            monitor.set_phase(state.phase)
+            if state.phase in (Phase.READY, Phase.FAILED):
+                break
+    finally:
+        await monitor.close()
+        sim.stop()
+    assert state.phase is Phase.READY, state.reason
+    assert state.health_ready and state.log_ready
+    assert state.shards is not None and state.shards.done == state.shards.total == 8
+    assert state.server.tp_size == 2
+    assert state.log_offset > 0 and batches > 1
+
+
+async def test_every_source_reports_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
+    sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+    host = SshHost(
+        "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
+        known_hosts=str(sshd.known_hosts), agent=False,
+    )  # fmt: skip
+    monitor = Monitor(
+        host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.2,
+        tick_interval=0.2, process_interval=0.3,
+    )  # fmt: skip
+
+    def have_all(seen: list[Event]) -> bool:
+        kinds = {type(e) for e in seen}
+        ok = any(isinstance(e, HealthResult) and e.endpoint == "/health" and e.outcome == "ok" for e in seen)
+        return ok and {LogActivity, ServerArgs, Milestone, Tick, ConnectionState, GpuSnapshot, ServerProcess} <= kinds
+
+    try:
+        seen = await collect(monitor, have_all)
+    finally:
+        sim.stop()
+        await host.close()
+    assert have_all(seen), sorted({type(e).__name__ for e in seen})
+    assert ConnectionState("connected", "127.0.0.1") in seen
+    # The log arrives whole, in order: the LogActivity bytes are the file's bytes.
+    data = b"".join(e.data for e in seen if isinstance(e, LogActivity))
+    assert sim.log.read_bytes().startswith(data) and len(data) > 1000
+    assert any(isinstance(e, ServerProcess) and e.alive for e in seen)
+
+
+async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    launch = b"[2025-11-29 10:00:02] server_args=ServerArgs(model_path='m', tp_size=8, port=30000)\n"
+    log.write_bytes(launch)
+    monitor = Monitor(LocalHost(), log_path=str(log), port=1, gpus=False, processes=False)
+    seen: list[Event] = []
+    truncated = False
+    async with asyncio.timeout(20):
+        async for batch in monitor.batches():
+            seen.extend(batch)
+            if not truncated and any(isinstance(e, ServerArgs) for e in seen):
+                with open(log, "r+b") as f:  # the same launch written again into an emptied file
+                    f.truncate(0)
+                await asyncio.sleep(0.3)
+                log.write_bytes(launch)
+                truncated = True
+            if sum(isinstance(e, ServerArgs) for e in seen) >= 2:
+                break
+    await monitor.close()
+    kinds = [type(e).__name__ for e in seen if isinstance(e, (ServerArgs, LogReset))]
+    # Without a fresh parser the second server_args would read as a relaunch of the first.
+    assert kinds == ["ServerArgs", "LogReset", "ServerArgs"], kinds
+
+
+class BrokenControl:
+    """A control whose process_state raises: a worker failure must become an event, not a crash."""
+
+    calls = 0
+
+    async def process_state(self) -> ServerProcess:
+        BrokenControl.calls += 1
+        raise RuntimeError("boom")
+
+
+async def test_a_failing_worker_becomes_an_event(tmp_path: Path) -> None:
+    monitor = Monitor(LocalHost(), log_path=None, port=1, gpus=False, control=BrokenControl(), tick_interval=0.1)
+    seen = await collect(
+        monitor, lambda seen: any(isinstance(e, HealthResult) and "boom" in e.detail for e in seen), timeout=10
+    )
+    failure = [e for e in seen if isinstance(e, HealthResult) and "boom" in e.detail]
+    assert failure and failure[0].outcome == "error"
+    assert BrokenControl.calls >= 1
+
+
+async def test_refused_host_key_is_a_failed_connection_event(sshd: Sshd, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = SshHost(
+        "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(empty), agent=False
+    )
+    monitor = Monitor(host, log_path="/nonexistent.log", port=1)
+    seen = await collect(monitor, lambda seen: any(isinstance(e, ConnectionState) and e.state == "failed" for e in seen))
+    failed = [e for e in seen if isinstance(e, ConnectionState) and e.state == "failed"]
+    assert len(failed) == 1 and "unknown host key" in failed[0].detail

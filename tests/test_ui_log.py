@@ -1,0 +1,170 @@
+"""Pilot tests of the log pane: follow / "+N new lines", search n/N, rank filter, wrap, copy, bounds, pause."""
+
+from __future__ import annotations
+
+from tests.helpers.ui_fakes import T0, FakeBatchSource, FakeClock, Step, log_bytes, make_app, play
+from tui.core.events import LogActivity, LogReset
+from tui.ui.panes.log_pane import LogStatus
+
+SIZE = (160, 48)
+
+
+def _lines(n: int, start: int = 0, rank: str = "TP0") -> list[str]:
+    return [f"[2025-11-29 10:00:{(start + i) % 60:02d} {rank}] line {start + i}" for i in range(n)]
+
+
+async def _feed(pilot: object, source: FakeBatchSource, clock: FakeClock, lines: list[str]) -> None:
+    await play(pilot, source, clock, [Step(clock.t, [log_bytes(lines)])])
+
+
+async def test_follows_at_the_bottom_and_counts_new_lines_when_scrolled_up() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await _feed(pilot, source, clock, _lines(200))
+        view = app.log_pane.view
+        assert view.following and view.visible_texts()[-1].endswith("line 199")
+        await pilot.press("home")  # the log view has focus: scroll to the top
+        await pilot.pause()
+        assert not view.following
+        top_before = view.visible_texts()[0]
+        await _feed(pilot, source, clock, _lines(30, 200))
+        assert view.pending == 30 and view.visible_texts()[0] == top_before  # did not jump
+        status = str(app.log_pane.query_one(LogStatus).render())
+        assert "+30 new lines" in status
+        await pilot.press("f")
+        await pilot.pause()
+        assert view.following and view.pending == 0 and view.visible_texts()[-1].endswith("line 229")
+        assert "following" in str(app.log_pane.query_one(LogStatus).render())
+        await _feed(pilot, source, clock, _lines(5, 230))
+        assert view.visible_texts()[-1].endswith("line 234")
+
+
+async def test_search_finds_newest_match_then_n_and_shift_n_move() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        lines = _lines(300)
+        for i in (40, 150, 260):
+            lines[i] += " NCCL watchdog"
+        await _feed(pilot, source, clock, lines)
+        await pilot.press("slash")
+        await pilot.press(*"nccl")
+        await pilot.press("enter")
+        await pilot.pause()
+        view = app.log_pane.view
+        assert view.selected_text() is not None and "line 260 NCCL" in view.selected_text()
+        assert not view.following
+        await pilot.press("N")
+        assert "line 150 NCCL" in (view.selected_text() or "")
+        await pilot.press("N")
+        assert "line 40 NCCL" in (view.selected_text() or "")
+        await pilot.press("n")
+        assert "line 150 NCCL" in (view.selected_text() or "")
+        assert any("line 150" in t for t in view.visible_texts())  # brought into view
+        assert "3 lines" in str(app.log_pane.query_one(LogStatus).render())
+        await pilot.press("c")
+        assert app.clipboard == view.selected_text()
+
+
+async def test_rank_filter_cycles_through_ranks() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        mixed = [line for i in range(10) for line in (_lines(1, i, "TP0") + _lines(1, i, "TP1") + _lines(1, i, "TP10"))]
+        await _feed(pilot, source, clock, mixed + ["Multi-thread loading shards:  50% Completed | 32/64"])
+        view = app.log_pane.view
+        await pilot.press("t")
+        assert view.rank_filter == "TP0" and all(" TP0]" in t for t in view.visible_texts())
+        await pilot.press("t")
+        assert view.rank_filter == "TP1" and len(view.visible_texts()) == 10
+        await pilot.press("t")
+        assert view.rank_filter == "TP10"  # natural order: TP1 before TP10
+        await pilot.press("t")
+        assert view.rank_filter is None and view.virtual_size.height == 31
+
+
+async def test_wrap_toggle_splits_long_lines_into_rows() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        long_line = "[2025-11-29 10:00:02] server_args=ServerArgs(" + "x" * 600 + ")"
+        await _feed(pilot, source, clock, ["short", long_line, "after"])
+        view = app.log_pane.view
+        assert len(view.visible_texts()) == 3
+        await pilot.press("w")
+        await pilot.pause()
+        rows = view.visible_texts()
+        assert len(rows) > 3 and all(len(r) <= view.size.width for r in rows) and rows[-1] == "after"
+        assert "".join(rows[1:-1]) == long_line
+        await pilot.press("w")
+        assert len(view.visible_texts()) == 3
+
+
+async def test_errors_are_highlighted_and_copied_when_nothing_is_selected() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+        await _feed(pilot, source, clock, ["[2025-11-29 10:00:02 TP0] Load weight begin. avail mem=138.05 GB", oom])
+        kinds = [line.kind for line in app.log_pane.view.lines]
+        assert kinds[-1] == "error"
+        await pilot.press("c")
+        assert app.clipboard == oom  # the last line when no line is selected and the model has no error
+
+
+async def test_a_flood_of_lines_stays_bounded_and_ends_on_the_newest() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock, max_log_lines=5000)
+    async with app.run_test(size=SIZE) as pilot:
+        offset = 0
+        for k in range(3):  # 30,000 lines in three batches
+            event = log_bytes(_lines(10_000, k * 10_000), offset)
+            offset = event.offset
+            await play(pilot, source, clock, [Step(clock.t, [event])])
+        view = app.log_pane.view
+        assert view.total_received == 30_000
+        assert view.line_count <= 5000 + 5000 // 10
+        assert view.visible_texts()[-1].endswith("line 29999")
+        assert app.state.log_offset == offset
+
+
+async def test_pause_holds_the_display_and_resume_catches_up() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        first = log_bytes(_lines(3))
+        await play(pilot, source, clock, [Step(T0, [first])])
+        await pilot.press("p")
+        await play(pilot, source, clock, [Step(T0, [log_bytes(_lines(3, 3), first.offset)])])
+        assert app.log_pane.view.line_count == 3 and app.state.log_offset < app._live.log_offset
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.log_pane.view.line_count == 6 and app.state == app._live
+
+
+async def test_a_log_reset_is_marked_in_the_pane() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, [Step(T0, [LogActivity(10, b"old line\npartial"), LogReset("truncated", "size 3 < offset 10"),
+                                                    LogActivity(4, b"new\n")])])
+        texts = [line.text for line in app.log_pane.view.lines]
+        assert texts[0] == "old line" and texts[1] == "partial"
+        assert "log truncated" in texts[2] and texts[3] == "new"
+
+
+async def test_a_progress_bar_mid_flight_shows_as_a_live_last_line() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        frames = b"".join(f"Multi-thread loading shards:  {k}% Completed | {k}/64 [00:0{k}<00:10,  1.00it/s]\r".encode()
+                          for k in range(1, 4))
+        await play(pilot, source, clock, [Step(T0, [LogActivity(10, b"[2025-11-29 10:00:02] before\n" + frames)])])
+        view = app.log_pane.view
+        assert [line.text for line in view.lines] == ["[2025-11-29 10:00:02] before"]
+        assert view.visible_texts()[-1].endswith("3/64 [00:03<00:10,  1.00it/s]")
+        await play(pilot, source, clock, [Step(T0, [LogActivity(20, b"\n[2025-11-29 10:00:09] after\n")])])
+        texts = [line.text for line in view.lines]
+        assert texts[-2].endswith("3/64 [00:03<00:10,  1.00it/s]") and texts[-1].endswith("after")
+        assert view.live is None and view.visible_texts()[-1].endswith("after")

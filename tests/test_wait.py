@@ -1,0 +1,168 @@
+"""`sglang-tui wait` end to end: the simulator on this machine, `python -m tui wait` over a real sshd."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim import ROOT, start_sim
+from tests.helpers.sshd import Sshd, free_port
+from tui.core.report import JSON_KEYS
+
+FAULT_KINDS = {
+    "oom-capture": {"oom"},
+    "oom-load": {"oom"},
+    "nccl-timeout": {"nccl"},
+    "crash": {"other", "exception"},  # a rank died: the parser names what it could
+    "port-in-use": {"port_in_use"},
+    "warmup-fail": {"exception"},
+}
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    def last_json(self) -> dict[str, object]:
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        assert lines, f"no JSON on stdout; stderr:\n{self.stderr}"
+        return json.loads(lines[-1])
+
+
+def run_wait(sshd: Sshd | None, *args: str, timeout: float = 90) -> Outcome:
+    target = ["127.0.0.1", *sshd.ssh_args()] if sshd is not None else ["local"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", *target, *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+def wait_on_sim(sshd: Sshd | None, tmp_path: Path, fault: str | None, *extra: str, speed: float = 300.0) -> Outcome:
+    sim = start_sim(tmp_path, fault=fault, speed=speed, tp=2, shards=8)
+    try:
+        return run_wait(
+            sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
+            "--timeout", "60", "--json", *extra,
+        )  # fmt: skip
+    finally:
+        sim.stop()
+
+
+@pytest.fixture(scope="module")
+def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """Every fault scenario, run a few at a time (each is mostly waiting on the simulated clock)."""
+    cases: dict[str, tuple[str, ...]] = {fault: () for fault in FAULT_KINDS}
+    cases["hang-weights"] = ("--stall-after", "2")
+
+    def one(fault: str) -> Outcome:
+        return wait_on_sim(sshd, tmp_path_factory.mktemp(fault), fault, *cases[fault])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(cases, pool.map(one, cases)))
+
+
+def test_ready_over_ssh_exits_0_with_json_lines(sshd: Sshd, tmp_path: Path) -> None:
+    out = wait_on_sim(sshd, tmp_path, None)
+    assert out.code == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(lines) >= 3  # one per state change
+    assert all(tuple(line) == JSON_KEYS for line in lines)
+    final = out.last_json()
+    assert final["phase"] == "ready"
+    assert final["shards"] == {"done": 8, "total": 8}
+    assert final["tp_size"] == 2
+    phases = [line["phase"] for line in lines]
+    assert phases.index("ready") == len(phases) - 1
+    assert "ready" in out.stderr.splitlines()[-1]
+    assert "Traceback" not in out.stderr
+
+
+def test_ready_locally_without_ssh(tmp_path: Path) -> None:
+    out = wait_on_sim(None, tmp_path, None)
+    assert out.code == 0, out.stderr
+    assert out.last_json()["phase"] == "ready"
+
+
+@pytest.mark.parametrize("fault", sorted(FAULT_KINDS))
+def test_fault_exits_1_with_its_kind(fault_outcomes: dict[str, Outcome], fault: str) -> None:
+    out = fault_outcomes[fault]
+    assert out.code == 1, out.stderr
+    final = out.last_json()
+    assert final["phase"] == "failed"
+    assert isinstance(final["error"], dict) and final["error"]["kind"] in FAULT_KINDS[fault], final["error"]
+    assert f"failed ({final['error']['kind']})" in out.stderr.splitlines()[-1]
+
+
+def test_hang_in_weights_exits_3_stalled(fault_outcomes: dict[str, Outcome]) -> None:
+    out = fault_outcomes["hang-weights"]
+    assert out.code == 3, out.stderr
+    assert out.last_json()["phase"] == "loading_weights"
+    assert "stalled in loading_weights" in out.stderr.splitlines()[-1]
+
+
+def test_timeout_exits_2(sshd: Sshd, tmp_path: Path) -> None:
+    out = run_wait(sshd, "--log", str(tmp_path / "never.log"), "--port", str(free_port()), "--timeout", "1.5")
+    assert out.code == 2, out.stderr
+    assert "timed out" in out.stderr.splitlines()[-1]
+
+
+def _one_clear_line(out: Outcome) -> str:
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    return lines[0]
+
+
+def test_changed_host_key_exits_4_with_one_line(sshd: Sshd, tmp_path: Path) -> None:
+    wrong = tmp_path / "known_hosts"
+    algo, key = (sshd.root / "client_key.pub").read_text().split()[:2]  # some other key, not the host's
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {algo} {key}\n")
+    args = [a if a != str(sshd.known_hosts) else str(wrong) for a in sshd.ssh_args()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
+    assert proc.returncode == 4
+    assert "HOST KEY CHANGED" in line
+
+
+def test_unknown_host_exits_4_with_the_fingerprint(sshd: Sshd, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    args = [a if a != str(sshd.known_hosts) else str(empty) for a in sshd.ssh_args()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
+    assert proc.returncode == 4
+    assert "SHA256:" in line and f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}" in line
+
+
+def test_wrong_key_exits_4(sshd: Sshd) -> None:
+    args = [a if a != str(sshd.identity) else str(sshd.wrong_identity) for a in sshd.ssh_args()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
+    assert proc.returncode == 4 and "authentication refused" in line
+
+
+def test_closed_ssh_port_exits_4() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", "127.0.0.1", "--ssh-port", str(free_port()), "--timeout", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
+    assert proc.returncode == 4 and "connection refused" in line

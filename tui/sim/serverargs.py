@@ -1,0 +1,52 @@
+"""The `server_args=` fields and the `/server_info` answer of the simulated launch."""
+
+from __future__ import annotations
+
+from tui.sim.engine import Engine
+from tui.sim.memory import RankMemory
+from tui.sim.params import MODEL, SimParams
+
+HOST = "127.0.0.1"
+
+
+def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
+    """A realistic slice of SGLang's ServerArgs (the real line has hundreds of fields)."""
+    spec = p.speculative
+    return [
+        ("model_path", MODEL), ("tokenizer_path", MODEL), ("tokenizer_mode", "auto"), ("tokenizer_worker_num", 1),
+        ("skip_tokenizer_init", False), ("load_format", "auto"), ("model_loader_extra_config", "{}"),
+        ("trust_remote_code", False), ("context_length", None), ("is_embedding", False), ("revision", None),
+        ("model_impl", "auto"), ("host", HOST), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
+        ("nccl_port", None), ("dtype", "auto"), ("quantization", None), ("kv_cache_dtype", "auto"),
+        ("mem_fraction_static", 0.87), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
+        ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384), ("schedule_policy", "fcfs"),
+        ("schedule_conservativeness", 1.0), ("page_size", 1), ("device", "cuda"), ("tp_size", p.tp),
+        ("pp_size", 1), ("stream_interval", 1), ("stream_output", False), ("random_seed", 913207644),
+        ("watchdog_timeout", 300), ("dist_timeout", None), ("download_dir", None), ("base_gpu_id", 0),
+        ("gpu_id_step", 1), ("log_level", "info"), ("log_level_http", None), ("log_requests", False),
+        ("show_time_cost", False), ("enable_metrics", False), ("decode_log_interval", 40), ("api_key", None),
+        ("served_model_name", MODEL), ("dp_size", 1), ("load_balance_method", "round_robin"),
+        ("dist_init_addr", None), ("nnodes", 1), ("node_rank", 0), ("attention_backend", "fa3"),
+        ("sampling_backend", "flashinfer"), ("speculative_algorithm", spec),
+        ("speculative_draft_model_path", p.draft_model), ("speculative_num_steps", 3 if spec else None),
+        ("speculative_eagle_topk", 1 if spec else None), ("speculative_num_draft_tokens", 4 if spec else None),
+        ("ep_size", 1), ("enable_dp_attention", False), ("disable_cuda_graph", False),
+        ("cuda_graph_max_bs", 48 if spec else 256), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
+        ("enable_torch_compile", False), ("enable_mixed_chunk", False),
+    ]  # fmt: skip
+
+
+def server_info(p: SimParams, engine: Engine) -> dict[str, object]:
+    """What /server_info answers: the resolved args, token capacity, version and per-scheduler state."""
+    mem = RankMemory(p.tp, p.speculative is not None)
+    state: dict[str, object] = {
+        "last_gen_throughput": round(engine.last_throughput, 2),
+        "memory_usage": {"weight": round(mem.weights + mem.draft_weights, 2), "kvcache": round(mem.kv_total, 2),
+                         "token_capacity": mem.tokens, "graph": 3.34},  # fmt: skip
+    }
+    if p.speculative:
+        state["avg_spec_accept_length"] = engine.last_accept
+    info: dict[str, object] = dict(server_args_fields(p))
+    info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": p.fmt,
+                 "internal_states": [state]})  # fmt: skip
+    return info

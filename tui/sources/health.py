@@ -1,0 +1,217 @@
+"""HTTP probes of the server through the host: `/health` (readiness) and `/v1/models` (uvicorn up, never readiness).
+
+`/health` runs a real 1-token generation once the server is up (≥1 s, up to 20 s), so it gets a long read
+timeout and is never polled concurrently with itself. It is polled rarely while the server loads and
+fast once uvicorn is up (warmup), which is when `wait` needs to see the 200 quickly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import AsyncIterator, Callable
+
+import httpx
+
+from tui.core.events import HealthResult
+from tui.sources.host import Host, HostAuthError, HostError
+
+HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
+MODELS_TIMEOUT_S = 5.0
+FAST_PHASES = frozenset({"warmup", "ready", "serving"})
+
+
+def classify(endpoint: str, response: httpx.Response) -> tuple[str, str]:
+    """HTTP answer → (outcome, detail). /v1/models must be the OpenAI list shape, or it is garbage."""
+    status = response.status_code
+    if status == 503:
+        return "starting", ""
+    if 200 <= status < 300:
+        if endpoint == "/v1/models":
+            try:
+                body = json.loads(response.content)
+                ids = [str(m.get("id")) for m in body["data"]]
+            except (ValueError, KeyError, TypeError, AttributeError):
+                return "garbage", f"unexpected body: {response.content[:80]!r}"
+            return "ok", ", ".join(ids)
+        return "ok", ""
+    return "http_error", f"HTTP {status}"
+
+
+def classify_error(exc: Exception) -> tuple[str, str]:
+    """A failed request → (outcome, detail). Through an SSH tunnel, a closed port looks like a disconnect."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout", type(exc).__name__
+    if isinstance(exc, httpx.ConnectError):
+        return "refused", "connection refused"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        text = str(exc)
+        if "without sending" in text or "disconnected" in text.lower() or "closed" in text.lower():
+            return "refused", "nothing answered on the port"
+        return "garbage", f"not HTTP: {text}"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        return "refused", f"connection closed: {type(exc).__name__}"
+    if isinstance(exc, httpx.DecodingError):
+        return "garbage", f"undecodable answer: {exc}"
+    return "error", f"{type(exc).__name__}: {exc}"
+
+
+class HealthPoller:
+    """Polls /health in one loop (never overlapping) and /v1/models now and then; yields HealthResult."""
+
+    def __init__(
+        self,
+        host: Host,
+        port: int,
+        *,
+        slow_interval: float = 5.0,
+        fast_interval: float = 0.5,
+        ready_interval: float = 5.0,
+        models_interval: float = 5.0,
+        health_timeout: float = HEALTH_READ_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.slow_interval = slow_interval
+        self.fast_interval = fast_interval
+        self.ready_interval = ready_interval
+        self.models_interval = models_interval
+        self.health_timeout = health_timeout
+        self._transport = transport  # tests only: httpx.MockTransport for answers no real server gives
+        self._clock = clock
+        self._phase = "starting"
+        self._uvicorn_up = False
+        self._last_health: str | None = None
+        self._wake = asyncio.Event()
+        self._client: httpx.AsyncClient | None = None
+        self._base: str | None = None
+        self.in_flight = 0  # /health requests in flight (never above 1)
+        self.max_in_flight = 0
+
+    # --------------------------------------------------------------------------------------- cadence
+
+    def set_phase(self, phase: str) -> None:
+        """The monitor's view of the startup phase (a Phase value); warmup and later poll fast."""
+        phase = getattr(phase, "value", phase)
+        if phase != self._phase:
+            self._phase = phase
+            if phase in FAST_PHASES:
+                self._wake.set()
+
+    def uvicorn_up(self, up: bool = True) -> None:
+        """Evidence from the log (uvicorn lines, fired up) or /v1/models that HTTP is served."""
+        if up != self._uvicorn_up:
+            self._uvicorn_up = up
+            if up:
+                self._wake.set()
+
+    def health_interval(self) -> float:
+        if self._last_health == "ok":
+            return self.ready_interval
+        if self._uvicorn_up or self._phase in FAST_PHASES or self._last_health in ("starting", "timeout"):
+            return self.fast_interval
+        return self.slow_interval
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake early when the phase says HTTP just came up."""
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    # ------------------------------------------------------------------------------------------ probes
+
+    async def _http(self) -> httpx.AsyncClient:
+        base = await self.host.http_base_url(self.port)
+        if self._client is None or base != self._base:
+            # After a reconnect the tunnel's local port changes and pooled sockets are dead: new client.
+            if self._client is not None:
+                await self._client.aclose()
+            self._client = httpx.AsyncClient(
+                base_url=base,
+                trust_env=False,
+                timeout=httpx.Timeout(MODELS_TIMEOUT_S, connect=5.0),
+                limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
+                transport=self._transport,
+            )
+            self._base = base
+        return self._client
+
+    async def probe(self, endpoint: str) -> HealthResult:
+        """One GET, classified; never raises (except for a final host failure)."""
+        started = self._clock()
+        timeout = self.health_timeout if endpoint == "/health" else MODELS_TIMEOUT_S
+        try:
+            client = await self._http()
+            response = await client.get(endpoint, timeout=httpx.Timeout(timeout, connect=5.0))
+            outcome, detail = classify(endpoint, response)
+            status: int | None = response.status_code
+        except HostAuthError:
+            raise
+        except HostError as exc:
+            outcome, detail, status = "error", str(exc), None
+        except httpx.HTTPError as exc:
+            outcome, detail = classify_error(exc)
+            status = None
+        except (OSError, ValueError) as exc:
+            outcome, detail, status = "error", f"{type(exc).__name__}: {exc}", None
+        return HealthResult(endpoint, outcome, status, round(self._clock() - started, 4), detail)
+
+    async def _probe_health(self) -> HealthResult:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self.probe("/health")
+        finally:
+            self.in_flight -= 1
+
+    async def results(self) -> AsyncIterator[HealthResult]:
+        """Forever: /health results, and /v1/models results until /health says ok."""
+        queue: asyncio.Queue[HealthResult] = asyncio.Queue()
+        models = asyncio.ensure_future(self._models_loop(queue))
+        health = asyncio.ensure_future(self._health_loop(queue))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, health, models}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                for task in (health, models):
+                    if task.done():
+                        task.result()  # a final host failure: let it out
+        finally:
+            health.cancel()
+            models.cancel()
+            await asyncio.gather(health, models, return_exceptions=True)
+            await self.aclose()
+
+    async def _health_loop(self, queue: asyncio.Queue[HealthResult]) -> None:
+        while True:
+            result = await self._probe_health()  # awaited: the next one starts only after this one ends
+            self._last_health = result.outcome
+            if result.outcome in ("starting", "ok"):
+                self._uvicorn_up = True
+            elif result.outcome == "refused":
+                self._uvicorn_up = False
+            await queue.put(result)
+            await self._sleep(self.health_interval())
+
+    async def _models_loop(self, queue: asyncio.Queue[HealthResult]) -> None:
+        while True:
+            if self._last_health != "ok":
+                result = await self.probe("/v1/models")
+                if result.outcome == "ok":
+                    self.uvicorn_up(True)
+                await queue.put(result)
+            await asyncio.sleep(self.models_interval)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

@@ -1,0 +1,261 @@
+"""Monitor: every source of one host merged into batches of events (log, health, GPUs, processes, link, ticks).
+
+Each source is a worker task that only puts events on one queue; `batches()` hands the consumer whatever
+piled up since the last batch, so a busy log costs the consumer one fold per batch, not one per line.
+A worker that fails becomes an event and is restarted; the consumer never sees an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from tui.core.events import (
+    ConnectionState,
+    Event,
+    GpuSnapshot,
+    HealthResult,
+    LaunchStarted,
+    LogActivity,
+    LogReset,
+    Milestone,
+    ServerProcess,
+    Tick,
+)
+from tui.sources.backoff import backoff_delays
+from tui.sources.health import HealthPoller
+from tui.sources.host import Host, HostAuthError, HostError
+from tui.sources.logtail import LogTail
+
+log = logging.getLogger(__name__)
+
+# Log milestones that mean uvicorn serves HTTP: /health can turn 200 any moment now, so poll it fast.
+HTTP_UP_MILESTONES = frozenset(
+    {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up"}
+)
+
+
+def coalesce(events: list[Event]) -> list[Event]:
+    """Merge the LogActivity events of a batch (between resets) into one, keeping everything else in order."""
+    out: list[Event] = []
+    pending: LogActivity | None = None
+    for event in events:
+        if isinstance(event, LogActivity):
+            pending = event if pending is None else LogActivity(event.offset, pending.data + event.data)
+            continue
+        if isinstance(event, LogReset) and pending is not None:
+            out.append(pending)
+            pending = None
+        out.append(event)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _optional(module: str, name: str) -> Any | None:
+    """A part another engineer writes, imported only when it exists (the monitor runs without it)."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+class Monitor:
+    """Watches one server on one host; `batches()` yields lists of events until `close()`."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        log_path: str | None,
+        port: int,
+        remote_python: str = "python3",
+        sim_gpus: str | None = None,
+        gpu_interval: float = 1.0,
+        tick_interval: float = 1.0,
+        process_interval: float = 2.0,
+        batch_interval: float = 0.05,
+        control: Any | None = None,
+        health: HealthPoller | None = None,
+        gpus: bool = True,
+        processes: bool = True,
+    ) -> None:
+        self.host = host
+        self.log_path = log_path
+        self.port = port
+        self.remote_python = remote_python
+        self.sim_gpus = sim_gpus
+        self.gpu_interval = gpu_interval
+        self.tick_interval = tick_interval
+        self.process_interval = process_interval
+        self.batch_interval = batch_interval
+        self.health = health or HealthPoller(host, port)
+        self._control = control
+        self._want_gpus = gpus
+        self._want_processes = processes
+        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._connection = "connecting"
+        self._closed = False
+        self._failed = False
+        host.on_connection(self._on_connection)
+
+    # ------------------------------------------------------------------------------------------- public
+
+    def set_phase(self, phase: object) -> None:
+        """The consumer's current phase (from its reducer), so the health poller picks its cadence."""
+        self.health.set_phase(getattr(phase, "value", phase))  # type: ignore[arg-type]
+
+    async def batches(self) -> AsyncIterator[list[Event]]:
+        """Forever (until close()): the events that arrived since the last batch, LogActivity merged."""
+        if not self._tasks:
+            self._tasks.append(asyncio.ensure_future(self._run()))
+        try:
+            while not self._closed:
+                first = await self._queue.get()
+                if self.batch_interval > 0:
+                    await asyncio.sleep(self.batch_interval)  # let a burst gather into one batch
+                batch = [first]
+                while not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
+                yield coalesce(batch)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.health.aclose()
+
+    # ---------------------------------------------------------------------------------------- plumbing
+
+    def _put(self, event: Event) -> None:
+        if not self._closed:
+            self._queue.put_nowait(event)
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        self._connection = state.state
+        self._failed = self._failed or state.state == "failed"
+        self._put(state)
+
+    async def _run(self) -> None:
+        """Connect (retrying what is worth retrying), then start every source."""
+        delays = backoff_delays(0.5, 30.0)
+        while True:
+            try:
+                await self.host.connect()
+                break
+            except HostAuthError as exc:
+                if not self._failed:
+                    self._on_connection(ConnectionState("failed", str(exc)))
+                return
+            except HostError as exc:
+                self._on_connection(ConnectionState("reconnecting", str(exc)))
+                await asyncio.sleep(next(delays))
+        if self._connection != "connected":
+            self._on_connection(ConnectionState("connected", self.host.name))
+        workers: list[Callable[[], Awaitable[None]]] = [self._ticks, self._health]
+        if self.log_path:
+            workers.append(self._tail)
+        if self._want_gpus:
+            workers.append(self._gpus)
+        if self._want_processes:
+            workers.append(self._processes)
+        await asyncio.gather(*(self._supervise(worker) for worker in workers))
+
+    async def _supervise(self, worker: Callable[[], Awaitable[None]]) -> None:
+        """Run a worker; when it fails, say so as an event and start it again after a backoff."""
+        delays = backoff_delays(1.0, 30.0)
+        while not self._closed and not self._failed:
+            try:
+                await worker()
+                return
+            except asyncio.CancelledError:
+                raise
+            except HostAuthError:
+                return  # the host already reported `failed`; nothing to retry
+            except Exception as exc:  # a bug or an unexpected answer: an event, never a crash
+                log.exception("monitor worker %s failed", worker.__name__)
+                self._put(self._failure_event(worker, exc))
+                await asyncio.sleep(next(delays))
+
+    def _failure_event(self, worker: Callable[[], Awaitable[None]], exc: Exception) -> Event:
+        what = f"{type(exc).__name__}: {exc}"
+        if worker == self._tail:
+            return LogReset("missing", f"log tail failed ({what}); starting it again")
+        if worker == self._gpus:
+            return GpuSnapshot(source="probe", error=f"GPU monitor failed ({what}); starting it again")
+        return HealthResult("/health", "error", detail=f"{worker.__name__} failed ({what})")
+
+    # ----------------------------------------------------------------------------------------- workers
+
+    async def _ticks(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_interval)
+            self._put(Tick())
+
+    async def _health(self) -> None:
+        async for result in self.health.results():
+            self._put(result)
+
+    async def _tail(self) -> None:
+        from tui.core.logparse import LogParser
+
+        assert self.log_path is not None
+        parser = LogParser()
+        async for event in LogTail(self.host, self.log_path).events():
+            if isinstance(event, LogReset):
+                parser = LogParser()  # a new file or a new start: nothing of the old one carries over
+                self.health.uvicorn_up(False)
+                self._put(event)
+                continue
+            self._put(event)
+            try:
+                parsed = parser.feed(event.data)
+            except Exception:  # a parser bug must not stop the tail: log it, start a fresh parser
+                log.exception("log parser failed")
+                parser = LogParser()
+                continue
+            for item in parsed:
+                self._put(item)
+                if isinstance(item, Milestone) and item.kind in HTTP_UP_MILESTONES:
+                    self.health.uvicorn_up(True)
+                elif isinstance(item, LaunchStarted):
+                    self.health.uvicorn_up(False)
+                    self.health.set_phase("starting")
+
+    async def _gpus(self) -> None:
+        gpu_snapshots = _optional("tui.sources.gpu", "gpu_snapshots")
+        if gpu_snapshots is None:
+            return
+        async for snapshot in gpu_snapshots(
+            self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
+        ):
+            self._put(snapshot)
+
+    async def _processes(self) -> None:
+        control = self._control
+        if control is None:
+            server_control = _optional("tui.sources.control", "ServerControl")
+            if server_control is None:
+                return
+            control = server_control(
+                self.host, port=self.port, log_path=self.log_path, remote_python=self.remote_python,
+                sim_gpus=self.sim_gpus,
+            )  # fmt: skip
+        while True:
+            if self._connection == "connected":
+                started = time.monotonic()
+                state: ServerProcess = await control.process_state()
+                # "Unknown" (the link dropped mid-scan) is not "dead": saying dead would fail the startup.
+                if self._connection == "connected" and not state.detail.startswith("process state unknown"):
+                    self._put(state)
+                await asyncio.sleep(max(0.0, self.process_interval - (time.monotonic() - started)))
+            else:
+                await asyncio.sleep(0.5)
