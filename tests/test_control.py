@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -29,6 +31,15 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Cleanup whatever the test left of a hand-started tree (its own session; the orphan is swept by the test)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def session_of(pid: int) -> int:
@@ -75,6 +86,9 @@ class Scene:
         return len([p for p in held(self.state) if p != self.bystander.pid]) == ranks
 
     def close(self) -> None:
+        for pid in held(self.state):  # leftovers only when a test failed midway (this test's own state dir)
+            if pid != self.bystander.pid:
+                os.kill(pid, signal.SIGKILL)
         self.bystander.kill()
         self.bystander.wait()
 
@@ -160,8 +174,7 @@ async def test_adopts_a_hand_started_server_by_its_log(scene: Scene) -> None:
         assert result.ok, result.detail
         assert [p for p in [main.pid, *members] if alive(p)] == [] and alive(scene.bystander.pid)
     finally:
-        main.kill()
-        main.wait()
+        kill_group(main)
 
 
 async def test_adopts_by_port_without_a_log(scene: Scene) -> None:
@@ -176,8 +189,7 @@ async def test_adopts_by_port_without_a_log(scene: Scene) -> None:
         assert (await ctl.kill()).ok
         assert not alive(main.pid) and alive(scene.bystander.pid)
     finally:
-        main.kill()
-        main.wait()
+        kill_group(main)
         await host.close()
 
 

@@ -190,7 +190,7 @@ async def _drain(poller: HealthPoller) -> None:
 
 
 async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=100.0, tp=2, shards=8)
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=8)
     poller = HealthPoller(host, sim.port, slow_interval=0.5, fast_interval=0.1)
     outcomes: list[str] = []
     try:

@@ -187,3 +187,20 @@ def test_a_stream_without_newlines_is_cut_into_bounded_lines_the_same_way_for_an
         assert len(splitter._pending) < MAX_PENDING
     parser = LogParser()
     assert parser.feed(raw) + parser.flush() == []
+
+
+def test_a_line_glued_after_a_space_padded_bar_frame_is_still_parsed() -> None:
+    # tqdm pads a frame to its width; another rank's line written right after it must not be lost.
+    frame = (
+        b"\rCapturing batches (bs=96 avail_mem=20.10 GB):  71%|xx  | 30/42 [00:16<00:06,  1.85it/s]"
+    )
+    line = (
+        b"[2026-11-29 15:39:44 TP7] Load weight end. elapsed=1.96 s, type=LlamaForCausalLM, "
+        b"avail mem=120.89 GB, mem usage=0.60 GB.\n"
+    )
+    for pad in (b"", b" ", b"    "):
+        parser = LogParser()
+        events = parser.feed(frame + pad + line) + parser.flush()
+        kinds = [e.kind for e in events if isinstance(e, Milestone)]
+        assert kinds == ["load_end"], (pad, events)
+        assert [e.done for e in events if isinstance(e, BarProgress)] == [30]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -43,17 +45,29 @@ def scene(tmp_path: Path):
     bystander = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(state)],
                                  stdout=subprocess.DEVNULL, start_new_session=True)
 
+    started: list[subprocess.Popen[bytes]] = []
+
     def start(*extra: str) -> subprocess.Popen[bytes]:
         with open(log, "wb") as out:
             proc = subprocess.Popen(shlex.join([sys.executable, str(TREE), "--port", str(port), "--gpu-state",
                                                 str(state), "--tp", "2", "--orphan", *extra]), shell=True,
                                     stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+        started.append(proc)
         deadline = time.monotonic() + 15
         while len(server_pids(state, bystander.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         return proc
 
     yield {"state": state, "log": log, "port": port, "bystander": bystander, "start": start}
+    # Only matters when a test failed midway: its tree (own session) and any orphan holding sim memory.
+    for proc in started:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    for pid in server_pids(state, bystander.pid):
+        os.kill(pid, signal.SIGKILL)
     bystander.kill()
     bystander.wait()
 

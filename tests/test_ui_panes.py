@@ -200,3 +200,13 @@ async def test_keys_answer_while_the_source_hangs() -> None:
         await pilot.press("p")
         assert app.paused is True
         assert "PAUSED" in app.query_one(HeaderPane).shown
+
+
+async def test_a_failed_startup_shows_no_rate_or_eta() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_failed_oom())
+        shards = app.query_one(ShardsPane).shown
+        graphs = next(line for line in shards.splitlines() if line.startswith("graphs"))
+        assert "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs

@@ -10,11 +10,39 @@ import socket
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import tui
+from tui.core.events import ControlResult
+from tui.sources.control import ServerControl
+from tui.sources.local import LocalHost
 
-STOP_GRACE_S = 5.0  # the simulator drains at once; a real server would get ServerControl's default
+STOP_GRACE_S = 5.0  # the simulator drains at once; a real server gets ServerControl's default
+PROJECT_ROOT = str(Path(tui.__file__).resolve().parent.parent)  # the launch runs here, so `-m tui` imports this tree
+
+
+class DemoError(Exception):
+    """The demo could not start; str() is one line."""
+
+
+@dataclass
+class Demo:
+    """A running simulated server on this machine and what watches it."""
+
+    workdir: Path
+    log: Path
+    gpu_dir: Path
+    port: int
+    launch: str
+    host: LocalHost
+    control: ServerControl
+    launched: ControlResult
+
+    def watch_args(self, read_only: bool) -> argparse.Namespace:
+        """The options `sglang-tui local …` would take to watch it."""
+        return argparse.Namespace(log=str(self.log), port=self.port, remote_python=sys.executable, sim_gpus=str(self.gpu_dir),
+                                  read_only=read_only, launch=self.launch, cwd=PROJECT_ROOT, stall_after=None)
 
 
 def free_port() -> int:
@@ -33,6 +61,31 @@ def simulate_command(*, log: Path, port: int, gpu_dir: Path, speed: float, fault
     return " ".join(shlex.quote(w) for w in words)
 
 
+async def start_demo(speed: float, fault: str | None) -> Demo:
+    """Launch the simulator in a fresh temp dir on a free port, the way `--launch` launches a real server."""
+    workdir = Path(tempfile.mkdtemp(prefix="sglang-tui-demo-"))
+    log, gpu_dir, port = workdir / "server.log", workdir / "gpus", free_port()
+    launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault)
+    host = LocalHost()
+    await host.connect()
+    control = ServerControl(host, port=port, log_path=str(log), launch=launch, cwd=PROJECT_ROOT,
+                            remote_python=sys.executable, sim_gpus=str(gpu_dir), grace_s=STOP_GRACE_S)
+    launched = await control.launch()
+    if not launched.ok:
+        await host.close()
+        raise DemoError(f"the simulator did not start: {launched.detail or launched.command}")
+    return Demo(workdir, log, gpu_dir, port, launch, host, control, launched)
+
+
+async def stop_demo(demo: Demo) -> ControlResult:
+    """Stop whatever is left of the simulated server, close the host, and remove the temp dir if all is gone."""
+    stopped = await demo.control.terminate()
+    await demo.host.close()
+    if stopped.ok and not stopped.survivors and not stopped.gpu_held:
+        shutil.rmtree(demo.workdir, ignore_errors=True)
+    return stopped
+
+
 def run(args: argparse.Namespace) -> int:
     return asyncio.run(demo(args))
 
@@ -41,36 +94,22 @@ async def demo(args: argparse.Namespace) -> int:
     from tui.commands.watch import run_tui
     from tui.core.readiness import reduce
     from tui.core.state import Readiness
-    from tui.sources.control import ServerControl
-    from tui.sources.local import LocalHost
     from tui.ui.labels import control_summary
 
     if args.speed <= 0:
         print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
         return 2
-    workdir = Path(tempfile.mkdtemp(prefix="sglang-tui-demo-"))
-    log, gpu_dir, port = workdir / "server.log", workdir / "gpus", free_port()
-    launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=args.speed, fault=args.fault)
-    project_root = str(Path(tui.__file__).resolve().parent.parent)  # so `-m tui` imports this tree
-    host = LocalHost()
-    await host.connect()
-    control = ServerControl(host, port=port, log_path=str(log), launch=launch, cwd=project_root,
-                            remote_python=sys.executable, sim_gpus=str(gpu_dir), grace_s=STOP_GRACE_S)
     try:
-        launched = await control.launch()
-        if not launched.ok:
-            print(f"sglang-tui demo: the simulator did not start: {launched.detail or launched.command}", file=sys.stderr)
-            return 1
-        watch_args = argparse.Namespace(log=str(log), port=port, remote_python=sys.executable, sim_gpus=str(gpu_dir),
-                                        read_only=args.read_only, launch=launch, cwd=project_root, stall_after=None)
-        initial = reduce(Readiness(), launched, time.time())
-        return await run_tui(host, watch_args, host_label=f"local demo :{port}", initial=initial, control=control)
+        running = await start_demo(args.speed, args.fault)
+    except DemoError as err:
+        print(f"sglang-tui demo: {err}", file=sys.stderr)
+        return 1
+    try:
+        initial = reduce(Readiness(), running.launched, time.time())
+        return await run_tui(running.host, running.watch_args(args.read_only), host_label=f"local demo :{running.port}",
+                             initial=initial, control=running.control)
     finally:
-        stopped = await control.terminate()  # nothing of the demo server may outlive the demo
-        stopped_clean = stopped.ok and not stopped.survivors and not stopped.gpu_held
+        stopped = await stop_demo(running)  # nothing of the demo server may outlive the demo
         print(f"sglang-tui demo: simulated server {control_summary(stopped)}", file=sys.stderr)
-        await host.close()
-        if stopped_clean:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"sglang-tui demo: its log and GPU state are kept in {workdir}", file=sys.stderr)
+        if running.workdir.exists():
+            print(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}", file=sys.stderr)

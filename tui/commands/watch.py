@@ -6,8 +6,15 @@ import argparse
 import asyncio
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tui.core.state import Readiness
+
+if TYPE_CHECKING:
+    from tui.sources.control import ServerControl
+    from tui.sources.host import Host
+    from tui.sources.monitor import Monitor
+    from tui.ui.app import SglangTui
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,10 +29,7 @@ async def watch(args: argparse.Namespace) -> int:
     try:
         host = make_host(args)
         await host.connect()
-    except HostError as err:
-        print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
-        return 4
-    except (OSError, ValueError) as err:
+    except (HostError, OSError, ValueError) as err:
         print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
         return 4
     try:
@@ -34,27 +38,32 @@ async def watch(args: argparse.Namespace) -> int:
         await host.close()
 
 
-async def run_tui(host: object, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
-                  control: object | None = None) -> int:
-    """Build the Monitor (and the control, unless given) for a connected host, run the app, close the Monitor."""
+def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
+              control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
+    """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
     from tui.ui.app import SglangTui, UiSources
 
     sim_gpus = getattr(args, "sim_gpus", None)
     if control is None:
-        control = ServerControl(host, port=args.port, log_path=args.log, launch=getattr(args, "launch", None),  # type: ignore[arg-type]
+        control = ServerControl(host, port=args.port, log_path=args.log, launch=getattr(args, "launch", None),
                                 cwd=getattr(args, "cwd", None), remote_python=args.remote_python, sim_gpus=sim_gpus)
-    # One ServerControl for both: the Monitor's process state and the keys then agree on what the server is.
-    monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=sim_gpus,  # type: ignore[arg-type]
+    monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=sim_gpus,
                       control=control)
     start = initial if initial is not None else Readiness()
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
         start = replace(start, stall_after=stall_after)
-    sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,  # type: ignore[arg-type]
+    sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase)
-    app = SglangTui(sources, read_only=args.read_only, initial=start)
+    return SglangTui(sources, read_only=args.read_only, initial=start), monitor
+
+
+async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
+                  control: ServerControl | None = None) -> int:
+    """Run the app until the user quits, then close the Monitor."""
+    app, monitor = build_app(host, args, host_label=host_label, initial=initial, control=control)
     try:
         await app.run_async()
     finally:

@@ -12,8 +12,9 @@ import re
 from tui.core.logenvelope import split_envelope
 
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-# A tqdm frame ends with "…it/s]" or "…s/it]"; text right after it is another process's line glued on.
-_GLUE = re.compile(r"(?:it/s|s/it)\](?=.)")
+# A tqdm frame ends with "…it/s]" or "…s/it]", maybe padded with spaces to its width; text after that is
+# another process's line glued on. The padding stays with the frame.
+_GLUE = re.compile(r"(?:it/s|s/it)\] *(?=\S)")
 # Longest run without "\n" or "\r": a longer one is cut into lines of this size (a stream with no newline
 # must not grow memory without end). Cut from the run's start, so any chunking cuts the same way.
 MAX_PENDING = 1 << 20

@@ -67,7 +67,6 @@ class LogParser:
         self._weights_done = -1
         self._draft_bar = False
         self._last_bar: tuple[object, ...] | None = None
-        self._uvicorn = False
         self._ready = False
         self._warm = False  # uvicorn up, not fired up yet: access lines are the warmup
         self._warmup_seen: set[str] = set()
@@ -82,7 +81,8 @@ class LogParser:
     def feed(self, data: bytes) -> list[Event]:
         block, partial = self._splitter.cut(data)
         if block:
-            if b"\r" in block or b"%|" in block or b"Completed |" in block:  # tqdm frames: the splitter's work
+            # tqdm frames are the splitter's work ("%" alone is a memchr; serving lines rarely hold one)
+            if b"\r" in block or (b"%" in block and (b"%|" in block or b"Completed |" in block)):
                 self._slow(block.decode("utf-8", "replace"))
             else:
                 self._lean(block)
@@ -121,14 +121,14 @@ class LogParser:
         prefill: bytes | None = None
         n_decode = n_prefill = 0
         decode_last = False
-        hinted = self._hint_level >= 1
+        hinted, warm = self._hint_level >= 1, self._warm  # refreshed after any line that may change them
         for line in lines:
             if b"Decode batch" in line:
                 if not hinted and b"accept len" in line:
                     self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
-                    hinted = self._hint_level >= 1
+                    hinted, warm = self._hint_level >= 1, self._warm
                 else:
                     decode = line
                     n_decode += 1
@@ -137,7 +137,7 @@ class LogParser:
                 prefill = line
                 n_prefill += 1
                 decode_last = False
-            elif b"HTTP/1." in line and b'" ' in line and not self._warm:  # an access line
+            elif not warm and b"HTTP/1." in line and b'" ' in line:  # an access line
                 continue
             elif line:
                 if decode is not None or prefill is not None:
@@ -148,7 +148,7 @@ class LogParser:
                     self._slow(text + "\n")
                 else:
                     self._piece(text)
-                hinted = self._hint_level >= 1
+                hinted, warm = self._hint_level >= 1, self._warm
         self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
 
     def _emit(self, event: Event) -> None:
@@ -313,7 +313,7 @@ class LogParser:
             self._warmup_seen.add(role)
             kind = "warmup_request"
         else:
-            self._uvicorn, self._in_capture = True, False
+            self._in_capture = False
             self._warm = not self._ready
         self._emit(Milestone(kind, None, False, fields, line, at, self._t(at)))
 

@@ -66,7 +66,7 @@ class HealthPoller:
         port: int,
         *,
         slow_interval: float = 5.0,
-        fast_interval: float = 0.5,
+        fast_interval: float = 0.25,
         ready_interval: float = 5.0,
         models_interval: float = 5.0,
         health_timeout: float = HEALTH_READ_TIMEOUT_S,

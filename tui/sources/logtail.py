@@ -73,6 +73,7 @@ class LogTail:
         self._inode: str | None = None
         self._missing = False
         self._force_reset: str | None = None
+        self._noticed = False  # the last tail ended because it reported a change of the file
         self._last_launch_min = last_launch_min_bytes
         self._retry = retry
 
@@ -140,14 +141,14 @@ class LogTail:
                     await self._wait_for_file()
                     continue
                 proc = await self.host.start(tail_command(self.path, self.offset))
-                delivered = False
+                delivered = self._noticed = False
                 try:
                     async for event in self._follow(proc):
                         delivered = True
                         yield event
                 finally:
                     await proc.close()
-                if delivered or self._force_reset:
+                if delivered or self._noticed:
                     delays = backoff_delays(*self._retry)
                 else:  # tail ended at once with nothing to say: do not spin
                     await asyncio.sleep(next(delays))
@@ -188,6 +189,7 @@ class LogTail:
                 _discard(chunk)
 
     def _note(self, reason: str) -> None:
+        self._noticed = True
         if reason == "truncated":
             self._force_reset = "truncated"
 

@@ -77,7 +77,7 @@ class Monitor:
         gpu_interval: float = 1.0,
         tick_interval: float = 1.0,
         process_interval: float = 2.0,
-        batch_interval: float = 0.05,
+        batch_interval: float = 0.02,
         control: Any | None = None,
         health: HealthPoller | None = None,
         gpus: bool = True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tui.core.state import BarState, Readiness
+from tui.core.state import BarState, Phase, Readiness
 from tui.ui.labels import MILESTONE_SHORT
 from tui.ui.panes.base import StatePane
 from tui.core.fmt import eta, rate
@@ -13,7 +13,7 @@ from tui.ui.text import bar
 RANK_CELL = 21  # "  TP12 graph…  25.7G"
 
 
-def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", stalled: bool = False) -> None:
+def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", halted: str | None = None) -> None:
     text.append(f"{label:<8}", style="bold")
     if state is None:
         text.append(bar(None, width), style="dim")
@@ -28,12 +28,11 @@ def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: 
     text.append(f" {state.done:>3}/{state.total:<3}", style="bold")
     if complete:
         text.append("  done", style="green")
+    elif halted:  # a rate and an ETA would promise progress that is not coming
+        text.append(f"  {halted}", style="bold red" if halted == "failed" else "bold yellow")
     else:
         text.append(f"  {rate(state.rate_per_s, unit)}")
-        if stalled:
-            text.append("  stalled", style="bold yellow")
-        else:
-            text.append(f"  {eta(state.eta_s)}", style="cyan")
+        text.append(f"  {eta(state.eta_s)}", style="cyan")
     if extra:
         text.append(extra, style="dim")
 
@@ -52,18 +51,18 @@ class ShardsPane(StatePane):
         self.border_title = "weights · cuda graphs · ranks"
 
     def select(self, state: Readiness) -> object:
-        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None)
+        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED)
 
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80
         width = max(8, min(40, pane_width - 46))
         per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
-        stalled = state.stall is not None
-        _bar_line(text, "weights", state.shards, "shards", width, stalled=stalled)
+        halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
+        _bar_line(text, "weights", state.shards, "shards", width, halted=halted)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
-            _bar_line(text, "draft", state.draft_shards, "shards", width, stalled=stalled)
+            _bar_line(text, "draft", state.draft_shards, "shards", width, halted=halted)
         text.append("\n")
         extra = ""
         if state.capture is not None:
@@ -71,7 +70,7 @@ class ShardsPane(StatePane):
                 extra += f"  bs={state.capture.bs}"
             if state.capture.avail_mem_gb is not None:
                 extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
-        _bar_line(text, "graphs", state.capture, "batches", width, extra, stalled=stalled)
+        _bar_line(text, "graphs", state.capture, "batches", width, extra, halted=halted)
         if state.ranks:
             for i, rank in enumerate(state.ranks):
                 text.append("\n" if i % per_row == 0 else "  ")

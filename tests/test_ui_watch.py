@@ -1,0 +1,94 @@
+"""The watch and demo commands end to end: real sshd for connect failures, the real simulator under the real TUI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.sshd import free_port
+from tui.commands.demo import start_demo, stop_demo
+from tui.commands.watch import build_app
+from tui.core.state import Phase
+from tui.sources.control_cmds import pidfile_for
+from tui.ui.panes.gpus import GpuPane
+from tui.ui.panes.header import HeaderPane
+from tui.ui.screens.confirm import ConfirmScreen
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sglang_tui(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
+    done = _sglang_tui("127.0.0.1", "--ssh-port", str(sshd.port), "--user", sshd.user, "--identity", str(sshd.wrong_identity),
+                       "--known-hosts", str(sshd.known_hosts), "--log", "/tmp/none.log")
+    assert done.returncode == 4, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sglang-tui: cannot connect to 127.0.0.1:") and "Traceback" not in done.stderr
+
+
+def test_nothing_listening_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
+    done = _sglang_tui("127.0.0.1", "--ssh-port", str(free_port()), "--user", sshd.user, "--identity", str(sshd.identity),
+                       "--known-hosts", str(sshd.known_hosts), "--log", "/tmp/none.log")
+    assert done.returncode == 4, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+async def test_demo_server_watched_to_ready_then_killed_from_the_keys() -> None:
+    demo = await start_demo(speed=200.0, fault=None)
+    try:
+        pgid = int(Path(pidfile_for(str(demo.log))).read_text().strip())
+        assert _group_members(pgid)
+        app, monitor = build_app(demo.host, demo.watch_args(read_only=False), host_label="local demo", control=demo.control)
+        try:
+            async with app.run_test(size=(160, 48)) as pilot:
+                seen_shards = set()
+                for _ in range(600):
+                    await pilot.pause(0.05)
+                    if app.state.shards is not None:
+                        seen_shards.add(app.state.shards.done)
+                    if app.state.phase in (Phase.READY, Phase.SERVING):
+                        break
+                assert app.state.phase in (Phase.READY, Phase.SERVING), app.state.reason
+                assert app.state.shards is not None and app.state.shards.total == 64 and len(seen_shards) > 1
+                assert app.query_one(GpuPane).row_count == 8
+                await pilot.press("K")
+                assert isinstance(app.screen, ConfirmScreen) and str(pgid) in app.screen.command
+                await pilot.press("y")
+                for _ in range(600):
+                    await pilot.pause(0.05)
+                    if app.control_results:
+                        break
+                result = app.control_results[-1]
+                assert result.action == "kill" and result.ok and result.survivors == () and result.gpu_held == ()
+                assert _group_members(pgid) == []
+                for _ in range(100):
+                    await pilot.pause(0.05)
+                    if app.state.process_alive is False:
+                        break
+                header = app.query_one(HeaderPane).shown
+                assert "kill done" in header and "process: gone" in header
+        finally:
+            await monitor.close()
+    finally:
+        stopped = await stop_demo(demo)
+    assert stopped.ok and not demo.workdir.exists()
