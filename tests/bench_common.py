@@ -188,8 +188,18 @@ def sim_ready(tmp: Path, *, speed: float = 200.0, timeout: float = 60.0, **kw): 
     """The simulator started and waited until its log says fired up (then /health answers 200)."""
     from tests.helpers.sim import start_sim
 
+    existing = tmp / "sim.log"
+    skip = existing.stat().st_size if existing.exists() else 0  # a log given beforehand may say fired up itself
+
+    def fired_up() -> bool:
+        if not sim.log.exists():
+            return False
+        with sim.log.open("rb") as f:
+            f.seek(skip)
+            return FIRED_UP in f.read()
+
     sim = start_sim(tmp, speed=speed, **kw)
-    if not wait_until(lambda: sim.log.exists() and FIRED_UP in sim.log.read_bytes(), timeout, 0.05):
+    if not wait_until(fired_up, timeout, 0.05):
         sim.stop()
         raise RuntimeError(f"simulator did not reach ready in {timeout} s")
     return sim

@@ -69,7 +69,7 @@ class GoneWatcher(threading.Thread):
         return self.gone_at
 
 
-async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float | None, bool]:  # type: ignore[no-untyped-def]
+async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float | None, bool, int]:  # type: ignore[no-untyped-def]
     """ServerControl already attached (adopted, as the TUI would be); returns (returned, gone, ok)."""
     from tui.sources.control import ServerControl
     from tui.sources.local import LocalHost
@@ -86,12 +86,12 @@ async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float
         result = await getattr(control, action)()
         returned = time.monotonic() - t0
         gone = await asyncio.to_thread(watcher.finish, NEVER_S)
-        return returned, None if gone is None else gone - t0, result.ok
+        return returned, None if gone is None else gone - t0, result.ok, len(watcher.left)
     finally:
         await host.close()
 
 
-def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool]:  # type: ignore[no-untyped-def]
+def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool, int]:  # type: ignore[no-untyped-def]
     argv = [PY, "-m", "tui", "stop", "127.0.0.1", *sshd.ssh_args(), "--port", str(sim.port), "--log", str(sim.log),
             "--force", "--remote-python", PY, "--sim-gpus", str(sim.gpu_state)]  # fmt: skip
     watcher = GoneWatcher(sim)
@@ -100,19 +100,17 @@ def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool]:  # type
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)
     returned = time.monotonic() - t0
     gone = watcher.finish(NEVER_S)
-    return returned, None if gone is None else gone - t0, proc.returncode == 0
+    return returned, None if gone is None else gone - t0, proc.returncode == 0, len(watcher.left)
 
 
-def kill9_trial(sim: SimServer) -> tuple[float, float | None, bool]:
+def kill9_trial(sim: SimServer) -> tuple[float, float | None, bool, int]:
     watcher = GoneWatcher(sim)
     t0 = time.monotonic()
     watcher.start()
     os.kill(sim.pid, signal.SIGKILL)
     returned = time.monotonic() - t0
     gone = watcher.finish(NEVER_S)
-    if gone is None:
-        kill9_trial.left = len(watcher.left)  # type: ignore[attr-defined]
-    return returned, None if gone is None else gone - t0, gone is not None
+    return returned, None if gone is None else gone - t0, gone is not None, len(watcher.left)
 
 
 def main() -> int:
@@ -134,7 +132,7 @@ def main() -> int:
             ("`kill -9 MAINPID` (baseline), `orphans` fault", "orphans", kill9_trial),
         ]  # fmt: skip
         for k, (name, fault, trial) in enumerate(cases):
-            returned, gone, oks = [], [], []
+            returned, gone, oks, left = [], [], [], []
             for i in range(args.trials):
                 tmp = Path(tmpdir) / f"{k}-{i}"
                 tmp.mkdir()
@@ -142,19 +140,21 @@ def main() -> int:
                 try:
                     if fault == "orphans":
                         time.sleep(0.5)  # let the escaped ranks settle outside the group
-                    r, g, ok = trial(sim)
+                    r, g, ok, n_left = trial(sim)
                 finally:
                     sim.stop()
                 returned.append(r)
                 gone.append(g)
                 oks.append(ok)
+                left.append(n_left)
             done = [g for g in gone if g is not None]
             never = len(gone) - len(done)
             gone_text = f"{statistics.fmean(done):.2f} s" if done else "never"
             if never and done:
                 gone_text += f" ({never} of {len(gone)} never)"
             elif never:
-                gone_text = f"never: processes/GPU memory still held after {NEVER_S:g} s in {never} of {len(gone)}"
+                gone_text = (f"never: {max(left)} process(es) of the server still alive (GPU memory held) after {NEVER_S:g} s "
+                             f"({never} of {len(gone)})")
             rows.append([name, len(gone), gone_text, f"{statistics.fmean(returned):.2f} s", f"{sum(oks)}/{len(oks)}"])
     table = md_table(["stop", "trials", "all processes gone + GPU memory released (mean)", "command returned (mean)",
                       "reported ok / confirmed"], rows)  # fmt: skip

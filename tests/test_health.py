@@ -161,7 +161,7 @@ async def test_health_polls_never_overlap(server: ScriptedServer) -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     health_requests = [p for _, p in server.requests if p == "/health"]
-    assert len(health_requests) >= 4  # it kept polling back to back …
+    assert len(health_requests) >= 3  # it kept polling back to back …
     assert server.max_in_flight == 1  # … but never two at once (seen by the server)
     assert poller.max_in_flight == 1
     assert any(r.endpoint == "/v1/models" for r in results)

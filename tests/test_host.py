@@ -95,7 +95,7 @@ async def test_http_base_url_reaches_a_port_on_the_host(host: Host) -> None:
     try:
         base = await host.http_base_url(port)
         assert base.startswith("http://127.0.0.1:")
-        host_part, _, local_port = base.rpartition(":")
+        local_port = base.rpartition(":")[2]
         reader, writer = await asyncio.open_connection("127.0.0.1", int(local_port))
         writer.write(b"GET / HTTP/1.0\r\n\r\n")
         reply = await reader.read()

@@ -250,3 +250,20 @@ async def test_no_tail_outlives_a_dead_link(fresh_sshd: Sshd, tmp_path: Path) ->
     await tail.stop()
     await host.close()
     assert os.path.exists(log)
+
+
+async def test_rewritten_while_disconnected_is_a_truncation(fresh_sshd: Sshd, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"first launch\n" * 20)
+    host = ssh_host(fresh_sshd)
+    await host.connect()
+    tail = Collector(LogTail(host, str(log), retry=(0.2, 1.0)))
+    await tail.until(lambda: tail.tail.offset == log.stat().st_size)
+    fresh_sshd.kill()
+    with open(log, "r+b") as f:  # same inode, and longer than before: size and inode cannot tell
+        f.truncate(0)
+        f.write(b"second launch, a longer line than any before\n" * 20)
+    fresh_sshd.start()
+    await tail.until(lambda: "truncated" in tail.resets() and tail.data_since_last_reset() == log.read_bytes(), 30)
+    await tail.stop()
+    await host.close()

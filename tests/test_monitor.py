@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import pytest
 
 from tests.helpers.sim import start_sim
 from tests.helpers.sshd import Sshd

@@ -186,7 +186,9 @@ def test_orphans_can_also_escape_the_session(tmp_path: Path):
         sim.wait(5)
         from tests.helpers.sim import _pids_with_marker
 
-        escaped = _pids_with_marker(sim.run_id)
+        deadline = time.monotonic() + 5  # the killed group takes a moment to die on a loaded machine
+        while len(escaped := _pids_with_marker(sim.run_id)) > 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert len(escaped) == 2 and all(os.getsid(p) != sim.pid for p in escaped)
     finally:
         sim.stop()

@@ -165,3 +165,16 @@ def test_key_table_comes_from_the_registry() -> None:
     printed = subprocess.run([sys.executable, "-m", "tui.ui.actions"], capture_output=True, text=True, check=True).stdout
     assert printed == table
     assert "| `K` |" in table and "| yes |" in table
+
+
+async def test_keys_answer_while_a_kill_is_still_running() -> None:
+    control = FakeControl(delay_s=60.0)  # a host that takes its time (hung SSH channel)
+    app = make_app(FakeBatchSource(), control=control, monotonic=FakeClock(0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("K", "y")
+        await pilot.pause()
+        assert control.calls == ["kill"] and app.control_results == []
+        await pilot.press("w", "question_mark")
+        assert isinstance(app.screen, HelpScreen) and app.log_pane.view.wrap is True
+        await pilot.press("escape", "T")
+        assert not isinstance(app.screen, ConfirmScreen)  # one action at a time: the second is refused, not queued

@@ -97,9 +97,9 @@ async def test_a_pane_does_not_redraw_when_its_slice_did_not_change() -> None:
         shards = app.query_one(ShardsPane)
         health = app.query_one(HealthPane)
         drawn: list[str] = []
-        shards.update = lambda content="": drawn.append("shards")  # type: ignore[method-assign,assignment]
+        shards.update = lambda content="", **kw: drawn.append("shards")  # type: ignore[method-assign,assignment]
         original = health.update
-        health.update = lambda content="": (drawn.append("health"), original(content))  # type: ignore[method-assign,assignment]
+        health.update = lambda content="", **kw: (drawn.append("health"), original(content, **kw))  # type: ignore[method-assign,assignment]
         await play(pilot, source, clock, [Step(clock.t, [HealthResult("/health", "starting", 503, 0.01)])])
         assert drawn == ["health"]
 
@@ -144,6 +144,8 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
         header = app.query_one(HeaderPane).shown
         assert "FAILED" in header and "OOM" in header and OOM_LINE in header
         assert "process: gone" in header
+        graphs = next(line for line in app.query_one(ShardsPane).shown.splitlines() if line.startswith("graphs"))
+        assert "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs  # no false promise
         assert bells == [1]
         assert any("failed" in note and "CUDA out of memory" in note for note in _notes(seen))
 
@@ -201,12 +203,3 @@ async def test_keys_answer_while_the_source_hangs() -> None:
         assert app.paused is True
         assert "PAUSED" in app.query_one(HeaderPane).shown
 
-
-async def test_a_failed_startup_shows_no_rate_or_eta() -> None:
-    clock, source = FakeClock(), FakeBatchSource()
-    app = make_app(source, clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await play(pilot, source, clock, startup_failed_oom())
-        shards = app.query_one(ShardsPane).shown
-        graphs = next(line for line in shards.splitlines() if line.startswith("graphs"))
-        assert "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs

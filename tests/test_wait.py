@@ -64,7 +64,7 @@ def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict
     def one(fault: str) -> Outcome:
         return wait_on_sim(sshd, tmp_path_factory.mktemp(fault), fault)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=len(FAULT_KINDS)) as pool:
         outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS)))
     # Alone: with a 2 s stall limit, a machine busy with other scenarios could starve the simulator itself.
     outcomes["hang-weights"] = wait_on_sim(sshd, tmp_path_factory.mktemp("hang"), "hang-weights", "--stall-after", "2")
@@ -167,3 +167,36 @@ def test_closed_ssh_port_exits_4() -> None:
     )  # fmt: skip
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4 and "connection refused" in line
+
+
+def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path) -> None:
+    import time
+
+    sim = start_sim(tmp_path, speed=60.0, tp=2, shards=8)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui", "wait", "127.0.0.1", *fresh_sshd.ssh_args(), "--log", str(sim.log),
+             "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state), "--timeout", "60", "--json"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(1.5)
+        assert proc.poll() is None, proc.communicate()[1]
+        fresh_sshd.kill()  # the link dies while the server is still loading
+        time.sleep(0.8)
+        fresh_sshd.start()
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        sim.stop()
+    out = Outcome(proc.returncode, stdout, stderr)
+    assert out.code == 0, stderr
+    assert out.last_json()["phase"] == "ready"
+    assert "link reconnecting" in stderr  # the outage was seen, and ridden out
+
+
+def test_unresolvable_host_exits_4() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", "no-such-host.invalid", "--ssh-config", "/dev/null", "--timeout", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
+    assert proc.returncode == 4 and "cannot resolve host name" in line

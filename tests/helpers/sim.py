@@ -28,9 +28,10 @@ def _pids_with_marker(marker: str) -> list[int]:
             continue
         try:
             env = (entry / "environ").read_bytes()
-        except OSError:
+            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if needle in env.split(b"\0"):
+        if state != b"Z" and needle in env.split(b"\0"):
             found.append(int(entry.name))
     return found
 

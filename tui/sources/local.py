@@ -29,8 +29,13 @@ class _Child:
         self.exited: asyncio.Future[int] = loop.create_future()
         self._transports: list[asyncio.BaseTransport] = []
         self.stdin: asyncio.StreamWriter | None = None
-        self._pidfd = os.pidfd_open(popen.pid)
-        loop.add_reader(self._pidfd, self._on_exit)
+        try:
+            self._pidfd = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):  # no pidfd (old kernel, sandbox): look every 50 ms instead
+            self._pidfd = -1
+            self._poll_exit()
+        else:
+            loop.add_reader(self._pidfd, self._on_exit)
 
     async def connect(self, input: bytes | None, keep_stdin: bool) -> None:
         for pipe, reader in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr)):
@@ -57,6 +62,11 @@ class _Child:
         self._release_pidfd()
         if not self.exited.done():
             self.exited.set_result(returncode)
+
+    def _poll_exit(self) -> None:
+        self._on_exit()
+        if not self.exited.done():
+            self.loop.call_later(0.05, self._poll_exit)
 
     def _release_pidfd(self) -> None:
         if self._pidfd >= 0:

@@ -1,8 +1,9 @@
 """The log tail: `tail -c +OFFSET -F -- PATH` on the host, read as bytes, resumed by byte offset.
 
-Before every (re)start it checks `stat -c '%i %s'`: another inode or a size below the offset means the
-file was rotated or truncated, so it says LogReset and starts again from 0. Nothing lost, nothing repeated
-across a reconnect. A new launch appended to the same file is the parser's business, not this one's.
+Before every (re)start it checks `stat -c '%i %s'` (and the last bytes it delivered): another inode, a
+size below the offset, or other bytes before it mean the file was rotated or truncated, so it says
+LogReset and starts again from 0. Nothing lost, nothing repeated across a reconnect. A new launch appended
+to the same file is the parser's business, not this one's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ _WAIT_APPEAR_S = 20.0  # one bounded remote wait for a missing file (then we loo
 # What `tail -F` says on stderr when the file under the name changes (coreutils 9.x wording).
 _TRUNCATED = b"file truncated"
 _RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open")
-_NOTICE_YIELDS = 5
+_NOTICE_YIELDS = 5  # event-loop turns a stdout chunk waits for a stderr notice already on its way
+_SEEN_TAIL = 64  # bytes remembered before the offset, compared on resync
 
 
 def tail_command(path: str, offset: int) -> str:
@@ -52,6 +54,8 @@ def last_launch_command(path: str) -> str:
 
 @dataclass(frozen=True)
 class FileId:
+    """What `stat` says about the file under the name."""
+
     inode: str
     size: int
 
@@ -74,6 +78,7 @@ class LogTail:
         self._missing = False
         self._force_reset: str | None = None
         self._noticed = False  # the last tail ended because it reported a change of the file
+        self._seen_tail = b""  # the last bytes delivered (up to _SEEN_TAIL), to recognise the file on resync
         self._last_launch_min = last_launch_min_bytes
         self._retry = retry
 
@@ -100,6 +105,16 @@ class LogTail:
         start = max(0, size - NO_LAUNCH_TAIL_BYTES)
         return start, f"no `server_args=` line in {size} bytes; showing the last {size - start} bytes"
 
+    async def _same_bytes_before_offset(self) -> bool:
+        """Whether the file still holds, just before our offset, the bytes we delivered there: a file
+        truncated and refilled past our offset while we were away has the same inode and a big enough size."""
+        if not self._seen_tail:
+            return True
+        n = len(self._seen_tail)
+        q = shlex.quote(self.path)
+        result = await self.host.run(f"tail -c +{self.offset - n + 1} -- {q} | head -c {n}", timeout=30.0)
+        return result.returncode != 0 or result.stdout == self._seen_tail
+
     async def _resync(self) -> tuple[list[TailEvent], bool]:
         """Decide where to (re)start. Returns events to emit and whether the file exists now."""
         events: list[TailEvent] = []
@@ -119,12 +134,19 @@ class LogTail:
                 if start > 0:
                     events.append(LogReset("started_at_last_launch", detail))
                 self.offset = start
+                self._seen_tail = b""
         elif found.inode != self._inode:
             events.append(LogReset("rotated", f"{self.path}: new file (inode {found.inode})"))
             self.offset = 0
         elif forced or found.size < self.offset:
-            events.append(LogReset("truncated", f"{self.path}: size {found.size} < offset {self.offset}"))
+            why = "tail saw it truncated" if forced else f"size {found.size} < offset {self.offset}"
+            events.append(LogReset("truncated", f"{self.path}: {why}"))
             self.offset = 0
+        elif not await self._same_bytes_before_offset():
+            events.append(LogReset("truncated", f"{self.path}: rewritten (the bytes before offset {self.offset} changed)"))
+            self.offset = 0
+        if self.offset == 0:
+            self._seen_tail = b""
         self._missing = False
         self._inode = found.inode
         return events, True
@@ -179,6 +201,7 @@ class LogTail:
                         self._note(notice.result())
                         return  # resync from the file's new start; this chunk is not counted
                     self.offset += len(data)
+                    self._seen_tail = (self._seen_tail + data[-_SEEN_TAIL:])[-_SEEN_TAIL:]
                     yield LogActivity(self.offset, data)
                     continue
                 self._note(notice.result())

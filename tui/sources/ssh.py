@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import logging.handlers
 import os
 import shlex
 import socket
@@ -40,7 +41,9 @@ def route_asyncssh_logging(path: Path | None = None) -> Path | None:
     path = path or _cache_dir() / "asyncssh.log"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=5 << 20, backupCount=1, encoding="utf-8"
+        )
     except OSError:
         handler, path = logging.NullHandler(), None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -109,8 +112,13 @@ class SshProcess(RemoteProcess):
         return self._proc.returncode
 
     async def close(self) -> None:
-        # Closing a channel without a PTY does not kill the remote command; the commands we start watch
-        # their stdin (or stdout) and exit when the channel goes, so closing is enough.
+        # Closing a channel without a PTY does not kill the remote command, and sshd ignores signal requests
+        # for root (OpenSSH <= 9.7): the commands we start watch their stdin or stdout and exit when the
+        # channel goes. The TERM request is only a courtesy where sshd honours it.
+        try:
+            self._proc.terminate()
+        except (OSError, asyncssh.Error):
+            pass
         self._proc.close()
         try:
             await asyncio.wait_for(self._proc.wait_closed(), 5.0)
@@ -155,6 +163,7 @@ class SshHost(Host):
         self._final_error: HostError | None = None
         self._closed = False
         self._wake = asyncio.Event()
+        self._watchers: set[asyncio.Task[None]] = set()
         self._where = self._host if port is None else f"{self._host}:{port}"
         route_asyncssh_logging()
 
@@ -190,7 +199,7 @@ class SshHost(Host):
             raise HostAuthError(f"identity file {self._identity} not found: check --identity")
         if self._known_hosts and not os.path.exists(self._known_hosts):
             raise HostAuthError(f"known_hosts file {self._known_hosts} not found: check --known-hosts")
-        if self._ssh_config and not os.path.isfile(self._ssh_config):
+        if self._ssh_config and not os.path.exists(self._ssh_config):
             raise HostAuthError(f"ssh config {self._ssh_config} not found: check --ssh-config")
         generation = self._generation + 1
         try:
@@ -394,7 +403,9 @@ class SshHost(Host):
         except _LINK_ERRORS as exc:
             self._sessions.release()
             raise HostUnreachable(f"{self.name}: connection lost ({exc})") from None
-        asyncio.get_running_loop().create_task(self._release_when_closed(proc))
+        watcher = asyncio.get_running_loop().create_task(self._release_when_closed(proc))
+        self._watchers.add(watcher)  # a strong reference: the loop keeps only weak ones
+        watcher.add_done_callback(self._watchers.discard)
         if input is not None:
             try:
                 proc.stdin.write(input)

@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import AsyncIterator, Awaitable, Callable, ClassVar, Iterable, Protocol
+from typing import AsyncIterator, Callable, ClassVar, Iterable, Protocol
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -21,7 +21,7 @@ from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
-from tui.ui.labels import control_summary, phase_label
+from tui.ui.labels import control_summary
 from tui.ui.messages import ControlFinished, EventsReceived
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
@@ -335,11 +335,3 @@ class SglangTui(App[None]):
             result = ControlResult(verb, ok=False, detail=f"{type(err).__name__}: {err}", command=command)
         self.post_message(ControlFinished(result))
 
-
-async def run_app(app: SglangTui, *, on_exit: Callable[[], Awaitable[None]] | None = None) -> None:
-    """Run the app, then the caller's cleanup (close the monitor, stop the demo server)."""
-    try:
-        await app.run_async()
-    finally:
-        if on_exit is not None:
-            await on_exit()

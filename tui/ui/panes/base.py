@@ -46,8 +46,10 @@ class StatePane(Static):
         text = self.draw(self.state, self.now)
         if text == self._drawn:
             return
+        # Widths come from the layout, heights from the line count: same count, no layout pass (CPU when idle).
+        relayout = self._drawn is None or text.plain.count("\n") != self._drawn.plain.count("\n")
         self._drawn = text
-        self.update(text)
+        self.update(text, layout=relayout)
 
     def watch_state(self, old: Readiness, new: Readiness) -> None:
         if self._drawn is not None and self.select(old) == self.select(new):

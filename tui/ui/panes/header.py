@@ -45,6 +45,10 @@ class HeaderPane(StatePane):
         # line 1: host, server, link
         text.append(" sglang-tui ", style="bold reverse")
         text.append(f" {self.host_label}", style="bold")
+        if self.read_only:
+            text.append("  [read-only]", style="bold")
+        if self.paused:
+            text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
         server = state.server
         parts = [server.model or "model ?"]
         if server.tp_size:
@@ -62,10 +66,6 @@ class HeaderPane(StatePane):
         newest = max((t for t in (state.gpus_at, *(t for _, t in state.health_checked_at)) if t is not None), default=None)
         if newest is not None and now - newest > STALE_AFTER_S:
             text.append(f"  data {duration(now - newest)} old (stale)", style="bold yellow")
-        if self.read_only:
-            text.append("  [read-only]", style="bold")
-        if self.paused:
-            text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
         if state.connection != "connected" and state.connection_detail:
             text.append(f"  ({state.connection_detail})", style="dim")
         text.append("\n")

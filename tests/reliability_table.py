@@ -1,0 +1,151 @@
+"""The reliability table (a script, not a test): which faults and bad inputs the test suite exercises, and whether
+those tests pass. `python tests/reliability_table.py [--collect-only]`
+
+Collects every test (`pytest --collect-only -q`), sorts them into fault categories by their file and name, runs
+those tests once (`--junitxml`), and prints a markdown table: category, tests, passed, and what was lost. A
+category's "lost" says "nothing" only when all of its tests pass (their assertions are byte-for-byte log
+contents, no orphan processes, no GPU memory held, one clear line); otherwise it names the failing tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    files: tuple[str, ...]  # test file name prefixes ("" = any file)
+    words: tuple[str, ...]  # words the test name has, each at a word start (`hang` is not `changed`); empty = all
+    lost_if_passing: str  # what the passing assertions guarantee was not lost
+
+
+CATEGORIES = [
+    Category("sshd killed mid-stream / link lost, then back", ("",),
+             ("sshd_killed", "sshd_dies", "reconnect", "probe_killed", "connection_lost", "link_lost"),
+             "nothing: log bytes neither lost nor repeated (byte-for-byte), probe restarted"),
+    Category("network stalled (link open but silent)", ("",), ("stalled_link", "network_stall", "keepalive"),
+             "nothing: link declared dead, tail resumed byte-for-byte"),
+    Category("log truncated / rotated / rewritten", ("",), ("truncat", "rotat", "rewritten", "second_launch"),
+             "nothing: the new file followed from its first byte, reset announced"),
+    Category("server crashed, per phase (OOM load/capture, NCCL, crash, warmup, port in use, rank killed)",
+             ("test_sim_faults", "test_wait", "test_readiness_phases", "test_parse_versions", "test_replay",
+              "test_ui_panes"),
+             ("oom", "nccl", "crash", "warmup_failure", "port_in_use", "rank_killed", "fault_exits",
+              "failure_from_any_phase", "dead_process", "listener_on_the_port", "fixture_verdict[fail", "failed_shows"),
+             "nothing: failed (not stalled) with the root-cause line kept"),
+    Category("server hangs (no progress) → stalled",
+             ("test_readiness_stall", "test_sim_faults", "test_wait", "test_ui_panes", "test_snapshots"),
+             ("hang", "stall"), "nothing: called stalled (exit 3), never ready, never failed while alive"),
+    Category("/health hanging, slow or refused", ("test_health", "test_readiness"),
+             ("slow", "never_overlap", "times_out", "refused", "unreachable_health", "hang"),
+             "nothing: one probe at a time, long timeout, no false ready"),
+    Category("fuzzed / invalid log bytes", ("",),
+             ("any_bytes", "random_chunks", "invalid_utf8", "binary", "fuzz", "property", "never_raise"),
+             "nothing: never raises, same result however the bytes are chunked"),
+    Category("huge lines", ("",), ("10mb_line", "huge", "long_line", "giant", "long_lines"),
+             "nothing: a 10 MB line passes through whole"),
+    Category("garbage HTTP answers", ("",), ("garbage", "junk", "models_must_look", "status_codes"),
+             "nothing: classified as garbage / http_error, never ready"),
+    Category("hostile paths and arguments", ("",), ("metacharacter", "quotes_every", "hostile", "injection"),
+             "nothing: a path with shell metacharacters is read as a path"),
+    Category("kill / stop leaves no orphan", ("test_control", "test_stop", "test_ui_watch", "test_sim_faults"),
+             ("kill", "orphan", "term", "bystander", "stop"),
+             "nothing: every process gone, GPU memory released, bystander untouched"),
+    Category("SSH refused: unknown/changed host key, wrong key, closed port", ("",),
+             ("host_key", "wrong_key", "auth", "unknown_host", "closed_ssh_port"),
+             "nothing: one clear line, exit 4, never retried"),
+]  # fmt: skip
+
+
+def members(category: Category, nodeids: list[str]) -> list[str]:
+    out = []
+    for nodeid in nodeids:
+        path, _, name = nodeid.partition("::")
+        file = Path(path).name
+        name = name.lower()
+        if any(file.startswith(prefix) for prefix in category.files) and (
+            not category.words or any(re.search(r"(?:^|[_\[\-. ])" + re.escape(word), name) for word in category.words)
+        ):
+            out.append(nodeid)
+    return out
+
+
+def collect() -> list[str]:
+    proc = subprocess.run([PY, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return [line.strip() for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+
+
+def run(nodeids: list[str]) -> dict[str, str]:
+    """nodeid → passed | failed | error | skipped, from one pytest run's junit XML."""
+    with tempfile.TemporaryDirectory(prefix="reliability-") as tmp:
+        xml = Path(tmp) / "junit.xml"
+        subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "180", "-o",
+                        "junit_family=xunit1", f"--junitxml={xml}", *nodeids], cwd=ROOT, capture_output=True,
+                       text=True, check=False)  # fmt: skip
+        if not xml.exists():
+            return {}
+        outcomes = {}
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            file = case.get("file", "")
+            module = file[:-3].replace("/", ".")
+            inner = case.get("classname", "")[len(module) + 1 :]
+            nodeid = f"{file}::{inner + '::' if inner else ''}{case.get('name')}"
+            outcome = "passed"
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    outcome = {"failure": "failed"}.get(child.tag, child.tag)
+            outcomes[nodeid] = outcome
+        return outcomes
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--collect-only", action="store_true", help="count the tests, do not run them")
+    args = ap.parse_args()
+    nodeids = collect()
+    groups = [(category, members(category, nodeids)) for category in CATEGORIES]
+    selected = sorted({n for _, found in groups for n in found})
+    outcomes = {} if args.collect_only else run(selected)
+    rows = []
+    for category, found in groups:
+        passed = [n for n in found if outcomes.get(n) == "passed"]
+        bad = [n for n in found if outcomes.get(n) in ("failed", "error")]
+        skipped = [n for n in found if outcomes.get(n) == "skipped"]
+        if args.collect_only:
+            lost = "not run"
+        elif not found:
+            lost = "UNTESTED"
+        elif bad or len(passed) < len(found):
+            names = ", ".join(n.split("::")[-1] for n in bad[:3]) + ("…" if len(bad) > 3 else "")
+            lost = f"unknown: {len(bad)} failing ({names})" if bad else f"unknown: {len(found) - len(passed)} not passed"
+        else:
+            lost = category.lost_if_passing
+        extra = f" ({len(skipped)} skipped)" if skipped else ""
+        rows.append(f"| {category.name} | {len(found)} | {'—' if args.collect_only else len(passed)}{extra} | {lost} |")
+    print("### Reliability: faults and bad inputs the tests exercise\n")
+    print("| category | tests | passed | lost |\n|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+    total_ok = sum(1 for n in selected if outcomes.get(n) == "passed")
+    print(f"- {len(selected)} distinct tests of {len(nodeids)} collected fall in these categories (a test may count in "
+          f"two); {'not run' if args.collect_only else f'{total_ok} passed in one run'}; categories are picked by test "
+          "file and name (see CATEGORIES in tests/reliability_table.py)")
+    print("- reproduce: `.venv/bin/python tests/reliability_table.py`")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
