@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ LIMIT_S = 420
 BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench_event_latency.py", ["--appends", "200"], ["--appends", "20"]),
     ("bench_ready_latency.py", ["--trials", "3"], ["--trials", "1"]),
-    ("bench_wait_latency.py", [], []),  # H4's, when present
+    ("bench_wait_latency.py", [], ["--runs", "2"]),  # H4's, when present (prints plain lines)
     ("bench_host_cost.py", ["--seconds", "15"], ["--seconds", "4"]),
     ("bench_laptop_cost.py", ["--idle", "30", "--lines", "1000000", "--pour", "10"],
      ["--idle", "4", "--lines", "100000", "--pour", "2"]),
@@ -53,6 +54,10 @@ def run(script: str, args: list[str]) -> tuple[str, float]:
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return f"### {script}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
+    if not proc.stdout.lstrip().startswith("#"):  # another engineer's script printing plain lines
+        doc = (proc.stdout.strip() or "(no output)")
+        command = f".venv/bin/python tests/{script}{' ' + ' '.join(args) if args else ''}"
+        return f"### {script} (as it prints)\n\n```\n{doc}\n```\n- reproduce: `{command}`\n", took
     return proc.stdout, took
 
 
@@ -77,6 +82,9 @@ def main() -> int:
     print(f"## sglang-tui figures ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)\n")
     print(f"- machine: {machine()}; everything on 127.0.0.1 (the 'GPU host' is this machine through a real "
           "OpenSSH sshd on loopback; the server is the project's simulator)")
+    missing = [tool for tool in ("ssh", "curl", "watch", "grep", "tail") if shutil.which(tool) is None]
+    if missing:
+        print(f"- WARNING: not installed, so the baselines that use them fail: {', '.join(missing)}")
     print(f"- reproduce all: `cd {ROOT} && .venv/bin/python tests/bench_all.py{' --quick' if args.quick else ''}`\n")
     timings = []
     jobs: list[tuple[str, object]] = []

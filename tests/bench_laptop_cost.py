@@ -261,8 +261,9 @@ def main() -> int:
     with loopback_sshd() as sshd, tempfile.TemporaryDirectory(prefix="bench-laptop-") as tmp:
         sim = sim_ready(Path(tmp))
         try:
-            tui = asyncio.run(tui_run(sshd, sim, args.idle, args.lines, args.pour, args.rate))
+            # the Monitor alone first, while the log is small (attaching later would re-read the million lines)
             monitor_cpu = asyncio.run(monitor_idle(sshd, sim, min(args.idle, 15.0)))
+            tui = asyncio.run(tui_run(sshd, sim, args.idle, args.lines, args.pour, args.rate))
             base = ssh_clients(sshd, sim, min(args.idle, 15.0), args.pour, args.rate)
         finally:
             sim.stop()

@@ -20,6 +20,7 @@ from tui.core.events import (
     SpeculativeHint,
     Tick,
 )
+from tui.core.explain import PROCESS_EXITED
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 
@@ -328,8 +329,9 @@ def test_root_cause_beats_a_generic_marker_and_the_first_root_cause_wins() -> No
 def test_dead_process_before_ready_is_failed_not_stalled() -> None:
     s = feed(startup("load_begin"))
     s = reduce(s, ServerProcess(alive=False), 36100.0)
-    assert s.phase is Phase.FAILED and s.error is None and s.stall is None
-    assert "dead process, not a stall" in s.reason
+    assert s.phase is Phase.FAILED and s.stall is None
+    assert s.error is not None and (s.error.kind, s.error.line) == ("other", PROCESS_EXITED)
+    assert "dead process, not a stall" in s.reason and not any(e.startswith("log: server process") for e in s.evidence)
     s = feed([Failure("oom", "torch.OutOfMemoryError: CUDA out of memory.", **at(101))], s)
     assert s.error is not None and s.reason.startswith("failed (oom)")  # a late cause line still counts
 
@@ -347,20 +349,65 @@ def test_dead_process_without_a_launch_is_not_failed() -> None:
     assert s.phase is Phase.STARTING
     s = reduce(s, ControlResult("launch", ok=True), 2.0)
     s = reduce(s, ServerProcess(alive=False), 3.0)
+    assert s.phase is Phase.STARTING  # a poll that began before our launch confirmed its pid: stale
+    s = reduce(s, ServerProcess(alive=False), 6.0)
     assert s.phase is Phase.FAILED
 
 
-def test_dead_process_after_ready_keeps_ready_and_says_so() -> None:
-    s = reduce(feed(startup()), ServerProcess(alive=False), 36100.0)
-    assert s.phase is Phase.READY and s.reason.endswith("the server process is gone")
+def test_dead_process_after_ready_is_failed_not_ready() -> None:
+    for upto in ([], [BatchStats("decode", running_req=2, gen_throughput=80.0, **at(30))]):
+        s = feed(startup() + upto)
+        assert s.phase in (Phase.READY, Phase.SERVING)
+        s = reduce(s, ServerProcess(alive=False, detail="server processes gone"), 36100.0)
+        assert s.phase is Phase.FAILED and s.phase_since == 36100.0 and s.stall is None
+        assert s.error is not None and (s.error.kind, s.error.line) == ("other", PROCESS_EXITED)
+        assert s.reason.startswith("failed: server process exited")
+        assert s.timeline[-1].phase is Phase.FAILED
 
 
 def test_stopped_by_the_user_says_so() -> None:
     s = feed(startup("load_begin"))
     s = reduce(s, ControlResult("terminate", ok=True, command="kill -TERM -- -123"), 36010.0)
     s = reduce(s, ServerProcess(alive=False), 36011.0)
-    assert s.phase is Phase.FAILED and s.reason == "stopped by terminate before ready"
+    assert s.phase is Phase.FAILED and s.reason == "stopped by sglang-tui (terminate): no process of the server is left"
+    assert s.error is not None and s.error.line == "stopped by sglang-tui (terminate)"
     assert s.last_control is not None and s.last_control.action == "terminate"
+
+
+def test_a_kill_after_ready_is_stopped_by_the_tool_in_either_order() -> None:
+    # the process poll may see the death before the kill's result comes back, or after it
+    for first, second in ((ControlResult("kill", ok=True), ServerProcess(alive=False)),
+                          (ServerProcess(alive=False), ControlResult("kill", ok=True))):  # fmt: skip
+        s = feed(startup())
+        s = reduce(reduce(s, first, 36050.0), second, 36051.0)
+        assert s.phase is Phase.FAILED and s.reason.startswith("stopped by sglang-tui (kill)")
+        s = feed([Failure("exception", "Traceback … KeyboardInterrupt", **at(52))], s)
+        assert s.reason.startswith("stopped by sglang-tui (kill)")  # the kill's own noise is not the cause
+
+
+def test_a_stop_long_ago_or_a_failed_one_is_not_the_cause() -> None:
+    s = reduce(feed(startup()), ControlResult("kill", ok=False, survivors=(7,)), 36050.0)
+    assert s.phase is Phase.READY  # a kill that left survivors stops nothing
+    s = reduce(s, ServerProcess(alive=False), 36051.0)
+    assert s.reason.startswith("failed: server process exited")
+    s = reduce(Readiness(), ControlResult("terminate", ok=True, detail="nothing to stop"), 35995.0)
+    s = feed(startup("load_begin"), s)  # a launch after that stop: its death 11 s later is not our stop
+    s = reduce(s, ServerProcess(alive=False), 36006.0)
+    assert s.error is not None and s.error.line == PROCESS_EXITED
+
+
+def test_a_log_failure_keeps_its_cause_when_the_user_stops_the_rest() -> None:
+    oom = Failure("oom", "torch.OutOfMemoryError: CUDA out of memory.", **at(6))
+    s = reduce(feed(startup("load_begin") + [oom]), ControlResult("kill", ok=True), 36050.0)
+    assert s.reason == f"failed (oom): {oom.line}"
+
+
+def test_the_first_event_starts_the_phase_clock() -> None:
+    for first in (Tick(), HealthResult("/health", "refused"), ConnectionState("connected"), LogActivity(10, b"x")):
+        s = reduce(Readiness(), first, 1_764_410_000.0)
+        assert s.phase_since == 1_764_410_000.0 and s.first_seen_at == 1_764_410_000.0, first
+    s = reduce(reduce(Readiness(), Tick(), 100.0), Tick(), 160.0)
+    assert s.phase_since == 100.0
 
 
 # ------------------------------------------------------------------------------------------ new launches

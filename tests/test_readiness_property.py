@@ -1,4 +1,5 @@
-"""Property: whatever the events, the phase never moves backwards except into failed or after a new launch."""
+"""Property: whatever the events, the phase never moves backwards except into failed or at a new start (a new
+launch in the log, a truncated or rotated log, a launch by sglang-tui)."""
 
 from __future__ import annotations
 
@@ -68,11 +69,22 @@ def test_phase_only_moves_forward(sequence: list[tuple[object, float]]) -> None:
     for event, now in sequence:
         new = reduce(s, event, now)  # type: ignore[arg-type]
         relaunch = isinstance(event, LaunchStarted) or (new.launches > s.launches)
-        if not relaunch:
+        new_file = isinstance(event, LogReset) and event.reason in ("truncated", "rotated")
+        our_launch = isinstance(event, ControlResult) and event.ok and event.action in ("launch", "restart")
+        if relaunch:
+            assert new.phase is Phase.STARTING and new.launches == s.launches + 1
+        elif new_file:  # a relaunch the parser cannot see: a new start, not a new launch in the same log
+            assert new.phase is Phase.STARTING and new.launches == s.launches and not new.health_ready
+            assert new.shards is None and new.error is None and not new.log_ready and new.log_offset == 0
+        elif our_launch:  # a new start, unless the log already showed it
+            assert new.phase is Phase.STARTING or new.phase is s.phase
+        else:
             assert new.phase is Phase.FAILED or (s.phase is not Phase.FAILED and order[new.phase] >= order[s.phase]), (
                 s.phase, event, new.phase)
-        else:
-            assert new.phase is Phase.STARTING and new.launches == s.launches + 1
+        if isinstance(event, ServerProcess) and not event.alive and new.process_alive is False and new.launched:
+            assert new.phase is Phase.FAILED  # no process of the server left: never ready, serving or stalled
+        if s.first_seen_at is None:
+            assert new.phase_since == now == new.first_seen_at  # the first event starts the phase clock
         if new.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
             assert new.stall is None
         if new.process_alive is False:

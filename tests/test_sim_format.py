@@ -12,14 +12,14 @@ import pytest
 from tests.helpers.sim import start_sim, wait_for_log
 from tui.sim.bars import WEIGHTS_FORMAT, frame
 from tui.sim.params import SimParams
-from tui.sim.script import rank_steps
+from tui.sim.script import rank_steps, scheduled_text
 
 T0 = 1764410400.0  # a fixed start keeps the pure tests deterministic
 
 
 def _text(fmt: str, rank: int, **kw: object) -> str:
     params = SimParams(log="/dev/null", port=1, t0=T0, fmt=fmt, **kw)  # type: ignore[arg-type]
-    return "".join(step.text for step in rank_steps(params, rank))
+    return scheduled_text(rank_steps(params, rank), params.speed)
 
 
 def test_tqdm_frames_match_the_reference_bytes():
@@ -80,7 +80,8 @@ def test_no_speculative_means_no_draft():
 
 def test_faults_end_the_script_where_they_strike():
     hang = rank_steps(SimParams(log="-", port=1, t0=T0, shards=10, fault="hang-weights"), 0)
-    assert hang[-1].action == "hang" and "3/10" in hang[-2].text and "Load weight end" not in "".join(s.text for s in hang)
+    text = scheduled_text(hang, 10.0)
+    assert hang[-1].action == "hang" and "| 3/10 [" in text[-200:] and "Load weight end" not in text
     oom = rank_steps(SimParams(log="-", port=1, t0=T0, fault="oom-capture"), 3)
     assert oom[-1].action == "raise" and "torch.OutOfMemoryError: CUDA out of memory." in oom[-1].text
     crash = rank_steps(SimParams(log="-", port=1, t0=T0, fault="crash"), 3)

@@ -5,7 +5,21 @@ from __future__ import annotations
 from tui.core import fmt
 from tui.core.events import HealthResult
 from tui.core.stall import describe
-from tui.core.state import BarState, Phase, Readiness
+from tui.core.state import BarState, ErrorInfo, Phase, Readiness
+
+# The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
+PROCESS_EXITED = "server process exited (no process of the server is left)"
+STOPPED_BY_TOOL = "stopped by sglang-tui"
+
+
+def stopped_line(action: str) -> str:
+    """The failure line of a launch that sglang-tui itself stopped, e.g. "stopped by sglang-tui (kill)"."""
+    return f"{STOPPED_BY_TOOL} ({action})"
+
+
+def from_processes(error: ErrorInfo) -> bool:
+    """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
+    return error.at is None and (error.line == PROCESS_EXITED or error.line.startswith(STOPPED_BY_TOOL + " ("))
 
 MILESTONE_LABELS = {
     "init_begin": "Init begin",
@@ -133,16 +147,16 @@ def _serving_reason(s: Readiness) -> str:
 
 
 def _failed_reason(s: Readiness) -> str:
-    if s.error is not None:
-        return f"failed ({s.error.kind}): {s.error.line.strip()}"
-    control = s.last_control
-    if s.process_alive is False and control is not None and control.ok and control.action in ("terminate", "kill", "stop"):
-        return f"stopped by {control.action} before ready"
-    if s.process_alive is False:
-        return "failed: the server process is gone before ready (a dead process, not a stall; no failure line in the log)"
-    if s.process_alive:
-        return "failed: the server process died before ready; a new one runs, waiting for its launch in the log"
-    return "failed"
+    error = s.error
+    if error is None:
+        return "failed"
+    if from_processes(error) and error.line != PROCESS_EXITED:
+        return f"{error.line}: no process of the server is left"
+    if from_processes(error):
+        if s.process_alive:
+            return "failed: the server process exited; a new one runs, waiting for its launch in the log"
+        return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
+    return f"failed ({error.kind}): {error.line.strip()}"
 
 
 def _gone_suffix(s: Readiness) -> str:
@@ -192,7 +206,7 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append("log: fired up")
     if s.decode is not None:
         items.append(_join("log: decode", _serving_reason(s).removeprefix("serving: "), fmt.clock_of(s.decode.at)))
-    if s.error is not None:
+    if s.error is not None and not from_processes(s.error):
         items.append(_join("log:", s.error.line.strip(), ""))
     for r in s.health:
         checked = dict(s.health_checked_at).get(r.endpoint)

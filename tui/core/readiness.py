@@ -1,7 +1,8 @@
 """The readiness reducer: `reduce(state, event, now)` folds one event into the frozen `Readiness` state.
 
 Pure and total: unknown events return the state unchanged; nothing here reads a clock or does IO.
-The phase only moves forward (into `failed` from anywhere); a new launch in the log starts afresh.
+The phase only moves forward (into `failed` from anywhere); a new start starts afresh: a new launch in the log,
+a truncated or rotated log (a relaunch the parser cannot see), or a launch/restart by sglang-tui itself.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tui.core.events import (
     SpeculativeHint,
     Tick,
 )
-from tui.core.explain import explain
+from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
 from tui.core.stall import stall_for
 from tui.core.state import (
@@ -48,6 +49,11 @@ DECODE_HISTORY = 120
 GPU_HISTORY = 120
 GPU_CHANGE_BYTES = 32 << 20  # less than this is noise, not a sign of loading
 STOP_ACTIONS = ("terminate", "kill", "stop")
+LAUNCH_ACTIONS = ("launch", "restart")
+NEW_FILE_RESETS = ("truncated", "rotated")  # a relaunch with `> LOG`, or a rotation: the new file is a new start
+STOP_WINDOW_S = 15.0  # a death this soon after our own stop is that stop
+LAUNCH_WINDOW_S = 120.0  # a log restart this soon before our launch's result is that launch (a restart can be slow)
+LAUNCH_GRACE_S = 3.0  # a dead report this soon after our launch confirmed a pid is a stale poll
 
 # A milestone of the main model moves the phase to (at least) this.
 MILESTONE_PHASE: dict[str, Phase] = {
@@ -160,32 +166,51 @@ def _ready_allowed(s: Readiness) -> bool:
     return s.log_ready or s.health_ready or not s.health_reachable
 
 
-def _fresh_launch(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
-    """A new launch in the same log: start over, keeping what describes the host rather than the launch."""
-    fresh = Readiness(
+def _fresh_launch(
+    s: Readiness,
+    at: str | None,
+    t: float | None,
+    now: float,
+    *,
+    why: str = "new launch",
+    counts: bool = True,
+    launched: bool = True,
+    log_offset: int | None = None,
+    from_log: bool = True,
+) -> Readiness:
+    """A new start: start over, keeping what describes the host and its probes rather than the launch.
+
+    counts: a new launch in the same log (`launches`); from_log: the log itself showed the new start.
+    Health results are kept for display, but `health_ready` waits for a /health 200 received after this.
+    """
+    return Readiness(
         phase=Phase.STARTING,
         phase_since=now,
         phase_since_log=at,
         first_seen_at=s.first_seen_at,
         timeline=enter_phase((), Phase.STARTING, at, t, now),
         last_progress_at=now,
-        last_progress="new launch",
-        log_offset=s.log_offset,
-        launches=s.launches + 1,
+        last_progress=why,
+        log_offset=s.log_offset if log_offset is None else log_offset,
+        launches=s.launches + 1 if counts else s.launches,
+        health=s.health,
+        health_checked_at=s.health_checked_at,
+        health_reachable=s.health_reachable,
         gpus=s.gpus,
         gpus_at=s.gpus_at,
         gpu_history=s.gpu_history,
         connection=s.connection,
         connection_detail=s.connection_detail,
         connection_since=s.connection_since,
-        process_alive=s.process_alive,
+        process_alive=s.process_alive or None,  # "gone" described the old launch; this one's is not known yet
         process_pids=s.process_pids,
         last_control=s.last_control,
+        last_control_at=s.last_control_at,
         stall_after=s.stall_after,
-        launched=True,
+        launched=launched,
         last_log_at=at or s.last_log_at,
+        log_restart_at=now if from_log else s.log_restart_at,
     )
-    return fresh
 
 
 # ------------------------------------------------------------------------------------------- log events
@@ -384,7 +409,12 @@ def _on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
 
 
 def _on_log_reset(s: Readiness, ev: LogReset, now: float) -> Readiness:
-    if ev.reason in ("truncated", "rotated", "missing", "appeared"):
+    """A truncated or rotated log is a new start (the monitor's fresh parser will not say LaunchStarted)."""
+    if ev.reason in NEW_FILE_RESETS:
+        return _fresh_launch(
+            s, None, None, now, why=f"log {ev.reason}", counts=False, launched=_launched_by_us(s, now), log_offset=0
+        )
+    if ev.reason in ("missing", "appeared"):
         return _with(s, log_offset=0)
     return s
 
@@ -417,10 +447,36 @@ def _http_answer(r: HealthResult) -> bool:
 
 
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
+    """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
+    if not ev.alive and _launched_by_us(s, now, LAUNCH_GRACE_S):
+        return s  # the poll began before our launch confirmed its pid
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
-    if not ev.alive and (s.launched or s.timeline) and _ORDER[s.phase] < _ORDER[Phase.READY]:
-        return _fail(s, None, None, now)  # dead before ready: failed, not stalled
-    return s
+    if ev.alive or not (s.launched or s.timeline) or s.phase is Phase.FAILED:
+        return s
+    if _stopped_by_us(s, now):
+        return _stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
+    return _fail(_with(s, error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+
+
+def _stopped_by_us(s: Readiness, now: float) -> bool:
+    """Our own stop succeeded shortly before, during this launch."""
+    c, when = s.last_control, s.last_control_at
+    if c is None or when is None or not c.ok or c.action not in STOP_ACTIONS or now - when > STOP_WINDOW_S:
+        return False
+    return not s.timeline or when >= s.timeline[0].started_at
+
+
+def _launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) -> bool:
+    c, when = s.last_control, s.last_control_at
+    return c is not None and when is not None and c.ok and c.action in LAUNCH_ACTIONS and now - when <= within
+
+
+def _stopped(s: Readiness, action: str, now: float) -> Readiness:
+    """Failed because sglang-tui stopped it: a log line that states another cause (an OOM before) still wins."""
+    old = s.error
+    if old is None or not old.root_cause or from_processes(old):
+        s = _with(s, error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True))
+    return _fail(s, None, None, now)
 
 
 def _on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
@@ -429,9 +485,17 @@ def _on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
 
 
 def _on_control(s: Readiness, ev: ControlResult, now: float) -> Readiness:
-    s = _with(s, last_control=ev)
-    if ev.ok and ev.action in ("launch", "restart"):
-        s = _with(s, launched=True)
+    """Our own launch/restart is a new start (unless the log already showed it); our own stop ends the launch."""
+    if ev.ok and ev.action in LAUNCH_ACTIONS:
+        shown = s.log_restart_at is not None and now - s.log_restart_at <= LAUNCH_WINDOW_S and (
+            s.last_control_at is None or s.log_restart_at >= s.last_control_at
+        )
+        if not shown:
+            s = _fresh_launch(s, None, None, now, why=f"{ev.action} by sglang-tui", counts=False, from_log=False)
+        return _with(s, last_control=ev, last_control_at=now, launched=True)
+    s = _with(s, last_control=ev, last_control_at=now)
+    if ev.ok and ev.action in STOP_ACTIONS and (s.launched or s.timeline):
+        return _stopped(_with(s, process_alive=False, process_pids=()), ev.action, now)
     return s
 
 
@@ -464,7 +528,9 @@ _HANDLERS: dict[type, Handler] = {
 
 def _finish(s: Readiness, now: float) -> Readiness:
     """Stamp the clock, apply the stall rule, and explain the verdict."""
-    s = _with(s, first_seen_at=s.first_seen_at if s.first_seen_at is not None else now, updated_at=now)
+    if s.first_seen_at is None:  # the first event: the phase began no earlier than now (not at clock 0)
+        s = _with(s, first_seen_at=now, phase_since=now)
+    s = _with(s, updated_at=now)
     s.__dict__["stall"] = stall_for(s, now)  # s is our own fresh copy: fill it in place before anyone sees it
     reason, evidence = explain(s, now)
     s.__dict__["reason"] = reason

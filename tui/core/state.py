@@ -137,7 +137,7 @@ class Readiness:
     stall: StallInfo | None = None
     last_progress_at: float | None = None
     log_offset: int = 0
-    launches: int = 0  # LaunchStarted seen (a new launch in the same log)
+    launches: int = 0  # LaunchStarted seen (a new launch in the same log; a truncated/rotated log or our own launch is not)
     health: tuple[HealthResult, ...] = ()  # latest result per endpoint
     health_checked_at: tuple[tuple[str, float], ...] = ()  # (endpoint, clock time of that result)
     gpus: GpuSnapshot | None = None
@@ -158,3 +158,5 @@ class Readiness:
     tp_rank_max: int | None = None  # the highest TP index seen in rank labels
     latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
+    last_control_at: float | None = None  # clock time last_control arrived
+    log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)

@@ -5,7 +5,8 @@ with setsid) writes server_args and the uvicorn/warmup lines, serves HTTP and ru
 one child per TP rank (`sglang::scheduler_TP<k>`, its whole cmdline) plays that rank's startup script and
 writes its own lines to the inherited stderr, so ranks interleave as they do in a redirected real log; a
 `sglang::detokenizer` child idles. Ranks synchronise through the main process at the points where real ranks
-meet in a collective (end of loading, end of each capture), and the clock runs `speed` times real time.
+meet in a collective (end of loading, end of each capture). `speed` compresses how long each step takes;
+what is printed (log timestamps, tqdm elapsed/rate/remaining, `elapsed=` fields) is real wall-clock time.
 
 Modules: params (what to simulate), logformat + bars (the text), script (a rank's timeline as data),
 memory + gpustate (GPU memory per rank, published for the GPU probe), faults (failure texts), rank / detok /

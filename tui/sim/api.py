@@ -191,7 +191,7 @@ class Api:
         max_new = int(body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS)  # type: ignore[arg-type]
         prompt = _prompt_tokens(text) + (10 if chat else 0)  # the chat template adds a few tokens
         rid = uuid.uuid4().hex
-        created = int(self.p.t0 + (time.time() - self.p.t0) * self.p.speed)
+        created = int(time.time())
         kind = "chat.completion" if chat else "text_completion"
         model = str(body.get("model") or MODEL)
 

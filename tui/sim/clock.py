@@ -1,8 +1,9 @@
-"""The simulated clock: shows real time at t0 and runs `speed` times faster, the same in every process.
+"""The simulated clock: the schedule runs `speed` times faster than real time, the same in every process,
+while everything printed (log timestamps, tqdm times, `elapsed=`) is real time, as a real server's is.
 
-`real0` is the real instant of simulated second 0. It starts at t0 and moves later when the simulation
-pauses (while the children start, or while a minimum real delay is served), so that overheads of the real
-processes do not show up as minutes of simulated time at high speeds.
+`real0` is the real instant of simulated second 0 of the schedule. It starts at t0 and moves later when the
+simulation pauses (while the children start, or while a minimum real delay is served), so that overheads of
+the real processes do not eat into the steps that follow at high speeds.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ class SimClock:
         self.real0 = self.real0 or self.t0
 
     def elapsed(self) -> float:
-        """Simulated seconds since the start."""
+        """Simulated seconds since the start: where the schedule is."""
         return (time.time() - self.real0) * self.speed
 
-    def now(self) -> float:
-        """The simulated epoch time, for log timestamps."""
-        return self.t0 + self.elapsed()
+    @staticmethod
+    def now() -> float:
+        """The real epoch time, for everything printed: a watcher's rates and ETAs must match the wall clock."""
+        return time.time()
 
     def real(self, sim_seconds: float) -> float:
         """Real seconds that `sim_seconds` of simulated time take."""

@@ -19,7 +19,7 @@ from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
 from tui.sim.params import SimParams
 from tui.sim.procs import mark_child, write_all
-from tui.sim.script import Step, rank_steps
+from tui.sim.script import Marks, Step, rank_steps
 
 ESCAPE_ENV = "SGLANG_TUI_SIM_ORPHAN_SETSID"  # orphans also leave the launch's session (setsid)
 
@@ -42,6 +42,7 @@ class Rank:
         self.ready_fd = ready_fd
         self.parent = parent
         self.clock = SimClock(params.t0, params.speed, real0)
+        self.marks = Marks()
         self.memory = ProcMemory(params.gpu_state, rank, title(rank, params.tp))
 
     def on_term(self, signum: int, _frame: object) -> None:
@@ -55,10 +56,11 @@ class Rank:
             if delay > 0.002:
                 self.memory.flush()  # publish before sleeping; steps due at once are batched
                 time.sleep(delay)
-            if step.text:
-                # stamp with the simulated time the line is really written: a rank that fell behind its
-                # schedule (a busy host) still prints monotonic timestamps, as a real process does
-                write_all(2, restamp(step.text, max(self.clock.now(), self.params.t0 + step.at)))
+            now = self.clock.now()
+            text = self.marks.text(step, now)
+            if text:
+                # stamped with the real time it is written, like a real process's lines (and so monotonic)
+                write_all(2, restamp(text, now))
             if step.mem is not None:
                 self.memory.set(step.mem)
             if step.action:

@@ -2,12 +2,15 @@
 
 Every rank builds the same shared schedule from the seed, so eight independent processes stay in step the
 way NCCL barriers keep real ranks in step; only per-line jitter differs, which interleaves their lines.
+Step times are simulated seconds (`--speed` compresses them), but what a step prints is real: a line is
+stamped when it is written, and tqdm frames and `elapsed=` fields are rendered then from real seconds.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 from tui.sim import faults
 from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
@@ -46,6 +49,30 @@ class Step:
     text: str = ""
     mem: float | None = None
     action: str | None = None
+    mark: str | None = None  # name the real instant this step is written (a phase's or a bar's start)
+    since: str | None = None  # the mark `timed` measures from
+    timed: Callable[[float], str] | None = None  # the text, from the real seconds since `since` (tqdm, elapsed=)
+
+
+class Marks:
+    """The real instants named steps were written at, so that timed text shows real elapsed seconds."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, float] = {}
+
+    def text(self, step: Step, now: float) -> str:
+        """What `step` writes at real epoch time `now`."""
+        if step.mark:
+            self.at[step.mark] = now
+        if step.timed is None:
+            return step.text
+        return step.timed(max(0.0, now - self.at.get(step.since or "", now)))
+
+
+def scheduled_text(steps: Iterable[Step], speed: float) -> str:
+    """The steps' text as written when each runs exactly on schedule (real seconds = simulated / speed)."""
+    marks = Marks()
+    return "".join(marks.text(step, step.at / speed) for step in steps)
 
 
 @dataclass(frozen=True)
@@ -96,23 +123,48 @@ class RankScript:
     def _jitter(self, at: float, spread: float = 0.25) -> float:
         return at + self.rng.uniform(0.0, spread)
 
-    def _add(self, at: float, text: str = "", mem: float | None = None, action: str | None = None) -> None:
+    def _add(
+        self,
+        at: float,
+        text: str = "",
+        mem: float | None = None,
+        action: str | None = None,
+        *,
+        mark: str | None = None,
+        since: str | None = None,
+        timed: Callable[[float], str] | None = None,
+    ) -> None:
         if self.stopped:
             return
         if mem is not None:
             self.used = mem
         if self.steps and at < self.steps[-1].at:
             at = self.steps[-1].at  # a rank prints its own lines in order
-        self.steps.append(Step(at, text, mem, action))
+        self.steps.append(Step(at, text, mem, action, mark, since, timed))
         if action in ("raise", "die", "hang"):
             self.stopped = True
 
-    def _say(self, at: float, msg: str | None, mem: float | None = None, *, rank0_only: bool = False) -> None:
+    def _say(
+        self, at: float, msg: str | None, mem: float | None = None, *, rank0_only: bool = False, mark: str | None = None
+    ) -> None:
         if msg is None or (rank0_only and self.rank != 0):
-            if mem is not None:
-                self._add(at, "", mem)
+            if mem is not None or mark is not None:
+                self._add(at, "", mem, mark=mark)
             return
-        self._add(at, self.fmt.line(self.p.t0 + at, msg, self.rank), mem)
+        self._add(at, self.fmt.line(self.p.t0 + at, msg, self.rank), mem, mark=mark)
+
+    def _say_elapsed(self, at: float, since: str, msg: Callable[[float], str], mem: float | None = None) -> None:
+        """A line with an `elapsed=` field: real seconds since the mark `since`, filled in when it is written."""
+        stamp, rank = self.p.t0 + at, self.rank
+        self._add(at, "", mem, since=since, timed=lambda elapsed: self.fmt.line(stamp, msg(elapsed), rank))
+
+    def _frame(self, at: float, writer: BarWriter, n: int, total: int, desc: str = "", bar_format: str | None = None,
+               end: str = "", tail: str = "") -> None:  # fmt: skip
+        """One tqdm frame of rank 0's bar; frame 0 starts the bar's real clock, later ones show real elapsed."""
+        def text(elapsed: float) -> str:
+            return writer.write(frame(n, total, elapsed, desc, bar_format) + end) + tail
+
+        self._add(at, mark="bar" if n == 0 else None, since="bar", timed=text)
 
     def _fault(self, kind: str) -> bool:
         return self.p.fault == kind
@@ -158,7 +210,7 @@ class RankScript:
             self._say(t + 0.01, self.fmt.init_end(0.0, 0.0))
             return
         begin = self._jitter(INIT_AT)
-        self._say(begin, self.fmt.init_begin(), self.mem.context)
+        self._say(begin, self.fmt.init_begin(), self.mem.context, mark="init")
         if self._fault("nccl-timeout"):
             if self._is_fault_rank():
                 text = faults.nccl_timeout(self.fmt, self.p.t0 + begin + DIST_TIMEOUT, self.rank)
@@ -168,7 +220,7 @@ class RankScript:
             return
         self._say(INIT_AT + 2.0, self.fmt.nccl(), rank0_only=True)
         end = self._jitter(INIT_AT + 2.7, 0.2)
-        self._say(end, self.fmt.init_end(end - begin, 1.02), self.mem.context + 1.02)
+        self._say_elapsed(end, "init", lambda elapsed: self.fmt.init_end(elapsed, 1.02), self.mem.context + 1.02)
         if self.fmt.new:
             self._say(end + 0.02, self.fmt.mem_baseline(1.02 + (0.03 if self.rank == 0 else 0.0)))
 
@@ -176,7 +228,7 @@ class RankScript:
         begin = self._jitter(self._cursor() + (0.1 if draft else 0.3), 0.1)
         if draft and self.fmt.new:
             self._say(begin - 0.05, self.fmt.mem_baseline(0.0))
-        self._say(begin, self.fmt.load_begin(avail(self.used)))
+        self._say(begin, self.fmt.load_begin(avail(self.used)), mark="load")
         self._say(begin + 0.5, self.fmt.weights_format(), rank0_only=True)
         base = self.used
         size = self.mem.draft_weights if draft else self.mem.weights
@@ -189,21 +241,21 @@ class RankScript:
         desc = self.fmt.weights_bar_desc()
         nl = "\n" if self.fmt.weights_bar_newline() else ""
         if self.rank == 0:
-            self._add(start, writer.write(frame(0, len(done), 0.0, desc, WEIGHTS_FORMAT) + nl))
+            self._frame(start, writer, 0, len(done), desc, WEIGHTS_FORMAT, nl)
         for i, at in enumerate(done, 1):
             mem = base + size * i / len(done)
             if not draft and self._weights_fault(i, at, mem):
                 return
-            text = writer.write(frame(i, len(done), at - start, desc, WEIGHTS_FORMAT) + nl) if self.rank == 0 else ""
-            self._add(at, text, mem)
+            if self.rank == 0:
+                self._frame(at, writer, i, len(done), desc, WEIGHTS_FORMAT, nl)
+            self._add(at, "", mem)
         if self.rank == 0:
-            last = frame(len(done), len(done), done[-1] - start, desc, WEIGHTS_FORMAT) + nl
-            self._add(done[-1] + 0.01, writer.write(last) + "\n")
+            self._frame(done[-1] + 0.01, writer, len(done), len(done), desc, WEIGHTS_FORMAT, nl, "\n")
         self._add(done[-1] + 0.02, action="barrier")  # the post-load barrier: all ranks finished loading
         end = self._jitter(done[-1] + (0.2 if draft else 1.2))
         model_type = "LlamaForCausalLMEagle3" if self.p.speculative == "EAGLE3" else "LlamaForCausalLMEagle"
-        msg = self.fmt.load_end(end - begin, model_type if draft else "LlamaForCausalLM", avail(self.used), size)
-        self._say(end, msg)
+        kind, free = model_type if draft else "LlamaForCausalLM", avail(self.used)
+        self._say_elapsed(end, "load", lambda elapsed: self.fmt.load_end(elapsed, kind, free, size))
         self.timings["load_weight"] = self.timings.get("load_weight", 0.0) + (end - begin)
 
     def _weights_fault(self, shard: int, at: float, mem: float) -> bool:
@@ -244,14 +296,14 @@ class RankScript:
         begin = self._jitter(self._cursor() + 0.4, 0.1)
         base = self.used
         if logged:
-            self._say(begin, self.fmt.capture_begin(graph, avail(base), sizes, per_req))
+            self._say(begin, self.fmt.capture_begin(graph, avail(base), sizes, per_req), mark="capture")
             if not self.fmt.new:
                 self._say(begin + 0.01, self.fmt.capture_bs(sizes), rank0_only=True)
         start = begin + 0.05
         writer = BarWriter()
         n = len(sizes)
         if self.rank == 0:
-            self._add(start, writer.write(frame(0, n, 0.0)))
+            self._frame(start, writer, 0, n)
         order = list(reversed(sizes))
         t = start
         for i, size in enumerate(order):
@@ -260,21 +312,23 @@ class RankScript:
                 return
             desc = self.fmt.capture_bar_desc(graph, size, avail(mem))
             if self.rank == 0:
-                self._add(t + 0.001, writer.write(frame(i, n, t - start, desc)))
+                self._frame(t + 0.001, writer, i, n, desc)
             if i == 0:  # the first captured forward runs collectives: every rank is capturing by then
                 self._add(t + 0.002, action="barrier")
             t += per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per
-            text = writer.write(frame(i + 1, n, t - start, desc)) if self.rank == 0 else ""
-            self._add(t, text, base + grow * (i + 1) / n)
+            if self.rank == 0:
+                self._frame(t, writer, i + 1, n, desc)
+            self._add(t, "", base + grow * (i + 1) / n)
         if self.rank == 0:
             desc = self.fmt.capture_bar_desc(graph, order[-1], avail(base + grow * (n - 1) / n))
-            self._add(t + 0.001, writer.write(frame(n, n, t - start, desc)) + "\n")
+            self._frame(t + 0.001, writer, n, n, desc, tail="\n")
             if graph in ("target_verify", "target_decode"):
                 self._say(t + 0.2, self.fmt.registering())
         self._add(t + 0.01, action="barrier")  # capture runs collectives: no rank ends before rank 0's bar does
         end = self._jitter(t + 0.3, 0.1)
         if logged:
-            self._say(end, self.fmt.capture_end(graph, end - begin, grow, avail(self.used), sizes))
+            free = avail(self.used)
+            self._say_elapsed(end, "capture", lambda elapsed: self.fmt.capture_end(graph, elapsed, grow, free, sizes))
         self.timings[graph] = end - begin
 
     def _capture_fault(self, graph: str, index: int, at: float, mem: float) -> bool:

@@ -235,13 +235,15 @@ class Main:
 
     async def after_ranks_ready(self) -> int:
         await self.all_ready.wait()
-        timings = script.startup_timings(self.p)
+        # printed in real seconds: the schedule's per-phase times compressed by speed, totals as measured
+        timings = {k: v / self.p.speed for k, v in script.startup_timings(self.p).items()}
         elapsed = self.clock.elapsed()
         graphs = {"prefill": timings.get("target_prefill", 0.0), "decode": timings.get("target_decode", 0.0),
                   "target_verify": timings.get("target_verify", 0.0), "draft_decode": timings.get("draft_decode", 0.0),
                   "draft_extend": timings.get("draft_extend", 0.0)}  # fmt: skip
         self.say(self.fmt.startup_timings(timings.get("load_weight", 0.0), timings.get("kv_cache_allocation", 0.0),
-                                          elapsed - script.INIT_AT, graphs, elapsed - script.SPAWN_AT))  # fmt: skip
+                                          (elapsed - script.INIT_AT) / self.p.speed, graphs,
+                                          (elapsed - script.SPAWN_AT) / self.p.speed))  # fmt: skip
         await asyncio.sleep(self.clock.real(0.6))
         self.uv(f"Started server process [{os.getpid()}]")
         self.uv("Waiting for application startup.")

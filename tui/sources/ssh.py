@@ -337,7 +337,8 @@ class SshHost(Host):
             if conn is not None and not conn.is_closed():
                 return conn
             if self._reconnect_task is None and conn is None:
-                raise HostUnreachable(f"{self.name}: not connected")
+                await self.connect()  # never connected yet: connect now (raises HostError with one line)
+                continue
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 raise HostUnreachable(f"{self.name}: connection lost; reconnecting")
@@ -370,48 +371,50 @@ class SshHost(Host):
         except asyncio.TimeoutError:
             raise HostUnreachable(f"{self.name}: all SSH channels busy") from None
 
+    async def _channel(self, command: str, wait: float, input: bytes | None) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientProcess]:
+        """Open an exec channel running `command`, waiting up to `wait` s for a reconnect if the link just died.
+
+        A channel that never opened ran nothing, so trying again on the new connection is safe."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            conn = await self._ready(max(0.0, deadline - loop.time()))
+            await self._slot(max(0.1, deadline - loop.time()))
+            try:
+                proc = await conn.create_process(wrap_sh(command), input=input, encoding=None)
+            except (asyncssh.ChannelOpenError, *_LINK_ERRORS) as exc:
+                self._sessions.release()
+                reason = getattr(exc, "reason", str(exc))
+                if isinstance(exc, asyncssh.ChannelOpenError) and not conn.is_closed() and "closed" not in reason:
+                    raise HostUnreachable(f"{self.name}: cannot open an SSH channel: {reason}") from None
+                if loop.time() >= deadline:
+                    raise HostUnreachable(f"{self.name}: connection lost; reconnecting") from None
+                await asyncio.sleep(0.05)  # let the loss land, then wait for the reconnect
+                continue
+            watcher = loop.create_task(self._release_when_closed(proc))
+            self._watchers.add(watcher)  # a strong reference: the loop keeps only weak ones
+            watcher.add_done_callback(self._watchers.discard)
+            return conn, proc
+
     async def run(self, command: str, *, input: bytes | None = None, timeout: float | None = 30.0) -> CommandResult:
-        conn = await self._ready(timeout if timeout is not None else 30.0)
-        await self._slot(timeout)
+        conn, proc = await self._channel(command, timeout if timeout is not None else 30.0, input)
         try:
-            result = await conn.run(wrap_sh(command), input=input, encoding=None, check=False, timeout=timeout)
+            if input is None:
+                proc.stdin.write_eof()  # like LocalHost: a short command reading stdin sees EOF, not a hang
+            result = await proc.wait(check=False, timeout=timeout)
         except asyncssh.TimeoutError:
             raise TimeoutError(f"command timed out after {timeout} s") from None
-        except asyncssh.ChannelOpenError as exc:
-            if conn.is_closed():
-                raise HostUnreachable(f"{self.name}: connection lost") from None
-            raise HostUnreachable(f"{self.name}: cannot open an SSH channel: {exc.reason}") from None
         except _LINK_ERRORS as exc:
             raise HostUnreachable(f"{self.name}: connection lost ({exc})") from None
         finally:
-            self._sessions.release()
+            proc.close()
         if result.exit_status is None and result.exit_signal is None and conn.is_closed():
             raise HostUnreachable(f"{self.name}: connection lost while running a command")
         returncode = None if result.exit_status is None and result.exit_signal is None else result.returncode
         return CommandResult(returncode, bytes(result.stdout or b""), bytes(result.stderr or b""))
 
     async def start(self, command: str, *, input: bytes | None = None) -> RemoteProcess:
-        conn = await self._ready(10.0)
-        await self._slot(10.0)
-        try:
-            proc = await conn.create_process(wrap_sh(command), encoding=None)
-        except asyncssh.ChannelOpenError as exc:
-            self._sessions.release()
-            if conn.is_closed():
-                raise HostUnreachable(f"{self.name}: connection lost") from None
-            raise HostUnreachable(f"{self.name}: cannot open an SSH channel: {exc.reason}") from None
-        except _LINK_ERRORS as exc:
-            self._sessions.release()
-            raise HostUnreachable(f"{self.name}: connection lost ({exc})") from None
-        watcher = asyncio.get_running_loop().create_task(self._release_when_closed(proc))
-        self._watchers.add(watcher)  # a strong reference: the loop keeps only weak ones
-        watcher.add_done_callback(self._watchers.discard)
-        if input is not None:
-            try:
-                proc.stdin.write(input)
-                proc.stdin.write_eof()
-            except _LINK_ERRORS:
-                pass
+        conn, proc = await self._channel(command, 10.0, input)
         return SshProcess(proc, conn, self.name)
 
     async def _release_when_closed(self, proc: asyncssh.SSHClientProcess) -> None:
