@@ -177,11 +177,11 @@ async def test_polls_rarely_while_loading_and_fast_once_http_is_up(server: Scrip
     assert refused_polls == 0
     poller.port = server.port  # uvicorn came up …
     poller.set_phase("warmup")  # … and the monitor says so: the sleeping poller wakes at once
-    await asyncio.sleep(0.8)
+    await asyncio.sleep(1.5)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     health_requests = [p for _, p in server.requests if p == "/health"]
-    assert len(health_requests) >= 5, health_requests
+    assert len(health_requests) >= 4, health_requests  # slow mode would have made none in this time
 
 
 async def _drain(poller: HealthPoller) -> None:

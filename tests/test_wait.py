@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, start_sim
+from tests.helpers.sim import ROOT, start_sim, wait_for_log
 from tests.helpers.sshd import Sshd, free_port
 from tui.core.report import JSON_KEYS
 
@@ -46,9 +46,13 @@ def run_wait(sshd: Sshd | None, *args: str, timeout: float = 90) -> Outcome:
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
-def wait_on_sim(sshd: Sshd | None, tmp_path: Path, fault: str | None, *extra: str, speed: float = 500.0) -> Outcome:
+def wait_on_sim(
+    sshd: Sshd | None, tmp_path: Path, fault: str | None, *extra: str, speed: float = 500.0, after: bytes = b""
+) -> Outcome:
     sim = start_sim(tmp_path, fault=fault, speed=speed, tp=2, shards=8)
     try:
+        if after:
+            wait_for_log(sim, after, timeout=30)
         return run_wait(
             sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
             "--timeout", "60", "--json", *extra,
@@ -67,7 +71,11 @@ def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict
     with ThreadPoolExecutor(max_workers=len(FAULT_KINDS)) as pool:
         outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS)))
     # Alone: with a 2 s stall limit, a machine busy with other scenarios could starve the simulator itself.
-    outcomes["hang-weights"] = wait_on_sim(sshd, tmp_path_factory.mktemp("hang"), "hang-weights", "--stall-after", "2")
+    # It starts once the simulator has logged its launch, so a slow start of the simulator itself (a busy
+    # machine) is not what the 2 s limit measures.
+    outcomes["hang-weights"] = wait_on_sim(
+        sshd, tmp_path_factory.mktemp("hang"), "hang-weights", "--stall-after", "2", after=b"server_args="
+    )
     return outcomes
 
 

@@ -20,6 +20,7 @@ from tui.sources.local import LocalHost
 
 STOP_GRACE_S = 5.0  # the simulator drains at once; a real server gets ServerControl's default
 PROJECT_ROOT = str(Path(tui.__file__).resolve().parent.parent)  # the launch runs here, so `-m tui` imports this tree
+DEMO_TRAFFIC = 20  # background requests per simulated minute once ready, so the decode figures move
 
 
 class DemoError(Exception):
@@ -55,7 +56,7 @@ def free_port() -> int:
 def simulate_command(*, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None) -> str:
     """The `--launch` command line that starts the simulator (every word quoted)."""
     words = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port),
-             "--gpu-state", str(gpu_dir), "--speed", f"{speed:g}"]
+             "--gpu-state", str(gpu_dir), "--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC)]
     if fault:
         words += ["--fault", fault]
     return " ".join(shlex.quote(w) for w in words)

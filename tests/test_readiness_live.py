@@ -1,0 +1,67 @@
+"""The reducer fed by the real monitor watching the simulator: a server that dies after ready is failed, and a
+relaunch that truncates the log (`> LOG`) shows its own startup again instead of the old launch's ready."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.helpers.sim import SimServer, start_sim
+from tui.core.events import HealthResult, LogReset
+from tui.core.explain import PROCESS_EXITED
+from tui.core.readiness import reduce
+from tui.core.state import Phase, Readiness
+from tui.sources.local import LocalHost
+from tui.sources.monitor import Monitor
+
+STARTUP = (Phase.STARTING, Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP)
+
+
+async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path) -> None:
+    sim: SimServer = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+    second: SimServer | None = None
+    monitor = Monitor(LocalHost(), log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.5,
+                      process_interval=0.5)  # fmt: skip
+    state = Readiness()
+    seen: list[tuple[str, str]] = []  # (stage of the test, phase) after every batch
+    stage = "first launch"
+    reset_at: float | None = None
+    health_200_after_reset = False
+    deadline = time.monotonic() + 60
+    try:
+        async for batch in monitor.batches():
+            for event in batch:
+                state = reduce(state, event, time.time())
+                if isinstance(event, LogReset) and event.reason == "truncated":
+                    reset_at = time.time()
+                if reset_at and isinstance(event, HealthResult) and event.endpoint == "/health" and event.outcome == "ok":
+                    health_200_after_reset = True
+            monitor.set_phase(state.phase)
+            seen.append((stage, state.phase.value))
+            if stage == "first launch" and state.phase is Phase.READY:
+                stage = "killed"
+                sim.stop()  # every process of the server gone, as an OOM-killer or a crash would leave it
+            elif stage == "killed" and state.phase is Phase.FAILED:
+                stage = "relaunched"
+                sim.log.write_bytes(b"")  # the relaunch's `> LOG`
+                second = start_sim(tmp_path, speed=200.0, tp=2, shards=8, port=sim.port)
+            elif stage == "relaunched" and state.phase is Phase.READY and reset_at is not None:
+                break
+            if time.monotonic() > deadline:
+                break
+    finally:
+        await monitor.close()
+        sim.stop()
+        if second is not None:
+            second.stop()
+    killed = [phase for stage, phase in seen if stage == "killed"]
+    assert "failed" in killed and "ready" in killed[:1], seen  # ready until the poll saw no process, then failed
+    relaunched = [phase for stage, phase in seen if stage == "relaunched"]
+    assert relaunched[-1] == "ready" and health_200_after_reset, (state.reason, seen[-20:])
+    after_reset = relaunched[relaunched.index("failed") + 1 :] if "failed" in relaunched else relaunched
+    assert {p.value for p in STARTUP} & set(after_reset[:-1]), after_reset  # its own startup, not the old ready
+    assert state.error is None and state.launches == 0 and state.shards is not None and state.shards.done == 8
+
+
+def test_the_failure_line_names_the_dead_process() -> None:
+    assert PROCESS_EXITED == "server process exited (no process of the server is left)"
