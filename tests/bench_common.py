@@ -160,6 +160,13 @@ def ssh_host(sshd: Sshd):  # -> SshHost (imported late: asyncssh import time is 
                    known_hosts=str(sshd.known_hosts), agent=False)  # fmt: skip
 
 
+def default_of(func, name: str) -> object:  # type: ignore[no-untyped-def]
+    """A keyword's default value in the code as it is now (so notes never state a stale setting)."""
+    import inspect
+
+    return inspect.signature(func).parameters[name].default
+
+
 # -------------------------------------------------------------------------------------------------- sim
 
 

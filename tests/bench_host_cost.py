@@ -18,14 +18,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import PY, loopback_sshd, md_table, section, sim_ready, ssh_argv, ssh_host, tree_cpu_s
+from bench_common import PY, default_of, loopback_sshd, md_table, section, sim_ready, ssh_argv, ssh_host, tree_cpu_s
 
 from tui.core.events import GpuSnapshot, HealthResult
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.sources.health import HealthPoller
 from tui.sources.monitor import Monitor
 
 WARMUP_S = 3.0
+SCAN_S = float(default_of(Monitor.__init__, "process_interval"))  # type: ignore[arg-type]
+READY_HEALTH_S = float(default_of(HealthPoller.__init__, "ready_interval"))  # type: ignore[arg-type]
 
 
 def window(sshd, seconds: float) -> float:  # type: ignore[no-untyped-def]
@@ -67,6 +70,20 @@ async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes:
         await monitor.close()
         await host.close()
     return cpu, f"{counts['gpu']} GPU snapshots, {counts['health']} HTTP probes in the window"
+
+
+async def per_command(sshd, n: int = 5) -> float:  # type: ignore[no-untyped-def]
+    """Host CPU of one `true` on a new exec channel: sshd's session + the user's login shell and its rc files."""
+    host = ssh_host(sshd)
+    await host.connect()
+    try:
+        await host.run("true")
+        before = tree_cpu_s(sshd.proc.pid)
+        for _ in range(n):
+            await host.run("true")
+        return (tree_cpu_s(sshd.proc.pid) - before) / n
+    finally:
+        await host.close()
 
 
 def gpu_stand_in(sim) -> str:  # type: ignore[no-untyped-def]
@@ -111,17 +128,36 @@ def ssh_per_check(sshd, sim, seconds: float) -> tuple[float, str]:  # type: igno
     return cpu * seconds / elapsed, f"{checks} checks, {1000 * cpu / checks:.1f} ms CPU each on the host"
 
 
+def login_shell() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_shell
+
+
+def rc_note() -> str:
+    """Bash run by sshd reads ~/.bashrc: say so when it does something heavy here."""
+    try:
+        rc = Path("~/.bashrc").expanduser().read_text()
+    except OSError:
+        return ""
+    heavy = [word for word in ("pyenv init", "conda", "nvm.sh") if word in rc]
+    return f", whose ~/.bashrc runs {', '.join(heavy)}" if heavy and login_shell().endswith("bash") else ""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=float, default=15.0)
     args = ap.parse_args()
     w = args.seconds
-    rows = []
+    rows: list[list[str]] = []
+    cpus: list[float] = []
     with loopback_sshd() as sshd, tempfile.TemporaryDirectory(prefix="bench-host-") as tmp:
         sim = sim_ready(Path(tmp))
+        floor = asyncio.run(per_command(sshd))
         try:
             runs = [
-                ("sglang-tui (one SSH connection: tail -F, GPU probe at 1 s, /health, process scan)",
+                (f"sglang-tui (one SSH connection: tail -F, GPU probe every 1 s, /health every {READY_HEALTH_S:g} s at "
+                 f"ready, process scan every {SCAN_S:g} s)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w))),
                 ("… of which without the process scan (tail, GPU probe, /health)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w, processes=False))),
@@ -131,6 +167,9 @@ def main() -> int:
             ]  # fmt: skip
             for name, run in runs:
                 cpu, detail = run()
+                cpus.append(cpu)
+                if len(cpus) == 2:  # the full Monitor minus the same without its process scan
+                    rows[0][3] += f"; ≈ {1000 * (cpus[0] - cpus[1]) / (w / SCAN_S):.0f} ms of host CPU per process scan"
                 rows.append([name, f"{cpu * 60 / w:.2f} s", f"{100 * cpu / w:.1f} %", detail])
         finally:
             sim.stop()
@@ -142,6 +181,11 @@ def main() -> int:
         "pynvml and reads the simulator's GPU state; a real nvidia-smi spawn costs 25 ms–1.5 s, so this baseline is "
         "a LOWER bound. sglang-tui's probe is one long-lived process (NVML on a real host, the simulator's files here)",
         "a person polling by hand every few minutes pays the per-check figure once per check",
+        f"every command run on a new SSH channel costs {1000 * floor:.0f} ms of host CPU here before it starts (sshd's "
+        f"session and the user's login shell, {login_shell()}{rc_note()}); it is in the process scan's figure and in each "
+        "per-check `ssh`",
+        f"the process scan reads /proc of every process on the host ({sum(1 for p in os.listdir('/proc') if p.isdigit())} "
+        "here; more on a busy GPU host), so its cost grows with the host's process count",
     ]
     print(section("Cost on the GPU host: CPU while watching a ready server", table, notes,
                   f".venv/bin/python tests/bench_host_cost.py --seconds {w:g}"))

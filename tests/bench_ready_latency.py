@@ -21,10 +21,12 @@ import threading
 import time
 from pathlib import Path
 
-from bench_common import FIRED_UP, PY, ROOT, loopback_sshd, md_table, section, ssh_host
+from bench_common import FIRED_UP, PY, ROOT, default_of, loopback_sshd, md_table, section, ssh_host
 from tests.helpers.sim import start_sim
+from tui.sources.health import HealthPoller
 
 SPEED = 200.0
+FAST_S = default_of(HealthPoller.__init__, "fast_interval")
 TIMEOUT_S = 60.0
 
 WATCHER = f"""
@@ -182,7 +184,7 @@ def main() -> int:
     notes = [
         f"simulated 8-GPU EAGLE3 startup at {SPEED:g}x; t0 = the simulator's own 'fired up' line (its /health "
         f"answers 200 from then on, each answer taking its 1-token generation, {1000 * max(1 / SPEED, 0.05):.0f} ms here)",
-        "sglang-tui polls /health every 0.5 s once the log shows uvicorn up (never two at once); `wait` and the TUI "
+        f"sglang-tui polls /health every {FAST_S:g} s once the log shows uvicorn up (never two at once); `wait` and the TUI "
         "were started with the simulator, so their own start-up is not in the figure",
         "goal: under 0.5 s on average from /health 200 to the tool saying ready",
     ]

@@ -69,7 +69,7 @@ class GoneWatcher(threading.Thread):
         return self.gone_at
 
 
-async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float | None, bool, int]:  # type: ignore[no-untyped-def]
+async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float | None, bool, tuple[int, int]]:  # type: ignore[no-untyped-def]
     """ServerControl already attached (adopted, as the TUI would be); returns (returned, gone, ok)."""
     from tui.sources.control import ServerControl
     from tui.sources.local import LocalHost
@@ -86,12 +86,12 @@ async def control_trial(sim: SimServer, sshd, action: str) -> tuple[float, float
         result = await getattr(control, action)()
         returned = time.monotonic() - t0
         gone = await asyncio.to_thread(watcher.finish, NEVER_S)
-        return returned, None if gone is None else gone - t0, result.ok, len(watcher.left)
+        return returned, None if gone is None else gone - t0, result.ok, (len(watcher.left), watcher.held)
     finally:
         await host.close()
 
 
-def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool, int]:  # type: ignore[no-untyped-def]
+def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool, tuple[int, int]]:  # type: ignore[no-untyped-def]
     argv = [PY, "-m", "tui", "stop", "127.0.0.1", *sshd.ssh_args(), "--port", str(sim.port), "--log", str(sim.log),
             "--force", "--remote-python", PY, "--sim-gpus", str(sim.gpu_state)]  # fmt: skip
     watcher = GoneWatcher(sim)
@@ -100,17 +100,17 @@ def cli_trial(sim: SimServer, sshd) -> tuple[float, float | None, bool, int]:  #
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)
     returned = time.monotonic() - t0
     gone = watcher.finish(NEVER_S)
-    return returned, None if gone is None else gone - t0, proc.returncode == 0, len(watcher.left)
+    return returned, None if gone is None else gone - t0, proc.returncode == 0, (len(watcher.left), watcher.held)
 
 
-def kill9_trial(sim: SimServer) -> tuple[float, float | None, bool, int]:
+def kill9_trial(sim: SimServer) -> tuple[float, float | None, bool, tuple[int, int]]:
     watcher = GoneWatcher(sim)
     t0 = time.monotonic()
     watcher.start()
     os.kill(sim.pid, signal.SIGKILL)
     returned = time.monotonic() - t0
     gone = watcher.finish(NEVER_S)
-    return returned, None if gone is None else gone - t0, gone is not None, len(watcher.left)
+    return returned, None if gone is None else gone - t0, gone is not None, (len(watcher.left), watcher.held)
 
 
 def main() -> int:
@@ -153,8 +153,9 @@ def main() -> int:
             if never and done:
                 gone_text += f" ({never} of {len(gone)} never)"
             elif never:
-                gone_text = (f"never: {max(left)} process(es) of the server still alive (GPU memory held) after {NEVER_S:g} s "
-                             f"({never} of {len(gone)})")
+                procs, held = max(left)
+                gone_text = (f"never: {procs} process(es) of the server still alive, {held / 2**30:.0f} GiB of GPU memory "
+                             f"held, after {NEVER_S:g} s ({never} of {len(gone)})")
             rows.append([name, len(gone), gone_text, f"{statistics.fmean(returned):.2f} s", f"{sum(oks)}/{len(oks)}"])
     table = md_table(["stop", "trials", "all processes gone + GPU memory released (mean)", "command returned (mean)",
                       "reported ok / confirmed"], rows)  # fmt: skip

@@ -21,7 +21,7 @@ from tui.core.events import (
     Tick,
 )
 from tui.core.explain import PROCESS_EXITED
-from tui.core.readiness import reduce
+from tui.core.readiness import FIND_GRACE_S, reduce
 from tui.core.state import Phase, Readiness
 
 DAY = "2025-11-29"
@@ -341,17 +341,23 @@ def test_a_new_process_after_a_death_waits_for_its_launch_line() -> None:
     s = reduce(s, ServerProcess(alive=True, pids=(9,)), 36101.0)
     assert s.phase is Phase.FAILED and "a new one runs" in s.reason
     s = feed([LaunchStarted(**at(102)), ServerArgs(tp_size=2, **at(102))], s)
-    assert s.phase is Phase.STARTING and s.process_alive is True
+    assert s.phase is Phase.STARTING and s.process_alive is None  # the new launch's processes: not found yet
 
 
 def test_dead_process_without_a_launch_is_not_failed() -> None:
     s = reduce(Readiness(), ServerProcess(alive=False), 1.0)
     assert s.phase is Phase.STARTING
     s = reduce(s, ControlResult("launch", ok=True), 2.0)
-    s = reduce(s, ServerProcess(alive=False), 3.0)
-    assert s.phase is Phase.STARTING  # a poll that began before our launch confirmed its pid: stale
     s = reduce(s, ServerProcess(alive=False), 6.0)
-    assert s.phase is Phase.FAILED
+    assert s.phase is Phase.STARTING  # the poll may not have found the new server yet
+    s = reduce(s, ServerProcess(alive=False), 2.0 + FIND_GRACE_S + 1.0)
+    assert s.phase is Phase.FAILED  # still none: it is gone
+
+
+def test_a_new_launch_seen_alive_then_gone_fails_at_once() -> None:
+    s = feed(startup("server_args"))
+    s = reduce(reduce(s, ServerProcess(alive=True, pids=(4,)), 36001.0), ServerProcess(alive=False), 36002.0)
+    assert s.phase is Phase.FAILED and s.error is not None and s.error.line == PROCESS_EXITED
 
 
 def test_dead_process_after_ready_is_failed_not_ready() -> None:
@@ -392,7 +398,7 @@ def test_a_stop_long_ago_or_a_failed_one_is_not_the_cause() -> None:
     assert s.reason.startswith("failed: server process exited")
     s = reduce(Readiness(), ControlResult("terminate", ok=True, detail="nothing to stop"), 35995.0)
     s = feed(startup("load_begin"), s)  # a launch after that stop: its death 11 s later is not our stop
-    s = reduce(s, ServerProcess(alive=False), 36006.0)
+    s = reduce(reduce(s, ServerProcess(alive=True, pids=(5,)), 36005.0), ServerProcess(alive=False), 36006.0)
     assert s.error is not None and s.error.line == PROCESS_EXITED
 
 

@@ -70,7 +70,7 @@ def test_small_gpu_memory_noise_is_not_progress() -> None:
 
 
 def test_never_stalled_when_the_process_is_dead() -> None:
-    s = enter("graph_begin")
+    s = reduce(enter("graph_begin"), ServerProcess(alive=True, pids=(1,)), 5.0)
     s = reduce(s, ServerProcess(alive=False), 10.0)
     s = ticks(s, 5000.0, 20.0, step=500.0)
     assert s.phase is Phase.FAILED and s.stall is None

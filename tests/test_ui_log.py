@@ -151,7 +151,7 @@ async def test_a_log_reset_is_marked_in_the_pane() -> None:
                                                     LogActivity(4, b"new\n")])])
         texts = [line.text for line in app.log_pane.view.lines]
         assert texts[0] == "old line" and texts[1] == "partial"
-        assert "log truncated" in texts[2] and texts[3] == "new"
+        assert texts[2] == "──── log restarted (truncated): size 3 < offset 10 ────" and texts[3] == "new"
 
 
 async def test_a_progress_bar_mid_flight_shows_as_a_live_last_line() -> None:

@@ -92,3 +92,50 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys() -> None:
     finally:
         stopped = await stop_demo(demo)
     assert stopped.ok and not demo.workdir.exists()
+
+
+async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: Path) -> None:
+    """`sglang-tui local --launch CMD` with nothing on the port: the app launches the real simulator itself."""
+    from argparse import Namespace
+
+    from tests.helpers.sim import SimServer
+    from tui.sources.local import LocalHost
+
+    port, log, gpu_dir = free_port(), tmp_path / "sim.log", tmp_path / "gpus"
+    argv = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port), "--speed", "200",
+            "--gpu-state", str(gpu_dir)]
+    launch = SimServer(log, port, gpu_dir, 0, argv, "").launch_command()  # not started: only its command line
+    args = Namespace(log=str(log), port=port, remote_python=sys.executable, sim_gpus=str(gpu_dir), read_only=False,
+                     launch=launch, cwd=str(ROOT), stall_after=None)
+    host = LocalHost()
+    await host.connect()
+    app, monitor = build_app(host, args, host_label="local")
+    control = app.sources.control  # the ServerControl that build_app made for the keys and the launch
+    assert control is not None and app.sources.launch_if_absent
+    pgid = None
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if app.control_results:
+                    break
+            result = app.control_results[0]
+            assert result.action == "launch" and result.ok, result
+            assert launch in result.command  # the exact --launch command, quoted inside the launcher
+            pgid = int(Path(pidfile_for(str(log))).read_text().strip())
+            assert _group_members(pgid)
+            texts = [line.text for line in app.log_pane.view.lines]
+            assert f"$ {result.command}" in texts
+            for _ in range(600):
+                await pilot.pause(0.05)
+                if app.state.phase in (Phase.READY, Phase.SERVING):
+                    break
+            assert app.state.phase in (Phase.READY, Phase.SERVING), app.state.reason
+            header = app.query_one(HeaderPane).shown
+            assert "last action: launch done: started pid" in header and "process: alive" in header
+    finally:
+        await monitor.close()
+        stopped = await control.kill()  # type: ignore[attr-defined]
+        await host.close()
+    assert stopped.ok and stopped.survivors == ()
+    assert pgid is not None and _group_members(pgid) == []

@@ -19,6 +19,7 @@ from tui.core.events import (
     GpuSnapshot,
     HealthResult,
     LogActivity,
+    LogReset,
     Milestone,
     ServerArgs,
     ServerProcess,
@@ -87,6 +88,9 @@ class BrokenSource:
         raise ConnectionResetError("ssh channel closed by peer")
 
 
+LAUNCH_LINE = "rm -f -- /tmp/server.log.pid; setsid sh -c 'exec python -m sglang.launch_server …' > /tmp/server.log 2>&1 < /dev/null &"
+
+
 @dataclass
 class FakeControl:
     """Fake of ServerControl: records calls, returns a scripted result (what a real kill would report)."""
@@ -95,13 +99,28 @@ class FakeControl:
     result: ControlResult | None = None
     delay_s: float = 0.0
     calls: list[str] = field(default_factory=list)
+    process: ServerProcess = ServerProcess(True, (4242,), "listener on port 30000")
+    """What process_state() reports (alive by default)."""
 
     def describe(self, action: str) -> str:
+        if action == "launch":
+            return LAUNCH_LINE
         signal = {"terminate": "TERM", "kill": "KILL", "restart": "TERM"}[action]
         text = f"kill -{signal} -- -{self.pgid}; sweep /proc/*/environ for SGLANG_TUI_RUN=fake-run"
         if action == "restart":
-            text += "; setsid sh -c 'exec python -m sglang.launch_server …' > /tmp/server.log 2>&1 &"
+            text += "\n" + LAUNCH_LINE
         return text
+
+    async def process_state(self) -> ServerProcess:
+        self.calls.append("process_state")
+        return self.process
+
+    async def launch(self) -> ControlResult:
+        self.calls.append("launch")
+        if self.result is not None:
+            return self.result
+        return ControlResult("launch", ok=True, detail=f"started pid {self.pgid} (run fake-run), output to /tmp/server.log",
+                             command=LAUNCH_LINE)
 
     async def _act(self, action: str) -> ControlResult:
         self.calls.append(action)
@@ -109,7 +128,8 @@ class FakeControl:
             await asyncio.sleep(self.delay_s)
         if self.result is not None:
             return self.result
-        return ControlResult(action, ok=True, command=self.describe(action))
+        detail = "started pid 4343 (run fake-run-2), output to /tmp/server.log" if action == "restart" else ""
+        return ControlResult(action, ok=True, detail=detail, command=self.describe(action))
 
     async def restart(self) -> ControlResult:
         return await self._act("restart")
@@ -228,6 +248,25 @@ def startup_failed_oom() -> list[Step]:
     return steps
 
 
+def restarted_run() -> list[Step]:
+    """What the monitor sees after a restart: the log truncated by the launch, the new run's first lines."""
+    s0, t0 = at(40)
+    s1, t1 = at(46)
+    return [
+        Step(T0 + 40, [LogReset("truncated", "/tmp/server.log: size 210 < offset 48213"), ServerProcess(True, tuple(range(4343, 4353))),
+                       ServerArgs(model="meta-llama/Llama-3.3-70B-Instruct", tp_size=TP, speculative="EAGLE3",
+                                  draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", port=30000, at=s0, t=t0),
+                       gpus(0.0, alive=False),
+                       log_bytes([f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"])]),
+        Step(T0 + 46, _rank_lines("init_begin", 46) + [gpus(0.5), log_bytes([f"[{s1} TP{i}] Init torch distributed begin." for i in range(TP)], 210)]),
+    ]
+
+
+def killed_run() -> list[Step]:
+    """What the monitor sees after a kill: no process left, the GPUs empty."""
+    return [Step(T0 + 100, [ServerProcess(False, detail="server processes gone"), gpus(0.0, alive=False)])]
+
+
 def startup_stalled() -> list[Step]:
     """Shards stop at 57/64; GPUs and health keep answering (unchanged) for 400 s."""
     steps = startup_to_loading(57)
@@ -250,9 +289,11 @@ def startup_disconnected() -> list[Step]:
 
 
 def make_app(source: object, *, control: FakeControl | None = None, read_only: bool = False,
-             clock: FakeClock | None = None, initial: Readiness | None = None, **kwargs: object) -> SglangTui:
+             clock: FakeClock | None = None, initial: Readiness | None = None, launch_if_absent: bool = False,
+             **kwargs: object) -> SglangTui:
     """The real app over fakes (monotonic time for the debounce stays real)."""
-    sources = UiSources(batches=source.batches, control=control, host_label=HOST)  # type: ignore[attr-defined]
+    sources = UiSources(batches=source.batches, control=control, host_label=HOST, port=30000,  # type: ignore[attr-defined]
+                        launch_if_absent=launch_if_absent)
     return SglangTui(sources, read_only=read_only, clock=clock or FakeClock(), initial=initial, **kwargs)  # type: ignore[arg-type]
 
 
@@ -279,6 +320,7 @@ class Scene:
     press: tuple[str, ...] = ()
     initial: Readiness | None = None
     size: tuple[int, int] = (160, 48)
+    after: object = None  # () -> list[Step] played once the keys' action came back
 
 
 SCENES: tuple[Scene, ...] = (
@@ -290,6 +332,9 @@ SCENES: tuple[Scene, ...] = (
     Scene("disconnected", startup_disconnected),
     Scene("confirm_kill", startup_to_loading, press=("K",)),
     Scene("loading_80x24", startup_to_loading, size=(80, 24)),
+    Scene("restarted", startup_to_loading, press=("r", "y"), after=restarted_run),
+    Scene("killed", startup_to_ready, press=("K", "y"), after=killed_run),
+    Scene("gpus_maximized", startup_to_loading, press=("3", "3")),
 )
 
 
@@ -303,5 +348,11 @@ def scene_app(scene: Scene) -> tuple[SglangTui, object]:
         if scene.press:
             await pilot.press(*scene.press)  # type: ignore[attr-defined]
             await pilot.pause()  # type: ignore[attr-defined]
+        if scene.after is not None:
+            for _ in range(200):
+                if app.control_results:
+                    break
+                await pilot.pause()  # type: ignore[attr-defined]
+            await play(pilot, source, clock, scene.after())  # type: ignore[operator]
 
     return app, run_before

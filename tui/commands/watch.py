@@ -1,4 +1,6 @@
-"""`sglang-tui HOST …`: connect, then run the TUI over the Monitor's batches with ServerControl for the keys."""
+"""`sglang-tui HOST …`: connect, then run the TUI over the Monitor's batches with ServerControl for the keys.
+
+With `--launch CMD` (and not `--read-only`) the app launches the server when no process of it is found."""
 
 from __future__ import annotations
 
@@ -55,8 +57,10 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
         start = replace(start, stall_after=stall_after)
+    # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
-                        host_label=host_label, phase_changed=monitor.set_phase)
+                        host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
+                        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
     return SglangTui(sources, read_only=args.read_only, initial=start), monitor
 
 

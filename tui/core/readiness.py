@@ -53,7 +53,7 @@ LAUNCH_ACTIONS = ("launch", "restart")
 NEW_FILE_RESETS = ("truncated", "rotated")  # a relaunch with `> LOG`, or a rotation: the new file is a new start
 STOP_WINDOW_S = 15.0  # a death this soon after our own stop is that stop
 LAUNCH_WINDOW_S = 120.0  # a log restart this soon before our launch's result is that launch (a restart can be slow)
-LAUNCH_GRACE_S = 3.0  # a dead report this soon after our launch confirmed a pid is a stale poll
+FIND_GRACE_S = 15.0  # a new launch's processes may be found late (the host is re-scanned every few seconds)
 
 # A milestone of the main model moves the phase to (at least) this.
 MILESTONE_PHASE: dict[str, Phase] = {
@@ -202,8 +202,8 @@ def _fresh_launch(
         connection=s.connection,
         connection_detail=s.connection_detail,
         connection_since=s.connection_since,
-        process_alive=s.process_alive or None,  # "gone" described the old launch; this one's is not known yet
-        process_pids=s.process_pids,
+        process_alive=None,  # what the poll said was of the old launch; this one's processes are not found yet
+        process_pids=(),
         last_control=s.last_control,
         last_control_at=s.last_control_at,
         stall_after=s.stall_after,
@@ -448,8 +448,8 @@ def _http_answer(r: HealthResult) -> bool:
 
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
-    if not ev.alive and _launched_by_us(s, now, LAUNCH_GRACE_S):
-        return s  # the poll began before our launch confirmed its pid
+    if not ev.alive and _not_found_yet(s, now):
+        return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
     if ev.alive or not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
@@ -464,6 +464,13 @@ def _stopped_by_us(s: Readiness, now: float) -> bool:
     if c is None or when is None or not c.ok or c.action not in STOP_ACTIONS or now - when > STOP_WINDOW_S:
         return False
     return not s.timeline or when >= s.timeline[0].started_at
+
+
+def _not_found_yet(s: Readiness, now: float) -> bool:
+    """A launch begun moments ago whose processes no poll has seen yet: the poll may not have found them."""
+    if s.process_alive is True or not s.timeline:
+        return False
+    return now - s.timeline[0].started_at <= FIND_GRACE_S
 
 
 def _launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) -> bool:

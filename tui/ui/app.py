@@ -16,12 +16,12 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
+from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
 from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
-from tui.ui.labels import control_summary
+from tui.ui.labels import control_summary, stopped_by_us
 from tui.ui.messages import ControlFinished, EventsReceived
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
@@ -37,6 +37,9 @@ DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window 
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 _UP = (Phase.READY, Phase.SERVING)
 
+#: The panes keys 1-4 focus, by the name the action registry uses.
+PANES: dict[str, str] = {"log": "#log", "shards": "#shards", "gpus": "#gpus", "health": "#health"}
+
 _TITLES = {
     "restart": "Restart the server?",
     "terminate": "Terminate the server (SIGTERM to its process group)?",
@@ -48,6 +51,10 @@ class ServerControlLike(Protocol):
     """What the app needs from tui.sources.control.ServerControl."""
 
     def describe(self, action: str) -> str: ...
+
+    async def process_state(self) -> ServerProcess: ...
+
+    async def launch(self) -> ControlResult: ...
 
     async def restart(self) -> ControlResult: ...
 
@@ -68,6 +75,38 @@ class UiSources:
     """The host as the user typed it (shown in the header and the confirm dialog)."""
     phase_changed: Callable[[Phase], None] | None = None
     """Told each new phase (Monitor.set_phase: the health poller picks its cadence from it)."""
+    port: int | None = None
+    """The server's port on the host (the header names it when no server process is found)."""
+    launch_if_absent: bool = False
+    """On start, launch the server through `control` when no process of it is found (`--launch`)."""
+
+
+_RESET_WORDS = {
+    "truncated": "log restarted (truncated)",
+    "rotated": "log restarted (new file)",
+    "started_at_last_launch": "showing the log from its last launch",
+    "missing": "log file missing",
+    "appeared": "log file appeared",
+}
+
+
+def marker(words: str, kind: str | None = "warning") -> LogLine:
+    """A line of our own in the log pane (never from the server), drawn as a rule."""
+    return LogLine(f"──── {words} ────", kind, None)
+
+
+def reset_marker(event: LogReset) -> LogLine:
+    """The log pane's line for a LogReset, e.g. "──── log restarted (truncated): … ────"."""
+    words = _RESET_WORDS.get(event.reason, f"log {event.reason}")
+    return marker(words + (f": {event.detail}" if event.detail else ""))
+
+
+def control_lines(result: ControlResult) -> list[LogLine]:
+    """The log pane's record of an action: its outcome, and the exact launch command when one ran."""
+    lines = [marker(f"sglang-tui {control_summary(result)}", "milestone" if result.ok else "error")]
+    if result.command and (result.action == "launch" or (result.action == "restart" and result.ok)):
+        lines.append(LogLine(f"$ {result.command.splitlines()[-1]}", None, None))
+    return lines
 
 
 def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[LineSplitter, list[LogLine]]:
@@ -79,8 +118,7 @@ def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[Li
         elif isinstance(event, LogReset):
             lines.extend(map(LogLine, splitter.flush()))
             splitter = LineSplitter()
-            note = f"──── log {event.reason}{': ' + event.detail if event.detail else ''} ────"
-            lines.append(LogLine(note, "warning", None))
+            lines.append(reset_marker(event))
     return splitter, lines
 
 
@@ -90,6 +128,7 @@ class SglangTui(App[None]):
     TITLE = "sglang-tui"
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
+    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, Footer"  # a maximized pane keeps the phase and the keys in view
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
@@ -133,7 +172,9 @@ class SglangTui(App[None]):
 
     def compose(self) -> ComposeResult:
         bound = (SglangTui.state, SglangTui.now)
-        yield HeaderPane(self.sources.host_label, read_only=self.read_only, id="header").data_bind(*bound, SglangTui.paused)
+        yield HeaderPane(self.sources.host_label, read_only=self.read_only, port=self.sources.port, id="header").data_bind(
+            *bound, SglangTui.paused
+        )
         with Horizontal(id="top"):
             yield TimelinePane(id="timeline").data_bind(*bound)
             yield ShardsPane(id="shards").data_bind(*bound)
@@ -150,6 +191,8 @@ class SglangTui(App[None]):
         self.log_pane.view.focus()
         self.set_interval(self.tick_s, self._tick)
         self._consume()
+        if self.sources.launch_if_absent and not self.read_only and self.sources.control is not None:
+            self._launch_if_absent()
 
     # ------------------------------------------------------------------------------ data in (one way)
 
@@ -168,21 +211,49 @@ class SglangTui(App[None]):
             detail = f"monitor stopped: {type(err).__name__}: {err}"
             self.post_message(EventsReceived((ConnectionState("failed", detail),)))
 
+    @work(exclusive=True, group="control", exit_on_error=False)
+    async def _launch_if_absent(self) -> None:
+        """`--launch`: start the server when no process of it is found; a running one is only watched."""
+        control = self.sources.control
+        assert control is not None
+        try:
+            found = await control.process_state()
+        except Exception as err:  # an unknown state is no licence to launch a second server
+            self.notify(f"not launching: process state unknown ({type(err).__name__}: {err})", severity="error", timeout=10)
+            return
+        if found.alive:
+            self.post_message(EventsReceived((found,)))
+            return
+        where = f":{self.sources.port}" if self.sources.port else "its port"
+        self.post_message(EventsReceived((found,), (marker(f"no server process found on {where}: launching it"),)))
+        self.notify(f"no server process found on {where}: launching it", title="launch", timeout=5)
+        try:
+            result = await control.launch()
+        except Exception as err:  # the failure is a result to show, not a crash
+            result = ControlResult("launch", ok=False, detail=f"{type(err).__name__}: {err}")
+        self.post_message(ControlFinished(result))
+
     def on_events_received(self, message: EventsReceived) -> None:
         self.batches_seen += 1
         self._fold(message.events)
+        self._show_lines(message.lines, message.live)
+
+    def _show_lines(self, lines: Iterable[LogLine], live: str | None) -> None:
+        """Append to the log pane, or hold while the display is paused."""
         if self.paused:
-            self._held_lines.extend(message.lines)
+            self._held_lines.extend(lines)
             del self._held_lines[: max(0, len(self._held_lines) - HELD_LINES_MAX)]
-            self._held_live = message.live
+            self._held_live = live
         else:
-            self.log_pane.append(message.lines)
-            self.log_pane.view.set_live(message.live)
+            self.log_pane.append(lines)
+            self.log_pane.view.set_live(live)
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
         self.control_results.append(result)
         self._fold((result,))
+        live = self._held_live if self.paused else self.log_pane.view.live
+        self._show_lines(control_lines(result), live)
         self.notify(control_summary(result), title=f"{result.action}", severity="information" if result.ok else "error", timeout=10)
 
     def _tick(self) -> None:
@@ -214,6 +285,8 @@ class SglangTui(App[None]):
             self.bell()
             facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
             self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
+        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_us(new.error):
+            self.notify(new.reason, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
             why = f"{new.error.kind}: {new.error.line}" if new.error else new.reason
@@ -242,6 +315,21 @@ class SglangTui(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.read_only))
+
+    def action_pane(self, name: str) -> None:
+        """Focus a pane; pressed again on the focused pane: maximize it; again: restore the layout."""
+        if self.screen is not self.screen_stack[0] or name not in PANES:
+            return  # a dialog is open (its keys come first), or an unknown pane from a remapped key
+        screen = self.screen
+        pane = screen.query_one(PANES[name])
+        target = self.log_pane.view if name == "log" else pane
+        focused = self.focused
+        here = focused is not None and (focused is pane or pane in focused.ancestors)
+        if screen.maximized is pane:
+            screen.minimize()
+        elif screen.maximized is not None or here or not pane.display:
+            screen.maximize(pane, container=False)  # a hidden pane (80 columns) is shown maximized at once
+        target.focus()
 
     def action_follow(self) -> None:
         self.log_pane.follow()

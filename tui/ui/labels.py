@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tui.core.events import ControlResult
-from tui.core.state import Phase, Readiness
+from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL
+from tui.core.state import ErrorInfo, Phase, Readiness
 from tui.core.fmt import gib_bytes
 
 PHASE_NAMES: dict[Phase, str] = {
@@ -55,6 +56,20 @@ def phase_label(state: Readiness) -> str:
     return name
 
 
+def stopped_by_us(error: ErrorInfo | None) -> bool:
+    """The failure is sglang-tui's own terminate/kill/stop (the reducer's line), not the server's doing."""
+    return error is not None and error.line.startswith(STOPPED_BY_TOOL + " (")
+
+
+def error_badge(error: ErrorInfo) -> tuple[str, str]:
+    """The badge before the cause line and its style: STOPPED (by us), EXITED (no process left), or the kind."""
+    if stopped_by_us(error):
+        return " ■ STOPPED ", "bold reverse yellow"
+    if error.line == PROCESS_EXITED:
+        return " ✗ EXITED ", "bold reverse red"
+    return f" ✗ {error.kind.upper()} ", "bold reverse red"
+
+
 def control_summary(result: ControlResult) -> str:
     """One line on what an action achieved, from what the host reported (never assumed)."""
     head = f"{result.action} {'done' if result.ok else 'FAILED'}"
@@ -63,8 +78,10 @@ def control_summary(result: ControlResult) -> str:
         shown = ", ".join(str(p) for p in result.survivors[:4])
         more = "…" if len(result.survivors) > 4 else ""
         parts.append(f"{len(result.survivors)} process(es) left ({shown}{more})")
-    elif result.action in ("terminate", "kill", "stop", "restart"):
+    elif result.action in ("terminate", "kill", "stop"):
         parts.append("no server process left")
+    elif result.action == "restart" and result.ok:
+        parts.append("the old processes are gone")
     if result.gpu_held:
         held = ", ".join(f"GPU{gpu} {gib_bytes(n)}" for gpu, _pid, n in result.gpu_held[:4])
         parts.append(f"GPU memory still held: {held}")

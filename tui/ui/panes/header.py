@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import var
 
 from tui.core.state import Phase, Readiness
-from tui.ui.labels import PHASE_STYLES, control_summary, phase_label
+from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, phase_label, stopped_by_us
 from tui.ui.panes.base import StatePane
 from tui.core.fmt import ago, duration
 
@@ -23,6 +23,13 @@ def _health_words(state: Readiness, now: float) -> str:
     return "not probed yet"
 
 
+def _alive_words(pids: tuple[int, ...]) -> str:
+    """"alive (pid 4242)", "alive (9 pids)" or just "alive"."""
+    if not pids:
+        return "alive"
+    return f"alive (pid {pids[0]})" if len(pids) == 1 else f"alive ({len(pids)} pids)"
+
+
 class HeaderPane(StatePane):
     """The top of the screen: what is watched and what the model says about it, on what evidence."""
 
@@ -32,32 +39,24 @@ class HeaderPane(StatePane):
 
     paused: var[bool] = var(False, init=False)
 
-    def __init__(self, host_label: str, *, read_only: bool = False, **kwargs: object) -> None:
+    def __init__(self, host_label: str, *, read_only: bool = False, port: int | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.host_label = host_label
         self.read_only = read_only
+        self.port = port
 
     def watch_paused(self) -> None:
         self.redraw()
 
     def draw(self, state: Readiness, now: float) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        # line 1: host, server, link
+        # line 1: host, link (first: it must survive 80 columns), server
         text.append(" sglang-tui ", style="bold reverse")
         text.append(f" {self.host_label}", style="bold")
         if self.read_only:
             text.append("  [read-only]", style="bold")
         if self.paused:
             text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
-        server = state.server
-        parts = [server.model or "model ?"]
-        if server.tp_size:
-            parts.append(f"TP{server.tp_size}")
-        if server.speculative:
-            parts.append(f"spec {server.speculative}")
-        if server.port:
-            parts.append(f":{server.port}")
-        text.append("  " + " · ".join(parts))
         text.append("   link: ")
         link_style = "green" if state.connection == "connected" else ("bold red" if state.connection == "failed" else "yellow")
         text.append(state.connection, style=link_style)
@@ -68,6 +67,16 @@ class HeaderPane(StatePane):
             text.append(f"  data {duration(now - newest)} old (stale)", style="bold yellow")
         if state.connection != "connected" and state.connection_detail:
             text.append(f"  ({state.connection_detail})", style="dim")
+        server = state.server
+        parts = [server.model or "model ?"]
+        if server.tp_size:
+            parts.append(f"TP{server.tp_size}")
+        if server.speculative:
+            parts.append(f"spec {server.speculative}")
+        port = server.port or self.port
+        if port:
+            parts.append(f":{port}")
+        text.append("   " + " · ".join(parts))
         text.append("\n")
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
@@ -75,8 +84,9 @@ class HeaderPane(StatePane):
         text.append(f" {phase_label(state)} ", style=style)
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
         text.append(f"  {duration(now - since) if since is not None else '—'} in phase")
-        if state.first_seen_at is not None:
-            text.append(f" · {duration(now - state.first_seen_at)} total")
+        began = state.timeline[0].started_at if state.timeline else state.first_seen_at  # this launch, not the session
+        if began is not None:
+            text.append(f" · {duration(now - began)} total")
         if state.reason:
             text.append(f"   {state.reason}", style="italic")
         text.append("\n")
@@ -88,16 +98,20 @@ class HeaderPane(StatePane):
         if state.process_alive is not None:
             text.append("   process: ")
             if state.process_alive:
-                text.append(f"alive ({len(state.process_pids)} pids)" if state.process_pids else "alive", style="green")
-            else:
+                text.append(_alive_words(state.process_pids), style="green")
+            elif state.launched or state.timeline:
                 text.append("gone", style="bold red")
+            else:  # nothing of a server was ever seen: say where we looked
+                port = state.server.port or self.port
+                text.append(f"no server process found on :{port}" if port else "no server process found", style="bold yellow")
         if state.evidence:
             text.append("   evidence: " + "; ".join(state.evidence), style="dim")
         # line 4: the cause, the stall, or the result of the last action
         if state.error is not None:
             text.append("\n")
-            text.append(f" ✗ {state.error.kind.upper()} ", style="bold reverse red")
-            text.append(f" {state.error.line}", style="bold red")
+            badge, badge_style = error_badge(state.error)
+            text.append(badge, style=badge_style)
+            text.append(f" {state.error.line}", style="bold yellow" if stopped_by_us(state.error) else "bold red")
         elif stalled and state.stall is not None:
             text.append("\n")
             text.append(" ⚠ STALLED ", style="bold reverse yellow")

@@ -14,7 +14,7 @@ _OUTCOME_STYLES = {"ok": "green", "starting": "yellow", "refused": "dim", "timeo
 SPARK_WIDTH = 20
 
 
-class HealthPane(StatePane):
+class HealthPane(StatePane, can_focus=True):
     """What the server answers over HTTP (only /health counts for readiness)."""
 
     DEFAULT_CSS = """

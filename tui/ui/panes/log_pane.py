@@ -20,6 +20,8 @@ class LogStatus(Static):
 class LogPane(Vertical):
     """Owns the log view; the app forwards log lines and log keys here."""
 
+    ALLOW_MAXIMIZE = True  # key 1 maximizes the pane (status line and all), not only the view inside it
+
     DEFAULT_CSS = """
     LogPane { height: 1fr; border: round $panel; border-title-color: $text-muted; }
     LogPane:focus-within { border: round $primary; }

@@ -37,7 +37,7 @@ def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: 
         text.append(extra, style="dim")
 
 
-class ShardsPane(StatePane):
+class ShardsPane(StatePane, can_focus=True):
     """Progress of what the startup is doing right now."""
 
     DEFAULT_CSS = """
