@@ -167,6 +167,8 @@ def main() -> int:
         "released); for `kill -9` it is the signal call; for the baseline 'reported ok' means it did end everything",
         "ServerControl had already found the server (as the TUI has when the key is pressed); the CLI row includes "
         "Python start-up, the SSH connection and finding the server",
+        "over sshd each command (scan, signal+wait, GPU probe) opens a channel and starts the user's login shell: "
+        "here bash reading a ~/.bashrc that may be heavy (see the host-cost section's per-command figure)",
     ]
     print(section("Stop: kill intent → every process gone and GPU memory released", table, notes,
                   f".venv/bin/python tests/bench_stop.py --trials {args.trials}"))

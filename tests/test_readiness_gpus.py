@@ -61,10 +61,10 @@ def test_ranks_take_what_map_ranks_says() -> None:
 
 
 def test_reducer_fills_gpu_index_and_pid_from_the_mapper(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Substitute mapper (named as such): checks the wiring independently of H5's matching rules."""
+    """Substitute mapper (named as such): checks the wiring independently of the real matching rules."""
     calls: list[tuple[list[str], int | None]] = []
 
-    def substitute(names, snap, tp_size):  # type: ignore[no-untyped-def]
+    def substitute(names, snap, tp_size, server_pids=None):  # type: ignore[no-untyped-def]
         calls.append((list(names), tp_size))
         return {name: (int(name[2:]), 4000 + int(name[2:])) for name in names}
 
@@ -84,3 +84,20 @@ def test_a_failing_mapper_never_takes_the_model_down(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(ranks_module, "map_ranks", broken)
     s = reduce(reduce(Readiness(), Milestone("load_begin", rank="TP0"), 1.0), snapshot(20.0), 2.0)
     assert s.gpus is not None and [r.gpu_index for r in s.ranks] == [None]
+
+
+def test_a_bystander_with_the_same_title_does_not_hide_the_ranks_pid() -> None:
+    from tui.core.events import ServerProcess
+
+    bystander = GpuProcess(pid=9999, used_bytes=GB, name="sglang::scheduler_TP0")
+    base = snapshot(20.0)
+    gpu0 = base.gpus[0]
+    crowded = GpuSnapshot(source="sim", gpus=(GpuInfo(index=0, uuid=gpu0.uuid, used_bytes=gpu0.used_bytes,
+                                                      total_bytes=gpu0.total_bytes, procs=gpu0.procs + (bystander,)),
+                                              base.gpus[1]))
+    s = reduce(Readiness(), ServerArgs(tp_size=2), 0.0)
+    s = reduce(s, ServerProcess(alive=True, pids=(3999, 4000, 4001)), 1.0)
+    s = reduce(s, crowded, 2.0)
+    by_name = {r.name: r for r in s.ranks}
+    assert (by_name["TP0"].gpu_index, by_name["TP0"].pid) == (0, 4000)
+    assert (by_name["TP1"].gpu_index, by_name["TP1"].pid) == (1, 4001)

@@ -174,7 +174,8 @@ async def test_keys_1_to_4_focus_then_maximize_then_restore() -> None:
             assert isinstance(app.focused, kind) and screen.maximized is None
         await pilot.press("4")
         assert isinstance(screen.maximized, HealthPane)
-        assert app.query_one(HealthPane).size.height > 30  # fills the screen under the header
+        header, health = app.query_one(HeaderPane).region, app.query_one(HealthPane).region
+        assert header.y == 0 and health.y == header.bottom and health.height > 30  # fills the screen under the header
         await pilot.press("2")  # another pane while one is maximized: that one, maximized
         assert isinstance(screen.maximized, ShardsPane) and isinstance(app.focused, ShardsPane)
         await pilot.press("2")

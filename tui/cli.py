@@ -7,18 +7,9 @@ import argparse
 import importlib
 import sys
 
+from tui.sim.params import FAULTS
+
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate")
-FAULTS = (
-    "oom-capture",
-    "oom-load",
-    "nccl-timeout",
-    "hang-weights",
-    "hang-capture",
-    "crash",
-    "port-in-use",
-    "warmup-fail",
-    "orphans",
-)
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:

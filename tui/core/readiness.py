@@ -602,8 +602,9 @@ def _map_ranks(s: Readiness, snapshot: GpuSnapshot) -> tuple[RankState, ...]:
     if tp and tp > 1:
         names += [f"TP{i}" for i in range(tp) if f"TP{i}" not in names]
     try:
-        mapping = rank_map.map_ranks(names, snapshot, tp)
-    except Exception:  # H5's mapper must never take the model down; ranks stay unmapped
+        # The server's own pids keep another server's same-titled ranks (a bystander) out of the match.
+        mapping = rank_map.map_ranks(names, snapshot, tp, server_pids=s.process_pids or None)
+    except Exception:  # a mapping bug must never take the model down; ranks stay unmapped
         return s.ranks
     by_name = {r.name: r for r in s.ranks}
     for name, (gpu, pid) in mapping.items():

@@ -70,7 +70,11 @@ class ShardsPane(StatePane, can_focus=True):
                 extra += f"  bs={state.capture.bs}"
             if state.capture.avail_mem_gb is not None:
                 extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
-        _bar_line(text, "graphs", state.capture, "batches", width, extra, halted=halted)
+        line_start = len(text.plain)
+        _bar_line(text, "graphs", state.capture, "batches", width, halted=halted)
+        if extra:  # the batch size and free memory: on the bar's line when they fit, else under it
+            fits = len(text.plain) - line_start + len(extra) <= pane_width
+            text.append(extra if fits else "\n" + " " * 8 + extra.strip(), style="dim")
         if state.ranks:
             for i, rank in enumerate(state.ranks):
                 text.append("\n" if i % per_row == 0 else "  ")

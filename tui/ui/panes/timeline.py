@@ -22,6 +22,10 @@ STARTUP: tuple[Phase, ...] = (
 )
 
 
+# Short enough to keep the duration column aligned ("draft CUDA graph capture" is not).
+_DRAFT_NAMES = {Phase.LOADING_WEIGHTS: "weights", Phase.CUDA_GRAPH: "CUDA graphs"}
+
+
 def _clock(at: str | None) -> str:
     return f"{clock_of(at):<8}"
 
@@ -86,6 +90,6 @@ class TimelinePane(StatePane):
                 text.append(name, style="dim")
             for span in (s for s in draft if s.phase is phase):
                 text.append("\n")
-                label = f"draft {PHASE_NAMES[span.phase]}"
+                label = f"draft {_DRAFT_NAMES.get(span.phase, PHASE_NAMES[span.phase])}"[:19]
                 text.append(f"  {'':<9}{label:<19}{duration(span_duration(span, now)):>7}", style="dim")
         return text
