@@ -37,7 +37,7 @@ MILESTONE_SHORT: dict[str, str] = {
     "mem_pool_end": "kv✓",
     "graph_begin": "graph…",
     "graph_end": "graph✓",
-    "max_tokens": "graph✓",
+    "max_tokens": "done✓",  # the last scheduler-init line: this rank is up (with or without CUDA graphs)
     "startup_timings": "up",
     "uvicorn_started": "http",
     "app_startup_complete": "http",
