@@ -26,7 +26,7 @@ LIMIT_S = 420
 BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench_event_latency.py", ["--appends", "200"], ["--appends", "20"]),
     ("bench_ready_latency.py", ["--trials", "3"], ["--trials", "1"]),
-    ("bench_wait_latency.py", [], ["--runs", "2"]),  # H4's, when present (prints plain lines)
+    ("bench_wait_latency.py", [], ["--runs", "2"]),  # when present (prints plain lines)
     ("bench_host_cost.py", ["--seconds", "15"], ["--seconds", "4"]),
     ("bench_laptop_cost.py", ["--idle", "30", "--lines", "1000000", "--pour", "10"],
      ["--idle", "4", "--lines", "100000", "--pour", "2"]),
@@ -62,13 +62,13 @@ def run(script: str, args: list[str]) -> tuple[str, float]:
 
 
 def h1_replay(quick: bool) -> tuple[str, float]:
-    """H1's parser benchmark, as it prints it (in-process parser vs a bare loop, peak memory)."""
+    """The parser benchmark, as it prints it (in-process parser vs a bare loop, peak memory)."""
     started = time.monotonic()
     args = ["--lines", "100000"] if quick else []
     proc = subprocess.run([PY, str(HERE / "bench_replay.py"), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=LIMIT_S, check=False)  # fmt: skip
     body = proc.stdout.strip() or proc.stderr.strip()
-    text = ("### Replay: the parser in-process (tests/bench_replay.py, H1's)\n\n```\n" + body + "\n```\n"
+    text = ("### Replay: the parser in-process (tests/bench_replay.py)\n\n```\n" + body + "\n```\n"
             f"- reproduce: `.venv/bin/python tests/bench_replay.py{' ' + ' '.join(args) if args else ''}`\n")  # fmt: skip
     return text, time.monotonic() - started
 

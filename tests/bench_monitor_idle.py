@@ -22,7 +22,7 @@ from tui.sources.monitor import Monitor  # noqa: E402
 from tui.sources.ssh import SshHost  # noqa: E402
 
 
-PROCS = True  # also poll the server's process state (H5's ServerControl), as `wait` does
+PROCS = True  # also poll the server's process state, as `wait` does
 WARMUP_S = 2.0
 
 

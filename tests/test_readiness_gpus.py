@@ -53,7 +53,7 @@ def test_ranks_take_what_map_ranks_says() -> None:
     s = reduce(s, Milestone("load_begin", rank="TP0"), 1.0)
     snap = snapshot(20.0)
     s = reduce(s, snap, 2.0)
-    expected = ranks_module.map_ranks(["TP0", "TP1"], snap, 2)  # H5's mapper, whatever it decides
+    expected = ranks_module.map_ranks(["TP0", "TP1"], snap, 2)  # the real mapper, whatever it decides
     got = {r.name: (r.gpu_index, r.pid) for r in s.ranks}
     for name, where in expected.items():
         if where != (None, None) or name in got:

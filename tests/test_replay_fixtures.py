@@ -1,4 +1,4 @@
-"""`replay --json` over the parser's constructed logs (tests/fixtures/logs, H1): the final verdict of each format."""
+"""`replay --json` over the parser's constructed logs (tests/fixtures/logs): the final verdict of each format."""
 
 from __future__ import annotations
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import AsyncIterator
 
 from tui.core.events import ControlResult, GpuSnapshot, ServerProcess
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
-from tui.sources.control_cmds import Proc
+from tui.sources.backoff import backoff_delays
+from tui.sources.control_cmds import FindResult, Proc
 from tui.sources.gpu import probe_command, probe_script
-from tui.sources.host import Host, HostError
+from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
 # SGLang drains on SIGTERM (a status line every 5 s, then 15 s for schedulers after ShutdownReq before
 # it kills them itself), and its own test harness waits 60 s; 30 s covers a drain with no long requests.
@@ -25,6 +28,7 @@ DEFAULT_GRACE_S = 30.0
 KILL_WAIT_S = 10.0  # after SIGKILL: a process in GPU teardown (state D) can take a while to go
 GPU_RELEASE_S = 30.0  # the driver frees memory after the process is gone ("queues the teardown")
 _ADOPT_EVERY_S = 5.0  # the adoption scan reads every fd on the host: not on every Monitor poll
+RESCAN_S = 30.0  # the watch's longest gap between full scans while every known process lives
 
 
 @dataclass
@@ -60,8 +64,22 @@ class ServerControl:
         self.sim_gpus = sim_gpus
         self.grace_s = grace_s
         self.gpu_release_s = gpu_release_s
-        self._target: _Target | None = None
+        self._current_target: _Target | None = None
+        self._generation = 0  # bumped whenever the target is replaced: a running watch starts over on it
+        self._target_changed: asyncio.Event | None = None
         self._last_adopt = float("-inf")
+
+    @property
+    def _target(self) -> _Target | None:
+        return self._current_target
+
+    @_target.setter
+    def _target(self, target: _Target | None) -> None:
+        if target is not self._current_target:
+            self._current_target = target
+            self._generation += 1
+            if self._target_changed is not None:
+                self._target_changed.set()
 
     # ---------------------------------------------------------------------------------------- describe
 
@@ -99,7 +117,9 @@ class ServerControl:
     async def _adopt(self) -> _Target | None:
         """Find a server we did not launch in this session: pidfile, port listener, or log writer."""
         self._last_adopt = time.monotonic()
-        found = cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path)))
+        return self._target_from(cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path))))
+
+    def _target_from(self, found: FindResult) -> _Target | None:
         main = cmds.pick_main(found)
         if main is None:
             return None
@@ -131,6 +151,10 @@ class ServerControl:
             self._target = await self._adopt()
         return self._target
 
+    def _not_found(self) -> ServerProcess:
+        where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
+        return ServerProcess(alive=False, detail=f"no server process found ({where})")
+
     async def process_state_now(self) -> ServerProcess:
         """Like process_state, but adopts at once (raises HostError)."""
         target = await self._current()
@@ -145,8 +169,7 @@ class ServerControl:
         try:
             target = await self._current(adopt_now=False)
             if target is None:
-                where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
-                return ServerProcess(alive=False, detail=f"no server process found ({where})")
+                return self._not_found()
             live = await self._scan(target)
         except (HostError, TimeoutError) as exc:
             return ServerProcess(alive=False, detail=f"process state unknown: {exc}")
@@ -154,6 +177,100 @@ class ServerControl:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
         return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how)
+
+    # -------------------------------------------------------------------------------------------- watch
+
+    async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S
+                                  ) -> AsyncIterator[ServerProcess]:
+        """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
+        full /proc scan per check): a ServerProcess per check while found, per search while not.
+
+        While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
+        with backoff; the loop ends with its channel, so nothing is left on the host."""
+        if self._target_changed is None:
+            self._target_changed = asyncio.Event()
+        delays = backoff_delays(1.0, 30.0)
+        while True:
+            generation, target = self._generation, self._target
+            self._target_changed.clear()
+            if target is None:
+                command = cmds.watch_find_command(self.port, self.log_path, every_s=max(interval, _ADOPT_EVERY_S))
+            else:
+                command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
+                                                  known=target.known, interval=interval, rescan_s=rescan_s)
+            reported = False
+            try:
+                proc = await self.host.start(command)
+                try:
+                    async with aclosing(self._watch_blocks(proc, generation)) as blocks:
+                        async for block in blocks:
+                            state = self._watched(target, block, generation)
+                            if state is not None:
+                                reported = True
+                                yield state
+                finally:
+                    await proc.close()
+            except HostAuthError:
+                raise  # final: the host already reported `failed`
+            except (HostError, TimeoutError):
+                pass  # unreachable: unknown, not dead; start again below
+            if generation != self._generation:
+                delays = backoff_delays(1.0, 30.0)  # a new target: watch it at once
+                continue
+            if reported:
+                delays = backoff_delays(1.0, 30.0)
+            await asyncio.sleep(next(delays))
+
+    async def _watch_blocks(self, proc: RemoteProcess, generation: int) -> AsyncIterator[tuple[str, str]]:
+        """(kind, text) per report of a watch loop, until it ends or the target is replaced."""
+        assert self._target_changed is not None
+        changed = asyncio.ensure_future(self._target_changed.wait())
+        pending, kind, lines = b"", "", list[str]()
+        try:
+            while generation == self._generation:
+                chunk = asyncio.ensure_future(proc.read())
+                await asyncio.wait({chunk, changed}, return_when=asyncio.FIRST_COMPLETED)
+                if not chunk.done():
+                    chunk.cancel()
+                    return
+                data = chunk.result()  # raises HostUnreachable when the link died
+                if not data:
+                    return
+                pending += data
+                *complete, pending = pending.split(b"\n")
+                for raw in complete:
+                    line = raw.decode("utf-8", "replace")
+                    if kind:
+                        if line == cmds.WATCH_END:
+                            yield kind, "\n".join(lines)
+                            kind, lines = "", []
+                        else:
+                            lines.append(line)
+                    elif line in (cmds.WATCH_SCAN, cmds.WATCH_FIND):
+                        kind = line
+                    elif line == cmds.WATCH_ALIVE:
+                        yield line, ""
+        finally:
+            changed.cancel()
+
+    def _watched(self, target: _Target | None, block: tuple[str, str], generation: int) -> ServerProcess | None:
+        """The state one report of the watch says (None when the target was replaced meanwhile)."""
+        if generation != self._generation:
+            return None
+        kind, text = block
+        if kind == cmds.WATCH_FIND:
+            found = self._target_from(cmds.parse_find(text))
+            if found is None:
+                return self._not_found()
+            self._target = found  # the watch starts over on it, with a scan at once
+            return None
+        assert target is not None
+        if kind == cmds.WATCH_SCAN:
+            self._remember(target, text)
+        if not target.known:
+            self._target = None  # gone: a server started later (by anyone) is adopted afresh
+            return ServerProcess(alive=False, detail="server processes gone")
+        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how)
 
     # ------------------------------------------------------------------------------------------ actions
 

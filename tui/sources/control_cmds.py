@@ -76,15 +76,21 @@ def scan_command(*, group: int | None, session: int | None, run_id: str | None, 
     """The server's processes: same process group, same session, run marker, a known (pid, start), or a
     descendant of any of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each."""
     known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
+    return _scan(group=group, session=session, run_id=run_id, known_word=q(" " + known_text + " "))
+
+
+def _scan(*, group: int | None, session: int | None, run_id: str | None, known_word: str) -> str:
+    """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch)."""
     marker = f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
+    # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
     return f"""mk=$({marker if run_id else 'true'})
-cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={q(' ' + known_text + ' ')} '
+cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={known_word} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
   if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || index(mk, " " pid " ") || index(known, " " pid ":" f[20] " "))) mem[pid] = 1 }}
 END {{ do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
   for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}' | while read -r tag p rest; do
-  echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
+  echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
 done"""
 
 
@@ -124,6 +130,63 @@ def stop_command(signal: str, *, group: int | None, procs: dict[int, int], wait_
         steps.append(signal_group_command(signal, group))
     steps += [signal_pids_command(signal, procs), wait_gone_command(procs, wait_s), scan]
     return "\n".join(steps)
+
+
+# ------------------------------------------------------------------------------------------- the watch
+
+# The watch loops end with their channel: a watchdog holds the channel's stdin (on fd 3: a non-interactive
+# sh gives background jobs /dev/null) and TERMs the loop at EOF; the loop then ends its sleep and exits.
+# `nap` sleeps in the background so the TERM is handled at once, not after the sleep.
+_WATCH_PROLOGUE = """exec 3<&0
+me=$$
+{ cat <&3 >/dev/null 2>&1; kill -s TERM "$me" 2>/dev/null; } >/dev/null 2>&1 &
+w=$!
+exec 3<&-
+z=
+trap 'kill "$z" 2>/dev/null; exit 0' TERM HUP PIPE INT
+trap 'kill "$w" 2>/dev/null' EXIT
+nap() { sleep "$1" & z=$!; wait "$z"; z=; }"""
+
+# What a watch prints: `K` when every known process was still alive at a check; a block `S`, the lines of
+# scan_command, `.` after a full scan; a block `F`, the lines of find_command, `.` after a search.
+WATCH_ALIVE, WATCH_SCAN, WATCH_FIND, WATCH_END = "K", "S", "F", "."
+
+
+def watch_scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int],
+                       interval: float, rescan_s: float) -> str:
+    """A loop on the host: every `interval` s check the known processes by pid + start time (no fork), and
+    rescan fully when one is gone, when none is known, and otherwise after 1, 2, 4 … checks up to `rescan_s`
+    while the scan finds the same processes (sooner again when it finds others)."""
+    cap = max(1, int(rescan_s / interval))
+    scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
+    return f"""{_WATCH_PROLOGUE}
+{PROC_FUNCS}
+all_live() {{ for ps in $known; do live "${{ps%%:*}}" "${{ps#*:}}" || return 1; done; }}
+known={q(_pairs(known))}; gap=1; left=0
+while :; do
+  if [ "$left" -le 0 ] || [ -z "$known" ] || ! all_live; then
+    out=$({scan})
+    printf '{WATCH_SCAN}\\n%s\\n{WATCH_END}\\n' "$out"
+    now=$(printf '%s\\n' "$out" | awk '$1 == "P" && $6 != "Z" && $6 != "X" {{ print $2 ":" $7 }}' | sort | tr '\\n' ' ')
+    if [ "$now" = "$known" ]; then gap=$((gap * 2)); [ "$gap" -gt {cap} ] && gap={cap}; else gap=1; fi
+    known=$now; left=$gap
+  else
+    echo {WATCH_ALIVE}
+  fi
+  left=$((left - 1))
+  nap {interval:g}
+done"""
+
+
+def watch_find_command(port: int, log_path: str | None, *, every_s: float) -> str:
+    """A loop on the host: find_command every `every_s` s, each answer as one block, until a server is found
+    (the caller then starts a scan watch on it)."""
+    return f"""{_WATCH_PROLOGUE}
+while :; do
+  out=$({find_command(port, log_path)})
+  printf '{WATCH_FIND}\\n%s\\n{WATCH_END}\\n' "$out"
+  nap {every_s:g}
+done"""
 
 
 # ------------------------------------------------------------------------------------------------- parsing

@@ -170,7 +170,7 @@ class HealthPoller:
             self.in_flight -= 1
 
     async def results(self) -> AsyncIterator[HealthResult]:
-        """Forever: /health results, and /v1/models results until /health says ok."""
+        """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then)."""
         queue: asyncio.Queue[HealthResult] = asyncio.Queue()
         models = asyncio.ensure_future(self._models_loop(queue))
         health = asyncio.ensure_future(self._health_loop(queue))
@@ -203,12 +203,15 @@ class HealthPoller:
             await self._sleep(self.health_interval())
 
     async def _models_loop(self, queue: asyncio.Queue[HealthResult]) -> None:
+        refreshed_at_ready = False  # once /health is ok, one more probe so the pane shows no stale "refused"
         while True:
-            if self._last_health != "ok":
+            ready = self._last_health == "ok"
+            if not ready or not refreshed_at_ready:
                 result = await self.probe("/v1/models")
                 if result.outcome == "ok":
                     self.uvicorn_up(True)
                 await queue.put(result)
+            refreshed_at_ready = ready
             await asyncio.sleep(self.models_interval)
 
     async def aclose(self) -> None:

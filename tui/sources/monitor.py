@@ -249,13 +249,21 @@ class Monitor:
                 self.host, port=self.port, log_path=self.log_path, remote_python=self.remote_python,
                 sim_gpus=self.sim_gpus,
             )  # fmt: skip
-        while True:
+        watch = getattr(control, "watch_process_state", None)
+        if watch is not None:
+            # One long-lived loop on the host: a new channel (sshd session + login shell) per check costs
+            # the host ~100 ms of CPU; the watch yields nothing while the host is unreachable.
+            async for state in watch(self.process_interval):
+                if self._connection == "connected":
+                    self._put(state)
+            return
+        while True:  # a control without a watch: poll it
             if self._connection == "connected":
                 started = time.monotonic()
-                state: ServerProcess = await control.process_state()
+                polled: ServerProcess = await control.process_state()
                 # "Unknown" (the link dropped mid-scan) is not "dead": saying dead would fail the startup.
-                if self._connection == "connected" and not state.detail.startswith("process state unknown"):
-                    self._put(state)
+                if self._connection == "connected" and not polled.detail.startswith("process state unknown"):
+                    self._put(polled)
                 await asyncio.sleep(max(0.0, self.process_interval - (time.monotonic() - started)))
             else:
                 await asyncio.sleep(0.5)

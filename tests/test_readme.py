@@ -1,0 +1,21 @@
+"""README.md stays true: its key table is the registry's, and its test command is the one .ci/run runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui.ui.actions import key_table_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_key_table_is_generated_from_the_action_registry() -> None:
+    assert key_table_markdown().strip() in (ROOT / "README.md").read_text()
+
+
+def test_readme_and_ci_run_the_same_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -q -e '.[test]'" in readme and "pip install -q -e '.[test]'" in ci
+    assert "-m pytest -q" in readme and "-m pytest -q" in ci
+    assert "openssh-server" in readme and "openssh-server" in ci
