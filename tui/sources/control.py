@@ -4,6 +4,7 @@ It finds the server by what it launched (pidfile, process group = session, run m
 started by hand (the listener on --port, else the writer of --log), signals its process group, sweeps
 survivors that carry the run marker or share its session or descend from it, and confirms through the
 GPU probe that their memory is released. Never by name: a same-titled process elsewhere is left alone.
+Its liveness is watched by one long-lived loop on the host (watch_process_state), not a command per check.
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ class _Target:
     seen: set[int] = field(default_factory=set)  # every pid ever seen in the server (for GPU attribution)
     names: dict[int, str] = field(default_factory=dict)
     how: str = ""
+
+
+def _discard(task: asyncio.Future[bytes]) -> None:
+    """Cancel a pending read; if it already ended (e.g. with a link error), consume its outcome."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+    else:
+        task.cancel()
 
 
 def _gib(n: int) -> str:
@@ -180,8 +190,8 @@ class ServerControl:
 
     # -------------------------------------------------------------------------------------------- watch
 
-    async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S
-                                  ) -> AsyncIterator[ServerProcess]:
+    async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
+                                  first_rescan_s: float | None = None) -> AsyncIterator[ServerProcess]:
         """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
         full /proc scan per check): a ServerProcess per check while found, per search while not.
 
@@ -193,16 +203,18 @@ class ServerControl:
         while True:
             generation, target = self._generation, self._target
             self._target_changed.clear()
+            every = interval if target else max(interval, _ADOPT_EVERY_S)  # how often the loop reports
             if target is None:
-                command = cmds.watch_find_command(self.port, self.log_path, every_s=max(interval, _ADOPT_EVERY_S))
+                command = cmds.watch_find_command(self.port, self.log_path, every_s=every)
             else:
                 command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
-                                                  known=target.known, interval=interval, rescan_s=rescan_s)
+                                                  known=target.known, interval=interval, rescan_s=rescan_s,
+                                                  first_rescan_s=first_rescan_s)
             reported = False
             try:
                 proc = await self.host.start(command)
                 try:
-                    async with aclosing(self._watch_blocks(proc, generation)) as blocks:
+                    async with aclosing(self._watch_blocks(proc, generation, stale_s=3 * every + 60)) as blocks:
                         async for block in blocks:
                             state = self._watched(target, block, generation)
                             if state is not None:
@@ -221,18 +233,22 @@ class ServerControl:
                 delays = backoff_delays(1.0, 30.0)
             await asyncio.sleep(next(delays))
 
-    async def _watch_blocks(self, proc: RemoteProcess, generation: int) -> AsyncIterator[tuple[str, str]]:
-        """(kind, text) per report of a watch loop, until it ends or the target is replaced."""
+    async def _watch_blocks(self, proc: RemoteProcess, generation: int, *, stale_s: float
+                            ) -> AsyncIterator[tuple[str, str]]:
+        """(kind, text) per report of a watch loop, until it ends or the target is replaced; TimeoutError
+        when it says nothing for stale_s (a scan stuck on a hung process: start it again)."""
         assert self._target_changed is not None
         changed = asyncio.ensure_future(self._target_changed.wait())
+        chunk: asyncio.Future[bytes] | None = None
         pending, kind, lines = b"", "", list[str]()
         try:
             while generation == self._generation:
                 chunk = asyncio.ensure_future(proc.read())
-                await asyncio.wait({chunk, changed}, return_when=asyncio.FIRST_COMPLETED)
-                if not chunk.done():
-                    chunk.cancel()
+                await asyncio.wait({chunk, changed}, timeout=stale_s, return_when=asyncio.FIRST_COMPLETED)
+                if changed.done():
                     return
+                if not chunk.done():
+                    raise TimeoutError(f"the process watch said nothing for {stale_s:g} s")
                 data = chunk.result()  # raises HostUnreachable when the link died
                 if not data:
                     return
@@ -252,6 +268,8 @@ class ServerControl:
                         yield line, ""
         finally:
             changed.cancel()
+            if chunk is not None:
+                _discard(chunk)
 
     def _watched(self, target: _Target | None, block: tuple[str, str], generation: int) -> ServerProcess | None:
         """The state one report of the watch says (None when the target was replaced meanwhile)."""

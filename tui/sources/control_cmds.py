@@ -136,8 +136,9 @@ def stop_command(signal: str, *, group: int | None, procs: dict[int, int], wait_
 
 # The watch loops end with their channel: a watchdog holds the channel's stdin (on fd 3: a non-interactive
 # sh gives background jobs /dev/null) and TERMs the loop at EOF; the loop then ends its sleep and exits.
-# `nap` sleeps in the background so the TERM is handled at once, not after the sleep.
-_WATCH_PROLOGUE = """exec 3<&0
+# `nap` sleeps in the background so the TERM is handled at once, not after the sleep. Nobody reads the
+# loop's stderr (find_command's missing pidfile says so every time): unread, it would fill the channel.
+_WATCH_PROLOGUE = """exec 2>/dev/null 3<&0
 me=$$
 { cat <&3 >/dev/null 2>&1; kill -s TERM "$me" 2>/dev/null; } >/dev/null 2>&1 &
 w=$!
@@ -147,28 +148,37 @@ trap 'kill "$z" 2>/dev/null; exit 0' TERM HUP PIPE INT
 trap 'kill "$w" 2>/dev/null' EXIT
 nap() { sleep "$1" & z=$!; wait "$z"; z=; }"""
 
+# `up PID`: the process exists and is not a zombie, read from the State line of /proc/PID/status (the 3rd
+# line: a few bytes, where dash's byte-wise `read` of /proc/PID/stat costs ~0.4 ms a process). No start
+# time: a pid reused between two checks would need the pid space to wrap within `interval`.
+_UP_FUNC = ('up() { [ -d "/proc/$1" ] || return 1; '
+            '{ while read -r k v r; do [ "$k" = State: ] && break; done < "/proc/$1/status"; } 2>/dev/null '
+            '|| return 1; '
+            '[ "$v" != Z ] && [ "$v" != X ]; }')
+
 # What a watch prints: `K` when every known process was still alive at a check; a block `S`, the lines of
 # scan_command, `.` after a full scan; a block `F`, the lines of find_command, `.` after a search.
 WATCH_ALIVE, WATCH_SCAN, WATCH_FIND, WATCH_END = "K", "S", "F", "."
 
 
 def watch_scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int],
-                       interval: float, rescan_s: float) -> str:
-    """A loop on the host: every `interval` s check the known processes by pid + start time (no fork), and
-    rescan fully when one is gone, when none is known, and otherwise after 1, 2, 4 … checks up to `rescan_s`
-    while the scan finds the same processes (sooner again when it finds others)."""
+                       interval: float, rescan_s: float, first_rescan_s: float | None = None) -> str:
+    """A loop on the host: every `interval` s check that the known processes exist and are no zombies (no
+    fork); scan fully when one is gone or none is known, and otherwise after `first_rescan_s` (default: one
+    check), doubling while the scan finds the same processes up to `rescan_s` (back to the first when not)."""
     cap = max(1, int(rescan_s / interval))
+    first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
     scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
     return f"""{_WATCH_PROLOGUE}
-{PROC_FUNCS}
-all_live() {{ for ps in $known; do live "${{ps%%:*}}" "${{ps#*:}}" || return 1; done; }}
-known={q(_pairs(known))}; gap=1; left=0
+{_UP_FUNC}
+all_up() {{ for ps in $known; do up "${{ps%%:*}}" || return 1; done; }}
+known={q(_pairs(known))}; gap={first}; left=0
 while :; do
-  if [ "$left" -le 0 ] || [ -z "$known" ] || ! all_live; then
+  if [ "$left" -le 0 ] || [ -z "$known" ] || ! all_up; then
     out=$({scan})
     printf '{WATCH_SCAN}\\n%s\\n{WATCH_END}\\n' "$out"
     now=$(printf '%s\\n' "$out" | awk '$1 == "P" && $6 != "Z" && $6 != "X" {{ print $2 ":" $7 }}' | sort | tr '\\n' ' ')
-    if [ "$now" = "$known" ]; then gap=$((gap * 2)); [ "$gap" -gt {cap} ] && gap={cap}; else gap=1; fi
+    if [ "$now" = "$known" ]; then gap=$((gap * 2)); [ "$gap" -gt {cap} ] && gap={cap}; else gap={first}; fi
     known=$now; left=$gap
   else
     echo {WATCH_ALIVE}
