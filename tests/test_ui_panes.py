@@ -203,3 +203,21 @@ async def test_keys_answer_while_the_source_hangs() -> None:
         assert app.paused is True
         assert "PAUSED" in app.query_one(HeaderPane).shown
 
+
+
+async def test_batches_within_a_tick_leave_the_clock_texts_alone_and_the_next_tick_moves_them() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        drawn: list[str] = []
+        for pane in (app.query_one(HeaderPane), app.query_one(HealthPane)):
+            original = pane.update
+            pane.update = lambda content="", _o=original, _n=type(pane).__name__, **kw: (drawn.append(_n), _o(content, **kw))  # type: ignore[method-assign,misc]
+        t = clock.t
+        before = app.query_one(HeaderPane).shown
+        await play(pilot, source, clock, [Step(t + 0.3, [Tick()]), Step(t + 0.6, [Tick()])])
+        assert drawn == [] and app.query_one(HeaderPane).shown == before  # ages at 0.1 s would have redrawn both, twice
+        await play(pilot, source, clock, [Step(t + 1.2, [Tick()])])
+        assert "HeaderPane" in drawn and "HealthPane" in drawn  # "N s ago" and time in phase still tick
+        assert app.query_one(HeaderPane).shown != before

@@ -23,6 +23,7 @@ from tui.core.state import Phase, Readiness
 from tui.ui import actions
 from tui.ui.labels import control_summary, stopped_by_us
 from tui.ui.messages import ControlFinished, EventsReceived
+from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
@@ -35,6 +36,7 @@ from tui.ui.screens.help import HelpScreen
 
 DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
+CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
@@ -138,6 +140,8 @@ class SglangTui(App[None]):
     """The clock as last read (ticks once a second)."""
     paused: var[bool] = var(False, init=False)
     """The display is frozen; batches are still folded."""
+    view: var[StateAt] = var(StateAt(Readiness(), 0.0), init=False)
+    """`state` and `now` together: what the panes are bound to (one redraw per fold, not one per field)."""
 
     def __init__(
         self,
@@ -167,19 +171,20 @@ class SglangTui(App[None]):
         """Every ControlResult that came back (newest last)."""
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
+        self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
 
     # ------------------------------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        bound = (SglangTui.state, SglangTui.now)
+        view = SglangTui.view
         yield HeaderPane(self.sources.host_label, read_only=self.read_only, port=self.sources.port, id="header").data_bind(
-            *bound, SglangTui.paused
+            view, SglangTui.paused
         )
         with Horizontal(id="top"):
-            yield TimelinePane(id="timeline").data_bind(*bound)
-            yield ShardsPane(id="shards").data_bind(*bound)
-            yield HealthPane(id="health").data_bind(*bound)
-        yield GpuPane(id="gpus").data_bind(*bound)
+            yield TimelinePane(id="timeline").data_bind(view)
+            yield ShardsPane(id="shards").data_bind(view)
+            yield HealthPane(id="health").data_bind(view)
+        yield GpuPane(id="gpus").data_bind(view)
         yield LogPane(max_lines=self.max_log_lines, id="log")
         yield Footer()
 
@@ -276,8 +281,20 @@ class SglangTui(App[None]):
                 self.log.error(f"phase_changed hook failed: {err}")
         self._announce(before, state)
         if not self.paused:
-            self.now = now
-            self.state = state
+            self._publish(state, self._shown_clock(now))
+
+    def _shown_clock(self, now: float) -> float:
+        """The clock the panes draw with: it steps about once a tick, so every age and "in phase" on screen
+        changes in the same repaint instead of one repaint per batch (what a quiet server costs in CPU)."""
+        if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s:
+            return now
+        return self.now
+
+    def _publish(self, state: Readiness, now: float) -> None:
+        """Show a state at a clock reading (the panes redraw once, and only where their text changed)."""
+        self.now = now
+        self.state = state
+        self.view = StateAt(state, now)
 
     def _announce(self, old: Readiness, new: Readiness) -> None:
         """Bell and toast when the server turns ready, fails or stalls."""
@@ -369,8 +386,7 @@ class SglangTui(App[None]):
             held, self._held_lines = self._held_lines, []
             self.log_pane.append(held)
             self.log_pane.view.set_live(self._held_live)
-            self.now = self.clock()
-            self.state = self._live
+            self._publish(self._live, self.clock())
 
     def action_restart_server(self) -> None:
         self._ask_then_control("restart")

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.text import Text
 from textual import events
 from textual.reactive import var
+from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.core.state import Readiness
+
+
+class StateAt(NamedTuple):
+    """The readiness state and the clock it is shown at, published together so a fold redraws a pane once."""
+
+    state: Readiness
+    now: float
+
+
+def set_titles(widget: Widget, title: str, subtitle: str | None = None) -> None:
+    """Set a border title and subtitle only when they differ (every set repaints the whole widget)."""
+    titles = (title, subtitle)
+    if getattr(widget, "_set_titles", None) == titles:
+        return
+    widget._set_titles = titles  # type: ignore[attr-defined]
+    widget.border_title = title
+    widget.border_subtitle = subtitle
 
 
 class StatePane(Static):
@@ -19,16 +37,22 @@ class StatePane(Static):
     StatePane { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    state: var[Readiness] = var(Readiness(), init=False)
-    """The whole readiness state (bound to the app's)."""
-    now: var[float] = var(0.0, init=False)
-    """The app's clock, ticking once a second (bound to the app's)."""
+    view: var[StateAt] = var(StateAt(Readiness(), 0.0), init=False)
+    """The readiness state and the clock (bound to the app's; the clock ticks once a second)."""
 
     uses_clock: ClassVar[bool] = True  # False: the pane never shows a time, so ticks never redraw it
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._drawn: Text | None = None
+
+    @property
+    def state(self) -> Readiness:
+        return self.view.state
+
+    @property
+    def now(self) -> float:
+        return self.view.now
 
     @property
     def shown(self) -> str:
@@ -51,14 +75,11 @@ class StatePane(Static):
         self._drawn = text
         self.update(text, layout=relayout)
 
-    def watch_state(self, old: Readiness, new: Readiness) -> None:
-        if self._drawn is not None and self.select(old) == self.select(new):
+    def watch_view(self, old: StateAt, new: StateAt) -> None:
+        ticked = self.uses_clock and old.now != new.now
+        if self._drawn is not None and not ticked and self.select(old.state) == self.select(new.state):
             return
         self.redraw()
-
-    def watch_now(self) -> None:
-        if self.uses_clock:
-            self.redraw()
 
     def on_mount(self) -> None:
         self.redraw()

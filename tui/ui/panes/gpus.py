@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 from tui.core.events import GpuInfo
 from tui.core.state import Readiness
 from tui.core.fmt import GIB, ago
+from tui.ui.panes.base import StateAt, set_titles
 from tui.ui.text import bar, sparkline
 
 STALE_AFTER_S = 5.0
@@ -44,7 +45,8 @@ def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) ->
         Text(f"{_gib(gpu.used_bytes):>6} / {_gib(gpu.total_bytes):<6}", style=dim),
         Text(f"{util:>4}", style=dim),
         Text(held, style=dim, overflow="ellipsis", no_wrap=True),
-        Text(sparkline(history, SPARK_WIDTH, lo=0.0, hi=1.0), style="dim" if stale else "cyan"),
+        # Full width from the first sample (newest at the right): a cell that grows costs a layout pass per sample.
+        Text(sparkline(history, SPARK_WIDTH, lo=0.0, hi=1.0).rjust(SPARK_WIDTH), style="dim" if stale else "cyan"),
     )
 
 
@@ -56,36 +58,27 @@ class GpuPane(DataTable[Text]):
     GpuPane:focus { border: round $primary; }
     """
 
-    state: var[Readiness] = var(Readiness(), init=False)
-    now: var[float] = var(0.0, init=False)
+    view: var[StateAt] = var(StateAt(Readiness(), 0.0), init=False)
+    """The readiness state and the clock (bound to the app's)."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="none", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "GPUs"
         self._shown: dict[str, tuple[Text, ...]] = {}
+        self._rows_from: object = None  # what the rows were last built from: same inputs, nothing to compare
 
     def on_mount(self) -> None:
         for name in COLUMNS:
             self.add_column(name, key=name)
         self.redraw()
 
-    def watch_state(self, old: Readiness, new: Readiness) -> None:
-        if (old.gpus, old.gpus_at, old.gpu_history, old.ranks, old.connection) != (
-            new.gpus,
-            new.gpus_at,
-            new.gpu_history,
-            new.ranks,
-            new.connection,
-        ) or not self._shown:
-            self.redraw()
-
-    def watch_now(self) -> None:
+    def watch_view(self) -> None:
         self.redraw()
 
     def redraw(self) -> None:
         if not self.columns:
             return
-        state, now = self.state, self.now
+        state, now = self.view
         snapshot = state.gpus
         age = now - state.gpus_at if state.gpus_at is not None else None
         stale = snapshot is not None and (state.connection != "connected" or (age is not None and age > STALE_AFTER_S))
@@ -94,8 +87,12 @@ class GpuPane(DataTable[Text]):
             title += f" ({snapshot.source})"
         if stale:
             title += f" STALE: last sample {ago(age) if age is not None else 'never'}"
-        self.border_title = title
-        self.border_subtitle = f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None
+        set_titles(self, title, f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None)
+        # A clock tick changes at most the title above; the rows change only with a sample, ranks or staleness.
+        rows_from = (snapshot, state.gpu_history, state.ranks, stale)
+        if rows_from == self._rows_from:
+            return
+        self._rows_from = rows_from
         if snapshot is None:
             if not self._shown:
                 return
@@ -118,5 +115,6 @@ class GpuPane(DataTable[Text]):
                 before = self._shown[key]
                 for column, old_cell, new_cell in zip(COLUMNS, before, cells):
                     if old_cell != new_cell:
-                        self.update_cell(key, column, new_cell, update_width=True)
+                        # Measuring widths ends in a layout pass of the whole screen: only when the width changed.
+                        self.update_cell(key, column, new_cell, update_width=old_cell.cell_len != new_cell.cell_len)
                 self._shown[key] = cells

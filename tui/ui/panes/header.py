@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.reactive import var
 
+from tui.core.explain import explain
 from tui.core.state import Phase, Readiness
 from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, phase_label, stopped_by_us
 from tui.ui.panes.base import StatePane
@@ -49,6 +50,9 @@ class HeaderPane(StatePane):
         self.redraw()
 
     def draw(self, state: Readiness, now: float) -> Text:
+        # Said again at the shown clock: the reducer's own words carry ages at each batch's time, which would
+        # redraw the header on every batch instead of once a tick.
+        reason, evidence = explain(state, now)
         text = Text(no_wrap=True, overflow="ellipsis")
         # line 1: host, link (first: it must survive 80 columns), server
         text.append(" sglang-tui ", style="bold reverse")
@@ -87,8 +91,8 @@ class HeaderPane(StatePane):
         began = state.timeline[0].started_at if state.timeline else state.first_seen_at  # this launch, not the session
         if began is not None:
             text.append(f" · {duration(now - began)} total")
-        if state.reason:
-            text.append(f"   {state.reason}", style="italic")
+        if reason:
+            text.append(f"   {reason}", style="italic")
         text.append("\n")
         # line 3: the two facts kept apart, and the process
         text.append(" log says: ")
@@ -104,8 +108,8 @@ class HeaderPane(StatePane):
             else:  # nothing of a server was ever seen: say where we looked
                 port = state.server.port or self.port
                 text.append(f"no server process found on :{port}" if port else "no server process found", style="bold yellow")
-        if state.evidence:
-            text.append("   evidence: " + "; ".join(state.evidence), style="dim")
+        if evidence:
+            text.append("   evidence: " + "; ".join(evidence), style="dim")
         # line 4: the cause, the stall, or the result of the last action
         if state.error is not None:
             text.append("\n")

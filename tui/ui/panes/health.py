@@ -6,7 +6,7 @@ from rich.text import Text
 
 from tui.core.state import Readiness
 from tui.ui.labels import control_summary
-from tui.ui.panes.base import StatePane
+from tui.ui.panes.base import StatePane, set_titles
 from tui.core.fmt import ago
 from tui.ui.text import sparkline
 
@@ -29,7 +29,7 @@ class HealthPane(StatePane, can_focus=True):
         return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection)
 
     def draw(self, state: Readiness, now: float) -> Text:
-        self.border_title = "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)")
+        set_titles(self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)"))
         text = Text(no_wrap=True, overflow="ellipsis")
         checked = dict(state.health_checked_at)
         if not state.health:

@@ -218,7 +218,17 @@ class LogView(ScrollView, can_focus=True):
 
     def _set_virtual_size(self) -> None:
         width = self.size.width if self.wrap else max(self._max_width, len(self.live or "")) + 1
-        self.virtual_size = Size(width, len(self._rows) + self._shows_live())
+        size = Size(width, len(self._rows) + self._shows_live())
+        old = self.virtual_size
+        if size == old:
+            return
+        if self.is_mounted and width == old.width and self.styles.overflow_y == "scroll":
+            # Only the row count changed: the vertical scrollbar is always there and the width decides the other one,
+            # so no widget moves. Skip the layout pass of the whole screen a new log line would otherwise cost.
+            self.set_reactive(LogView.virtual_size, size)
+            self._scroll_update(size)
+            return
+        self.virtual_size = size
 
     def set_live(self, text: str | None) -> None:
         """Show (or clear) the open line under the last line; it becomes a line of its own when it ends."""
