@@ -251,13 +251,13 @@ class SglangTui(App[None]):
             self._held_live = live
         else:
             self.log_pane.append(lines)
-            self.log_pane.view.set_live(live)
+            self.log_pane.set_live(live)
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
         self.control_results.append(result)
         self._fold((result,))
-        live = self._held_live if self.paused else self.log_pane.view.live
+        live = self._held_live if self.paused else self.log_pane.live
         self._show_lines(control_lines(result), live)
         self.notify(control_summary(result), title=f"{result.action}", severity="information" if result.ok else "error", timeout=10)
 
@@ -385,7 +385,7 @@ class SglangTui(App[None]):
         if not self.paused:
             held, self._held_lines = self._held_lines, []
             self.log_pane.append(held)
-            self.log_pane.view.set_live(self._held_live)
+            self.log_pane.set_live(self._held_live)
             self._publish(self._live, self.clock())
 
     def action_restart_server(self) -> None:

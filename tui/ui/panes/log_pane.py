@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from tui.ui.panes.log_view import LogLine, LogView
@@ -33,6 +34,8 @@ class LogPane(Vertical):
     def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._max_lines = max_lines
+        self._early_lines: list[LogLine] = []
+        self._early_live: str | None = None
         self.border_title = "log"
 
     def compose(self) -> ComposeResult:
@@ -47,10 +50,32 @@ class LogPane(Vertical):
     def on_mount(self) -> None:
         self.watch(self.view, "following", self._refresh_status, init=False)
         self.watch(self.view, "pending", self._refresh_status, init=False)
+        self.view.append(self._early_lines)
+        self.view.set_live(self._early_live)
+        self._early_lines = []
         self._refresh_status()
 
     def append(self, lines: Iterable[LogLine]) -> None:
-        self.view.append(lines)
+        try:
+            view = self.view
+        except NoMatches:  # a batch can arrive before the pane's children are mounted: keep it for on_mount
+            self._early_lines.extend(lines)
+            return
+        view.append(lines)
+
+    def set_live(self, live: str | None) -> None:
+        """Show (or clear) the line still being written."""
+        try:
+            self.view.set_live(live)
+        except NoMatches:
+            self._early_live = live
+
+    @property
+    def live(self) -> str | None:
+        try:
+            return self.view.live
+        except NoMatches:
+            return self._early_live
 
     def _refresh_status(self, *_: object) -> None:
         view = self.view
