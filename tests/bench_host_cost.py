@@ -157,7 +157,7 @@ def main() -> int:
         try:
             runs = [
                 (f"sglang-tui (one SSH connection: tail -F, GPU probe every 1 s, /health every {READY_HEALTH_S:g} s at "
-                 f"ready, process scan every {SCAN_S:g} s)",
+                 f"ready, process check every {SCAN_S:g} s on one long-lived loop)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w))),
                 ("… of which without the process scan (tail, GPU probe, /health)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w, processes=False))),
