@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # run as a script: the project's `tui` package sits two levels up
+
+from tui.sim.procs import spawn_titled_python  # noqa: E402  (after the path above)
+
 GIB = 2**30
 GO_WAIT_S = 240.0  # a rank never waits longer than this for the checker's next step (no hang if it died)
 PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
@@ -55,15 +59,7 @@ def spawn_titled(title: str, entry: str, payload: dict[str, Any], *, env: dict[s
         f"sys.path.insert(0, {str(HERE)!r})\n"
         f"import gpu_ranks\ngpu_ranks.{entry}({json.dumps(payload)!r})\n"
     )
-    full = dict(os.environ if env is None else env)
-    full["PYTHONHOME"] = os.pathsep.join(dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)))
-    full.pop("PYTHONSTARTUP", None)
-    proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, env=full,
-                            start_new_session=new_session, stdout=stdout)
-    assert proc.stdin is not None
-    proc.stdin.write(code.encode())
-    proc.stdin.close()
-    return proc
+    return spawn_titled_python(title, code, env=env, new_session=new_session, stdout=stdout)
 
 
 def _prctl(option: int, arg: int | bytes) -> None:

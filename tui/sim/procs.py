@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
@@ -27,10 +28,17 @@ def spawn(title: str, entry: str, payload: dict[str, object], pass_fds: tuple[in
         f"from tui.sim.{entry} import child_main\n"
         f"child_main({json.dumps(payload)!r})\n"
     )
-    env = dict(os.environ)
-    env["PYTHONHOME"] = os.pathsep.join(dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)))
-    env.pop("PYTHONSTARTUP", None)
-    proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, env=env, pass_fds=pass_fds)
+    return spawn_titled_python(title, code, pass_fds=pass_fds)
+
+
+def spawn_titled_python(title: str, code: str, *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
+                        new_session: bool = False, stdout: Any = None) -> subprocess.Popen[bytes]:
+    """Run the Python program `code` (sent on stdin) in a process whose whole /proc/PID/cmdline is `title`."""
+    full = dict(os.environ if env is None else env)
+    full["PYTHONHOME"] = os.pathsep.join(dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)))
+    full.pop("PYTHONSTARTUP", None)
+    proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, env=full, pass_fds=pass_fds,
+                            start_new_session=new_session, stdout=stdout)
     assert proc.stdin is not None
     proc.stdin.write(code.encode())
     proc.stdin.close()
