@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.helpers.sshd import Sshd  # noqa: E402
+from tests.helpers.sshd import Sshd, ssh_host  # noqa: E402,F401  (ssh_host: re-exported to the bench scripts)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PY = sys.executable
@@ -151,13 +151,6 @@ def ssh_argv(sshd: Sshd, *, tty: bool = False) -> list[str]:
     if tty:
         argv.append("-tt")
     return [*argv, "testhost"]
-
-
-def ssh_host(sshd: Sshd):  # -> SshHost (imported late: asyncssh import time is not part of a figure)
-    from tui.sources.ssh import SshHost
-
-    return SshHost(sshd.host, port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-                   known_hosts=str(sshd.known_hosts), agent=False)  # fmt: skip
 
 
 def default_of(func, name: str) -> object:  # type: ignore[no-untyped-def]

@@ -15,21 +15,15 @@ from typing import AsyncIterator, Callable
 import pytest
 
 from tests.helpers.sim import SimServer, group_pids, start_sim
-from tests.helpers.sshd import Sshd
+from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import ServerProcess
 from tui.sources.control import ServerControl
 from tui.sources.control_cmds import _UP_FUNC
 from tui.sources.local import LocalHost
-from tui.sources.ssh import SshHost
 
 INTERVAL = 0.3
 NO_RESCAN = 600.0  # no periodic full scan within a test: a death must be seen by the cheap check
 QUIET = {"rescan_s": NO_RESCAN, "first_rescan_s": NO_RESCAN}
-
-
-def ssh_host(sshd: Sshd) -> SshHost:
-    return SshHost("127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-                   known_hosts=str(sshd.known_hosts), agent=False)  # fmt: skip
 
 
 @pytest.fixture(params=["local", "ssh"])

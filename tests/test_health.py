@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.sim import start_sim
-from tests.helpers.sshd import Sshd, free_port
+from tests.helpers.sshd import free_port, ssh_host
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
-from tui.sources.ssh import SshHost
 
 
 class ScriptedServer:
@@ -67,13 +66,6 @@ class ScriptedServer:
             pass
         finally:
             writer.close()
-
-
-def ssh_host(sshd: Sshd) -> SshHost:
-    return SshHost(
-        "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-        known_hosts=str(sshd.known_hosts), agent=False,
-    )  # fmt: skip
 
 
 @pytest.fixture(params=["local", "ssh"])

@@ -10,21 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sshd import Sshd, free_port
+from tests.helpers.sshd import Sshd, free_port, ssh_host
 from tui.core.events import ConnectionState
 from tui.sources.host import Host, HostAuthError, HostUnreachable
 from tui.sources.local import LocalHost
 from tui.sources.ssh import SshHost
 
 TEN_MB = 10 * 1024 * 1024
-
-
-def ssh_host(sshd: Sshd, **overrides: object) -> SshHost:
-    options: dict[str, object] = dict(
-        port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(sshd.known_hosts), agent=False
-    )
-    options.update(overrides)
-    return SshHost("127.0.0.1", **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture(params=["local", "ssh"])

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from tests.helpers.sshd import Sshd
+from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import LogActivity, LogReset
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
@@ -34,18 +34,14 @@ with open(path, "ab", buffering=0) as f:
 """
 
 
-def ssh_host(sshd: Sshd, **overrides: object) -> SshHost:
-    options: dict[str, object] = dict(
-        port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(sshd.known_hosts),
-        agent=False, keepalive=(1.0, 2), backoff=(0.2, 1.0),
-    )
-    options.update(overrides)
-    return SshHost("127.0.0.1", **options)  # type: ignore[arg-type]
+def tail_ssh_host(sshd: Sshd, **overrides: object) -> SshHost:
+    """Fast keepalive and backoff, so link-loss tests take seconds."""
+    return ssh_host(sshd, **{"keepalive": (1.0, 2), "backoff": (0.2, 1.0), **overrides})
 
 
 @pytest.fixture(params=["local", "ssh"])
 async def host(request: pytest.FixtureRequest) -> Host:
-    h: Host = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
+    h: Host = LocalHost() if request.param == "local" else tail_ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
     await h.close()
@@ -111,7 +107,7 @@ async def test_follows_a_growing_file_byte_for_byte(host: Host, tmp_path: Path) 
 
 async def test_sshd_killed_mid_load_loses_and_repeats_nothing(fresh_sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    host = ssh_host(fresh_sshd)
+    host = tail_ssh_host(fresh_sshd)
     states: list[str] = []
     host.on_connection(lambda s: states.append(s.state))
     await host.connect()
@@ -237,7 +233,7 @@ def _tails_of(path: Path) -> list[str]:
 async def test_no_tail_outlives_a_dead_link(fresh_sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / f"dead-link-{uuid.uuid4().hex}.log"
     log.write_bytes(b"x\n")
-    host = ssh_host(fresh_sshd)
+    host = tail_ssh_host(fresh_sshd)
     await host.connect()
     tail = Collector(LogTail(host, str(log)))
     await tail.until(lambda: tail.tail.offset == 2)
@@ -255,7 +251,7 @@ async def test_no_tail_outlives_a_dead_link(fresh_sshd: Sshd, tmp_path: Path) ->
 async def test_rewritten_while_disconnected_is_a_truncation(fresh_sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(b"first launch\n" * 20)
-    host = ssh_host(fresh_sshd)
+    host = tail_ssh_host(fresh_sshd)
     await host.connect()
     tail = Collector(LogTail(host, str(log), retry=(0.2, 1.0)))
     await tail.until(lambda: tail.tail.offset == log.stat().st_size)

@@ -105,3 +105,14 @@ class Sshd:
 
 def sshd_available() -> bool:
     return Path(SSHD).exists() and shutil.which("ssh-keygen") is not None
+
+
+def ssh_host(sshd: Sshd, **overrides: object):  # -> SshHost (imported late: bench figures exclude asyncssh's import)
+    """An SshHost for this sshd: its host key strictly, the test key, no agent; any option can be overridden."""
+    from tui.sources.ssh import SshHost
+
+    options: dict[str, object] = dict(
+        port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(sshd.known_hosts), agent=False
+    )
+    options.update(overrides)
+    return SshHost(sshd.host, **options)  # type: ignore[arg-type]
