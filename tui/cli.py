@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 
+from tui import __version__
 from tui.sim.params import FAULTS
 
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate")
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Watch an SGLang server start on a GPU host.",
         epilog="subcommands: wait, stop, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
