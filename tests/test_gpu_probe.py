@@ -285,7 +285,8 @@ async def test_probe_gone_after_close_ssh(tmp_path: Path, sshd) -> None:
 
 @pytest.mark.gpu
 def test_real_gpu_check(tmp_path: Path) -> None:
-    """ON A GPU HOST (`pytest -m gpu`): tests/gpu_probe_check.py's probe-vs-nvidia-smi and stop checks pass."""
-    run = subprocess.run([sys.executable, str(Path(__file__).with_name("gpu_probe_check.py")), str(tmp_path)],
+    """ON A GPU HOST (`pytest -m gpu`): bench/gpu_probe_check.py's probe-vs-nvidia-smi and stop checks pass."""
+    check = Path(__file__).resolve().parent.parent / "bench" / "gpu_probe_check.py"
+    run = subprocess.run([sys.executable, str(check), str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

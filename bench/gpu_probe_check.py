@@ -1,7 +1,7 @@
 """Hardware check of the GPU probe and the stop path ON A REAL NVIDIA GPU (not a CPU test: pytest does not
 collect this file, whose name does not start with `test_`; it needs a GPU and PyTorch).
 
-Run on a GPU host from the repository root:  python3 tests/gpu_probe_check.py [OUT_DIR]
+Run on a GPU host from the repository root:  python3 bench/gpu_probe_check.py [OUT_DIR]
 
 1. A CUDA process allocates memory in steps; at each step the probe (NVML backend through LocalHost, and
    the nvidia-smi backend) is compared with `nvidia-smi --query-gpu=memory.used` (must agree within 1%)

@@ -1,5 +1,5 @@
 """The reliability table (a script, not a test): which faults and bad inputs the test suite exercises, and whether
-those tests pass. `python tests/reliability_table.py [--collect-only]`
+those tests pass. `python bench/reliability_table.py [--collect-only]`
 
 Collects every test (`pytest --collect-only -q`), sorts them into fault categories by their file and name, runs
 those tests once (`--junitxml`), and prints a markdown table: category, tests, passed, and what was lost. A
@@ -142,8 +142,8 @@ def main() -> int:
     total_ok = sum(1 for n in selected if outcomes.get(n) == "passed")
     print(f"- {len(selected)} distinct tests of {len(nodeids)} collected fall in these categories (a test may count in "
           f"two); {'not run' if args.collect_only else f'{total_ok} passed in one run'}; categories are picked by test "
-          "file and name (see CATEGORIES in tests/reliability_table.py)")
-    print("- reproduce: `.venv/bin/python tests/reliability_table.py`")
+          "file and name (see CATEGORIES in bench/reliability_table.py)")
+    print("- reproduce: `.venv/bin/python bench/reliability_table.py`")
     return 0
 
 

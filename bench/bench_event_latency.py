@@ -2,7 +2,7 @@
 
 Over a real sshd on loopback: the project's SshHost + LogTail + LogParser + reduce (and the whole Monitor, which
 adds its 50 ms batching), against a bare `ssh testhost tail -F LOG` reading the same file (the floor).
-`python tests/bench_event_latency.py [--appends 200]`
+`python bench/bench_event_latency.py [--appends 200]`
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ async def main_async(appends: int) -> str:
         f"{WARMUP} warm-up appends not counted; 5–20 ms pause between appends",
     ]
     return section("Seeing an event: log append → readiness model", table, notes,
-                   f".venv/bin/python tests/bench_event_latency.py --appends {appends}")
+                   f".venv/bin/python bench/bench_event_latency.py --appends {appends}")
 
 
 def main() -> int:

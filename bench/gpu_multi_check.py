@@ -1,10 +1,10 @@
 """Hardware check on ALL the GPUs of one host (issue 7): N real ranks, the probe, wait, the GPU pane and stop.
 
 Not a CPU test: pytest does not collect this file (its name does not start with `test_`). On a GPU host,
-from the repository root:  python3 tests/gpu_multi_check.py OUT_DIR        (N = torch.cuda.device_count())
-Dry run with no GPU and no torch:  python3 tests/gpu_multi_check.py OUT_DIR --cpu [--world 2]
+from the repository root:  python3 bench/gpu_multi_check.py OUT_DIR        (N = torch.cuda.device_count())
+Dry run with no GPU and no torch:  python3 bench/gpu_multi_check.py OUT_DIR --cpu [--world 2]
 
-1. Launches tests/helpers/gpu_ranks.py through ServerControl.launch() (real pidfile, process group, run
+1. Launches bench/gpu_ranks.py through ServerControl.launch() (real pidfile, process group, run
    marker): N ranks titled `sglang::scheduler_TP<r>` in one NCCL group (all_reduce), allocating
    --steps × --step-gib on their own GPU and logging SGLang's lines; rank 0 serves /health; the last rank
    escapes into its own session. A bystander titled `sglang::scheduler_TP0` holds a little of GPU 0.
@@ -37,9 +37,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
-import gpu_ranks  # noqa: E402  (tests/helpers, put on the path above)
+import gpu_ranks  # noqa: E402  (beside this script)
 
 MIB = 2**20
 MARKER = "SGLANG_TUI_RUN"
@@ -269,7 +268,7 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
     RESULTS["bystander"] = {"pid": bystander.pid, "before": proc_fields(bystander.pid)}
 
     launch = " ".join(shlex.quote(a) for a in [
-        "exec", sys.executable, str(ROOT / "tests/helpers/gpu_ranks.py"), "server", "--world", str(world),
+        "exec", sys.executable, str(ROOT / "bench/gpu_ranks.py"), "server", "--world", str(world),
         "--port", str(port), "--state", str(state), "--steps", str(args.steps), "--step-gib", str(args.step_gib),
         "--detach", str(detach), *(["--cpu"] if args.cpu else [])])
     host = LocalHost()

@@ -3,7 +3,7 @@ log lines streamed through it, and its update time while the log pours 10,000 li
 
 The real Textual app runs headless (`App.run_test`, the same code path minus the terminal writes) over the real
 Monitor on an SshHost to a loopback sshd, watching the simulator at ready. Baselines: the laptop-side `ssh`
-clients of the usual commands. `python tests/bench_laptop_cost.py [--idle 30] [--lines 1000000] [--pour 10]`
+clients of the usual commands. `python bench/bench_laptop_cost.py [--idle 30] [--lines 1000000] [--pour 10]`
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def main() -> int:
         "a terminal's own rendering of `tail -F` (the baseline's real cost at 10,000 lines/s) is not measured",
     ]
     print(section("Cost on the laptop: the TUI idle, after a million lines, and under a pouring log", table, notes,
-                  f".venv/bin/python tests/bench_laptop_cost.py --idle {args.idle:g} --lines {args.lines} "
+                  f".venv/bin/python bench/bench_laptop_cost.py --idle {args.idle:g} --lines {args.lines} "
                   f"--pour {args.pour:g}"))
     return 0
 

@@ -5,7 +5,7 @@ The log: ~1 GB of an earlier launch's serving lines, then the simulator appends 
 64 shards, KV cache, CUDA graphs, ready) and serves /health. Over a loopback sshd: the Monitor (which starts the
 tail at the last `server_args=` line, found by `grep -b` on the host), the headless TUI, the same pipeline made
 to read the whole file, and `ssh host tail -c +1 LOG > /dev/null`. The file is deleted afterwards.
-`python tests/bench_attach.py [--gib 1.0]`
+`python bench/bench_attach.py [--gib 1.0]`
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tui.sources.logtail import LogTail
 from tui.sources.monitor import Monitor
 
 TIMEOUT_S = 120.0
-STARTUP = Path(__file__).resolve().parent / "fixtures" / "logs" / "v0.5.9-tp8-eagle3-ready.log"
+STARTUP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs" / "v0.5.9-tp8-eagle3-ready.log"
 
 
 def full(state: Readiness) -> bool:
@@ -163,7 +163,7 @@ def main() -> int:
         "the two sglang-tui rows ran twice each (first attach / again); the file lives in /tmp and is deleted at the end",
     ]
     print(section("Attach: a 1 GB log whose last launch is near the end", table, notes,
-                  f".venv/bin/python tests/bench_attach.py --gib {args.gib:g}"))
+                  f".venv/bin/python bench/bench_attach.py --gib {args.gib:g}"))
     return 0
 
 

@@ -3,7 +3,7 @@
 Everything the watcher makes run on the host hangs under a dedicated loopback sshd (sessions, shells, tail, the
 GPU probe, /proc scans, curl), so the CPU of that sshd's process tree, read from /proc/PID/stat (utime+stime of
 live processes plus cutime+cstime of reaped ones), is the host-side cost. The simulated server's own CPU is
-not counted. `python tests/bench_host_cost.py [--seconds 20]`
+not counted. `python bench/bench_host_cost.py [--seconds 20]`
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def main() -> int:
         "here; more on a busy GPU host), so its cost grows with the host's process count",
     ]
     print(section("Cost on the GPU host: CPU while watching a ready server", table, notes,
-                  f".venv/bin/python tests/bench_host_cost.py --seconds {w:g}"))
+                  f".venv/bin/python bench/bench_host_cost.py --seconds {w:g}"))
     return 0
 
 

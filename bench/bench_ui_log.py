@@ -1,4 +1,4 @@
-"""Prints how many log lines per second the TUI takes in (split, classify, fold, append, render): `python tests/bench_ui_log.py`."""
+"""Prints how many log lines per second the TUI takes in (split, classify, fold, append, render): `python bench/bench_ui_log.py`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every figure in one run (a script, not a test): `cd /work/main && .venv/bin/python tests/bench_all.py`.
+"""Every figure in one run (a script, not a test): `cd /work/main && .venv/bin/python bench/bench_all.py`.
 
 Runs each benchmark script in its own process, one after another, and prints their markdown sections (ready for
 the README) with the machine they ran on and the command that reproduces them. A script that fails or runs too
@@ -56,7 +56,7 @@ def run(script: str, args: list[str]) -> tuple[str, float]:
         return f"### {script}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
     if not proc.stdout.lstrip().startswith("#"):  # another engineer's script printing plain lines
         doc = (proc.stdout.strip() or "(no output)")
-        command = f".venv/bin/python tests/{script}{' ' + ' '.join(args) if args else ''}"
+        command = f".venv/bin/python bench/{script}{' ' + ' '.join(args) if args else ''}"
         return f"### {script} (as it prints)\n\n```\n{doc}\n```\n- reproduce: `{command}`\n", took
     return proc.stdout, took
 
@@ -68,8 +68,8 @@ def h1_replay(quick: bool) -> tuple[str, float]:
     proc = subprocess.run([PY, str(HERE / "bench_replay.py"), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=LIMIT_S, check=False)  # fmt: skip
     body = proc.stdout.strip() or proc.stderr.strip()
-    text = ("### Replay: the parser in-process (tests/bench_replay.py)\n\n```\n" + body + "\n```\n"
-            f"- reproduce: `.venv/bin/python tests/bench_replay.py{' ' + ' '.join(args) if args else ''}`\n")  # fmt: skip
+    text = ("### Replay: the parser in-process (bench/bench_replay.py)\n\n```\n" + body + "\n```\n"
+            f"- reproduce: `.venv/bin/python bench/bench_replay.py{' ' + ' '.join(args) if args else ''}`\n")  # fmt: skip
     return text, time.monotonic() - started
 
 
@@ -85,7 +85,7 @@ def main() -> int:
     missing = [tool for tool in ("ssh", "curl", "watch", "grep", "tail") if shutil.which(tool) is None]
     if missing:
         print(f"- WARNING: not installed, so the baselines that use them fail: {', '.join(missing)}")
-    print(f"- reproduce all: `cd {ROOT} && .venv/bin/python tests/bench_all.py{' --quick' if args.quick else ''}`\n")
+    print(f"- reproduce all: `cd {ROOT} && .venv/bin/python bench/bench_all.py{' --quick' if args.quick else ''}`\n")
     timings = []
     jobs: list[tuple[str, object]] = []
     for script, full, quick in BENCHES:

@@ -1,6 +1,6 @@
-"""A stand-in multi-GPU SGLang server for tests/gpu_multi_check.py: real ranks on real GPUs, no model.
+"""A stand-in multi-GPU SGLang server for bench/gpu_multi_check.py: real ranks on real GPUs, no model.
 
-`python3 tests/helpers/gpu_ranks.py server --world N --port P --state DIR …` is the command ServerControl
+`python3 bench/gpu_ranks.py server --world N --port P --state DIR …` is the command ServerControl
 launches. Its main process prints SGLang's `server_args=` line and starts one rank per GPU titled
 `sglang::scheduler_TP<r>` (argv[0] + PYTHONHOME, as tui/sim/procs.py does); the ranks form one
 torch.distributed group (NCCL; with --cpu, a stdlib socket all-reduce so the dry run needs no torch),
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))  # run as a script: the project's `tui` package sits two levels up
+sys.path.insert(0, str(HERE.parent))  # run as a script: the project's `tui` package sits one level up
 
 from tui.sim.procs import spawn_titled_python  # noqa: E402  (after the path above)
 

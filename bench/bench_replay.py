@@ -1,4 +1,4 @@
-"""Replay speed of the log parser (a script, not a test): `python tests/bench_replay.py [--lines N]`.
+"""Replay speed of the log parser (a script, not a test): `python bench/bench_replay.py [--lines N]`.
 
 Generates an SGLang serving log (a short startup, then mostly Decode/Prefill/access lines) in a temp dir,
 times a bare Python loop that only counts the decode lines of that file, then LogParser over the same file
@@ -21,7 +21,7 @@ from tui.core.events import BatchStats  # noqa: E402
 from tui.core.logparse import LogParser  # noqa: E402
 
 CHUNK = 1 << 16
-STARTUP = Path(__file__).resolve().parent / "fixtures" / "logs" / "v0.5.9-tp8-eagle3-ready.log"
+STARTUP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs" / "v0.5.9-tp8-eagle3-ready.log"
 
 
 def write_log(path: Path, lines: int) -> int:

@@ -5,7 +5,7 @@ sglang-tui's `ServerControl.kill()` / `.terminate()` over LocalHost and over a l
 `sglang-tui stop --force`, against `kill -9 MAINPID` (what people type), with and without the simulator's
 `orphans` fault (ranks that escape their process group). An independent watcher in this process polls /proc
 (every process carrying the run's marker) and the GPU state every 10 ms.
-`python tests/bench_stop.py [--trials 3]`
+`python bench/bench_stop.py [--trials 3]`
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def main() -> int:
         "here bash reading a ~/.bashrc that may be heavy (see the host-cost section's per-command figure)",
     ]
     print(section("Stop: kill intent → every process gone and GPU memory released", table, notes,
-                  f".venv/bin/python tests/bench_stop.py --trials {args.trials}"))
+                  f".venv/bin/python bench/bench_stop.py --trials {args.trials}"))
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Runs the simulator, a `python -m tui wait` subprocess, and a 10 ms /health watcher of its own (direct to the
 port, the ground truth), then prints the gap per run and the median. Usage:
-    .venv/bin/python tests/bench_wait_latency.py [--runs 5] [--speed 100]
+    .venv/bin/python bench/bench_wait_latency.py [--runs 5] [--speed 100]
 """
 
 from __future__ import annotations

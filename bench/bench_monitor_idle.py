@@ -1,7 +1,7 @@
 """CPU the Monitor costs while nothing happens (a quiet log, no server), locally and over sshd.
 
 Prints CPU seconds of this process per wall second (×100 = % of one core), plus batches per second.
-Usage: .venv/bin/python tests/bench_monitor_idle.py [--seconds 10]
+Usage: .venv/bin/python bench/bench_monitor_idle.py [--seconds 10]
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ t0 is when the simulator writes "The server is fired up and ready to roll!" (it 
 writing it), seen by a separate process polling the log file every millisecond. Compared: `sglang-tui wait`
 (local and over a loopback sshd) exiting 0, the TUI (headless, real Monitor) showing READY in its header, a
 `curl /health` loop every second, and polling by hand every few minutes (analytic: half the interval).
-`python tests/bench_ready_latency.py [--trials 4]`
+`python bench/bench_ready_latency.py [--trials 4]`
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def main() -> int:
     if tui_error:
         notes.append(f"TUI figure missing: {tui_error}")
     print(section("Knowing it is ready: /health 200 → the tool says so", table, notes,
-                  f".venv/bin/python tests/bench_ready_latency.py --trials {n}"))
+                  f".venv/bin/python bench/bench_ready_latency.py --trials {n}"))
     return 0
 
 
