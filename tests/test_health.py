@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,8 @@ async def test_health_polls_never_overlap(server: ScriptedServer) -> None:
             results.append(result)
 
     task = asyncio.create_task(collect())
-    await asyncio.sleep(1.6)
+    await _until(lambda: sum(p == "/health" for _, p in server.requests) >= 3
+                 and any(r.endpoint == "/v1/models" for r in results))  # fmt: skip
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     health_requests = [p for _, p in server.requests if p == "/health"]
@@ -161,24 +163,33 @@ async def test_health_polls_never_overlap(server: ScriptedServer) -> None:
 
 async def test_polls_rarely_while_loading_and_fast_once_http_is_up(server: ScriptedServer) -> None:
     server.status["/health"] = 503
-    poller = HealthPoller(LocalHost(), 1, slow_interval=3.0, fast_interval=0.05, models_interval=10.0)
+    # Slow mode polls once an hour: within this test's timeouts, only the fast mode can make a second poll.
+    poller = HealthPoller(LocalHost(), 1, slow_interval=3600.0, fast_interval=0.05, models_interval=3600.0)
     poller.port = free_port()  # loading: nothing listens yet
-    task = asyncio.create_task(_drain(poller))
-    await asyncio.sleep(0.8)
+    results: list[HealthResult] = []
+    task = asyncio.create_task(_drain(poller, results))
+    await _until(lambda: any(r.endpoint == "/health" and r.outcome == "refused" for r in results))
     refused_polls = len(server.requests)
     assert refused_polls == 0
     poller.port = server.port  # uvicorn came up …
     poller.set_phase("warmup")  # … and the monitor says so: the sleeping poller wakes at once
-    await asyncio.sleep(1.5)
+    await _until(lambda: sum(p == "/health" for _, p in server.requests) >= 4)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     health_requests = [p for _, p in server.requests if p == "/health"]
     assert len(health_requests) >= 4, health_requests  # slow mode would have made none in this time
 
 
-async def _drain(poller: HealthPoller) -> None:
-    async for _ in poller.results():
-        pass
+async def _drain(poller: HealthPoller, into: list[HealthResult]) -> None:
+    async for result in poller.results():
+        into.append(result)
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Wait for a condition (never for a fixed time); fail after a generous timeout."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
 
 
 async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path) -> None:

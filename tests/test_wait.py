@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -177,9 +181,30 @@ def test_closed_ssh_port_exits_4() -> None:
     assert proc.returncode == 4 and "connection refused" in line
 
 
-def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path) -> None:
-    import time
+class PipeLines:
+    """The lines a child writes to one pipe, read by a thread, so a test can wait for one without blocking."""
 
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line)
+
+    def wait_for(self, condition: Callable[[str], bool], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(condition(line) for line in list(self.lines)):
+            assert time.monotonic() < deadline, f"no such line after {timeout} s:\n{self.text()}"
+            time.sleep(0.02)
+
+    def text(self, timeout: float = 0.0) -> str:
+        self._thread.join(timeout)
+        return "".join(self.lines)
+
+
+def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path) -> None:
     sim = start_sim(tmp_path, speed=60.0, tp=2, shards=8)
     try:
         proc = subprocess.Popen(
@@ -187,12 +212,16 @@ def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path)
              "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state), "--timeout", "60", "--json"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(1.5)
-        assert proc.poll() is None, proc.communicate()[1]
+        assert proc.stdout is not None and proc.stderr is not None
+        out_lines, err_lines = PipeLines(proc.stdout), PipeLines(proc.stderr)
+        # Connected and reading the log (a JSON line past `starting`), still loading:
+        out_lines.wait_for(lambda line: json.loads(line)["phase"] != "starting")
+        assert proc.poll() is None, err_lines.text(5)
         fresh_sshd.kill()  # the link dies while the server is still loading
-        time.sleep(0.8)
-        fresh_sshd.start()
-        stdout, stderr = proc.communicate(timeout=60)
+        err_lines.wait_for(lambda line: "link reconnecting" in line)  # the watcher saw the outage …
+        fresh_sshd.start()  # … and the link comes back
+        proc.wait(timeout=60)
+        stdout, stderr = out_lines.text(10), err_lines.text(10)
     finally:
         sim.stop()
     out = Outcome(proc.returncode, stdout, stderr)
