@@ -20,6 +20,7 @@ from tui.core.events import (
     Milestone,
     ServerArgs,
     ServerProcess,
+    SourceFailed,
     Tick,
 )
 from tui.core.readiness import reduce
@@ -141,11 +142,50 @@ class BrokenControl:
 async def test_a_failing_worker_becomes_an_event(tmp_path: Path) -> None:
     monitor = Monitor(LocalHost(), log_path=None, port=1, gpus=False, control=BrokenControl(), tick_interval=0.1)
     seen = await collect(
-        monitor, lambda seen: any(isinstance(e, HealthResult) and "boom" in e.detail for e in seen), timeout=10
+        monitor, lambda seen: any(isinstance(e, SourceFailed) and "boom" in e.message for e in seen), timeout=10
     )
-    failure = [e for e in seen if isinstance(e, HealthResult) and "boom" in e.detail]
-    assert failure and failure[0].outcome == "error"
+    failure = [e for e in seen if isinstance(e, SourceFailed) and "boom" in e.message]
+    assert failure and failure[0] == SourceFailed("processes", "RuntimeError: boom")  # under its own source …
+    assert not any(isinstance(e, HealthResult) and "boom" in e.detail for e in seen)  # … never as a /health error
     assert BrokenControl.calls >= 1
+
+
+async def _health_200(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A real HTTP server's answer to every request: 200, empty body."""
+    try:
+        while True:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def test_a_crashing_process_watch_shows_as_its_failure_and_health_keeps_its_fact() -> None:
+    server = await asyncio.start_server(_health_200, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monitor = Monitor(LocalHost(), log_path=None, port=port, gpus=False, control=BrokenControl(), tick_interval=0.1)
+    state, seen = Readiness(), []
+    try:
+        async with asyncio.timeout(30):
+            async for batch in monitor.batches():
+                for event in batch:
+                    seen.append(event)
+                    state = reduce(state, event, time.time())
+                ok_at = next((i for i, e in enumerate(seen) if isinstance(e, HealthResult) and e.outcome == "ok"), None)
+                failed_at = [i for i, e in enumerate(seen) if isinstance(e, SourceFailed)]
+                if ok_at is not None and failed_at and failed_at[-1] > ok_at:  # a crash after health said 200
+                    break
+    finally:
+        await monitor.close()
+        server.close()
+    assert [(f[0], f[1]) for f in state.source_failures] == [("processes", "RuntimeError: boom")]
+    assert state.health_ready  # health keeps its last fact: 200
+    assert [r.outcome for r in state.health if r.endpoint == "/health"] == ["ok"]
+    assert state.process_alive is None and state.phase is not Phase.FAILED  # a crashed watch is not a dead server
+    assert not any(isinstance(e, HealthResult) and e.outcome == "error" for e in seen)
 
 
 async def test_refused_host_key_is_a_failed_connection_event(sshd: Sshd, tmp_path: Path) -> None:

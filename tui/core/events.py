@@ -247,6 +247,18 @@ class ControlResult:
 
 
 @dataclass(frozen=True)
+class SourceFailed:
+    """A source's worker crashed (a bug or an unexpected answer) and is being started again.
+
+    source: log | health | gpus | processes | ticks — the one source it is about; it says nothing of any other
+    source's fact (a crashed process watch is not a /health error).
+    """
+
+    source: str
+    message: str  # "ExceptionType: what it said"
+
+
+@dataclass(frozen=True)
 class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
@@ -267,6 +279,7 @@ Event = Union[
     ConnectionState,
     ServerProcess,
     ControlResult,
+    SourceFailed,
     Tick,
 ]
 
@@ -288,6 +301,7 @@ __all__ = [
     "RankSeen",
     "ServerArgs",
     "ServerProcess",
+    "SourceFailed",
     "SpeculativeHint",
     "Tick",
 ]

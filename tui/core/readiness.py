@@ -28,6 +28,7 @@ from tui.core.events import (
     RankSeen,
     ServerArgs,
     ServerProcess,
+    SourceFailed,
     SpeculativeHint,
     Tick,
 )
@@ -510,6 +511,12 @@ def _on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:
     return s
 
 
+def _on_source_failed(s: Readiness, ev: SourceFailed, now: float) -> Readiness:
+    """A source's worker crashed: kept under that source only; no other fact (health, process, phase) moves."""
+    kept = tuple(f for f in s.source_failures if f[0] != ev.source)
+    return _with(s, source_failures=(*kept, (ev.source, ev.message, now)))
+
+
 _HANDLERS: dict[type, Handler] = {
     ServerArgs: _on_server_args,  # type: ignore[dict-item]
     LaunchStarted: _on_launch,  # type: ignore[dict-item]
@@ -527,6 +534,7 @@ _HANDLERS: dict[type, Handler] = {
     ConnectionState: _on_connection,  # type: ignore[dict-item]
     ControlResult: _on_control,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
+    SourceFailed: _on_source_failed,  # type: ignore[dict-item]
 }
 
 

@@ -160,3 +160,4 @@ class Readiness:
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
+    source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): the latest crash per source

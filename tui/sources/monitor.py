@@ -8,24 +8,26 @@ A worker that fails becomes an event and is restarted; the consumer never sees a
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
+from tui.core.control import ServerControlLike
 from tui.core.events import (
     ConnectionState,
     Event,
     GpuSnapshot,
-    HealthResult,
     LaunchStarted,
     LogActivity,
     LogReset,
     Milestone,
     ServerProcess,
+    SourceFailed,
     Tick,
 )
 from tui.sources.backoff import backoff_delays
+from tui.sources.control import ServerControl
+from tui.sources.gpu import gpu_snapshots
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.logtail import LogTail
@@ -55,14 +57,6 @@ def coalesce(events: list[Event]) -> list[Event]:
     return out
 
 
-def _optional(module: str, name: str) -> Any | None:
-    """A part another engineer writes, imported only when it exists (the monitor runs without it)."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
 class Monitor:
     """Watches one server on one host; `batches()` yields lists of events until `close()`."""
 
@@ -78,7 +72,7 @@ class Monitor:
         tick_interval: float = 1.0,
         process_interval: float = 2.0,
         batch_interval: float = 0.02,
-        control: Any | None = None,
+        control: ServerControlLike | None = None,
         health: HealthPoller | None = None,
         gpus: bool = True,
         processes: bool = True,
@@ -182,16 +176,23 @@ class Monitor:
                 return  # the host already reported `failed`; nothing to retry
             except Exception as exc:  # a bug or an unexpected answer: an event, never a crash
                 log.exception("monitor worker %s failed", worker.__name__)
-                self._put(self._failure_event(worker, exc))
+                for event in self._failure_events(worker, exc):
+                    self._put(event)
                 await asyncio.sleep(next(delays))
 
-    def _failure_event(self, worker: Callable[[], Awaitable[None]], exc: Exception) -> Event:
+    def _failure_events(self, worker: Callable[[], Awaitable[None]], exc: Exception) -> list[Event]:
+        """A crash, reported under the worker's own source only: never as another source's fact."""
         what = f"{type(exc).__name__}: {exc}"
-        if worker == self._tail:
-            return LogReset("missing", f"log tail failed ({what}); starting it again")
-        if worker == self._gpus:
-            return GpuSnapshot(source="probe", error=f"GPU monitor failed ({what}); starting it again")
-        return HealthResult("/health", "error", detail=f"{worker.__name__} failed ({what})")
+        sources: dict[Callable[[], Awaitable[None]], str] = {
+            self._ticks: "ticks", self._health: "health", self._tail: "log", self._gpus: "gpus",
+            self._processes: "processes",
+        }  # fmt: skip
+        events: list[Event] = [SourceFailed(sources.get(worker, worker.__name__.lstrip("_")), what)]
+        if worker == self._tail:  # the restarted tail reads the file again from its start: the log's own fact
+            events.append(LogReset("missing", f"log tail failed ({what}); starting it again"))
+        elif worker == self._gpus:  # the GPU figures shown are stale until the restarted probe answers
+            events.append(GpuSnapshot(source="probe", error=f"GPU monitor failed ({what}); starting it again"))
+        return events
 
     # ----------------------------------------------------------------------------------------- workers
 
@@ -231,9 +232,6 @@ class Monitor:
                     self.health.set_phase("starting")
 
     async def _gpus(self) -> None:
-        gpu_snapshots = _optional("tui.sources.gpu", "gpu_snapshots")
-        if gpu_snapshots is None:
-            return
         async for snapshot in gpu_snapshots(
             self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
         ):
@@ -242,10 +240,7 @@ class Monitor:
     async def _processes(self) -> None:
         control = self._control
         if control is None:
-            server_control = _optional("tui.sources.control", "ServerControl")
-            if server_control is None:
-                return
-            control = server_control(
+            control = ServerControl(
                 self.host, port=self.port, log_path=self.log_path, remote_python=self.remote_python,
                 sim_gpus=self.sim_gpus,
             )  # fmt: skip

@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import AsyncIterator, Callable, ClassVar, Iterable, Protocol
+from typing import AsyncIterator, Callable, ClassVar, Iterable
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -16,7 +16,8 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
+from tui.core.control import ServerControlLike
+from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
 from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
@@ -47,22 +48,6 @@ _TITLES = {
     "terminate": "Terminate the server (SIGTERM to its process group)?",
     "kill": "Kill the server (SIGKILL to all its processes)?",
 }
-
-
-class ServerControlLike(Protocol):
-    """What the app needs from tui.sources.control.ServerControl."""
-
-    def describe(self, action: str) -> str: ...
-
-    async def process_state(self) -> ServerProcess: ...
-
-    async def launch(self) -> ControlResult: ...
-
-    async def restart(self) -> ControlResult: ...
-
-    async def terminate(self) -> ControlResult: ...
-
-    async def kill(self) -> ControlResult: ...
 
 
 @dataclass

@@ -90,3 +90,18 @@ def control_summary(result: ControlResult) -> str:
     if result.detail:
         parts.append(result.detail)
     return head + (": " + "; ".join(parts) if parts else "")
+
+
+#: What each source is called when its worker crashed (tui.core.events.SourceFailed.source).
+SOURCE_NAMES: dict[str, str] = {
+    "log": "log tail",
+    "health": "health probe",
+    "gpus": "GPU probe",
+    "processes": "process watch",
+    "ticks": "clock",
+}
+
+
+def source_failure(source: str, message: str) -> str:
+    """One line for a crashed source worker, e.g. "process watch failed (RuntimeError: boom); restarting"."""
+    return f"{SOURCE_NAMES.get(source, source)} failed ({message}); restarting"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tui.core.state import Readiness
-from tui.ui.labels import control_summary
+from tui.ui.labels import control_summary, source_failure
 from tui.ui.panes.base import StatePane, set_titles
 from tui.core.fmt import ago
 from tui.ui.text import sparkline
@@ -26,7 +26,8 @@ class HealthPane(StatePane, can_focus=True):
         self.border_title = "health · decode"
 
     def select(self, state: Readiness) -> object:
-        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection)
+        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection,
+                state.source_failures)
 
     def draw(self, state: Readiness, now: float) -> Text:
         set_titles(self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)"))
@@ -60,6 +61,10 @@ class HealthPane(StatePane, can_focus=True):
                 text.append(f"\nrunning {decode.running_req} req", style="dim")
                 if decode.token_usage is not None:
                     text.append(f"  token usage {decode.token_usage:.2f}", style="dim")
+        for source, message, at in state.source_failures:  # a crashed worker, under its own source's name
+            text.append("\n")
+            text.append(source_failure(source, message), style="bold red")
+            text.append(f"  {ago(now - at)}", style="dim")
         if state.last_control is not None:
             text.append("\n")
             text.append(control_summary(state.last_control), style="green" if state.last_control.ok else "bold red")
