@@ -78,7 +78,7 @@ def replay(path: Path) -> tuple[int, int, BatchStats | None]:
                 if isinstance(event, BatchStats) and event.stage == "decode":
                     decode_lines += event.count
                     last = event
-    for event in parser.flush():
+    for _event in parser.flush():
         events += 1
     return events, decode_lines, last
 

@@ -285,8 +285,8 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
     run_id = marker_of(main_pid)
     RESULTS["run_marker"] = run_id
 
-    wait_out = open(work / "wait.stdout", "w")
-    wait_err = open(work / "wait.stderr", "w")
+    wait_out = open(work / "wait.stdout", "w")  # noqa: SIM115  (the waiter writes into it; closed once it is done)
+    wait_err = open(work / "wait.stderr", "w")  # noqa: SIM115
     wait_argv = ["wait", "local", "--log", str(log), "--port", str(port), "--timeout", "120", "--json"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     waiter = subprocess.Popen([sys.executable, "-m", "tui", *wait_argv], cwd=ROOT, env=env, stdout=wait_out,

@@ -36,7 +36,7 @@ def parse(data: bytes, chunks: int = 1, seed: int = 0) -> list[Event]:
     points = sorted(rng.randrange(len(data) + 1) for _ in range(chunks - 1))
     parser = LogParser()
     events: list[Event] = []
-    for a, b in zip([0, *points], [*points, len(data)]):
+    for a, b in zip([0, *points], [*points, len(data)], strict=True):
         events += parser.feed(data[a:b])
     return events + parser.flush()
 

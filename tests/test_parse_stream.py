@@ -26,7 +26,7 @@ def parse_chunks(chunks: list[bytes]) -> list[Event]:
 
 def cut(data: bytes, points: list[int]) -> list[bytes]:
     edges = [0, *sorted(p % (len(data) + 1) for p in points), len(data)]
-    return [data[a:b] for a, b in zip(edges, edges[1:])]
+    return [data[a:b] for a, b in zip(edges, edges[1:], strict=False)]
 
 
 def normalized(events: list[Event]) -> list[object]:

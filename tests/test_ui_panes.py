@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.notifications import Notify
 
 from tests.helpers.ui_fakes import (
@@ -211,9 +213,11 @@ async def test_batches_within_a_tick_leave_the_clock_texts_alone_and_the_next_ti
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready())
         drawn: list[str] = []
+        def spy(original: Callable[..., object], name: str) -> Callable[..., object]:
+            return lambda content="", **kw: (drawn.append(name), original(content, **kw))
+
         for pane in (app.query_one(HeaderPane), app.query_one(HealthPane)):
-            original = pane.update
-            pane.update = lambda content="", _o=original, _n=type(pane).__name__, **kw: (drawn.append(_n), _o(content, **kw))  # type: ignore[method-assign,misc]
+            pane.update = spy(pane.update, type(pane).__name__)  # type: ignore[method-assign,assignment]
         t = clock.t
         before = app.query_one(HeaderPane).shown
         await play(pilot, source, clock, [Step(t + 0.3, [Tick()]), Step(t + 0.6, [Tick()])])

@@ -73,7 +73,7 @@ def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict
         return wait_on_sim(sshd, tmp_path_factory.mktemp(fault), fault)
 
     with ThreadPoolExecutor(max_workers=len(FAULT_KINDS)) as pool:
-        outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS)))
+        outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS), strict=True))
     # Alone: with a 2 s stall limit, a machine busy with other scenarios could starve the simulator itself.
     # It starts once the simulator has logged its launch, so a slow start of the simulator itself (a busy
     # machine) is not what the 2 s limit measures.

@@ -73,7 +73,7 @@ class Sshd:
                     return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"sshd exited: {self.log.read_text() if self.log.exists() else ''}")
+                    raise RuntimeError(f"sshd exited: {self.log.read_text() if self.log.exists() else ''}") from None
                 time.sleep(0.05)
         raise RuntimeError("sshd did not start listening")
 

@@ -49,7 +49,7 @@ def replay_file(path: str) -> Readiness:
     if os.path.isdir(path):
         raise ReplayError(f"{path} is a directory; pass the log file inside it")
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115  (closed by the `with` below; opened apart to word the error)
     except OSError as err:
         raise ReplayError(f"{path}: cannot read it ({err.strerror or err}); check the path and permissions") from None
     with handle:

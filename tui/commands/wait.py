@@ -116,18 +116,25 @@ async def wait_for(
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT."""
     start = clock()
     state = Readiness(stall_after=stall_after)
-    try:
-        async with asyncio.timeout(timeout):
-            async for batch in monitor.batches():
-                now = clock()
-                for event in batch:
-                    state = reduce(state, event, now)
-                monitor.set_phase(state.phase)
-                reporter.update(state, now - start)
-                found = verdict(state)
-                if found is not None:
-                    return found, state
-    except TimeoutError:
+
+    async def fold() -> Verdict | None:
+        nonlocal state
+        async for batch in monitor.batches():
+            now = clock()
+            for event in batch:
+                state = reduce(state, event, now)
+            monitor.set_phase(state.phase)
+            reporter.update(state, now - start)
+            found = verdict(state)
+            if found is not None:
+                return found
+        return None
+
+    try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
+        found = await asyncio.wait_for(fold(), timeout)
+        if found is not None:
+            return found, state
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
         pass
     finally:
         await monitor.close()

@@ -263,7 +263,7 @@ class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
 
-Event = Union[
+Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line addition)
     ServerArgs,
     Milestone,
     BarProgress,

@@ -33,7 +33,8 @@ def _process(raw: Any) -> GpuProcess | None:
 def _gpu(raw: Any) -> GpuInfo | None:
     if not isinstance(raw, dict) or _int(raw.get("index")) is None:
         return None
-    raw_procs = raw.get("procs") if isinstance(raw.get("procs"), list) else []
+    listed = raw.get("procs")
+    raw_procs = listed if isinstance(listed, list) else []
     procs = tuple(p for p in (_process(x) for x in raw_procs) if p)
     return GpuInfo(
         index=int(raw["index"]),

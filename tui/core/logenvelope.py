@@ -125,5 +125,5 @@ def _time_of_day(hms: str) -> float:
     seconds = int(hms[0:2]) * 3600 + int(hms[3:5]) * 60 + int(hms[6:8])
     if len(hms) > 9:
         frac = hms[9:]
-        return seconds + int(frac) / (10 ** len(frac))
+        return seconds + float("0." + frac)
     return float(seconds)

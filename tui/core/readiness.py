@@ -229,7 +229,7 @@ def _log_seen(
         changes["tp_rank_max"] = index
         if not s.server.tp_from_args and index >= 1:  # a lone TP0 tag says TP > 1, not how many
             changes["server"] = replace(s.server, tp_size=index + 1)
-    return _with(s, **changes)  # type: ignore[arg-type]
+    return _with(s, **changes)
 
 
 def _on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
@@ -427,7 +427,7 @@ def _on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if _memory_moved(s.gpus, ev):
         changes["last_progress_at"] = now
         changes["last_progress"] = "GPU memory"
-    s = _with(s, **changes)  # type: ignore[arg-type]
+    s = _with(s, **changes)
     return _with(s, ranks=_map_ranks(s, ev))
 
 

@@ -70,7 +70,7 @@ def format_timeline(state: Readiness) -> str:
     if len(rows) == 1:
         return "timeline: (no phase seen)"
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 def format_report(state: Readiness) -> str:

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 import uuid
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable
 
 from tui.sim.engine import Engine, word
 from tui.sim.http import Request, Response
@@ -184,11 +184,13 @@ class Api:
         if refused:
             return refused
         if chat:
-            messages = body.get("messages") or []
-            text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))  # type: ignore[union-attr]
+            messages = body.get("messages")
+            listed = messages if isinstance(messages, list) else []
+            text = " ".join(str(m.get("content", "")) for m in listed if isinstance(m, dict))
         else:
             text = str(body.get("prompt", ""))
-        max_new = int(body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS)  # type: ignore[arg-type]
+        asked: Any = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS
+        max_new = int(asked)
         prompt = _prompt_tokens(text) + (10 if chat else 0)  # the chat template adds a few tokens
         rid = uuid.uuid4().hex
         created = int(time.time())

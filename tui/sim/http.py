@@ -68,12 +68,12 @@ async def _read_request(reader: asyncio.StreamReader, client: str) -> Request | 
     except asyncio.IncompleteReadError:
         return None  # the client closed the connection between requests
     except asyncio.LimitOverrunError:
-        raise BadRequest(400, "header too large")
+        raise BadRequest(400, "header too large") from None
     lines = head.decode("latin-1").split("\r\n")
     try:
         method, target, _version = lines[0].split(" ", 2)
     except ValueError:
-        raise BadRequest(400, "bad request line")
+        raise BadRequest(400, "bad request line") from None
     headers = {}
     for line in lines[1:]:
         if ":" in line:

@@ -51,7 +51,7 @@ class Rank:
         os.kill(os.getpid(), signum)
 
     def run(self, steps: list[Step]) -> None:
-        for i, step in enumerate(steps):
+        for step in steps:
             delay = self.clock.wait_for(step.at)
             if delay > 0.002:
                 self.memory.flush()  # publish before sleeping; steps due at once are batched

@@ -94,7 +94,7 @@ class Schedule:
             done.append(t)
         spec = params.speculative is not None
         decode = "target_verify" if spec else "target_decode"
-        graphs = ("target_prefill",) if params.fmt != "0.5.9" else ()
+        graphs: tuple[str, ...] = ("target_prefill",) if params.fmt != "0.5.9" else ()
         graphs += (decode,) + (("draft_decode", "draft_extend") if spec else ())
         bs = SPEC_BS if spec else PLAIN_BS
         sizes = {g: bs for g in graphs}

@@ -13,7 +13,7 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncGenerator, AsyncIterator
 
 from tui.core.events import ControlResult, GpuSnapshot, ServerProcess
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
@@ -234,7 +234,7 @@ class ServerControl:
             await asyncio.sleep(next(delays))
 
     async def _watch_blocks(self, proc: RemoteProcess, generation: int, *, stale_s: float
-                            ) -> AsyncIterator[tuple[str, str]]:
+                            ) -> AsyncGenerator[tuple[str, str], None]:
         """(kind, text) per report of a watch loop, until it ends or the target is replaced; TimeoutError
         when it says nothing for stale_s (a scan stuck on a hung process: start it again)."""
         assert self._target_changed is not None

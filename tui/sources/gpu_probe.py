@@ -86,7 +86,7 @@ def parse_smi_gpu_line(line: str, fields: tuple[str, ...] = SMI_GPU_FIELDS) -> d
     """A `--query-gpu` line (fields as given) as a probe GPU dict in bytes/W/°C/%, or None when it is no GPU line."""
     if not line.strip() or "," not in line:
         return None
-    row = dict(zip(fields, split_csv(line, len(fields))))
+    row = dict(zip(fields, split_csv(line, len(fields)), strict=True))
     index = _int(row.get("index"))
     if index is None:
         return None
@@ -108,7 +108,7 @@ def parse_smi_app_line(line: str, fields: tuple[str, ...] = SMI_APP_FIELDS) -> d
     """A `--query-compute-apps` line as {"pid", "gpu_uuid", "used", "name", "timestamp"}, or None."""
     if not line.strip() or "," not in line:
         return None
-    row = dict(zip(fields, split_csv(line, len(fields))))
+    row = dict(zip(fields, split_csv(line, len(fields)), strict=True))
     pid = _int(row.get("pid"))
     if pid is None:
         return None
@@ -228,7 +228,7 @@ class NvmlBackend:
 
     def read(self) -> list[dict[str, Any]]:
         gpus = []
-        for static, handle in zip(self.static, self.handles):
+        for static, handle in zip(self.static, self.handles, strict=True):
             used, total, reserved = self._memory(handle)
             util = self._call(self.nv.nvmlDeviceGetUtilizationRates, handle)
             power_mw = self._call(self.nv.nvmlDeviceGetPowerUsage, handle)
@@ -258,7 +258,7 @@ class SmiBackend:
     def __init__(self, interval: float, smi: str = "nvidia-smi") -> None:
         self.interval = interval
         self.smi = smi
-        self.gpu_fields = SMI_GPU_FIELDS
+        self.gpu_fields: tuple[str, ...] = SMI_GPU_FIELDS
         self.children: list[subprocess.Popen[bytes]] = []
         self.gpu_lines: queue.Queue[tuple[float, str | None]] = queue.Queue()
         self.app_lines: queue.Queue[tuple[float, str | None]] = queue.Queue()

@@ -11,6 +11,7 @@ import asyncio
 import os
 import signal
 import subprocess
+from functools import partial
 
 from tui.core.events import ConnectionState
 from tui.sources.host import CommandResult, Host, HostError, RemoteProcess
@@ -39,13 +40,13 @@ class _Child:
 
     async def connect(self, input: bytes | None, keep_stdin: bool) -> None:
         for pipe, reader in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr)):
-            transport, _ = await self.loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)
+            transport, _ = await self.loop.connect_read_pipe(partial(asyncio.StreamReaderProtocol, reader), pipe)
             self._transports.append(transport)
         if self.popen.stdin is None:
             return
-        transport, protocol = await self.loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), self.popen.stdin)
-        self._transports.append(transport)
-        self.stdin = asyncio.StreamWriter(transport, protocol, None, self.loop)  # type: ignore[arg-type]
+        writer, protocol = await self.loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), self.popen.stdin)
+        self._transports.append(writer)
+        self.stdin = asyncio.StreamWriter(writer, protocol, None, self.loop)
         if input is not None:
             self.stdin.write(input)
             try:

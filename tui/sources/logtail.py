@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import shlex
 from dataclasses import dataclass
-from typing import AsyncIterator, Union
+from typing import Any, AsyncIterator
 
 from tui.core.events import LogActivity, LogReset
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
-TailEvent = Union[LogActivity, LogReset]
+TailEvent = LogActivity | LogReset
 
 LAST_LAUNCH_MIN_BYTES = 2 * 1024 * 1024  # smaller logs are read whole
 NO_LAUNCH_TAIL_BYTES = 4 * 1024 * 1024  # a big log with no `server_args=` line: show only its end
@@ -232,7 +232,7 @@ class LogTail:
                     return "renamed"
 
 
-def _discard(task: asyncio.Future[object]) -> None:
+def _discard(task: asyncio.Future[Any]) -> None:
     """Cancel a helper read; if it already ended (e.g. with a link error), consume its outcome."""
     if task.done():
         if not task.cancelled():

@@ -79,7 +79,7 @@ class _Client(asyncssh.SSHClient):
 class SshProcess(RemoteProcess):
     """A long-running remote command on an exec channel, bytes in and out."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess, conn: asyncssh.SSHClientConnection, where: str) -> None:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], conn: asyncssh.SSHClientConnection, where: str) -> None:
         self._proc = proc
         self._conn = conn
         self._where = where
@@ -89,7 +89,7 @@ class SshProcess(RemoteProcess):
 
     async def _read(self, stream: Any, n: int) -> bytes:
         try:
-            data = await stream.read(n)
+            data: bytes = await stream.read(n)
         except _LINK_ERRORS as exc:
             raise HostUnreachable(f"{self._where}: connection lost ({exc})") from None
         if not data and self._lost():
@@ -191,7 +191,10 @@ class SshHost(Host):
 
     async def _options(self) -> asyncssh.SSHClientConnectionOptions:
         kwargs = self._connect_kwargs()
-        return await asyncssh.SSHClientConnectionOptions.construct(None, host=self._host, **kwargs)
+        options: asyncssh.SSHClientConnectionOptions = await asyncssh.SSHClientConnectionOptions.construct(
+            None, host=self._host, **kwargs
+        )
+        return options
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         """One connection attempt; every failure becomes a HostError with one clear line."""
@@ -242,7 +245,8 @@ class SshHost(Host):
             fingerprint = f"{key.get_algorithm()} {key.get_fingerprint()}" if key else "unknown key"
         except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
             fingerprint = f"(could not fetch it: {exc})"
-        files = [str(known)] if isinstance(known, str) else [str(k) for k in (known or []) if isinstance(k, str)]
+        listed = known if isinstance(known, (list, tuple)) else []
+        files = [str(known)] if isinstance(known, str) else [str(k) for k in listed if isinstance(k, str)]
         if not files:
             files = [os.path.expanduser("~/.ssh/known_hosts")]
         file = files[0]
@@ -371,7 +375,7 @@ class SshHost(Host):
         except asyncio.TimeoutError:
             raise HostUnreachable(f"{self.name}: all SSH channels busy") from None
 
-    async def _channel(self, command: str, wait: float, input: bytes | None) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientProcess]:
+    async def _channel(self, command: str, wait: float, input: bytes | None) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientProcess[bytes]]:
         """Open an exec channel running `command`, waiting up to `wait` s for a reconnect if the link just died.
 
         A channel that never opened ran nothing, so trying again on the new connection is safe."""
@@ -411,13 +415,13 @@ class SshHost(Host):
         if result.exit_status is None and result.exit_signal is None and conn.is_closed():
             raise HostUnreachable(f"{self.name}: connection lost while running a command")
         returncode = None if result.exit_status is None and result.exit_signal is None else result.returncode
-        return CommandResult(returncode, bytes(result.stdout or b""), bytes(result.stderr or b""))
+        return CommandResult(returncode, _as_bytes(result.stdout), _as_bytes(result.stderr))
 
     async def start(self, command: str, *, input: bytes | None = None) -> RemoteProcess:
         conn, proc = await self._channel(command, 10.0, input)
         return SshProcess(proc, conn, self.name)
 
-    async def _release_when_closed(self, proc: asyncssh.SSHClientProcess) -> None:
+    async def _release_when_closed(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
         try:
             await proc.wait_closed()
         except BaseException:
@@ -438,3 +442,10 @@ class SshHost(Host):
                     raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
                 self._forwards[port] = listener
             return f"http://127.0.0.1:{listener.get_port()}"
+
+
+def _as_bytes(data: bytes | str | None) -> bytes:
+    """A channel's output: bytes (our channels are opened without an encoding); text only if that ever changes."""
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogateescape")
+    return bytes(data or b"")

@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import AsyncIterator, Callable, ClassVar, Iterable
+from typing import Any, AsyncIterator, Callable, ClassVar, Iterable
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -307,7 +307,7 @@ class SglangTui(App[None]):
                 return None
         return True
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for action in actions.visible_actions(self.read_only):
             if action.builtin or action.action in ("quit", "help"):

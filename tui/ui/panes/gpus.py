@@ -113,7 +113,7 @@ class GpuPane(DataTable[Text]):
         with self.app.batch_update():
             for key, cells in wanted.items():
                 before = self._shown[key]
-                for column, old_cell, new_cell in zip(COLUMNS, before, cells):
+                for column, old_cell, new_cell in zip(COLUMNS, before, cells, strict=True):
                     if old_cell != new_cell:
                         # Measuring widths ends in a layout pass of the whole screen: only when the width changed.
                         self.update_cell(key, column, new_cell, update_width=old_cell.cell_len != new_cell.cell_len)

@@ -366,13 +366,13 @@ class LogView(ScrollView, can_focus=True):
         if row >= len(self._rows):
             return Strip.blank(width, base_style)
         abs_line, start, end = self._rows[row]
-        strip = self._cache.get((abs_line, start))
-        if strip is None:
-            strip = self._render_row(abs_line, start, end, base_style)
-            self._cache[(abs_line, start)] = strip
+        cached = self._cache.get((abs_line, start))
+        if cached is None:
+            cached = self._render_row(abs_line, start, end, base_style)
+            self._cache[(abs_line, start)] = cached
         if self.wrap:
-            return strip.crop_extend(0, width, base_style)
-        return strip.crop_extend(scroll_x, scroll_x + width, base_style)
+            return cached.crop_extend(0, width, base_style)
+        return cached.crop_extend(scroll_x, scroll_x + width, base_style)
 
     def _render_row(self, abs_line: int, start: int, end: int, base_style: Style) -> Strip:
         line = self._lines[abs_line - self._base]
