@@ -111,16 +111,17 @@ async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path) -> None:
     log.write_bytes(launch)
     monitor = Monitor(LocalHost(), log_path=str(log), port=1, gpus=False, processes=False)
     seen: list[Event] = []
-    truncated = False
+    truncated = rewritten = False
     async with asyncio.timeout(20):
         async for batch in monitor.batches():
             seen.extend(batch)
             if not truncated and any(isinstance(e, ServerArgs) for e in seen):
-                with open(log, "r+b") as f:  # the same launch written again into an emptied file
+                with open(log, "r+b") as f:  # the same launch written again into an emptied file …
                     f.truncate(0)
-                await asyncio.sleep(0.3)
-                log.write_bytes(launch)
                 truncated = True
+            if truncated and not rewritten and any(isinstance(e, LogReset) for e in seen):
+                log.write_bytes(launch)  # … once the tail has seen it emptied
+                rewritten = True
             if sum(isinstance(e, ServerArgs) for e in seen) >= 2:
                 break
     await monitor.close()
