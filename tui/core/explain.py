@@ -81,7 +81,7 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     reason = _reason(s)
     if s.stall is not None:
         reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
-    return reason, _evidence(s, now)
+    return reason + _log_file_suffix(s), _evidence(s, now)
 
 
 def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
@@ -102,10 +102,10 @@ def _reason(s: Readiness) -> str:
     if phase is Phase.STARTING:
         if s.launched:
             model = f" {s.server.model}" if s.server.model else ""
-            return f"launched{model}; waiting for the ranks to start" + _log_file_suffix(s)
+            return f"launched{model}; waiting for the ranks to start"
         if s.decode is not None:
             return "decode lines with no running request: idle server"
-        return "waiting for the first log line" + _log_file_suffix(s)
+        return "waiting for the first log line"
     if phase is Phase.INIT:
         return f"initialising distributed: {_ranks(s, 'init_begin')} began, {_ranks(s, 'init_end')} done"
     if phase is Phase.LOADING_WEIGHTS:
@@ -201,9 +201,11 @@ def _unseen_suffix(s: Readiness) -> str:
 
 
 def _log_file_suffix(s: Readiness) -> str:
-    """A log that leaves nothing to read, named where the reason would only say "waiting"."""
+    """A log that leaves nothing to read, named in the verdict (else it reads "waiting" or a frozen count)."""
     lf = s.log_file
-    return f": {log_file_line(lf)}" if lf is not None and lf.status in LOG_FILE_UNREADABLE else ""
+    if lf is None or lf.status not in LOG_FILE_UNREADABLE or s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+        return ""
+    return (": " if s.phase is Phase.STARTING and s.stall is None else "; ") + log_file_line(lf)
 
 
 def _pace(bar: BarState, unit: str) -> str:

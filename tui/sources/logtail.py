@@ -31,7 +31,8 @@ _PROBLEM_WAIT_S = 2.0  # a directory or an unreadable file: look again this ofte
 
 # What `tail -F` says on stderr when the file under the name changes (coreutils 9.x wording).
 _TRUNCATED = b"file truncated"
-_RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open")
+_RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open",
+            b"cannot watch")  # "cannot watch …: Permission denied": made unreadable (chmod) under tail
 _NOTICE_YIELDS = 5  # event-loop turns a stdout chunk waits for a stderr notice already on its way
 _SEEN_TAIL = 64  # bytes remembered before the offset, compared on resync
 

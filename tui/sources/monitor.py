@@ -216,6 +216,8 @@ class Monitor:
                 self._put(event)
                 continue
             self._put(event)
+            if not isinstance(event, LogActivity):
+                continue  # a LogFile fact (missing, rotated and followed, …): no bytes to parse
             try:
                 parsed = parser.feed(event.data)
             except Exception:  # a parser bug must not stop the tail: log it, start a fresh parser
