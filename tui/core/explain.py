@@ -24,6 +24,8 @@ def from_processes(error: ErrorInfo) -> bool:
 
 # Log-path states that leave nothing to read: the verdict names them (a missing log is not "no line yet").
 LOG_FILE_UNREADABLE = ("missing", "empty", "directory", "permission_denied")
+# …and those the reason names while the startup runs (the log followed elsewhere, too).
+LOG_FILE_NAMED = (*LOG_FILE_UNREADABLE, "rotated_following", "deleted_following")
 
 
 def cannot_see_line(owner_uid: int | None) -> str:
@@ -203,7 +205,7 @@ def _unseen_suffix(s: Readiness) -> str:
 def _log_file_suffix(s: Readiness) -> str:
     """A log that leaves nothing to read, named in the verdict (else it reads "waiting" or a frozen count)."""
     lf = s.log_file
-    if lf is None or lf.status not in LOG_FILE_UNREADABLE or s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+    if lf is None or lf.status not in LOG_FILE_NAMED or s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
         return ""
     return (": " if s.phase is Phase.STARTING and s.stall is None else "; ") + log_file_line(lf)
 
