@@ -138,3 +138,33 @@ def test_unreadable_log_from_the_start_is_named(shared_dir: Path, user_sshd: Ssh
     run = tool("wait", user_sshd, "--log", str(log), "--port", "1", "--timeout", "6", timeout=60)
     assert run.returncode == 2 and time.monotonic() - started < 60
     assert f"waiting for the first log line: permission denied: {log}" in run.stderr.strip().splitlines()[-1]
+
+
+async def test_the_watch_and_launch_as_another_user(shared_dir: Path, user_sshd: Sshd) -> None:
+    """In process: the watch says "cannot see" (uid 0) and a listener it cannot attribute; launch refuses."""
+    from tests.helpers.sshd import ssh_host
+    from tui.core.events import PortOwner, ServerProcess
+    from tui.sources.control import ServerControl
+
+    sim = start_sim(shared_dir, speed=50, tp=2, shards=8)
+    host = ssh_host(user_sshd)
+    try:
+        wait_for_log(sim, b"fired up", timeout=60)
+        await host.connect()
+        ctl = ServerControl(host, port=sim.port, log_path=str(sim.log), launch="sleep 60")
+        seen: list[object] = []
+        events = ctl.watch_process_events(0.3)
+        async for event in events:
+            seen.append(event)
+            if any(isinstance(e, ServerProcess) for e in seen) and any(isinstance(e, PortOwner) for e in seen):
+                break
+        await events.aclose()
+        state = next(e for e in seen if isinstance(e, ServerProcess))
+        assert state == ServerProcess(alive=False, detail=CANNOT_SEE, visible=False, owner_uid=0)
+        assert next(e for e in seen if isinstance(e, PortOwner)) == PortOwner(sim.port)  # listens; cannot be seen
+        launched = await ctl.launch()
+        assert not launched.ok and launched.detail.startswith(CANNOT_SEE) and "not launching" in launched.detail
+        assert not (shared_dir / "sim.log.sglang-tui.pid").exists()
+    finally:
+        await host.close()
+        sim.stop()

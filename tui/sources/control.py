@@ -360,6 +360,8 @@ class ServerControl:
         if running.alive:
             return ControlResult("launch", False, f"a server is already running (pids {', '.join(map(str, running.pids))},"
                                  f" {running.detail}): stop it first", survivors=running.pids)
+        if not running.visible:  # one may run under a uid we cannot see: a second launch would fight it
+            return ControlResult("launch", False, f"{running.detail}: a server may already run; not launching")
         run_id = cmds.new_run_id()
         command = cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
         try:

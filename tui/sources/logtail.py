@@ -162,10 +162,6 @@ class LogTail:
         result = await self.host.run(look_command(self.path), timeout=30.0)
         return parse_look(result.stdout.decode("utf-8", "replace"))
 
-    async def _stat(self) -> FileId | None:
-        look = await self._look()
-        return look.file if look.kind == "file" and look.readable else None
-
     async def _find_writer(self) -> Writer | None:
         """A live process whose stdout or stderr is still the file we followed under the name."""
         if self._inode is None or not self._dev:
