@@ -38,7 +38,8 @@ def test_seeing_them_again_clears_it() -> None:
 
 def test_an_unknown_owner_is_said_as_another_user() -> None:
     s = reduce(Readiness(), ServerProcess(alive=False, visible=False), 1.0)
-    assert "process: cannot see the server's processes (owned by another user; watch as that user or root)" in s.evidence
+    expected = "process: cannot see the server's processes (owned by another user; watch as that user or root)"
+    assert expected in s.evidence
 
 
 def test_a_missing_log_is_named_in_the_reason_until_bytes_arrive() -> None:

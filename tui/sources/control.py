@@ -218,8 +218,9 @@ class ServerControl:
     async def watch_process_events(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
                                    first_rescan_s: float | None = None
                                    ) -> AsyncIterator[ServerProcess | PortOwner]:
-        """process_state, continuously, and a PortOwner whenever who listens on the port changes, from ONE long-lived loop on the host (no channel, login shell or
-        full /proc scan per check): a ServerProcess per check while found, per search while not.
+        """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
+        full /proc scan per check): a ServerProcess per check while found, per search while not, and a
+        PortOwner whenever who listens on the port changes (from each search, and each full scan).
 
         While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
         with backoff; the loop ends with its channel, so nothing is left on the host."""

@@ -368,7 +368,8 @@ def hidden_owner(found: FindResult) -> tuple[bool, int | None]:
 
 def in_tree(p: Proc, main: Proc, procs: dict[int, Proc]) -> bool:
     """Whether p is main, or shares the group/session main leads, or descends from main (among procs)."""
-    if p.pid == main.pid or (main.pgid == main.pid and p.pgid == main.pid) or (main.sid == main.pid and p.sid == main.pid):
+    leads_group, leads_session = main.pgid == main.pid, main.sid == main.pid
+    if p.pid == main.pid or (leads_group and p.pgid == main.pid) or (leads_session and p.sid == main.pid):
         return True
     seen: set[int] = set()
     while p.ppid in procs and p.ppid not in seen:
