@@ -41,8 +41,8 @@ def writer(tmp_path: Path):
     """Start a process whose stdout and stderr are LOG (opened once, as a shell's `> LOG 2>&1`)."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(log: Path) -> subprocess.Popen[bytes]:
-        with open(log, "wb") as out:
+    def start(log: Path, mode: str = "wb") -> subprocess.Popen[bytes]:
+        with open(log, mode) as out:
             proc = subprocess.Popen([sys.executable, "-c", WRITER], stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         procs.append(proc)
@@ -174,3 +174,19 @@ async def test_what_the_path_is_is_said(host: Host, tmp_path: Path) -> None:
     finally:
         for c in (missing, directory, link, empty):
             await c.close()
+
+
+async def test_a_followed_file_truncated_starts_again_from_its_first_byte(tmp_path: Path, writer) -> None:
+    log = tmp_path / "server.log"
+    writer(log, "ab")  # O_APPEND (as SGLang's own log handler): after a truncation it writes at the new end
+    c = Collector(LogTail(LocalHost(), str(log)))
+    try:
+        await c.until(lambda: len(c.lines()) >= 20, "20 lines")
+        rotated = tmp_path / "server.log.1"
+        os.rename(log, rotated)
+        await c.until(lambda: "rotated_following" in statuses(c), "the rotation to be said")
+        os.truncate(rotated, 0)  # `: > LOG.1` under the writer
+        await c.until(lambda: "truncated" in c.resets, "the truncation of the followed file")
+        assert c.tail.offset <= rotated.stat().st_size
+    finally:
+        await c.close()

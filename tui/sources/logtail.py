@@ -197,6 +197,9 @@ class LogTail:
         found = await self._find_writer()
         if found is not None:
             self._writer = found
+            if self._force_reset:  # tail saw the followed file truncated: it starts again from its first byte
+                self._force_reset, self.offset, self._seen_tail = None, 0, b""
+                return [LogReset("truncated", f"{found.target}: tail saw it truncated")], True
             return [], True
         return None  # the writer is gone: the name decides again (a new file there is a new start)
 
