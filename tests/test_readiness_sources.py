@@ -4,7 +4,7 @@ what the log path is (missing, empty, a directory, unreadable, a symlink, rotate
 from __future__ import annotations
 
 from tests.test_readiness_phases import feed, startup
-from tui.core.events import HealthResult, LogActivity, LogFile, ServerProcess, Tick
+from tui.core.events import HealthResult, LaunchStarted, LogActivity, LogFile, ServerProcess, Tick
 from tui.core.readiness import FIND_GRACE_S, reduce
 from tui.core.state import Phase, Readiness
 
@@ -83,3 +83,11 @@ def test_a_symlinked_log_is_warned_with_its_target() -> None:
     s = reduce(Readiness(), LogFile("ok", "/srv/log", symlink="/etc/shadow"), 1.0)
     assert "log: log path /srv/log is a symlink to /etc/shadow" in s.evidence
     assert s.reason == "waiting for the first log line"
+
+
+def test_a_new_launch_keeps_what_describes_the_host_and_the_path() -> None:
+    s = reduce(feed(startup("load_begin")), UNSEEN, 36005.0)
+    s = reduce(s, LogFile("ok", "/srv/log", symlink="/data/run.log"), 36006.0)
+    s = reduce(s, LaunchStarted(), 36007.0)
+    assert s.phase is Phase.STARTING and not s.process_visible and s.process_owner_uid == 0
+    assert "log: log path /srv/log is a symlink to /data/run.log" in s.evidence

@@ -211,6 +211,9 @@ def _fresh_launch(
         launched=launched,
         last_log_at=at or s.last_log_at,
         log_restart_at=now if from_log else s.log_restart_at,
+        process_visible=s.process_visible,  # who can see whose /proc, and what the log path is: not the launch's
+        process_owner_uid=s.process_owner_uid,
+        log_file=s.log_file,
     )
 
 
