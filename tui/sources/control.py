@@ -439,7 +439,8 @@ class ServerControl:
         detail = "; ".join([*(steps or ["no process was running"]), gpu_note])
         if survivors:
             detail += "; still alive: " + ", ".join(f"{pid} {target.names.get(pid, '')}".strip() for pid in survivors)
-        return ControlResult(action, ok, detail, "\n".join(commands), survivors, held)
+        found = "nothing" if ok and not steps else ""  # gone before the stop began: it stopped nothing
+        return ControlResult(action, ok, detail, "\n".join(commands), survivors, held, found=found)
 
     async def _signal_and_wait(self, target: _Target, signal: str, live: dict[int, Proc], wait_s: float,
                                commands: list[str]) -> dict[int, Proc]:
