@@ -66,6 +66,20 @@ CATEGORIES = [
     Category("SSH refused: unknown/changed host key, wrong key, closed port", ("",),
              ("host_key", "wrong_key", "auth", "unknown_host", "closed_ssh_port"),
              "nothing: one clear line, exit 4, never retried"),
+    Category("watcher of another uid (cannot see the server's processes)",
+             ("test_cross_uid", "test_readiness_sources", "test_control_visibility"),
+             ("another_user", "another_uids", "cannot_see", "cannot_be_seen", "hidden", "really_cannot"),
+             "nothing: never failed/exited while it loads, ready from log + /health, says cannot see, stop exit 5"),
+    Category("log moved, deleted, unreadable or missing under the server",
+             ("test_logtail_follow", "test_wait_logfile", "test_cross_uid", "test_readiness_sources"),
+             ("mv_rotation", "rotation_with", "deleted", "unreadable", "missing_log", "directory", "what_the_path",
+              "symlinked", "followed", "writes_its_log"),
+             "nothing: the server's own file followed byte for byte to ready, and named; an unreadable log named"),
+    Category("stop with nothing found, or nothing it can see", ("test_stop", "test_cross_uid"),
+             ("nothing_running", "wrong_port", "stop_as_another_user"),
+             "nothing: exit 3 / exit 5 with one line, never exit 0, the server left running"),
+    Category("ProxyCommand fails (exits, missing binary)", ("test_ssh_proxy",), (),
+             "nothing: the ProxyCommand named, exit 4"),
 ]  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from tests.helpers.sshd import Sshd, ssh_host
-from tui.core.events import LogActivity, LogReset
+from tui.core.events import LogActivity, LogFile, LogReset
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
 from tui.sources.logtail import LogTail
@@ -53,11 +53,15 @@ class Collector:
     def __init__(self, tail: LogTail) -> None:
         self.tail = tail
         self.events: list[LogActivity | LogReset] = []
+        self.facts: list[LogFile] = []  # what the tail said about the path (missing, rotated and followed, …)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
         async for event in self.tail.events():
-            self.events.append(event)
+            if isinstance(event, LogFile):
+                self.facts.append(event)
+            else:
+                self.events.append(event)
 
     def resets(self) -> list[str]:
         return [e.reason for e in self.events if isinstance(e, LogReset)]

@@ -101,9 +101,19 @@ def test_force_kills_a_server_that_ignores_term(scene: dict) -> None:
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
-def test_nothing_running_is_exit_0(scene: dict) -> None:
+def test_nothing_running_is_exit_3(scene: dict) -> None:
+    """Issue 17 case 8: nothing found is not "GPUs free" (it was exit 0 "nothing to stop")."""
     run = stop(*local_args(scene))
-    assert run.returncode == 0 and "nothing to stop" in run.stdout
+    assert run.returncode == 3 and run.stdout == ""
+    assert f"no server found on port {scene['port']} / log {scene['log']}" in run.stderr
+
+
+def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict) -> None:
+    main = scene["start"]()
+    wrong = free_port()
+    run = stop("local", "--port", str(wrong), "--sim-gpus", str(scene["state"]))
+    assert run.returncode == 3 and f"no server found on port {wrong}" in run.stderr, run.stderr
+    assert main.poll() is None
 
 
 def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:

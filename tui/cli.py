@@ -52,7 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
 
-    stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
+    stop = sub.add_parser(
+        "stop", help="headless terminate (or kill) of the server on --port",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes:\n"
+        "  0  stopped: every process of the server is gone and its GPU memory came back\n"
+        "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
+        "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
+        "  4  cannot connect to the host, or authentication failed\n"
+        "  5  cannot see the server's processes (another user's; run as that user or root)",
+    )  # fmt: skip
     _host_options(stop)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
 

@@ -1,7 +1,9 @@
 """`sglang-tui stop HOST --port N [--log PATH] [--force]`: headless terminate (or kill) of the server.
 
-Exit 0 only when every process of the server is gone and its GPU memory is released (per the GPU probe),
-1 otherwise (with what is still alive or held, and where), 4 when the host cannot be reached.
+Exit 0 only when it stopped the server and every process of it is gone and its GPU memory is released (per
+the GPU probe); 1 when it could not stop it or memory is still held (with what is still alive or held, and
+where); 3 when no server was found on the port / log; 4 when the host cannot be reached; 5 when the server's
+processes cannot be seen (another uid's /proc): nothing was stopped, and "nothing found" would be a lie.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from tui.sources.connect import make_host
 from tui.sources.control import ServerControl
 from tui.sources.host import HostError
 
-EXIT_OK, EXIT_NOT_STOPPED, EXIT_CONNECT = 0, 1, 4
+EXIT_OK, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_CONNECT, EXIT_CANNOT_SEE = 0, 1, 3, 4, 5
 
 
 def report(result: ControlResult, where: str, forced: bool = False) -> str:
@@ -45,6 +47,13 @@ async def stop(args: argparse.Namespace) -> int:
     finally:
         await host.close()
     where = f"{args.host} port {args.port}"
+    if result.found == "nothing":
+        log = f" / log {args.log}" if args.log else ""
+        print(f"sglang-tui stop: no server found on port {args.port}{log}: nothing stopped", file=sys.stderr)
+        return EXIT_NOTHING
+    if result.found == "cannot_see":
+        print(f"sglang-tui stop: {result.detail}: nothing stopped", file=sys.stderr)
+        return EXIT_CANNOT_SEE
     print(report(result, where, args.force), file=sys.stdout if result.ok else sys.stderr)
     return EXIT_OK if result.ok else EXIT_NOT_STOPPED
 

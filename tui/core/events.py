@@ -232,6 +232,10 @@ class ServerProcess:
     alive: bool
     pids: tuple[int, ...] = ()
     detail: str = ""
+    # False: the server's processes cannot be seen (another uid's /proc/PID/fd): alive=False then means
+    # "not found", never "gone". owner_uid: the uid that owns what was seen of it (its port's socket, its log).
+    visible: bool = True
+    owner_uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,31 @@ class ControlResult:
     command: str = ""
     survivors: tuple[int, ...] = ()  # PIDs of the server still alive afterwards
     gpu_held: tuple[tuple[int, int, int], ...] = ()  # (gpu index, pid, bytes) still held by its processes
+    found: str = ""  # a stop that found nothing to act on: "nothing" (no server) | "cannot_see"; "" otherwise
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    """Who listens on the server's port, from the host's /proc (the process watch)."""
+
+    port: int
+    pid: int | None = None  # None: nobody listens, or the listener cannot be seen
+    command: str = ""  # its command line, when readable
+    ours: bool | None = None  # the listener is one of the server's processes; None: cannot tell
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """What the log path is, from the log tail's look at it: named in the verdict when it is not a plain
+    readable file the server writes. status: ok | empty | missing | directory | permission_denied |
+    rotated_following (the server writes the file now at `target`) | deleted_following (the server writes
+    a deleted file; `target` is its /proc/PID/fd/N). symlink: where the path points, when it is a link."""
+
+    status: str
+    path: str
+    target: str = ""
+    pid: int | None = None  # the server process whose stdout/stderr is followed
+    symlink: str | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +309,8 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     ServerProcess,
     ControlResult,
     SourceFailed,
+    PortOwner,
+    LogFile,
     Tick,
 ]
 
@@ -296,8 +327,10 @@ __all__ = [
     "HealthResult",
     "LaunchStarted",
     "LogActivity",
+    "LogFile",
     "LogReset",
     "Milestone",
+    "PortOwner",
     "RankSeen",
     "ServerArgs",
     "ServerProcess",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.core import fmt
-from tui.core.events import HealthResult
+from tui.core.events import HealthResult, LogFile
 from tui.core.stall import describe
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
 
@@ -20,6 +20,41 @@ def stopped_line(action: str) -> str:
 def from_processes(error: ErrorInfo) -> bool:
     """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
     return error.at is None and (error.line == PROCESS_EXITED or error.line.startswith(STOPPED_BY_TOOL + " ("))
+
+
+# Log-path states that leave nothing to read: the verdict names them (a missing log is not "no line yet").
+LOG_FILE_UNREADABLE = ("missing", "empty", "directory", "permission_denied")
+# …and those the reason names while the startup runs (the log followed elsewhere, too).
+LOG_FILE_NAMED = (*LOG_FILE_UNREADABLE, "rotated_following", "deleted_following")
+
+
+def cannot_see_line(owner_uid: int | None) -> str:
+    """The one line for processes that another uid owns (their /proc/PID/fd cannot be read)."""
+    who = f"owned by uid {owner_uid}" if owner_uid is not None else "owned by another user"
+    return f"cannot see the server's processes ({who}; watch as that user or root)"
+
+
+def log_file_line(lf: LogFile) -> str:
+    """What the log path is, in words ("" for a plain readable file)."""
+    if lf.status == "missing":
+        return f"log file missing: {lf.path}"
+    if lf.status == "empty":
+        return f"log file empty: {lf.path}"
+    if lf.status == "directory":
+        return f"log path is a directory, not a file: {lf.path}"
+    if lf.status == "permission_denied":
+        return f"permission denied: {lf.path}"
+    if lf.status == "rotated_following":
+        return f"log rotated: the server still writes to {lf.target}; following it"
+    if lf.status == "deleted_following":
+        pid = f" (pid {lf.pid})" if lf.pid is not None else ""
+        return f"log deleted; following the server's stdout{pid}"
+    return ""
+
+
+def symlink_line(lf: LogFile) -> str:
+    return f"log path {lf.path} is a symlink to {lf.symlink}" if lf.symlink else ""
+
 
 MILESTONE_LABELS = {
     "init_begin": "Init begin",
@@ -48,7 +83,7 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     reason = _reason(s)
     if s.stall is not None:
         reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
-    return reason, _evidence(s, now)
+    return reason + _log_file_suffix(s), _evidence(s, now)
 
 
 def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
@@ -84,9 +119,9 @@ def _reason(s: Readiness) -> str:
     if phase is Phase.WARMUP:
         return _warmup_reason(s)
     if phase is Phase.READY:
-        return _ready_reason(s) + _gone_suffix(s)
+        return _ready_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
     if phase is Phase.SERVING:
-        return _serving_reason(s) + _gone_suffix(s)
+        return _serving_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
     return _failed_reason(s)
 
 
@@ -163,6 +198,18 @@ def _gone_suffix(s: Readiness) -> str:
     return "; the server process is gone" if s.process_alive is False else ""
 
 
+def _unseen_suffix(s: Readiness) -> str:
+    return f"; {cannot_see_line(s.process_owner_uid)}" if not s.process_visible else ""
+
+
+def _log_file_suffix(s: Readiness) -> str:
+    """A log that leaves nothing to read, named in the verdict (else it reads "waiting" or a frozen count)."""
+    lf = s.log_file
+    if lf is None or lf.status not in LOG_FILE_NAMED or s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+        return ""
+    return (": " if s.phase is Phase.STARTING and s.stall is None else "; ") + log_file_line(lf)
+
+
 def _pace(bar: BarState, unit: str) -> str:
     if bar.done >= bar.total > 0:
         return ""
@@ -218,6 +265,10 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
     if s.process_alive is not None:
         alive = f"alive ({len(s.process_pids)} pids)" if s.process_alive else "gone"
         items.append(f"process: {alive}")
+    elif not s.process_visible:
+        items.append(f"process: {cannot_see_line(s.process_owner_uid)}")
+    if s.log_file is not None:
+        items += [f"log: {line}" for line in (log_file_line(s.log_file), symlink_line(s.log_file)) if line]
     if s.connection_since is not None and s.connection != "connected":
         items.append(_join(f"link: {s.connection}", s.connection_detail, ""))
     if s.stall is not None:

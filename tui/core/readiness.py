@@ -23,6 +23,7 @@ from tui.core.events import (
     HealthResult,
     LaunchStarted,
     LogActivity,
+    LogFile,
     LogReset,
     Milestone,
     RankSeen,
@@ -211,6 +212,9 @@ def _fresh_launch(
         launched=launched,
         last_log_at=at or s.last_log_at,
         log_restart_at=now if from_log else s.log_restart_at,
+        process_visible=s.process_visible,  # who can see whose /proc, and what the log path is: not the launch's
+        process_owner_uid=s.process_owner_uid,
+        log_file=s.log_file,
     )
 
 
@@ -406,7 +410,14 @@ def _on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:
 def _on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
     if ev.offset == s.log_offset and not ev.data:
         return s
+    if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
+        s = _with(s, log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
     return _with(s, log_offset=ev.offset, last_progress_at=now, last_progress="log bytes")
+
+
+def _on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
+    """What the log path is: a fact for the verdict; it changes no phase."""
+    return _with(s, log_file=ev)
 
 
 def _on_log_reset(s: Readiness, ev: LogReset, now: float) -> Readiness:
@@ -449,6 +460,10 @@ def _http_answer(r: HealthResult) -> bool:
 
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
+    if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
+        return _with(s, process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
+    if not s.process_visible:
+        s = _with(s, process_visible=True, process_owner_uid=None)
     if not ev.alive and _not_found_yet(s, now):
         return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
@@ -528,6 +543,7 @@ _HANDLERS: dict[type, Handler] = {
     SpeculativeHint: _on_hint,  # type: ignore[dict-item]
     LogActivity: _on_log_activity,  # type: ignore[dict-item]
     LogReset: _on_log_reset,  # type: ignore[dict-item]
+    LogFile: _on_log_file,  # type: ignore[dict-item]
     GpuSnapshot: _on_gpus,  # type: ignore[dict-item]
     HealthResult: _on_health,  # type: ignore[dict-item]
     ServerProcess: _on_process,  # type: ignore[dict-item]

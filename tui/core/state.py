@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone
 
 
 class Phase(str, Enum):
@@ -161,3 +161,6 @@ class Readiness:
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
     source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): the latest crash per source
+    process_visible: bool = True  # False: the server's processes cannot be seen (another uid's /proc)
+    process_owner_uid: int | None = None  # the uid that owns them, when known
+    log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)

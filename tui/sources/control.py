@@ -15,7 +15,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncGenerator, AsyncIterator
 
-from tui.core.events import ControlResult, GpuSnapshot, ServerProcess
+from tui.core.events import ControlResult, GpuSnapshot, PortOwner, ServerProcess
+from tui.core.explain import cannot_see_line
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
@@ -44,6 +45,7 @@ class _Target:
     seen: set[int] = field(default_factory=set)  # every pid ever seen in the server (for GPU attribution)
     names: dict[int, str] = field(default_factory=dict)
     how: str = ""
+    anchored: bool = True  # known by more than holding the port (pidfile, our launch, a writer of the log)
 
 
 def _discard(task: asyncio.Future[bytes]) -> None:
@@ -78,6 +80,8 @@ class ServerControl:
         self._generation = 0  # bumped whenever the target is replaced: a running watch starts over on it
         self._target_changed: asyncio.Event | None = None
         self._last_adopt = float("-inf")
+        self._last_find: FindResult | None = None  # the last search's answer (what it could and could not see)
+        self._last_owner: PortOwner | None = None  # the last PortOwner the watch reported
 
     @property
     def _target(self) -> _Target | None:
@@ -130,6 +134,7 @@ class ServerControl:
         return self._target_from(cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path))))
 
     def _target_from(self, found: FindResult) -> _Target | None:
+        self._last_find = found
         main = cmds.pick_main(found)
         if main is None:
             return None
@@ -137,11 +142,14 @@ class ServerControl:
                f"listener on port {self.port}" if main.pid in found.port_pids else f"writer of {self.log_path}")
         # Its group and session count only when it leads them: otherwise they hold the user's shell too.
         # Every live writer of its log and holder of its port belongs to it (orphans keep the log open).
+        # A holder of the port that is not of the server's tree (another service) is no member of it.
         members = {p.pid: p.start for p in found.procs.values()
-                   if p.alive and (p.pid == main.pid or p.pid in found.port_pids or p.pid in found.log_pids)}
+                   if p.alive and (p.pid == main.pid or p.pid in found.log_pids
+                                   or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs)))}
+        anchored = main.pid == found.pidfile or main.pid in found.log_pids or not self.log_path
         return _Target(main=main.pid, group=main.pid if main.pgid == main.pid else None,
                        session=main.pid if main.sid == main.pid else None, run_id=main.marker,
-                       known=members, how=how)
+                       known=members, how=how, anchored=anchored)
 
     async def _scan(self, target: _Target) -> dict[int, Proc]:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
@@ -162,8 +170,16 @@ class ServerControl:
         return self._target
 
     def _not_found(self) -> ServerProcess:
+        hidden, owner = cmds.hidden_owner(self._last_find) if self._last_find else (False, None)
+        if hidden:  # not found because it cannot be seen: unknown, never gone
+            return ServerProcess(alive=False, detail=cannot_see_line(owner), visible=False, owner_uid=owner)
         where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
         return ServerProcess(alive=False, detail=f"no server process found ({where})")
+
+    def cannot_see(self) -> ServerProcess | None:
+        """The last search's answer when it found no server because it cannot see its processes."""
+        state = self._not_found()
+        return None if state.visible else state
 
     async def process_state_now(self) -> ServerProcess:
         """Like process_state, but adopts at once (raises HostError)."""
@@ -171,7 +187,7 @@ class ServerControl:
         live = await self._scan(target) if target else {}
         if not live:
             self._target = None
-            return ServerProcess(alive=False)
+            return self.cannot_see() or ServerProcess(alive=False)
         return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how if target else "")
 
     async def process_state(self) -> ServerProcess:
@@ -192,8 +208,19 @@ class ServerControl:
 
     async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
                                   first_rescan_s: float | None = None) -> AsyncIterator[ServerProcess]:
+        """watch_process_events, the process states only."""
+        async with aclosing(self.watch_process_events(interval, rescan_s=rescan_s,
+                                                      first_rescan_s=first_rescan_s)) as events:
+            async for event in events:
+                if isinstance(event, ServerProcess):
+                    yield event
+
+    async def watch_process_events(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
+                                   first_rescan_s: float | None = None
+                                   ) -> AsyncGenerator[ServerProcess | PortOwner, None]:
         """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
-        full /proc scan per check): a ServerProcess per check while found, per search while not.
+        full /proc scan per check): a ServerProcess per check while found, per search while not, and a
+        PortOwner whenever who listens on the port changes (from each search, and each full scan).
 
         While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
         with backoff; the loop ends with its channel, so nothing is left on the host."""
@@ -209,13 +236,16 @@ class ServerControl:
             else:
                 command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
                                                   known=target.known, interval=interval, rescan_s=rescan_s,
-                                                  first_rescan_s=first_rescan_s)
+                                                  first_rescan_s=first_rescan_s, port=self.port)
             reported = False
             try:
                 proc = await self.host.start(command)
                 try:
                     async with aclosing(self._watch_blocks(proc, generation, stale_s=3 * every + 60)) as blocks:
                         async for block in blocks:
+                            owner = self._owner_changed(target, block, generation)
+                            if owner is not None:
+                                yield owner
                             state = self._watched(target, block, generation)
                             if state is not None:
                                 reported = True
@@ -262,7 +292,7 @@ class ServerControl:
                             kind, lines = "", []
                         else:
                             lines.append(line)
-                    elif line in (cmds.WATCH_SCAN, cmds.WATCH_FIND):
+                    elif line in (cmds.WATCH_SCAN, cmds.WATCH_FIND, cmds.WATCH_PORT):
                         kind = line
                     elif line == cmds.WATCH_ALIVE:
                         yield line, ""
@@ -283,12 +313,38 @@ class ServerControl:
             self._target = found  # the watch starts over on it, with a scan at once
             return None
         assert target is not None
+        if kind == cmds.WATCH_PORT:
+            return None  # _owner_changed's
         if kind == cmds.WATCH_SCAN:
             self._remember(target, text)
         if not target.known:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
         return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how)
+
+    def _owner_changed(self, target: _Target | None, block: tuple[str, str], generation: int) -> PortOwner | None:
+        """The PortOwner a find or port block says, when it differs from the last one reported."""
+        kind, text = block
+        if generation != self._generation or kind not in (cmds.WATCH_FIND, cmds.WATCH_PORT):
+            return None
+        found = cmds.parse_find(text)
+        if kind == cmds.WATCH_FIND:
+            target = self._target_from(found)  # pure: the same answer _watched adopts
+        owner = self._port_owner(found, target)
+        if owner == self._last_owner:
+            return None
+        self._last_owner = owner
+        return owner
+
+    def _port_owner(self, found: FindResult, target: _Target | None) -> PortOwner:
+        """Who listens on the port: its pid and command when visible, and whether it is the server's."""
+        if not found.port_pids:
+            return PortOwner(self.port)  # nobody listens, or the listener cannot be seen
+        pid = min(found.port_pids)  # the first of a forked group sharing the socket
+        command = found.names.get(pid, "")
+        if target is None or not target.anchored:
+            return PortOwner(self.port, pid, command, None)
+        return PortOwner(self.port, pid, command, any(p in target.known for p in found.port_pids))
 
     # ------------------------------------------------------------------------------------------ actions
 
@@ -305,6 +361,8 @@ class ServerControl:
         if running.alive:
             return ControlResult("launch", False, f"a server is already running (pids {', '.join(map(str, running.pids))},"
                                  f" {running.detail}): stop it first", survivors=running.pids)
+        if not running.visible:  # one may run under a uid we cannot see: a second launch would fight it
+            return ControlResult("launch", False, f"{running.detail}: a server may already run; not launching")
         run_id = cmds.new_run_id()
         command = cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
         try:
@@ -351,8 +409,11 @@ class ServerControl:
     async def _stop_steps(self, action: str, graceful: bool) -> ControlResult:
         target = await self._current()
         if target is None:
+            unseen = self.cannot_see()
+            if unseen is not None:  # not "nothing": it may run, under a uid whose processes we cannot read
+                return ControlResult(action, False, unseen.detail, found="cannot_see")
             where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
-            return ControlResult(action, True, f"nothing to stop: no server process found ({where})")
+            return ControlResult(action, True, f"nothing to stop: no server process found ({where})", found="nothing")
         commands: list[str] = []
         live = await self._scan(target)
         steps: list[str] = []
@@ -378,7 +439,8 @@ class ServerControl:
         detail = "; ".join([*(steps or ["no process was running"]), gpu_note])
         if survivors:
             detail += "; still alive: " + ", ".join(f"{pid} {target.names.get(pid, '')}".strip() for pid in survivors)
-        return ControlResult(action, ok, detail, "\n".join(commands), survivors, held)
+        found = "nothing" if ok and not steps else ""  # gone before the stop began: it stopped nothing
+        return ControlResult(action, ok, detail, "\n".join(commands), survivors, held, found=found)
 
     async def _signal_and_wait(self, target: _Target, signal: str, live: dict[int, Proc], wait_s: float,
                                commands: list[str]) -> dict[int, Proc]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MARKER_VAR = "SGLANG_TUI_RUN"
 q = shlex.quote
@@ -48,11 +48,25 @@ def read_pidfile_command(log_path: str, wait_s: float = 5.0) -> str:
 _STAT_FIELDS = "sed 's/^.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f1-4,20"
 
 
+# `C PID cmdline` (flattened to one line, bounded) for the candidate $p.
+_CMDLINE_LINE = "printf 'C %s ' \"$p\"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo"
+
+# What tells a server that cannot be seen from one that is not there: `U UID INODE` for each socket that
+# listens on $port (/proc/net/tcp names its uid even when that uid's /proc/PID/fd cannot be read), `W UID`
+# the log's owner, `M UID` the uid this runs as. Needs $ph (the port in hex) and $log.
+_VISIBILITY_LINES = (
+    "awk -v ph=\"$ph\" 'FNR > 1 && $4 == \"0A\" { n = split($2, a, \":\"); if (a[n] == ph) print \"U\", $8, $10 }' "
+    "/proc/net/tcp /proc/net/tcp6 2>/dev/null\n"
+    '[ -n "$log" ] && w=$(stat -L -c %u -- "$log" 2>/dev/null) && echo "W $w"\n'
+    'echo "M $(id -u)"'
+)
+
+
 def find_command(port: int, log_path: str | None) -> str:
     """Candidates for an adopted server: the pidfile's pid, the listener on PORT, the writers of LOG.
 
-    Prints `pidfile PID`, `port PID`, `log PID`, then `S PID state ppid pgid sid start` and
-    `E PID SGLANG_TUI_RUN=…` for each candidate."""
+    Prints `pidfile PID`, `port PID`, `log PID`, then `S PID state ppid pgid sid start`,
+    `E PID SGLANG_TUI_RUN=…` and `C PID cmdline` for each candidate, then the _VISIBILITY_LINES."""
     log = q(log_path) if log_path else "''"
     pidfile = q(pidfile_for(log_path)) if log_path else "/dev/null"
     return f"""port={int(port)}; log={log}
@@ -69,7 +83,9 @@ found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
 for p in $(echo "$found" | cut -d' ' -f2 | sort -u); do
   s=$({_STAT_FIELDS}) && [ -n "$s" ] && echo "S $p $s"
   tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep '^{MARKER_VAR}=' | sed "s/^/E $p /"
-done; true"""
+  {_CMDLINE_LINE}
+done
+{_VISIBILITY_LINES}; true"""
 
 
 def scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int]) -> str:
@@ -157,26 +173,56 @@ _UP_FUNC = ('up() { [ -d "/proc/$1" ] || return 1; '
             '[ "$v" != Z ] && [ "$v" != X ]; }')
 
 # What a watch prints: `K` when every known process was still alive at a check; a block `S`, the lines of
-# scan_command, `.` after a full scan; a block `F`, the lines of find_command, `.` after a search.
+# scan_command, `.` after a full scan; a block `F`, the lines of find_command, `.` after a search; after
+# each full scan a block `O`, the lines of _PORT_OWNER_FUNC (who listens on the port).
 WATCH_ALIVE, WATCH_SCAN, WATCH_FIND, WATCH_END = "K", "S", "F", "."
+WATCH_PORT = "O"
+
+
+def _port_owner_func(port: int) -> str:
+    """`powner`: `U UID INODE` per socket listening on PORT, `port PID` per process that holds one, `C PID
+    cmdline` of those, `M UID` (this uid). The fd search (every fd on the host) runs only when the
+    listening sockets changed since the last call; otherwise the last answer is printed again."""
+    return rf"""ph=$(printf '%04X' {int(port)}); mu=$(id -u); pl=-; po=
+powner() {{
+  l=$(awk -v ph="$ph" 'FNR > 1 && $4 == "0A" {{ n = split($2, a, ":"); if (a[n] == ph) print "U", $8, $10 }}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+  if [ "$l" != "$pl" ]; then
+    pl=$l; po=
+    ino=$(printf '%s\n' "$l" | awk 'NF == 3 {{ printf " %s", $3 }}')
+    [ -n "$ino" ] && po=$(ls -l /proc/[0-9]*/fd 2>/dev/null | awk -v ino="$ino " '
+/^\/proc\/[0-9]+\/fd:$/ {{ split($0, a, "/"); pid = a[3]; next }}
+{{ i = index($0, " -> "); if (!i) next; t = substr($0, i + 4)
+  if (t ~ /^socket:\[/ && index(ino, " " substr(t, 9, length(t) - 9) " ")) print "port", pid }}' | sort -u)
+    for p in $(printf '%s\n' "$po" | cut -d' ' -f2); do
+      po="$po
+$({_CMDLINE_LINE})"
+    done
+  fi
+  printf '%s\n%s\nM %s\n' "$l" "$po" "$mu"
+}}"""
 
 
 def watch_scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int],
-                       interval: float, rescan_s: float, first_rescan_s: float | None = None) -> str:
+                       interval: float, rescan_s: float, first_rescan_s: float | None = None,
+                       port: int | None = None) -> str:
     """A loop on the host: every `interval` s check that the known processes exist and are no zombies (no
     fork); scan fully when one is gone or none is known, and otherwise after `first_rescan_s` (default: one
     check), doubling while the scan finds the same processes up to `rescan_s` (back to the first when not)."""
     cap = max(1, int(rescan_s / interval))
     first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
     scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
+    owner_func = _port_owner_func(port) if port else ""
+    # powner runs in this shell (not in $(…)), so what it remembers lasts to the next scan.
+    owner_step = f"\n    echo {WATCH_PORT}; powner; echo {WATCH_END}" if port else ""
     return f"""{_WATCH_PROLOGUE}
 {_UP_FUNC}
+{owner_func}
 all_up() {{ for ps in $known; do up "${{ps%%:*}}" || return 1; done; }}
 known={q(_pairs(known))}; gap={first}; left=0
 while :; do
   if [ "$left" -le 0 ] || [ -z "$known" ] || ! all_up; then
     out=$({scan})
-    printf '{WATCH_SCAN}\\n%s\\n{WATCH_END}\\n' "$out"
+    printf '{WATCH_SCAN}\\n%s\\n{WATCH_END}\\n' "$out"{owner_step}
     now=$(printf '%s\\n' "$out" | awk '$1 == "P" && $6 != "Z" && $6 != "X" {{ print $2 ":" $7 }}' | sort | tr '\\n' ' ')
     if [ "$now" = "$known" ]; then gap=$((gap * 2)); [ "$gap" -gt {cap} ] && gap={cap}; else gap={first}; fi
     known=$now; left=$gap
@@ -246,6 +292,10 @@ class FindResult:
     port_pids: tuple[int, ...]
     log_pids: tuple[int, ...]
     procs: dict[int, Proc]
+    listeners: tuple[tuple[int, int], ...] = ()  # (uid, socket inode) of each socket listening on the port
+    log_uid: int | None = None  # the log file's owner
+    my_uid: int | None = None  # the uid the commands ran as
+    names: dict[int, str] = field(default_factory=dict)  # pid -> command line, where readable
 
 
 def parse_find(text: str) -> FindResult:
@@ -255,6 +305,7 @@ def parse_find(text: str) -> FindResult:
     log: set[int] = set()
     stats: dict[int, list[str]] = {}
     markers: dict[int, str] = {}
+    seen = _parse_visibility(text)
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 2 or not fields[1].isdigit():
@@ -276,7 +327,57 @@ def parse_find(text: str) -> FindResult:
             procs[pid] = Proc(pid, int(ppid), int(pgid), int(sid), state, int(start), marker=markers.get(pid))
         except ValueError:
             continue
-    return FindResult(pidfile, tuple(sorted(port)), tuple(sorted(log)), procs)
+    return FindResult(pidfile, tuple(sorted(port)), tuple(sorted(log)), procs, **seen)  # type: ignore[arg-type]
+
+
+def _parse_visibility(text: str) -> dict[str, object]:
+    """The _VISIBILITY_LINES and `C` lines of a find (or of a watch's port block) as FindResult fields."""
+    listeners: list[tuple[int, int]] = []
+    log_uid = my_uid = None
+    names: dict[int, str] = {}
+    for line in text.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) >= 2 and parts[0] == "C" and parts[1].isdigit():
+            names[int(parts[1])] = (parts[2] if len(parts) > 2 else "").strip()
+            continue
+        fields = line.split()
+        if not all(f.isdigit() for f in fields[1:]) or len(fields) < 2:
+            continue
+        if fields[0] == "U" and len(fields) == 3:
+            listeners.append((int(fields[1]), int(fields[2])))
+        elif fields[0] == "W" and len(fields) == 2:
+            log_uid = int(fields[1])
+        elif fields[0] == "M" and len(fields) == 2:
+            my_uid = int(fields[1])
+    return {"listeners": tuple(sorted(set(listeners))), "log_uid": log_uid, "my_uid": my_uid, "names": names}
+
+
+def hidden_owner(found: FindResult) -> tuple[bool, int | None]:
+    """(hidden, owner uid) for a find that found no server: hidden when what marks the server (a socket
+    listening on the port, the log file) belongs to another uid whose /proc/PID/fd this uid cannot read,
+    so "not found" says nothing about whether it runs. Root reads every process: never hidden."""
+    if found.my_uid is None or found.my_uid == 0:
+        return False, None
+    others = [uid for uid, _ in found.listeners if uid != found.my_uid]
+    if others and not found.port_pids:
+        return True, others[0]  # something listens on the port, and no process we can read holds it
+    if found.log_uid is not None and found.log_uid != found.my_uid and not found.log_pids:
+        return True, found.log_uid
+    return False, None
+
+
+def in_tree(p: Proc, main: Proc, procs: dict[int, Proc]) -> bool:
+    """Whether p is main, or shares the group/session main leads, or descends from main (among procs)."""
+    leads_group, leads_session = main.pgid == main.pid, main.sid == main.pid
+    if p.pid == main.pid or (leads_group and p.pgid == main.pid) or (leads_session and p.sid == main.pid):
+        return True
+    seen: set[int] = set()
+    while p.ppid in procs and p.ppid not in seen:
+        seen.add(p.ppid)
+        p = procs[p.ppid]
+        if p.pid == main.pid:
+            return True
+    return False
 
 
 def pick_main(found: FindResult) -> Proc | None:
@@ -286,7 +387,10 @@ def pick_main(found: FindResult) -> Proc | None:
     recorded = live.get(found.pidfile) if found.pidfile is not None else None
     if recorded is not None and recorded.sid == recorded.pid and recorded.marker:
         return recorded  # still our launcher's session leader (a reused pid would lack the run marker)
-    for pids in (found.port_pids, found.log_pids):
+    order: tuple[tuple[int, ...], ...] = (found.port_pids, found.log_pids)
+    if any(pid in live for pid in found.log_pids) and not set(found.port_pids) & set(found.log_pids):
+        order = (found.log_pids,)  # the port is held by something that does not write the log: not the server
+    for pids in order:
         candidates = [live[pid] for pid in pids if pid in live]
         roots = [p for p in candidates if p.ppid not in {c.pid for c in candidates}]
         if roots:

@@ -4,40 +4,49 @@ Before every (re)start it checks `stat -c '%i %s'` (and the last bytes it delive
 size below the offset, or other bytes before it mean the file was rotated or truncated, so it says
 LogReset and starts again from 0. Nothing lost, nothing repeated across a reconnect. A new launch appended
 to the same file is the parser's business, not this one's.
+
+When the name no longer leads to the file the server writes (moved by logrotate while the server keeps its
+fd, deleted, replaced), it follows that file through the server's own `/proc/PID/fd/1` (or 2), from the
+same byte offset, and says so (LogFile rotated_following / deleted_following); once that process is gone it
+goes back to the name. A log path that is missing, a directory, unreadable or a symlink is a LogFile fact.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator
 
-from tui.core.events import LogActivity, LogReset
+from tui.core.events import LogActivity, LogFile, LogReset
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
-TailEvent = LogActivity | LogReset
+TailEvent = LogActivity | LogReset | LogFile
 
 LAST_LAUNCH_MIN_BYTES = 2 * 1024 * 1024  # smaller logs are read whole
 NO_LAUNCH_TAIL_BYTES = 4 * 1024 * 1024  # a big log with no `server_args=` line: show only its end
 _WAIT_APPEAR_S = 20.0  # one bounded remote wait for a missing file (then we look again)
+_PROBLEM_WAIT_S = 2.0  # a directory or an unreadable file: look again this often
 
 # What `tail -F` says on stderr when the file under the name changes (coreutils 9.x wording).
 _TRUNCATED = b"file truncated"
-_RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open")
+_RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open",
+            b"cannot watch")  # "cannot watch …: Permission denied": made unreadable (chmod) under tail
 _NOTICE_YIELDS = 5  # event-loop turns a stdout chunk waits for a stderr notice already on its way
 _SEEN_TAIL = 64  # bytes remembered before the offset, compared on resync
 
 
-def tail_command(path: str, offset: int) -> str:
-    """tail from byte `offset` (0-based); it dies with its channel: a watchdog kills it at stdin EOF."""
+def tail_command(path: str, offset: int, writer: int | None = None) -> str:
+    """tail from byte `offset` (0-based); it dies with its channel: a watchdog kills it at stdin EOF.
+    With `writer`, PATH is that process's /proc/PID/fd/N: follow the open file (-f) until the process ends."""
     q = shlex.quote(path)
     # A non-interactive sh gives background jobs /dev/null as stdin, so the channel's stdin is kept on fd 3
     # for the watchdog. --pid=$$ also ends tail if this shell is killed outright.
+    follow = f"-f -s 0.25 --pid={int(writer)}" if writer else "-F -s 0.25 --pid=$$"
     return (
         "exec 3<&0; "
-        f"tail -c +{offset + 1} -F -s 0.25 --pid=$$ -- {q} & t=$!; "
+        f"tail -c +{offset + 1} {follow} -- {q} & t=$!; "
         '{ cat <&3 >/dev/null 2>&1; kill "$t" 2>/dev/null; } >/dev/null 2>&1 & '
         'exec 3<&-; wait "$t"'
     )
@@ -52,12 +61,75 @@ def last_launch_command(path: str) -> str:
     )
 
 
+def look_command(path: str) -> str:
+    """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE` (a file;
+    followed by `R` when this uid cannot read it), `R` (cannot even stat it) or `M` (missing)."""
+    q = shlex.quote(path)
+    return (f"p={q}; [ -L \"$p\" ] && echo \"L $(readlink -f -- \"$p\")\"; "
+            'if [ -d "$p" ]; then echo D; '
+            "elif s=$(LC_ALL=C stat -L -c '%d %i %s' -- \"$p\" 2>&1); then echo \"I $s\"; [ -r \"$p\" ] || echo R; "
+            'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi')
+
+
+def writer_command(dev: str, inode: str) -> str:
+    """`W /proc/PID/fd/N TARGET` for the first process whose stdout or stderr is that file (dev, inode)."""
+    want = shlex.quote(f"{dev} {inode}")
+    return ("f=$(stat -L -c '%d %i %n' /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 2>/dev/null "
+            f"| awk -v w={want} '$1 \" \" $2 == w {{ print $3; exit }}'); "
+            '[ -n "$f" ] && echo "W $f $(readlink -- "$f")"; true')
+
+
 @dataclass(frozen=True)
 class FileId:
     """What `stat` says about the file under the name."""
 
     inode: str
     size: int
+    dev: str = ""
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the name is now: kind file | missing | directory | denied; symlink: where it points."""
+
+    kind: str
+    file: FileId | None = None
+    symlink: str | None = None
+    readable: bool = True
+
+
+def parse_look(text: str) -> Look:
+    symlink, kind, file, readable = None, "missing", None, True
+    for line in text.splitlines():
+        tag, _, rest = line.partition(" ")
+        if tag == "L":
+            symlink = rest
+        elif tag == "D":
+            kind = "directory"
+        elif tag == "I" and len(rest.split()) == 3 and rest.split()[2].isdigit():
+            dev, inode, size = rest.split()
+            kind, file = "file", FileId(inode, int(size), dev)
+        elif tag == "R":
+            readable = False
+            if kind != "file":
+                kind = "denied"
+    return Look(kind, file, symlink, readable)
+
+
+@dataclass(frozen=True)
+class Writer:
+    """The server process whose stdout/stderr the tail follows: its fd path and what that fd points to."""
+
+    fd_path: str
+    target: str
+
+    @property
+    def pid(self) -> int:
+        return int(self.fd_path.split("/")[2])
+
+    @property
+    def deleted(self) -> bool:
+        return self.target.endswith(" (deleted)")
 
 
 class LogTail:
@@ -81,14 +153,55 @@ class LogTail:
         self._seen_tail = b""  # the last bytes delivered (up to _SEEN_TAIL), to recognise the file on resync
         self._last_launch_min = last_launch_min_bytes
         self._retry = retry
+        self._dev = ""  # the followed file's device (with its inode: the file, wherever its name went)
+        self._writer: Writer | None = None  # following the server's own stdout, not the name
+        self._said: LogFile | None = None  # the last LogFile fact emitted (each is said once)
+        self._problem = False  # the name is a directory or unreadable: look again after a pause
 
-    async def _stat(self) -> FileId | None:
-        q = shlex.quote(self.path)
-        result = await self.host.run(f"stat -L -c '%i %s' -- {q}", timeout=30.0)
-        if result.returncode != 0:
+    async def _look(self) -> Look:
+        result = await self.host.run(look_command(self.path), timeout=30.0)
+        return parse_look(result.stdout.decode("utf-8", "replace"))
+
+    async def _find_writer(self) -> Writer | None:
+        """A live process whose stdout or stderr is still the file we followed under the name."""
+        if self._inode is None or not self._dev:
             return None
-        inode, size = result.stdout.split()
-        return FileId(inode.decode(), int(size))
+        result = await self.host.run(writer_command(self._dev, self._inode), timeout=30.0)
+        for line in result.stdout.decode("utf-8", "replace").splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3 and parts[0] == "W" and parts[1].startswith("/proc/"):
+                return Writer(parts[1], parts[2])
+        return None
+
+    def _say(self, status: str, *, target: str = "", pid: int | None = None,
+             symlink: str | None = None) -> list[TailEvent]:
+        """A LogFile fact, once per change."""
+        fact = LogFile(status, self.path, target, pid, symlink)
+        if fact == self._said or (self._said is None and status == "ok" and symlink is None):
+            return []
+        self._said = fact
+        return [fact]
+
+    async def _follow_writer(self, writer: Writer, symlink: str | None) -> list[TailEvent]:
+        """Keep reading the server's file through its fd, from the same offset."""
+        self._writer = writer
+        if writer.deleted:
+            return self._say("deleted_following", target=writer.fd_path, pid=writer.pid, symlink=symlink)
+        return self._say("rotated_following", target=writer.target, pid=writer.pid, symlink=symlink)
+
+    async def _resync_writer(self) -> tuple[list[TailEvent], bool] | None:
+        """While following a writer's fd: keep on while it is still that file, else back to the name."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return None
+        found = await self._find_writer()
+        if found is not None:
+            self._writer = found
+            if self._force_reset:  # tail saw the followed file truncated: it starts again from its first byte
+                self._force_reset, self.offset, self._seen_tail = None, 0, b""
+                return [LogReset("truncated", f"{found.target}: tail saw it truncated")], True
+            return [], True
+        return None  # the writer is gone: the name decides again (a new file there is a new start)
 
     async def _wait_for_file(self) -> None:
         q = shlex.quote(self.path)
@@ -117,13 +230,29 @@ class LogTail:
 
     async def _resync(self) -> tuple[list[TailEvent], bool]:
         """Decide where to (re)start. Returns events to emit and whether the file exists now."""
+        following = await self._resync_writer()
+        if following is not None:
+            return following
         events: list[TailEvent] = []
-        found = await self._stat()
+        look = await self._look()
+        found = look.file if look.kind == "file" and look.readable else None
+        self._problem = False
+        named = look.file  # the file under the name, readable or not
+        if self._inode is not None and (named is None or (named.inode, named.dev) != (self._inode, self._dev)):
+            writer = await self._find_writer()  # the name left the file the server still writes: keep to it
+            if writer is not None:
+                return await self._follow_writer(writer, look.symlink), True
+        if look.kind == "directory" or (look.kind in ("denied", "file") and not look.readable):
+            self._problem = True
+            return self._say("directory" if look.kind == "directory" else "permission_denied",
+                             symlink=look.symlink), False
         if found is None:
+            events += self._say("missing", symlink=look.symlink)
             if not self._missing:
                 self._missing = True
                 events.append(LogReset("missing", self.path))
             return events, False
+        events += self._say("empty" if found.size == 0 else "ok", symlink=look.symlink)
         forced, self._force_reset = self._force_reset, None
         if self._inode is None:
             if self._missing:
@@ -148,7 +277,7 @@ class LogTail:
         if self.offset == 0:
             self._seen_tail = b""
         self._missing = False
-        self._inode = found.inode
+        self._inode, self._dev = found.inode, found.dev
         return events, True
 
     async def events(self) -> AsyncIterator[TailEvent]:
@@ -160,9 +289,14 @@ class LogTail:
                 for event in events:
                     yield event
                 if not exists:
-                    await self._wait_for_file()
+                    if self._problem:
+                        await asyncio.sleep(_PROBLEM_WAIT_S)
+                    else:
+                        await self._wait_for_file()
                     continue
-                proc = await self.host.start(tail_command(self.path, self.offset))
+                writer = self._writer
+                source = writer.fd_path if writer else self.path
+                proc = await self.host.start(tail_command(source, self.offset, writer.pid if writer else None))
                 delivered = self._noticed = False
                 try:
                     async for event in self._follow(proc):
@@ -202,6 +336,8 @@ class LogTail:
                         return  # resync from the file's new start; this chunk is not counted
                     self.offset += len(data)
                     self._seen_tail = (self._seen_tail + data[-_SEEN_TAIL:])[-_SEEN_TAIL:]
+                    if self._said is not None and self._said.status == "empty":
+                        self._said = replace(self._said, status="ok")  # as the reducer, on these bytes
                     yield LogActivity(self.offset, data)
                     continue
                 self._note(notice.result())

@@ -217,6 +217,8 @@ class Monitor:
                 self._put(event)
                 continue
             self._put(event)
+            if not isinstance(event, LogActivity):
+                continue  # a LogFile fact (missing, rotated and followed, …): no bytes to parse
             try:
                 parsed = parser.feed(event.data)
             except Exception:  # a parser bug must not stop the tail: log it, start a fresh parser
@@ -244,7 +246,8 @@ class Monitor:
                 self.host, port=self.port, log_path=self.log_path, remote_python=self.remote_python,
                 sim_gpus=self.sim_gpus,
             )  # fmt: skip
-        watch = getattr(control, "watch_process_state", None)
+        # watch_process_events also says who listens on the port (PortOwner); a control without it, only states.
+        watch = getattr(control, "watch_process_events", None) or getattr(control, "watch_process_state", None)
         if watch is not None:
             # One long-lived loop on the host: a new channel (sshd session + login shell) per check costs
             # the host ~100 ms of CPU; the watch yields nothing while the host is unreachable.

@@ -8,6 +8,7 @@ asyncssh's own logging sent to a file so it never draws over the screen.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import logging.handlers
 import os
@@ -223,13 +224,40 @@ class SshHost(Host):
         except (asyncio.TimeoutError, TimeoutError):
             raise HostUnreachable(f"{self._where}: timed out connecting ({self._connect_timeout:g} s)") from None
         except asyncssh.DisconnectError as exc:
+            proxy = await self._proxy_command()
+            if proxy:
+                raise HostUnreachable(
+                    f"{self._where}: ProxyCommand `{proxy}` ended before the SSH handshake ({exc.reason}): "
+                    "run it by hand to see why, or fix ProxyCommand in your ssh config"
+                ) from None
             raise HostUnreachable(f"{self._where}: SSH connection failed: {exc.reason}") from None
         except OSError as exc:
+            proxy = await self._proxy_command()
+            if proxy and exc.errno not in (errno.ENOENT, errno.EACCES, errno.ENOEXEC):
+                raise HostUnreachable(
+                    f"{self._where}: ProxyCommand `{proxy}` ended before the SSH handshake ({exc.strerror or exc}): "
+                    "run it by hand to see why, or fix ProxyCommand in your ssh config"
+                ) from None
+            if proxy:
+                raise HostUnreachable(
+                    f"{self._where}: ProxyCommand `{proxy}` could not be started: {exc.strerror or exc}: "
+                    "fix ProxyCommand in your ssh config"
+                ) from None
             raise HostUnreachable(f"{self._where}: cannot connect: {exc.strerror or exc}") from None
         except (asyncssh.Error, ValueError, asyncssh.KeyImportError) as exc:
             raise HostAuthError(f"{self._where}: SSH setup failed: {exc}") from None
         self._generation = generation
         return conn
+
+    async def _proxy_command(self) -> str:
+        """The ProxyCommand this connection goes through (from the ssh config), "" when none."""
+        try:
+            proxy = (await self._options()).proxy_command
+        except Exception:  # the connect already failed; this is only for the message
+            return ""
+        if not proxy:
+            return ""
+        return proxy if isinstance(proxy, str) else " ".join(shlex.quote(arg) for arg in proxy)
 
     async def _host_key_error(self) -> HostAuthError:
         """Unknown key: show its fingerprint and how to trust it. Changed key: refuse loudly."""

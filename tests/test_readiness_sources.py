@@ -1,0 +1,93 @@
+"""The reducer and the verdict's words for two source facts (issue 17): processes that cannot be seen, and
+what the log path is (missing, empty, a directory, unreadable, a symlink, rotated or deleted and followed)."""
+
+from __future__ import annotations
+
+from tests.test_readiness_phases import feed, startup
+from tui.core.events import HealthResult, LaunchStarted, LogActivity, LogFile, ServerProcess, Tick
+from tui.core.readiness import FIND_GRACE_S, reduce
+from tui.core.state import Phase, Readiness
+
+UNSEEN = ServerProcess(alive=False, detail="cannot see", visible=False, owner_uid=0)
+CANNOT_SEE = "cannot see the server's processes (owned by uid 0; watch as that user or root)"
+
+
+def test_processes_that_cannot_be_seen_are_never_gone() -> None:
+    s = feed(startup("load_begin"))
+    for now in (36005.0, 36005.0 + FIND_GRACE_S + 60, 36005.0 + 600):
+        s = reduce(s, UNSEEN, now)
+        assert s.phase is Phase.LOADING_WEIGHTS and s.process_alive is None and s.error is None
+    assert not s.process_visible and s.process_owner_uid == 0
+    assert f"process: {CANNOT_SEE}" in s.evidence
+
+
+def test_ready_from_the_log_and_health_says_it_cannot_see() -> None:
+    s = reduce(feed(startup("fired_up")), UNSEEN, 36021.0)
+    s = reduce(s, HealthResult("/health", "ok", status=200), 36022.0)
+    assert s.phase is Phase.READY
+    assert s.reason == f"ready: the log says fired up and /health answers 200; {CANNOT_SEE}"
+
+
+def test_seeing_them_again_clears_it() -> None:
+    s = reduce(feed(startup("load_begin")), UNSEEN, 36005.0)
+    s = reduce(s, ServerProcess(alive=True, pids=(7,)), 36006.0)
+    assert s.process_visible and s.process_owner_uid is None and s.process_alive is True
+    s = reduce(s, ServerProcess(alive=False), 36007.0)
+    assert s.phase is Phase.FAILED  # seen, then gone: that is a death
+
+
+def test_an_unknown_owner_is_said_as_another_user() -> None:
+    s = reduce(Readiness(), ServerProcess(alive=False, visible=False), 1.0)
+    expected = "process: cannot see the server's processes (owned by another user; watch as that user or root)"
+    assert expected in s.evidence
+
+
+def test_a_missing_log_is_named_in_the_reason_until_bytes_arrive() -> None:
+    s = reduce(Readiness(), LogFile("missing", "/srv/typo.log"), 1.0)
+    assert s.reason == "waiting for the first log line: log file missing: /srv/typo.log"
+    s = reduce(s, LogActivity(6, b"hello\n"), 2.0)
+    assert s.reason == "waiting for the first log line" and s.log_file == LogFile("ok", "/srv/typo.log")
+
+
+def test_each_unreadable_log_has_its_words() -> None:
+    words = {
+        "empty": "log file empty: /l",
+        "directory": "log path is a directory, not a file: /l",
+        "permission_denied": "permission denied: /l",
+    }
+    for status, text in words.items():
+        s = reduce(Readiness(), LogFile(status, "/l"), 1.0)
+        assert s.reason == f"waiting for the first log line: {text}" and f"log: {text}" in s.evidence
+
+
+def test_unreadable_mid_load_is_named_after_the_progress_and_in_a_stall() -> None:
+    s = reduce(feed(startup("weights")), LogFile("permission_denied", "/l"), 36010.0)
+    assert s.phase is Phase.LOADING_WEIGHTS and s.reason.endswith("; permission denied: /l"), s.reason
+    s = reduce(s, Tick(), 36010.0 + 3600)
+    assert s.stall is not None and s.reason.startswith("stalled in loading_weights") and s.reason.endswith(
+        "; permission denied: /l")
+
+
+def test_a_followed_log_is_said_while_loading_not_once_ready() -> None:
+    s = reduce(feed(startup("weights")), LogFile("rotated_following", "/l", "/l.1", 42), 36010.0)
+    assert s.reason.endswith("; log rotated: the server still writes to /l.1; following it")
+    s = feed(startup("fired_up")[len(startup("weights")):], s)
+    s = reduce(s, HealthResult("/health", "ok", status=200), 36030.0)
+    assert s.phase is Phase.READY and "rotated" not in s.reason
+    assert "log: log rotated: the server still writes to /l.1; following it" in s.evidence
+    d = reduce(Readiness(), LogFile("deleted_following", "/l", "/proc/42/fd/1", 42), 1.0)
+    assert "log: log deleted; following the server's stdout (pid 42)" in d.evidence
+
+
+def test_a_symlinked_log_is_warned_with_its_target() -> None:
+    s = reduce(Readiness(), LogFile("ok", "/srv/log", symlink="/etc/shadow"), 1.0)
+    assert "log: log path /srv/log is a symlink to /etc/shadow" in s.evidence
+    assert s.reason == "waiting for the first log line"
+
+
+def test_a_new_launch_keeps_what_describes_the_host_and_the_path() -> None:
+    s = reduce(feed(startup("load_begin")), UNSEEN, 36005.0)
+    s = reduce(s, LogFile("ok", "/srv/log", symlink="/data/run.log"), 36006.0)
+    s = reduce(s, LaunchStarted(), 36007.0)
+    assert s.phase is Phase.STARTING and not s.process_visible and s.process_owner_uid == 0
+    assert "log: log path /srv/log is a symlink to /data/run.log" in s.evidence
