@@ -255,14 +255,17 @@ def _log_seen(
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
     """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
 
-    The highest index + 1 when that is a TP size (a power of two: TP splits the attention heads) or when every
-    index below it was seen; a lone TP2 says only "at least 3 ranks"."""
+    The highest index + 1 when that is a usual TP size (a power of two: TP splits the attention heads), when
+    every index below it was seen, or as a lower bound when several ranks show; a lone TP2 (a traceback of one
+    rank) says only "at least 3 ranks", which is no size."""
     top = seen[-1]
     size = top + 1
     if size & (size - 1) == 0:
         return size, f"inferred: highest rank seen is TP{top}"
     if len(seen) == size:
         return size, f"inferred: ranks TP0..TP{top} seen"
+    if len(seen) >= 2:
+        return size, f"inferred: at least {size} ranks (highest seen TP{top})"
     return None, ""
 
 
@@ -402,6 +405,8 @@ def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return _advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if ev.bar == "draft_weights":
         return _draft_bar(s, ev, when, clock, now)
+    if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
+        s = _with(s, jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
     if ev.bar in BAR_FIELDS:
         return _other_bar(s, ev, when, clock, now)
     if ev.bar == "capture":
