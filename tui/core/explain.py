@@ -132,6 +132,10 @@ def _capture_reason(s: Readiness) -> str:
 def _warmup_reason(s: Readiness) -> str:
     health = latest_health(s, "/health")
     last = f"/health {health_text(health)}" if health else "no /health answer yet"
+    if s.pd_warmup == "failed":
+        return f"PD disaggregation warmup failed: the server marks itself unhealthy; {last}"
+    if s.pd_warmup == "running":
+        return f"PD disaggregation warmup running; {last}"
     if s.log_ready:
         return f"log says fired up; waiting for /health 200 (last: {last})"
     if s.latest_milestone is None:
