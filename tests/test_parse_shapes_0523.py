@@ -208,6 +208,9 @@ def test_0523_draft_captures_of_new_algorithms_are_the_drafts() -> None:
     )
     begins = [e for e in evs if isinstance(e, Milestone) and e.kind == "graph_begin"]
     assert len(begins) == 3 and all(e.draft for e in begins)
+    s = replay(f"{ts(3, 'TP0')} Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=3.00 GB\n")
+    assert s.server.speculative == "unknown"  # a draft model's graph, algorithm not named
+    assert replay(f"{ts(1, 'TP0')} Capture Frozen-KV MTP draft cuda graph begin.\n").server.speculative == "FROZEN_KV_MTP"
 
 
 def test_a_draft_worker_in_a_traceback_says_speculative() -> None:
@@ -271,6 +274,20 @@ def test_warnings_with_failed_or_error_in_them_are_not_failures() -> None:
     assert kinds(evs) == ["dist_init", "dist_init", "dist_init", "dist_init", "kv_profile"]
     assert replay(text).phase is Phase.KV_CACHE
     assert kinds(events(f"{ts(5, 'TP0')} {FMT_KV}\n")) == ["kv_profile"]
+    more = (
+        "host:123:456 [0] NCCL INFO NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n"
+        "[rank1]:[W1201 10:00:01.123 socket.cpp:755] [c10d] The client socket has failed to connect to [::1]:29500 "
+        "(errno: 99 - Cannot assign requested address).\n"
+        f"{ts(6, 'TP0')} Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.\n"
+    )
+    assert not any(isinstance(e, Failure) for e in events(more))
+
+
+def test_an_error_level_line_that_names_a_cause_states_it() -> None:
+    evs = events("2025-11-05T01:56:54.292138Z ERROR kv_events.publisher: ZMQ bind failed: Address already in use\n")
+    assert [(e.kind, e.root_cause) for e in evs if isinstance(e, Failure)] == [("port_in_use", True)]
+    warn = "2025-11-05T01:56:54.292138Z  WARN kv_events.publisher: port 5557 busy (Address already in use), trying 5558\n"
+    assert not any(isinstance(e, Failure) for e in events(warn))  # the same words at WARN level: retried, not fatal
 
 
 # ------------------------------------------------------------------------------------------ envelopes, cut lines

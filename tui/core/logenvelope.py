@@ -33,7 +33,8 @@ WRAPPER = re.compile(
 # `2025-11-05T01:56:54.281615Z  INFO model_runner.init_device_graphs: message   `.
 TRACING = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})T(?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\s+"
-    r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+(?P<target>[\w.:<>-]*)(?::\s+|:?$)",
+    r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+"
+    r"(?P<target>[\w.<>-]*(?:\{[^}]*\})?(?:::?[\w.<>-]+(?:\{[^}]*\})?)*)(?::\s+|:?$)",
     re.ASCII,
 )
 # A logger that puts the level and the module after SGLang's time: `[2025-12-18 07:58:50] INFO trace.py:52: msg`.

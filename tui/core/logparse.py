@@ -24,7 +24,7 @@ from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
-from tui.core.logfailures import exception_failure, is_exception_line, marker_failure
+from tui.core.logfailures import exception_failure, is_exception_line, kind_of, marker_failure
 from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
     DRAFT_TYPE,
@@ -242,6 +242,9 @@ class LogParser:
         for hint in _FAILURE_HINTS:
             if hint in msg:
                 found_failure = marker_failure(msg)
+                if found_failure is None and env.level in ("ERROR", "CRITICAL"):
+                    named = kind_of(msg)  # an ERROR-level line that names a cause states it
+                    found_failure = (named, True, False) if named is not None else None
                 if found_failure is not None:
                     kind, root, opens = found_failure
                     self._emit(Failure(kind, env.line, root, env.rank, env.at, self._t(env.at)))
@@ -331,6 +334,8 @@ class LogParser:
                 self._in_capture = False
         elif kind in ("graph_begin", "graph_end"):
             draft = "draft" in str(fields[0][1]).lower() if fields else False
+            if draft and not self._speculative_off:  # a draft model's graph: speculative decoding is on
+                self._hint(speculative_family(str(fields[0][1])), line, at)
             if kind == "graph_begin":
                 self._capture_seen = self._in_capture = True
                 self._capture_bar = "piecewise" if "piecewise" in str(fields[0][1]).lower() else "capture"
