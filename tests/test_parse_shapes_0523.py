@@ -374,3 +374,12 @@ def test_the_tools_own_access_lines_are_not_warmup_requests() -> None:
     )
     reqs = [e for e in events(text) if isinstance(e, Milestone) and e.kind == "warmup_request"]
     assert len(reqs) == 1 and "from=sglang-tui" not in reqs[0].line
+
+
+def test_a_killed_server_and_a_child_that_failed_are_failure_markers() -> None:
+    s = replay(f"{ts(1, 'TP0')} Load weight begin. avail mem=70.00 GB\nKilled\n")
+    assert s.phase is Phase.FAILED and s.error is not None and (s.error.kind, s.error.line) == ("other", "Killed")
+    assert not s.error.root_cause
+    child = replay(f"{ts(2)} Child process unexpectedly failed with exitcode=9. pid=117981\n")
+    assert child.error is not None and child.error.kind == "other"
+    assert replay(f"{ts(3)} Killed 3 stale requests after timeout\n").error is None

@@ -41,7 +41,7 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
                  "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
-                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE")  # fmt: skip
+                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
 # A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
 _DRAFT_FRAME = re.compile(
@@ -88,6 +88,7 @@ class LogParser:
         self._tb_reported = False  # a failure was already reported for this traceback
         self._tb_at: str | None = None
         self._capture_bar = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
+        self._failed = False  # a failure was reported in this launch
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -173,6 +174,8 @@ class LogParser:
     def _emit(self, event: Event) -> None:
         if self._run:  # a run of batch lines ends at any other event
             self._out += self._run.drain(self._clock)
+        if isinstance(event, Failure):
+            self._failed = True
         self._out.append(event)
 
     def _t(self, at: str | None) -> float | None:
@@ -245,6 +248,8 @@ class LogParser:
                 if found_failure is None and env.level in ("ERROR", "CRITICAL"):
                     named = kind_of(msg)  # an ERROR-level line that names a cause states it
                     found_failure = (named, True, False) if named is not None else None
+                if found_failure is not None and msg == "Killed" and self._failed:
+                    break  # the tree being killed after a failure already reported: a consequence, not news
                 if found_failure is not None:
                     kind, root, opens = found_failure
                     self._emit(Failure(kind, env.line, root, env.rank, env.at, self._t(env.at)))
