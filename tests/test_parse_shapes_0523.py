@@ -128,6 +128,9 @@ def test_hf_snapshot_found_locally() -> None:
         "models--deepseek-ai--DeepSeek-V3/snapshots/abc; skipping download.\n"
     )
     assert s.hf_snapshot == "local"
+    for line in ("Local snapshot incomplete for m: missing model-00002-of-00004.safetensors. Will download missing files.",
+                 "Local HF snapshot at /hf/snapshots/abc has no files matching ['*.safetensors']; will attempt download."):
+        assert replay(f"{ts(1, 'TP0')} {line}\n").hf_snapshot == "download", line  # fmt: skip
 
 
 def test_engine_launched_weight_cache_daemons_are_not_standalone() -> None:
@@ -383,3 +386,12 @@ def test_a_killed_server_and_a_child_that_failed_are_failure_markers() -> None:
     child = replay(f"{ts(2)} Child process unexpectedly failed with exitcode=9. pid=117981\n")
     assert child.error is not None and child.error.kind == "other"
     assert replay(f"{ts(3)} Killed 3 stale requests after timeout\n").error is None
+
+
+def test_a_deepgemm_session_gets_a_longer_stall_limit() -> None:
+    from tui.core.stall import JIT_COMPILE, PHASE_LIMITS, limit_for
+
+    head = f"{ts(10, 'TP0')} Capture cuda graph begin. This can take up to several minutes. avail mem=60.00 GB\n"
+    plain = replay(head)
+    assert limit_for(plain) == PHASE_LIMITS[Phase.CUDA_GRAPH] < JIT_COMPILE
+    assert limit_for(replay(head + deepgemm(1))) == JIT_COMPILE

@@ -10,8 +10,9 @@ parser's business. The kinds (all `Milestone.kind`):
 - jit_begin / jit_kernel / jit_end: DeepGEMM JIT (`Entering DeepGEMM JIT Pre-Compile session. …`, one
   `Try DeepGEMM JIT Compiling for <KIND> N=…, K=…, num_groups=… with all Ms.` per kernel shape,
   `PP-parallel DeepGEMM warmup start/done …`); the `DeepGEMM warmup` bar is a BarProgress "jit".
-- hf_snapshot: `Found local HF snapshot for M at P; skipping download.` (field local=True) and huggingface_hub's
-  download notes (local=False).
+- hf_snapshot: `Found local HF snapshot for M at P; skipping download.` (field local=True); `Local snapshot
+  incomplete for M: …. Will download missing files.`, `Local HF snapshot at P has no files matching …; will attempt
+  download.` and huggingface_hub's `Fetching N files` (local=False: a download, which SGLang runs silently).
 - weight_cache: the weight cache daemon (`Launching N weight cache daemon(s) …` (co-terminal with the engine),
   `Launched weight cache daemon gpu=… pid=…`, `[WeightCacheDaemon gpu=…] …`, `[IpcModelLoader] …`, where
   `mode=client` or a daemon-liveness watchdog means a standalone daemon that outlives the server).
@@ -72,6 +73,8 @@ def shape(msg: str) -> tuple[str, Fields] | None:
         return "kv_profile", ()
     if msg.startswith("Found local HF snapshot for"):
         return "hf_snapshot", (("local", True),)
+    if msg.startswith(("Local snapshot incomplete for", "Local HF snapshot at")) and "download" in msg:
+        return "hf_snapshot", (("local", False),)  # `… Will download missing files.` / `…; will attempt download.`
     if msg.startswith(("Downloading ", "Fetching ")) and " files" in msg[:40]:
         return "hf_snapshot", (("local", False),)
     return _servers(msg) or _daemons(msg)
