@@ -15,7 +15,8 @@ import pytest
 
 from tui.core.events import BarProgress, BatchStats, Event, Failure, Milestone, RankSeen, ServerArgs, SpeculativeHint
 from tui.core.logparse import LogParser
-from tui.core.readiness import BAR_PHASE, MILESTONE_PHASE as REDUCER_PHASES, PER_RANK_KINDS, infer_tp_size
+from tui.core.readiness import BAR_PHASE, PER_RANK_KINDS, infer_tp_size, untagged_scheduler_line
+from tui.core.readiness import MILESTONE_PHASE as REDUCER_PHASES
 
 PHASES = ["starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup", "ready", "serving"]
 MILESTONE_PHASE = {
@@ -54,6 +55,9 @@ def derived(events: list[Event]) -> dict:
         if seen == (0,) and any(isinstance(e, Milestone) and e.kind in PER_RANK_KINDS and e.rank and "TP0" in e.rank
                                 and not e.draft for e in events):  # fmt: skip
             tp_size = 1  # every rank prints these lines: TP0's alone means TP=1
+        elif not seen and any(isinstance(e, Milestone) and e.kind in PER_RANK_KINDS and e.rank is None and not e.draft
+                              and untagged_scheduler_line(e) for e in events):  # fmt: skip
+            tp_size = 1  # SGLang prints the TP token only when TP > 1
     speculative = args[-1].speculative if args else None
     if speculative is None:
         hints = [e for e in events if isinstance(e, SpeculativeHint)]

@@ -348,6 +348,10 @@ def test_tp_inference() -> None:
     one = replay(f"{ts(1, 'TP0')} Load weight end. type=M, dtype=torch.bfloat16, avail mem=3.64 GB, mem usage=18.82 GB.\n")
     assert one.server.tp_size == 1 and one.tp_inferred == "inferred: per-rank startup lines appear for TP0 only"
     assert any("tp 1 inferred" in e for e in one.evidence)
+    untagged = replay(f"{ts(1)} Load weight end. elapsed=9.10 s, type=M, avail mem=60.00 GB, mem usage=15.00 GB.\n")
+    assert untagged.server.tp_size == 1 and "no TP tag" in untagged.tp_inferred
+    foreign = "2025-11-05T01:56:54.28Z  INFO model_runner.init_device_graphs: Capture cuda graph end. Time elapsed: 1 s.\n"
+    assert replay(foreign + foreign).server.tp_size is None  # a format that drops the labels says nothing
     decode_only = replay(serving())
     assert decode_only.server.tp_size is None  # TP0 prints the batch lines whatever the TP size
 
@@ -367,6 +371,10 @@ def test_a_slice_of_prefill_lines_is_serving_but_a_health_checks_prefill_is_not(
     assert replay(prefill(1, 1, 0)).phase is Phase.STARTING  # /health's 1-token generation on an idle server
     assert not any(isinstance(e, BatchStats) for e in events(prefill(1, 1, 0)))
     assert [e.stage for e in events(prefill(1, 1, 3)) if isinstance(e, BatchStats)] == ["prefill"]  # busy: real
+    ready = f"{ts(0)} The server is fired up and ready to roll!\n"
+    probe_access = f'{ts(2)} INFO:     127.0.0.1:40000 - "GET /health?from=sglang-tui HTTP/1.1" 200 OK\n'
+    assert replay(ready + prefill(1, 1, 0) + probe_access).phase is Phase.READY  # our probe: not serving
+    assert replay(ready + prefill(1, 1, 0) + prefill(3, 812, 0)).phase is Phase.SERVING  # a user's request
 
 
 def test_the_tools_own_access_lines_are_not_warmup_requests() -> None:

@@ -92,6 +92,7 @@ SCHEDULER_KINDS = frozenset(
 PER_RANK_KINDS = frozenset({"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
                             "graph_begin", "graph_end"})  # fmt: skip
 TP_ONE_REASON = "inferred: per-rank startup lines appear for TP0 only"
+TP_UNTAGGED_REASON = "inferred: per-rank startup lines carry no TP tag (SGLang prints one only when TP > 1)"
 # Draft milestones that open/close a draft span inside the main phase.
 DRAFT_SPANS: dict[str, tuple[Phase, bool]] = {
     "load_begin": (Phase.LOADING_WEIGHTS, True),
@@ -269,11 +270,19 @@ def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
     return None, ""
 
 
-def _tp_one(s: Readiness, ev: Milestone) -> Readiness:
-    """A per-rank startup line of TP0 with no other rank seen: TP is 1 (inferred, until another rank shows)."""
-    if s.server.tp_from_args or s.server.tp_size is not None or s.tp_ranks_seen != (0,) or ev.draft:
+def _tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:
+    """A per-rank startup line of TP0 (or with no TP tag at all) and no other rank seen: TP is 1 (inferred,
+    until another rank shows)."""
+    seen = (0,) if why == TP_ONE_REASON else ()
+    if s.server.tp_from_args or s.server.tp_size is not None or s.tp_ranks_seen != seen or ev.draft:
         return s
-    return _with(s, server=replace(s.server, tp_size=1), tp_inferred=TP_ONE_REASON)
+    return _with(s, server=replace(s.server, tp_size=1), tp_inferred=why)
+
+
+def untagged_scheduler_line(ev: Milestone) -> bool:
+    """A scheduler's line in SGLang's own `[time]` envelope with no rank label (not a foreign format that drops
+    the labels): 0.5.x prints the TP token only when TP > 1."""
+    return ev.at is not None and ev.line.startswith("[") and ev.line[1:2].isdigit()
 
 
 def _on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
@@ -312,6 +321,8 @@ def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
     if ev.kind in PER_RANK_KINDS and ev.rank is not None and _tp_index(ev.rank) == 0:
         s = _tp_one(s, ev)
+    elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
+        s = _tp_one(s, ev, TP_UNTAGGED_REASON)
     s = _shape_facts(s, ev)
     if rank:
         s = _with(s, ranks=_update_rank(s.ranks, rank, ev, now))
