@@ -315,6 +315,13 @@ def test_tracing_envelope_and_a_cut_error_line() -> None:
 def test_level_after_the_time() -> None:
     evs = events("[2025-12-18 07:58:50] INFO trace.py:52: Load weight begin. avail mem=70.00 GB\n")
     assert kinds(evs) == ["load_begin"]
+    for line in ("2025-12-04 20:35:53 INFO 151972 [model_runner.py:287] Load weight begin. avail mem=70.00 GB",
+                 "2025-12-04 20:35:53,120 INFO sglang.srt.model_executor.model_runner: Load weight begin. avail mem=70.00 GB"):
+        assert kinds(events(line + "\n")) == ["load_begin"], line  # fmt: skip
+    cut = [e for e in events("2025-12-04 20:35:53,120 ERROR sglang.srt.managers.sched") if isinstance(e, Failure)]
+    assert [(e.kind, e.root_cause) for e in cut] == [("other", False)]
+    uvicorn = events('INFO:     Started server process [12]\nINFO:     127.0.0.1:5 - "GET / HTTP/1.1" 404 Not Found\n')
+    assert kinds(uvicorn) == ["uvicorn_started"] and not any(isinstance(e, Failure) for e in uvicorn)
 
 
 def test_a_traceback_cut_before_its_exception_line_is_still_a_failure() -> None:

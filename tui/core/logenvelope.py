@@ -39,6 +39,14 @@ TRACING = re.compile(
 )
 # A logger that puts the level and the module after SGLang's time: `[2025-12-18 07:58:50] INFO trace.py:52: msg`.
 LEVEL_HEAD = re.compile(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [\w./-]+\.py:\d+: ?", re.ASCII)
+# A Python logger's level and source before the message, once a wrapper's time is gone:
+# `INFO 151972 [scheduler_metrics_mixin.py:287] msg`, `INFO sglang.srt.managers.scheduler: msg`, `ERROR [x.py:3] msg`.
+LEVEL_PREFIX = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{1,10}\s+)?"
+    r"(?:\[[\w./-]+:\d+\]\s*|[A-Za-z_][\w.]*(?:\.py)?(?::\d+)?:\s+)",
+    re.ASCII,
+)
+CUT_ERROR = re.compile(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
 _RANK_TOKEN = re.compile(r"TP(\d+)", re.ASCII)
 _TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
 
@@ -79,6 +87,14 @@ def split_envelope(text: str) -> Envelope:
             ranks = m.group("ranks")
             line = line[m.start() :]
             return _leveled(Envelope(line, line[m.end() - m.start() :], m.group("ts"), ranks[1:] if ranks else None))
+    if line[:1] in "DIWEC":
+        lv = LEVEL_PREFIX.match(line)
+        if lv:
+            level = lv.group("level")
+            return Envelope(line, line[lv.end() :], None, None, _LEVELS.get(level, level))
+        cut = CUT_ERROR.match(line)
+        if cut:
+            return Envelope(line, "", None, None, cut.group("level"))
     return Envelope(line, line, None, None)
 
 
