@@ -334,6 +334,8 @@ def test_a_traceback_cut_before_its_exception_line_is_still_a_failure() -> None:
     s = replay(text)
     assert s.phase is Phase.FAILED and s.error is not None and s.error.kind == "exception"
     assert s.error.line.endswith("Traceback (most recent call last):") and not s.error.root_cause
+    later_ready = replay(text + f"{ts(9)} The server is fired up and ready to roll!\n")
+    assert later_ready.phase is Phase.READY and later_ready.error is None  # ready after it: it was not fatal
     ended = replay(text + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert ended.error is not None and ended.error.line.startswith("RuntimeError: CUDA error") and ended.error.root_cause
 

@@ -87,6 +87,7 @@ class LogParser:
         self._tb_head: str | None = None  # the line that opened the traceback (quoted if its end is cut off)
         self._tb_reported = False  # a failure was already reported for this traceback
         self._tb_at: str | None = None
+        self._tb_ready = False  # the server was ready when the traceback opened
         self._capture_bar = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
         self._failed = False  # a failure was reported in this launch
 
@@ -111,7 +112,8 @@ class LogParser:
         tail = self._splitter.take_tail()
         if tail:
             self._slow(tail + "\n")
-        if self._in_traceback and not self._tb_benign and not self._tb_reported and self._tb_head is not None:
+        cut = self._in_traceback and not self._tb_benign and not self._tb_reported and self._tb_head is not None
+        if cut and not (self._ready and not self._tb_ready):  # (ready after it: it was not fatal after all)
             # The input ends inside a traceback whose exception line is cut off: it still says something failed.
             self._in_traceback = False
             self._emit(Failure("exception", self._tb_head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
@@ -261,7 +263,7 @@ class LogParser:
 
     def _open_traceback(self, line: str, rank: str | None, at: str | None) -> None:
         self._in_traceback, self._tb_rank, self._tb_benign = True, rank, False
-        self._tb_head, self._tb_reported, self._tb_at = line, False, at
+        self._tb_head, self._tb_reported, self._tb_at, self._tb_ready = line, False, at, self._ready
 
     def _draft_frame(self, msg: str, at: str | None) -> None:
         """A frame of a draft worker: speculative decoding is on (which algorithm, the frame rarely says)."""
