@@ -70,6 +70,7 @@ def derived(events: list[Event]) -> dict:
     error = error or next((f for f in failures if f.kind != "other"), failures[0] if failures else None)
     decodes = [e for e in events if isinstance(e, BatchStats) and e.stage == "decode"]
     phase = "starting"
+    prefills = 0
     for e in events:
         step = None
         if isinstance(e, Milestone):
@@ -82,7 +83,10 @@ def derived(events: list[Event]) -> dict:
         elif isinstance(e, BatchStats) and e.stage == "decode":
             step = "serving"
         elif isinstance(e, BatchStats) and e.stage == "prefill" and phase in ("starting", "ready"):
-            step = "serving"  # a request being served (health checks' prefills never reach here)
+            prefills += e.count  # requests being served (health checks' prefills never reach here); one alone
+            busy = (e.running_req or 0) > 0 or (e.queue_req or 0) > 0 or (e.token_usage or 0.0) > 0.0
+            if phase == "ready" or busy or prefills >= 2:  # with no startup in view may be the warmup's
+                step = "serving"
         if step and PHASES.index(step) > PHASES.index(phase):
             phase = step
     return {

@@ -376,7 +376,10 @@ def prefill(sec: int, new_token: int, running: int) -> str:
 
 
 def test_a_slice_of_prefill_lines_is_serving_but_a_health_checks_prefill_is_not() -> None:
-    assert replay(prefill(1, 35, 0)).phase is Phase.SERVING
+    assert replay(prefill(1, 35, 0) + prefill(2, 40, 0)).phase is Phase.SERVING
+    assert replay(prefill(1, 35, 2)).phase is Phase.SERVING  # other requests running
+    warmup = replay(prefill(1, 7, 0) + f"{ts(2)} The server is fired up and ready to roll!\n")
+    assert warmup.phase is Phase.READY  # one idle prefill then fired up: it was the warmup's request
     assert replay(prefill(1, 1, 0)).phase is Phase.STARTING  # /health's 1-token generation on an idle server
     assert not any(isinstance(e, BatchStats) for e in events(prefill(1, 1, 0)))
     assert [e.stage for e in events(prefill(1, 1, 3)) if isinstance(e, BatchStats)] == ["prefill"]  # busy: real

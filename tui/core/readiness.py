@@ -505,8 +505,10 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.stage != "decode":
         # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
         # of prefills only, or one after ready. Before fired up it is the warmup's own request.
-        if ev.stage == "prefill" and s.phase in (Phase.STARTING, Phase.READY):
+        if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and _traffic(s, ev))):
             return _advance(s, Phase.SERVING, ev.at, ev.t, now)
+        if ev.stage == "prefill":
+            return _with(s, prefill_lines=s.prefill_lines + ev.count)
         return s
     decode = DecodeInfo(
         accept_len=ev.accept_len,
@@ -526,6 +528,13 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if s.phase in (Phase.STARTING, Phase.READY) or (s.phase is Phase.WARMUP and _ready_allowed(s)):
         return _advance(s, Phase.SERVING, ev.at, ev.t, now)
     return s
+
+
+def _traffic(s: Readiness, ev: BatchStats) -> bool:
+    """Prefills with no startup in view are requests being served, unless they may be the warmup's one request:
+    more than one prefill line, or one that shows other requests (running, queued, tokens in use)."""
+    busy = (ev.running_req or 0) > 0 or (ev.queue_req or 0) > 0 or (ev.token_usage or 0.0) > 0.0
+    return busy or s.prefill_lines + ev.count >= 2
 
 
 def _on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:

@@ -188,4 +188,5 @@ class Readiness:
     hf_snapshot: str | None = None  # "local" (found in the HF cache, no download) | "download"
     weight_cache: WeightCacheInfo | None = None  # the weight cache daemon, when the log shows one
     tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
+    prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
     tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
