@@ -415,3 +415,13 @@ def test_a_deepgemm_session_gets_a_longer_stall_limit() -> None:
     plain = replay(head)
     assert limit_for(plain) == PHASE_LIMITS[Phase.CUDA_GRAPH] < JIT_COMPILE
     assert limit_for(replay(head + deepgemm(1))) == JIT_COMPILE
+
+
+def test_out_of_memory_spelled_by_triton_and_npu_is_oom() -> None:
+    for cause in ("Exception: Capture cuda graph failed: Triton Error [CUDA]: out of memory",
+                  "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total capacity)"):
+        s = replay(f"{ts(1, 'TP0')} Scheduler hit an exception: Traceback (most recent call last):\n"
+                   '  File "/sgl/model_runner.py", line 1, in capture\n' + cause + "\n")  # fmt: skip
+        assert s.error is not None and (s.error.kind, s.error.line) == ("oom", cause), cause
+    other = replay("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert other.error is None  # outside a traceback only a named cause counts

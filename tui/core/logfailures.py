@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 OOM = re.compile(
-    r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|"
+    r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
+    r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
     r"Not enough memory\. Please try to increase --mem-fraction-static",
 )
 PORT_IN_USE = re.compile(r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use")

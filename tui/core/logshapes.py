@@ -43,7 +43,7 @@ _WARMUP_NAME = re.compile(r"Running warmup (\S+)", re.ASCII)
 _EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
 # Lines between the weights and the KV pool: the KV budget is being profiled and the pools allocated.
 _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
-               "Use Sliding window memory pool", "SWA ring:", "Reserving ")  # fmt: skip
+               "Use Sliding window memory pool", "SWA ring:")  # fmt: skip
 _LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
 
 
@@ -69,7 +69,7 @@ def shape(msg: str) -> tuple[str, Fields] | None:
     if msg.startswith("Launch DP") and " starting at GPU" in msg:
         m = _LAUNCH_DP.match(msg)
         return "dist_init", (("dp_rank", int(m.group(1))), ("gpu", int(m.group(2)))) if m else ()
-    if "is larger than the profiled value" in msg or msg.startswith(_KV_PROFILE):
+    if "is larger than the profiled value" in msg or msg.startswith(_KV_PROFILE) or "of the KV budget" in msg:
         return "kv_profile", ()
     if msg.startswith("Found local HF snapshot for"):
         return "hf_snapshot", (("local", True),)
