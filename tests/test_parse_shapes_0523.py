@@ -137,14 +137,20 @@ def test_engine_launched_weight_cache_daemons_are_not_standalone() -> None:
     s = replay(
         f"{ts(1)} Launching 2 weight cache daemon(s) on node 0 for model=m, pp_ranks=0..0, tp_ranks=0..1, "
         "dist_init_method=tcp://127.0.0.1:40000\n"
+        "2026-01-10 10:00:05,120 [Daemon gpu=0 tp_rank=0] INFO [WeightCacheDaemon gpu=0 tp_rank=0] Model loaded from disk in 41.20s\n"
+        f"{ts(9)} Weight cache daemon pp_rank=0 tp_rank=1 is ready\n"
+    )
+    assert s.weight_cache is not None and s.weight_cache.mode == "daemon" and not s.weight_cache.standalone
+    assert s.phase is not Phase.FAILED
+
+
+def test_the_standalone_launchers_daemons_keep_their_memory() -> None:
+    s = replay(
         f"{ts(2)} Launched weight cache daemon gpu=0 pp_rank=0 tp_rank=0 pid=4101\n"
         f"{ts(2)} Launched weight cache daemon gpu=1 pp_rank=0 tp_rank=1 pid=4102\n"
-        "2026-01-10 10:00:05,120 [Daemon gpu=0 tp_rank=0] INFO [WeightCacheDaemon gpu=0 tp_rank=0] Model loaded from disk in 41.20s\n"
         f"{ts(9)} All 2 weight cache daemons on node 0 are ready (pp_ranks=0..0, tp_ranks=0..1)\n"
     )
-    assert s.weight_cache is not None and s.weight_cache.pids == (4101, 4102)
-    assert s.weight_cache.mode == "daemon" and not s.weight_cache.standalone
-    assert s.phase is not Phase.FAILED
+    assert s.weight_cache is not None and s.weight_cache.standalone and s.weight_cache.pids == (4101, 4102)
 
 
 def test_a_client_of_a_standalone_daemon_says_so_and_nothing_there_is_a_failure() -> None:

@@ -13,9 +13,11 @@ parser's business. The kinds (all `Milestone.kind`):
 - hf_snapshot: `Found local HF snapshot for M at P; skipping download.` (field local=True); `Local snapshot
   incomplete for M: …. Will download missing files.`, `Local HF snapshot at P has no files matching …; will attempt
   download.` and huggingface_hub's `Fetching N files` (local=False: a download, which SGLang runs silently).
-- weight_cache: the weight cache daemon (`Launching N weight cache daemon(s) …` (co-terminal with the engine),
-  `Launched weight cache daemon gpu=… pid=…`, `[WeightCacheDaemon gpu=…] …`, `[IpcModelLoader] …`, where
-  `mode=client` or a daemon-liveness watchdog means a standalone daemon that outlives the server).
+- weight_cache: the weight cache daemon. `Launching N weight cache daemon(s) …` is the engine starting its own
+  (co-terminal with it); `Launched weight cache daemon gpu=… pp_rank=… tp_rank=… pid=…` and `All N weight cache
+  daemons on node K are ready` are the standalone launcher's (`python -m sglang.srt.weight_cache.daemon`), whose
+  daemons outlive the server and keep their GPU memory; `[IpcModelLoader] Loaded model via IPC (mode=client)` is a
+  server using such a daemon; `[WeightCacheDaemon gpu=…] …` are the daemons' own lines.
 - pd_bootstrap, pd_warmup_begin, pd_warmup_end (field ok): PD disaggregation.
 - http_running: an HTTP server other than plain uvicorn is up (`SGLANG_RUST_SERVER enabled, Rust server listen
   on …`, `Starting embedded Granian HTTP/2 server on …`); `Uvicorn running on H:P with N SO_REUSEPORT workers`
@@ -133,12 +135,12 @@ def _daemons(msg: str) -> tuple[str, Fields] | None:
         return "weight_cache", (("role", "launching"), ("standalone", False)) + (
             (("count", int(m.group(1))),) if m else ()
         )
-    if msg.startswith("Launched weight cache daemon"):
+    if msg.startswith("Launched weight cache daemon"):  # the standalone launcher's line (the engine says "Launching")
         m = _DAEMON_LAUNCHED.match(msg)
         if m:
             return "weight_cache", (("role", "launched"), ("gpu", int(m.group(1))), ("tp_rank", int(m.group(3))),
-                                    ("pid", int(m.group(4))))  # fmt: skip
-        return "weight_cache", (("role", "launched"),)
+                                    ("pid", int(m.group(4))), ("standalone", True))  # fmt: skip
+        return "weight_cache", (("role", "launched"), ("standalone", True))
     if msg.startswith("[WeightCacheDaemon"):
         return "weight_cache", (("role", "daemon"),)
     if msg.startswith("[IpcModelLoader]"):

@@ -385,7 +385,7 @@ def _weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo
         info = replace(info, mode=info.mode or "daemon")
     if isinstance(mode, str):
         info = replace(info, mode=mode)
-    if ev.get("standalone") is True:
+    if ev.get("standalone") is True and info.mode != "daemon":  # not when this engine launched its own
         info = replace(info, standalone=True)
     return info
 
