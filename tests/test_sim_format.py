@@ -187,4 +187,4 @@ def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm
         assert 0 <= data.find(needle) < ready_at, needle
     state = replay_file(str(sim.log))
     assert state.jit_kernels == 2 * 3 and not state.jit_active  # each rank compiles each of 3 kernel shapes
-    assert state.piecewise is not None and state.piecewise.done == state.piecewise.total == 8
+    assert state.piecewise is not None and state.piecewise.done == state.piecewise.total == 12
