@@ -33,6 +33,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench_replay_cli.py", [], ["--lines", "100000"]),
     ("bench_attach.py", ["--gib", "1"], ["--gib", "0.05"]),
     ("bench_stop.py", ["--trials", "3"], ["--trials", "1"]),
+    ("bench_probe_count.py", ["--window", "120"], ["--window", "30"]),
 ]  # fmt: skip
 
 

@@ -29,6 +29,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests: list[tuple[float, str]] = []
+        self.targets: list[str] = []  # request targets as sent, query included
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
 
@@ -45,8 +46,10 @@ class ScriptedServer:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                path = head.split(b" ")[1].decode()
+                target = head.split(b" ")[1].decode()
+                path = target.partition("?")[0]  # routed by path, as SGLang's server routes (the query marks the tool)
                 self.requests.append((time.monotonic(), path))
+                self.targets.append(target)
                 if self.junk is not None:
                     writer.write(self.junk)
                     await writer.drain()
@@ -209,3 +212,19 @@ async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path) -> 
     assert outcomes[0] == "refused"
     assert outcomes[-1] == "ok"
     assert "garbage" not in outcomes and "error" not in outcomes
+
+
+async def test_every_probe_says_it_is_the_tools_and_polls_rarely_once_ready(server: ScriptedServer) -> None:
+    """The query marks the tool's requests in the server's access log; at ready /health waits 30 s between polls."""
+    from tui.core.probes import PROBE_QUERY, is_probe_access
+    from tui.sources.health import READY_INTERVAL_S
+
+    poller = HealthPoller(LocalHost(), server.port)
+    for endpoint in ("/health", "/v1/models"):
+        await poller.probe(endpoint)
+    assert server.targets == [f"/health?{PROBE_QUERY}", f"/v1/models?{PROBE_QUERY}"]
+    assert is_probe_access(f'127.0.0.1:5 - "GET {server.targets[0]} HTTP/1.1" 200 OK')
+    assert not is_probe_access('127.0.0.1:5 - "GET /health HTTP/1.1" 200 OK')  # someone else's probe
+    poller._last_health = "ok"
+    assert poller.health_interval() == READY_INTERVAL_S >= 30.0
+    await poller.aclose()

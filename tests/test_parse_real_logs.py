@@ -15,6 +15,8 @@ import pytest
 
 from tui.core.events import BarProgress, BatchStats, Event, Failure, Milestone, RankSeen, ServerArgs, SpeculativeHint
 from tui.core.logparse import LogParser
+from tui.core.readiness import BAR_PHASE, PER_RANK_KINDS, infer_tp_size, untagged_scheduler_line
+from tui.core.readiness import MILESTONE_PHASE as REDUCER_PHASES
 
 PHASES = ["starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup", "ready", "serving"]
 MILESTONE_PHASE = {
@@ -23,6 +25,7 @@ MILESTONE_PHASE = {
     "graph_end": "cuda_graph", "max_tokens": "warmup", "uvicorn_started": "warmup", "uvicorn_running": "warmup",
     "app_startup_complete": "warmup", "warmup_request": "warmup", "fired_up": "ready",
 }  # fmt: skip
+MILESTONE_PHASE.update({k: v.value for k, v in REDUCER_PHASES.items() if k not in MILESTONE_PHASE})  # 0.5.23 kinds
 
 
 def cases(real_logs_dir: Path | None) -> list[dict]:
@@ -47,8 +50,14 @@ def derived(events: list[Event]) -> dict:
     args = [e for e in events if isinstance(e, ServerArgs)]
     tp_size = args[-1].tp_size if args else None
     if tp_size is None:
-        seen = [e.tp_rank for e in events if isinstance(e, RankSeen) and e.tp_rank is not None]
-        tp_size = max(seen) + 1 if seen and max(seen) > 0 else None  # TP0 alone: TP>1, size unknown
+        seen = tuple(sorted({e.tp_rank for e in events if isinstance(e, RankSeen) and e.tp_rank is not None}))
+        tp_size = infer_tp_size(seen)[0] if seen and max(seen) > 0 else None  # TP0 alone: TP>1, size unknown
+        if seen == (0,) and any(isinstance(e, Milestone) and e.kind in PER_RANK_KINDS and e.rank and "TP0" in e.rank
+                                and not e.draft for e in events):  # fmt: skip
+            tp_size = 1  # every rank prints these lines: TP0's alone means TP=1
+        elif not seen and any(isinstance(e, Milestone) and e.kind in PER_RANK_KINDS and e.rank is None and not e.draft
+                              and untagged_scheduler_line(e) for e in events):  # fmt: skip
+            tp_size = 1  # SGLang prints the TP token only when TP > 1
     speculative = args[-1].speculative if args else None
     if speculative is None:
         hints = [e for e in events if isinstance(e, SpeculativeHint)]
@@ -57,17 +66,27 @@ def derived(events: list[Event]) -> dict:
     failures = [e for e in events if isinstance(e, Failure)]
     roots = [f for f in failures if f.root_cause]
     error = next((f for f in roots if f.kind not in ("exception", "other")), roots[0] if roots else None)
-    error = error or (failures[0] if failures else None)
+    # among markers, a scheduler's exception outranks a generic "other" (sigquit) printed before it
+    error = error or next((f for f in failures if f.kind != "other"), failures[0] if failures else None)
     decodes = [e for e in events if isinstance(e, BatchStats) and e.stage == "decode"]
     phase = "starting"
+    prefills = 0
     for e in events:
         step = None
         if isinstance(e, Milestone):
             step = MILESTONE_PHASE.get(e.kind)
         elif isinstance(e, BarProgress):
-            step = "cuda_graph" if e.bar == "capture" else "loading_weights"
+            if e.bar in BAR_PHASE:
+                step = BAR_PHASE[e.bar].value if BAR_PHASE[e.bar] is not None else None
+            else:
+                step = "cuda_graph" if e.bar == "capture" else "loading_weights"
         elif isinstance(e, BatchStats) and e.stage == "decode":
             step = "serving"
+        elif isinstance(e, BatchStats) and e.stage == "prefill" and phase in ("starting", "ready"):
+            prefills += e.count  # requests being served (health checks' prefills never reach here); one alone
+            busy = (e.running_req or 0) > 0 or (e.queue_req or 0) > 0 or (e.token_usage or 0.0) > 0.0
+            if phase == "ready" or busy or prefills >= 2:  # with no startup in view may be the warmup's
+                step = "serving"
         if step and PHASES.index(step) > PHASES.index(phase):
             phase = step
     return {
@@ -90,8 +109,9 @@ def test_real_logs_match_expected(real_logs_dir: Path | None) -> None:
             assert got[key] == expect[key], (case["file"], key, got[key])
         if expect["error_line"] is None:
             assert got["error_line"] is None, case["file"]
-        else:  # expected lines may be a prefix of the printed line (cut in the excerpt)
-            assert got["error_line"].startswith(expect["error_line"]), (case["file"], got["error_line"])
+        else:  # the printed line holds the quote (it may carry the envelope, or be cut), or one of the alternatives
+            wanted = [expect["error_line"], *expect.get("error_line_alternatives", [])]
+            assert any(w in got["error_line"] for w in wanted), (case["file"], got["error_line"])
 
 
 def test_real_logs_same_result_in_random_chunks(real_logs_dir: Path | None) -> None:
@@ -110,7 +130,8 @@ def test_real_logs_ready_without_cuda_graph_and_capture_only_phase(real_logs_dir
     assert "fired_up" in kinds and "graph_begin" not in kinds
     assert [e.bar for e in ev if isinstance(e, BarProgress) and e.bar != "weights"] == ["draft_weights"] * 2
     ev = parse((real_logs_dir / by_file["016"]).read_bytes())
-    assert not any(isinstance(e, Milestone) for e in ev)
+    # no INFO phase line; the [Gloo] connection lines (printed whatever the log level) are distributed init
+    assert {e.kind for e in ev if isinstance(e, Milestone)} <= {"dist_init"}
     bars = [e for e in ev if isinstance(e, BarProgress)]
     assert bars[-1].bar == "capture" and bars[-1].done == bars[-1].total == 4
     assert {b.bar for b in bars} == {"weights", "capture", "draft_weights"}

@@ -336,4 +336,6 @@ def test_event_mix_is_stable_for_a_full_startup() -> None:
     """A guard against silent regressions in what a whole 0.5.9 EAGLE3 startup yields."""
     counts = Counter(type(e).__name__ for e in parse("v0.5.9-tp8-eagle3-ready.log"))
     assert counts["ServerArgs"] == 1 and counts["RankSeen"] == 8 and counts["Failure"] == 0
-    assert counts["Milestone"] == 6 * 16 + 8 * 2 + 16 * 2 + 7  # per-rank cycles, graphs, main-process milestones
+    # per-rank cycles, graphs, main-process milestones, and (issue 12) TP0's `sglang is using nccl==` (dist_init)
+    # and its two `Using KV cache dtype` lines (kv_profile: the KV cache is being sized, main model and draft)
+    assert counts["Milestone"] == 6 * 16 + 8 * 2 + 16 * 2 + 7 + 1 + 2

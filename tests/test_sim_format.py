@@ -154,3 +154,37 @@ def test_replay_of_a_sim_log_ends_ready(tmp_path: Path):
     assert result["phase"] in ("ready", "serving")
     assert result["shards"] == {"done": 8, "total": 8} and result["tp_size"] == 8
     assert result["error"] is None and result["decode"]["accept_len"] >= 1.0
+
+
+def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm_jit(tmp_path: Path):
+    """`sglang-tui wait local` on `simulate --format 0.5.23`: ready, after the piecewise capture and DeepGEMM JIT
+    that the log shows before "fired up"; the same log replayed holds both steps complete."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers.sim import ROOT
+    from tui.commands.replay import replay_file
+
+    sim = start_sim(tmp_path, fmt="0.5.23", speed=150.0, tp=2, shards=4)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
+             "--sim-gpus", str(sim.gpu_state), "--timeout", "90", "--json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        data = sim.log.read_bytes()
+    finally:
+        sim.stop()
+    assert proc.returncode == 0, proc.stderr
+    states = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert states[-1]["phase"] == "ready" and states[-1]["error"] is None
+    assert "cuda_graph" in [span["phase"] for span in states[-1]["timeline"]]
+    ready_at = data.index(b"The server is fired up and ready to roll!")
+    for needle in (b"Entering DeepGEMM JIT Pre-Compile session", b"Try DeepGEMM JIT Compiling for <", b"DeepGEMM warmup:",
+                   b"Capture piecewise CUDA graph begin", b"Compiling num tokens (num_tokens=",
+                   b"Capturing num tokens (num_tokens=", b"Capture piecewise CUDA graph end"):  # fmt: skip
+        assert 0 <= data.find(needle) < ready_at, needle
+    state = replay_file(str(sim.log))
+    assert state.jit_kernels == 2 * 3 and not state.jit_active  # each rank compiles each of 3 kernel shapes
+    assert state.piecewise is not None and state.piecewise.done == state.piecewise.total == 12

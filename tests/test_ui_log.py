@@ -168,3 +168,28 @@ async def test_a_progress_bar_mid_flight_shows_as_a_live_last_line() -> None:
         texts = [line.text for line in view.lines]
         assert texts[-2].endswith("3/64 [00:03<00:10,  1.00it/s]") and texts[-1].endswith("after")
         assert view.live is None and view.visible_texts()[-1].endswith("after")
+
+
+async def test_the_tools_own_probe_lines_are_dimmed_and_h_hides_them() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        probe_access = '[2025-11-29 10:00:05] INFO:     127.0.0.1:40000 - "GET /health?from=sglang-tui HTTP/1.1" 200 OK'
+        probe_prefill = (
+            "[2025-11-29 10:00:04 TP0] Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: True, input throughput (token/s): 1.02"
+        )
+        user = '[2025-11-29 10:00:06] INFO:     10.0.0.7:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+        other_probe = '[2025-11-29 10:00:07] INFO:     10.0.0.9:5000 - "GET /health HTTP/1.1" 200 OK'  # not ours
+        await _feed(pilot, source, clock, ["[2025-11-29 10:00:03] fired up", probe_prefill, probe_access, user, other_probe])
+        view = app.log_pane.view
+        assert [line.kind == "probe" for line in view.lines] == [False, True, True, False, False]
+        dim = view.get_component_rich_style("log--probe", partial=True)
+        assert dim.dim or dim.color is not None
+        await pilot.press("h")
+        assert view.visible_texts() == ["[2025-11-29 10:00:03] fired up", user, other_probe]
+        assert "probes hidden" in str(app.query_one(LogStatus).render())
+        await _feed(pilot, source, clock, [probe_access, "[2025-11-29 10:00:09] after"])
+        assert view.visible_texts()[-2:] == [other_probe, "[2025-11-29 10:00:09] after"]
+        await pilot.press("h")
+        assert len(view.visible_texts()) == 7  # all five, the probe again, and "after"

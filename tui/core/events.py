@@ -39,7 +39,10 @@ class Milestone:
     kind is one of:
       init_begin, init_end, mem_baseline, load_begin, load_end, kv_alloc, mem_pool_end,
       graph_begin, graph_end, max_tokens, startup_timings, uvicorn_started, app_startup_complete,
-      uvicorn_running, warmup_request, fired_up, unbalanced_memory, load_straggler
+      uvicorn_running, warmup_request, fired_up, unbalanced_memory, load_straggler,
+      and from SGLang 0.5.14 … 0.5.23 (tui.core.logshapes): dist_init, kv_profile, jit_begin, jit_kernel,
+      jit_end, hf_snapshot, weight_cache, pd_bootstrap, pd_warmup_begin, pd_warmup_end, http_running,
+      warmups_begin, warmups_end, eplb_begin, eplb_end
     rank is the rank label as printed ("TP0", "DP1 TP3", "PP1 TP2", …) or None for the main process /
     TP=1; draft is True when the milestone belongs to the speculative draft model. fields holds the
     numbers the line carries, e.g. {"avail_mem_gb": 20.1, "mem_usage_gb": 16.5, "elapsed_s": 94.3,
@@ -63,7 +66,9 @@ class Milestone:
 
 @dataclass(frozen=True)
 class BarProgress:
-    """A tqdm frame: bar is "weights" (main model shards), "draft_weights" or "capture" (CUDA graph batches)."""
+    """A tqdm frame: bar is "weights" (main model shards), "draft_weights", "capture" (CUDA graph batches),
+    "piecewise" (piecewise CUDA graph: `Compiling num tokens` / `Capturing num tokens`), "jit" (`DeepGEMM warmup`)
+    or "warmup" (`Warmup prefill shapes`, `Profiling prefill latency for dynamic chunking`)."""
 
     bar: str
     done: int

@@ -112,6 +112,8 @@ def _reason(s: Readiness) -> str:
         return f"initialising distributed: {_ranks(s, 'init_begin')} began, {_ranks(s, 'init_end')} done"
     if phase is Phase.LOADING_WEIGHTS:
         return _loading_reason(s)
+    if s.jit_active and phase in (Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP):
+        return _jit_reason(s)
     if phase is Phase.KV_CACHE:
         return f"allocating KV cache: {_ranks(s, 'kv_alloc')} allocated"
     if phase is Phase.CUDA_GRAPH:
@@ -139,7 +141,22 @@ def _loading_reason(s: Readiness) -> str:
     return text
 
 
+def _jit_reason(s: Readiness) -> str:
+    """DeepGEMM JIT: kernel shapes compiled so far and the current shape's warmup bar."""
+    text = f"compiling DeepGEMM kernels (JIT): {s.jit_kernels} shape{'s' if s.jit_kernels != 1 else ''}"
+    if s.jit is not None:
+        text += f", warmup {s.jit.done}/{s.jit.total}"
+    return text + " (a first run compiles for 10-20 min)"
+
+
 def _capture_reason(s: Readiness) -> str:
+    m = s.latest_milestone
+    if m is not None and m.kind == "graph_begin" and "piecewise" in str(m.get("what", "")).lower():
+        bar = s.piecewise
+        if bar is None:
+            return f"capturing piecewise CUDA graph: {_ranks(s, 'graph_begin')} began"
+        step = "compiling" if bar.label.startswith("Compiling") else "capturing"
+        return f"{step} piecewise CUDA graph: {bar.done}/{bar.total} token sizes{_pace(bar, 'sizes')}"
     bar = s.capture
     if bar is None:
         return f"capturing CUDA graphs: {_ranks(s, 'graph_begin')} began"
@@ -150,6 +167,10 @@ def _capture_reason(s: Readiness) -> str:
 def _warmup_reason(s: Readiness) -> str:
     health = latest_health(s, "/health")
     last = f"/health {health_text(health)}" if health else "no /health answer yet"
+    if s.pd_warmup == "failed":
+        return f"PD disaggregation warmup failed: the server marks itself unhealthy; {last}"
+    if s.pd_warmup == "running":
+        return f"PD disaggregation warmup running; {last}"
     if s.log_ready:
         return f"log says fired up; waiting for /health 200 (last: {last})"
     if s.latest_milestone is None:
@@ -168,6 +189,8 @@ def _ready_reason(s: Readiness) -> str:
 
 
 def _serving_reason(s: Readiness) -> str:
+    if s.eplb_rebalancing:
+        return "serving: EPLB rebalancing experts (transient, not a failure)"
     d = s.decode
     if d is None:
         return "serving"
@@ -249,6 +272,17 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append(f"log: draft shards {s.draft_shards.done}/{s.draft_shards.total}")
     if s.capture is not None and s.phase is Phase.CUDA_GRAPH:
         items.append(f"log: capture {s.capture.done}/{s.capture.total}")
+    if s.piecewise is not None and s.phase is Phase.CUDA_GRAPH:
+        items.append(f"log: piecewise {s.piecewise.done}/{s.piecewise.total}")
+    if s.jit_kernels:
+        items.append(f"log: DeepGEMM JIT {s.jit_kernels} kernel shape{'s' if s.jit_kernels != 1 else ''}")
+    if s.tp_inferred and s.server.tp_size is not None:
+        items.append(f"log: tp {s.server.tp_size} {s.tp_inferred}")
+    if s.eplb_rebalancing:
+        items.append("log: EPLB rebalancing experts (transient)")
+    if s.weight_cache is not None and s.weight_cache.standalone:
+        pids = ", ".join(str(p) for p in s.weight_cache.pids)
+        items.append(_join("log: standalone weight cache daemon", f"(pid {pids})" if pids else "", "keeps its GPU memory"))
     if s.log_ready and (m is None or m.kind != "fired_up"):
         items.append("log: fired up")
     if s.decode is not None:

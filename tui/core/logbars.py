@@ -19,11 +19,15 @@ TQDM = re.compile(
 _BS = re.compile(r"\b(?:bs|num_tokens)=(\d{1,9})", re.ASCII)
 _AVAIL = re.compile(r"avail_mem=(\d{1,9}(?:\.\d{1,6})?) ?GB", re.ASCII)
 CAPTURE_DESCS = ("Capturing batches", "Capturing num tokens", "Capturing prefill shape", "Compiling num tokens")
+PIECEWISE_DESCS = ("Capturing num tokens", "Compiling num tokens")  # piecewise CUDA graph: its own bar
+JIT_DESCS = ("DeepGEMM warmup",)  # DeepGEMM JIT: one bar over the M sizes of each kernel shape
+WARMUP_DESCS = ("Warmup prefill shapes", "Profiling prefill latency")  # --warmups and dynamic chunking
 
 
 class Frame(NamedTuple):
-    """One parsed frame. kind: "shards" (a weight bar), "capture" (a named capture bar), "bare" (no
-    description: the first frame of a capture bar, or an old capture bar with none)."""
+    """One parsed frame. kind: "shards" (a weight bar), "capture" (a named capture bar), "jit" (DeepGEMM warmup),
+    "warmup" (warmup prefill shapes, dynamic-chunking profile), "bare" (no description: the first frame of a
+    capture bar, or an old capture bar with none)."""
 
     kind: str
     desc: str
@@ -63,6 +67,10 @@ def parse_frame(text: str) -> Frame | None:
                 )
             if "shards" in desc or desc.startswith(("Loading safetensors", "Loading pt", "Loading np")):
                 return _frame("shards", desc, m)
+            if desc.startswith(JIT_DESCS):
+                return _frame("jit", desc, m)
+            if desc.startswith(WARMUP_DESCS):
+                return _frame("warmup", desc, m)
     return None
 
 

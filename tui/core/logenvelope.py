@@ -25,10 +25,28 @@ WRAPPER = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [\w.@/-]+(?:\[\d+\])?: "  # syslog / journald
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:"  # Python logging's default format
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[?[\w.]+:\d+\] "  # vLLM-style
-    r"|(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "  # "name - LEVEL - "
+    r"|(?:- )?(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "  # "name - LEVEL - " (after "asctime - ")
     r")",
     re.ASCII,
 )
+# A tracing formatter (Rust `tracing`, NVIDIA Dynamo) that rewrites every line:
+# `2025-11-05T01:56:54.281615Z  INFO model_runner.init_device_graphs: message   `.
+TRACING = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})T(?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\s+"
+    r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+"
+    r"(?P<target>[\w.<>-]*(?:\{[^}]*\})?(?:::?[\w.<>-]+(?:\{[^}]*\})?)*)(?::\s+|:?$)",
+    re.ASCII,
+)
+# A logger that puts the level and the module after SGLang's time: `[2025-12-18 07:58:50] INFO trace.py:52: msg`.
+LEVEL_HEAD = re.compile(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [\w./-]+\.py:\d+: ?", re.ASCII)
+# A Python logger's level and source before the message, once a wrapper's time is gone:
+# `INFO 151972 [scheduler_metrics_mixin.py:287] msg`, `INFO sglang.srt.managers.scheduler: msg`, `ERROR [x.py:3] msg`.
+LEVEL_PREFIX = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{1,10}\s+)?"
+    r"(?:\[[\w./-]+:\d+\]\s*|[A-Za-z_][\w.]*(?:\.py)?(?::\d+)?:\s+)",
+    re.ASCII,
+)
+CUT_ERROR = re.compile(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
 _RANK_TOKEN = re.compile(r"TP(\d+)", re.ASCII)
 _TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
 
@@ -38,6 +56,7 @@ class Envelope(NamedTuple):
     msg: str  # the message after the envelope
     at: str | None  # timestamp as printed
     rank: str | None  # rank tokens as printed ("TP3", "DP1 TP3 EP3"), None for main process / TP=1
+    level: str | None = None  # the log level where the format prints one (tracing, `[time] LEVEL file.py:N:`)
 
 
 def split_envelope(text: str) -> Envelope:
@@ -46,9 +65,16 @@ def split_envelope(text: str) -> Envelope:
         m = ENVELOPE.match(text)
         if m:
             ranks = m.group("ranks")
-            return Envelope(text, text[m.end() :], m.group("ts"), ranks[1:] if ranks else None)
+            return _leveled(Envelope(text, text[m.end() :], m.group("ts"), ranks[1:] if ranks else None))
         if not text.startswith("[pod/"):
             return Envelope(text, text, None, None)
+    if text[:1].isdigit() and "T" in text[:11]:
+        t = TRACING.match(text)
+        if t:
+            frac = t.group("frac")
+            at = f"{t.group('date')} {t.group('time')}" + (f".{frac[:6]}" if frac else "")
+            level = t.group("level")
+            return Envelope(text[t.start("level") :], text[t.end() :].rstrip(), at, None, _LEVELS.get(level, level))
     line = text
     for _ in range(4):
         w = WRAPPER.match(line)
@@ -60,8 +86,30 @@ def split_envelope(text: str) -> Envelope:
         if m and (m.start() == 0 or _plausible_prefix(line[: m.start()])):
             ranks = m.group("ranks")
             line = line[m.start() :]
-            return Envelope(line, line[m.end() - m.start() :], m.group("ts"), ranks[1:] if ranks else None)
+            return _leveled(Envelope(line, line[m.end() - m.start() :], m.group("ts"), ranks[1:] if ranks else None))
+    if line[:1] in "DIWEC":
+        lv = LEVEL_PREFIX.match(line)
+        if lv:
+            level = lv.group("level")
+            return Envelope(line, line[lv.end() :], None, None, _LEVELS.get(level, level))
+        cut = CUT_ERROR.match(line)
+        if cut:
+            return Envelope(line, "", None, None, cut.group("level"))
     return Envelope(line, line, None, None)
+
+
+_LEVELS = {"WARN": "WARNING"}
+
+
+def _leveled(env: Envelope) -> Envelope:
+    """`[time] INFO file.py:52: message`: the level and source move out of the message."""
+    msg = env.msg
+    if msg[:1] in "DIWEC" and msg[:3] in ("DEB", "INF", "WAR", "ERR", "CRI"):
+        m = LEVEL_HEAD.match(msg)
+        if m:
+            level = m.group("level")
+            return env._replace(msg=msg[m.end() :], level=_LEVELS.get(level, level))
+    return env
 
 
 def _plausible_prefix(prefix: str) -> bool:

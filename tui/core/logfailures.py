@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 OOM = re.compile(
-    r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|"
+    r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
+    r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
     r"Not enough memory\. Please try to increase --mem-fraction-static",
 )
 PORT_IN_USE = re.compile(r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use")
@@ -37,7 +38,7 @@ _GENERIC_EXCEPTION = re.compile(r"\w+ hit an exception:|^Exception in [\w.]+:?",
 _GENERIC_OTHER = re.compile(
     r"Received sigquit from a child process|SIGQUIT received|Initialization failed\.|scheduler is dead|"
     r"died during initialization|crashed with exit code|DataParallelController \d+ terminated with|"
-    r"Application startup failed|"
+    r"Application startup failed|Child process unexpectedly failed with exitcode|"
     r"^terminate called after throwing",
 )
 _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
@@ -83,6 +84,8 @@ def marker_failure(msg: str) -> tuple[str, bool, bool] | None:
         if kind is not None:
             return kind, True, "Traceback" in rest
         return "exception", False, True
+    if msg == "Killed":  # the shell's note that the server was SIGKILLed (often the kernel's OOM killer)
+        return "other", False, False
     if _GENERIC_OTHER.search(msg):
         kind = "nccl" if msg.startswith("terminate called") and NCCL.search(msg) else "other"
         return kind, False, "Traceback" in msg or "warmup error" in msg

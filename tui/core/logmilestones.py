@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from tui.core.logshapes import shape
+
 _NUM = r"(\d{1,12}(?:\.\d{1,6})?)"
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)" + _NUM + r" ?s", re.ASCII)
 _MEM_USAGE = re.compile(r"mem usage=" + _NUM + r" ?GB", re.ASCII)
@@ -63,7 +65,7 @@ def milestone(msg: str) -> tuple[str, Fields] | None:
     if "could finish the model loading" in msg:
         m = _STRAGGLER.search(msg)
         return "load_straggler", (("tp_rank", int(m.group(1))),) if m else ()
-    return None
+    return shape(msg)
 
 
 def uvicorn(msg: str) -> tuple[str, Fields] | None:
@@ -152,8 +154,16 @@ def server_arg_int(text: str, key: str) -> int | None:
 
 
 def speculative_family(text: str) -> str | None:
-    """The algorithm a line names ("EAGLE3", "EAGLE", "NEXTN", "STANDALONE", "NGRAM"), or None."""
+    """The algorithm a line names ("EAGLE3", "EAGLE", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO",
+    "FROZEN_KV_MTP"), or None."""
     low = text.lower()
+    if "frozen_kv_mtp" in low or "frozen-kv mtp" in low or "frozenkvmtp" in low:
+        return "FROZEN_KV_MTP"
+    for name in ("dflash", "dspark"):
+        if name in low:
+            return name.upper()
+    if "uno " in low or "unoworker" in low or "uno_worker" in low:
+        return "UNO"
     if "eagle/eagle3" in low:  # "Spec v2 is enabled for eagle/eagle3 speculative decoding": the family
         return "EAGLE"
     if "eagle3" in low:

@@ -20,10 +20,11 @@ from tui.core.events import (
     ServerArgs,
     SpeculativeHint,
 )
-from tui.core.logbars import parse_frame
+from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
+from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
-from tui.core.logfailures import exception_failure, is_exception_line, marker_failure
+from tui.core.logfailures import exception_failure, is_exception_line, kind_of, marker_failure
 from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
     DRAFT_TYPE,
@@ -40,8 +41,16 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
                  "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
-                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE")  # fmt: skip
+                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
+# A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
+_DRAFT_FRAME = re.compile(
+    r"\bdraft_worker\b|\b\w*(?:EAGLE|Eagle|NGram|Ngram|NGRAM|Standalone|DFlash|DFLASH|DSpark|DSPARK|Uno|UNO|FrozenKV|MTP)"
+    r"\w*Worker(?:V2)?\b|/speculative/\w*worker\w*\.py",
+    re.ASCII,
+)
+# Milestones after which an access line is the warmup's (HTTP is up, not fired up yet).
+_HTTP_UP = frozenset(("uvicorn_running", "http_running"))
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 
@@ -75,6 +84,12 @@ class LogParser:
         self._in_traceback = False
         self._tb_rank: str | None = None
         self._tb_benign = False  # a request's traceback (uvicorn "Exception in ASGI application"): not fatal
+        self._tb_head: str | None = None  # the line that opened the traceback (quoted if its end is cut off)
+        self._tb_reported = False  # a failure was already reported for this traceback
+        self._tb_at: str | None = None
+        self._tb_ready = False  # the server was ready when the traceback opened
+        self._capture_bar = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
+        self._failed = False  # a failure was reported in this launch
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -97,6 +112,12 @@ class LogParser:
         tail = self._splitter.take_tail()
         if tail:
             self._slow(tail + "\n")
+        head = self._tb_head
+        cut = self._in_traceback and not self._tb_benign and not self._tb_reported and head is not None
+        if cut and head is not None and not (self._ready and not self._tb_ready):  # ready after it: not fatal
+            # The input ends inside a traceback whose exception line is cut off: it still says something failed.
+            self._in_traceback = False
+            self._emit(Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
         return self._take()
 
     # ------------------------------------------------------------------------------------------ paths
@@ -134,6 +155,8 @@ class LogParser:
                     n_decode += 1
                     decode_last = True
             elif b"Prefill batch" in line:
+                if is_probe_prefill(line):  # a health check's 1-token generation: not the server's work
+                    continue
                 prefill = line
                 n_prefill += 1
                 decode_last = False
@@ -154,6 +177,8 @@ class LogParser:
     def _emit(self, event: Event) -> None:
         if self._run:  # a run of batch lines ends at any other event
             self._out += self._run.drain(self._clock)
+        if isinstance(event, Failure):
+            self._failed = True
         self._out.append(event)
 
     def _t(self, at: str | None) -> float | None:
@@ -170,13 +195,16 @@ class LogParser:
             self._run.add("decode", text)
             return
         if "Prefill batch" in text:
-            self._run.add("prefill", text)
+            if not is_probe_prefill(text):
+                self._run.add("prefill", text)
             return
-        if not self._warm and "HTTP/1." in text and '" ' in text:  # an access line after the warmup
-            return
+        if "HTTP/1." in text and '" ' in text and (not self._warm or is_probe_access(text)):
+            return  # an access line after the warmup, or one of sglang-tui's own probes
         env = split_envelope(text)
         msg = env.msg
         if not msg or msg.isspace():
+            if env.level in ("ERROR", "CRITICAL"):  # an ERROR line cut off before its message still says it failed
+                self._emit(Failure("other", env.line, False, env.rank, env.at, self._t(env.at)))
             return
         if "%|" in msg or " Completed | " in msg:
             if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
@@ -186,7 +214,8 @@ class LogParser:
                 return
             if msg[0] in " \t":
                 if msg.lstrip().startswith('File "'):  # a traceback whose head is not in view
-                    self._in_traceback = True
+                    self._in_traceback, self._tb_head, self._tb_reported = True, None, False
+                    self._draft_frame(msg, env.at)
                 return
         elif env.rank is not None and env.rank not in self._ranks:
             self._ranks.add(env.rank)
@@ -212,24 +241,42 @@ class LogParser:
                 self._ranks.add(rank)
                 self._emit(RankSeen(rank, tp_index(rank), env.at, self._t(env.at)))
         if "Traceback (most recent call last)" in msg:
-            self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
+            self._open_traceback(env.line, env.rank, env.at)
         if "Exception in ASGI application" in msg or msg.startswith("Exception ignored in"):
             self._in_traceback, self._tb_benign = True, True  # a request's or a finalizer's traceback
             return
         for hint in _FAILURE_HINTS:
             if hint in msg:
                 found_failure = marker_failure(msg)
+                if found_failure is None and env.level in ("ERROR", "CRITICAL"):
+                    named = kind_of(msg)  # an ERROR-level line that names a cause states it
+                    found_failure = (named, True, False) if named is not None else None
+                if found_failure is not None and msg == "Killed" and self._failed:
+                    break  # the tree being killed after a failure already reported: a consequence, not news
                 if found_failure is not None:
                     kind, root, opens = found_failure
                     self._emit(Failure(kind, env.line, root, env.rank, env.at, self._t(env.at)))
                     if opens:
-                        self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
+                        self._open_traceback(env.line, env.rank, env.at)
+                    if self._in_traceback and not self._tb_benign:
+                        self._tb_reported = True
                 break
+
+    def _open_traceback(self, line: str, rank: str | None, at: str | None) -> None:
+        self._in_traceback, self._tb_rank, self._tb_benign = True, rank, False
+        self._tb_head, self._tb_reported, self._tb_at, self._tb_ready = line, False, at, self._ready
+
+    def _draft_frame(self, msg: str, at: str | None) -> None:
+        """A frame of a draft worker: speculative decoding is on (which algorithm, the frame rarely says)."""
+        if self._hint_level < 1 and "orker" in msg and not self._speculative_off and _DRAFT_FRAME.search(msg):
+            self._hint(None, msg.strip(), at)
 
     def _traceback_line(self, line: str, msg: str) -> bool:
         """Inside a traceback: True when the line was consumed (frame line or the closing exception line)."""
         first = msg[0]
         if first in " \t":
+            if "orker" in msg:
+                self._draft_frame(msg, None)
             return True
         if msg.startswith(("Traceback (most recent", "During handling of the above", "The above exception")):
             return True
@@ -240,6 +287,7 @@ class LogParser:
             self._tb_benign = False
             return True
         kind, root = exception_failure(msg)
+        self._tb_reported = True
         self._emit(Failure(kind, line, root, self._tb_rank))
         found = milestone(msg.partition(": ")[2])
         if found is not None and found[0] in ("load_straggler", "unbalanced_memory"):
@@ -294,8 +342,14 @@ class LogParser:
                 self._in_capture = False
         elif kind in ("graph_begin", "graph_end"):
             draft = "draft" in str(fields[0][1]).lower() if fields else False
+            if draft and not self._speculative_off:  # a draft model's graph: speculative decoding is on
+                self._hint(speculative_family(str(fields[0][1])), line, at)
             if kind == "graph_begin":
                 self._capture_seen = self._in_capture = True
+                self._capture_bar = "piecewise" if "piecewise" in str(fields[0][1]).lower() else "capture"
+        elif kind in _HTTP_UP:
+            self._in_capture = False
+            self._warm = not self._ready
         elif kind == "max_tokens":
             self._in_capture = False
         elif kind == "fired_up":
@@ -324,10 +378,13 @@ class LogParser:
         if frame.kind == "shards":
             bar = "draft_weights" if self._is_draft_bar(frame.desc, frame.done, frame.total) else "weights"
         elif frame.kind == "capture":
-            bar = "capture"
+            bar = "piecewise" if frame.desc.startswith(PIECEWISE_DESCS) else "capture"
             self._capture_seen = self._in_capture = True
+            self._capture_bar = bar
+        elif frame.kind in ("jit", "warmup"):
+            bar = frame.kind
         elif self._in_capture:
-            bar = "capture"
+            bar = self._capture_bar
         else:
             return False
         key = (bar, frame.done, frame.total, frame.bs, frame.desc)

@@ -38,12 +38,14 @@ from tui.core.progress import advance_bar, is_complete, start_bar
 from tui.core.stall import stall_for
 from tui.core.state import (
     PHASE_ORDER,
+    BarState,
     DecodeInfo,
     ErrorInfo,
     Phase,
     RankState,
     Readiness,
     ServerInfo,
+    WeightCacheInfo,
 )
 from tui.core.timeline import close_draft, enter_phase, open_draft
 
@@ -72,12 +74,27 @@ MILESTONE_PHASE: dict[str, Phase] = {
     "app_startup_complete": Phase.WARMUP,
     "uvicorn_running": Phase.WARMUP,
     "warmup_request": Phase.WARMUP,
+    # SGLang 0.5.14 … 0.5.23 shapes (tui.core.logshapes)
+    "dist_init": Phase.INIT,
+    "kv_profile": Phase.KV_CACHE,
+    "http_running": Phase.WARMUP,
+    "pd_warmup_begin": Phase.WARMUP,
+    "warmups_begin": Phase.WARMUP,
+    "warmups_end": Phase.WARMUP,
 }
+# Bars other than the weights' and the classic capture's: the phase each one shows (None: a step inside a phase).
+BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": None, "warmup": Phase.WARMUP}
+BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
 # Milestones that only a scheduler prints: with TP=1 they carry no rank label, and belong to TP0.
 SCHEDULER_KINDS = frozenset(
     {"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
      "graph_begin", "graph_end", "max_tokens", "unbalanced_memory", "load_straggler"}
 )
+# Per-rank startup lines that every rank prints: seen for TP0 alone (and no other rank), TP is 1.
+PER_RANK_KINDS = frozenset({"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
+                            "graph_begin", "graph_end"})  # fmt: skip
+TP_ONE_REASON = "inferred: per-rank startup lines appear for TP0 only"
+TP_UNTAGGED_REASON = "inferred: per-rank startup lines carry no TP tag (SGLang prints one only when TP > 1)"
 # Draft milestones that open/close a draft span inside the main phase.
 DRAFT_SPANS: dict[str, tuple[Phase, bool]] = {
     "load_begin": (Phase.LOADING_WEIGHTS, True),
@@ -231,9 +248,46 @@ def _log_seen(
     index = tp_rank if tp_rank is not None else (_tp_index(rank) if rank else None)
     if index is not None and (s.tp_rank_max is None or index > s.tp_rank_max):
         changes["tp_rank_max"] = index
+    if index is not None and index not in s.tp_ranks_seen:
+        seen = tuple(sorted(s.tp_ranks_seen + (index,)))
+        changes["tp_ranks_seen"] = seen
         if not s.server.tp_from_args and index >= 1:  # a lone TP0 tag says TP > 1, not how many
-            changes["server"] = replace(s.server, tp_size=index + 1)
+            size, how = infer_tp_size(seen)
+            changes["server"] = replace(s.server, tp_size=size)
+            changes["tp_inferred"] = how
     return _with(s, **changes)
+
+
+def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
+    """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
+
+    The highest index + 1 when that is a usual TP size (a power of two: TP splits the attention heads), when
+    every index below it was seen, or as a lower bound when several ranks show; a lone TP2 (a traceback of one
+    rank) says only "at least 3 ranks", which is no size."""
+    top = seen[-1]
+    size = top + 1
+    if size & (size - 1) == 0:
+        return size, f"inferred: highest rank seen is TP{top}"
+    if len(seen) == size:
+        return size, f"inferred: ranks TP0..TP{top} seen"
+    if len(seen) >= 2:
+        return size, f"inferred: at least {size} ranks (highest seen TP{top})"
+    return None, ""
+
+
+def _tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:
+    """A per-rank startup line of TP0 (or with no TP tag at all) and no other rank seen: TP is 1 (inferred,
+    until another rank shows)."""
+    seen = (0,) if why == TP_ONE_REASON else ()
+    if s.server.tp_from_args or s.server.tp_size is not None or s.tp_ranks_seen != seen or ev.draft:
+        return s
+    return _with(s, server=replace(s.server, tp_size=1), tp_inferred=why)
+
+
+def untagged_scheduler_line(ev: Milestone) -> bool:
+    """A scheduler's line in SGLang's own `[time]` envelope with no rank label (not a foreign format that drops
+    the labels): 0.5.x prints the TP token only when TP > 1."""
+    return ev.at is not None and ev.line.startswith("[") and ev.line[1:2].isdigit()
 
 
 def _on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
@@ -270,6 +324,11 @@ def _on_launch(s: Readiness, ev: LaunchStarted, now: float) -> Readiness:
 def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     rank = ev.rank or ("TP0" if ev.kind in SCHEDULER_KINDS else None)
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
+    if ev.kind in PER_RANK_KINDS and ev.rank is not None and _tp_index(ev.rank) == 0:
+        s = _tp_one(s, ev)
+    elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
+        s = _tp_one(s, ev, TP_UNTAGGED_REASON)
+    s = _shape_facts(s, ev)
     if rank:
         s = _with(s, ranks=_update_rank(s.ranks, rank, ev, now))
     draft = ev.draft or _looks_like_draft_load(s, ev)
@@ -288,6 +347,52 @@ def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
         return _maybe_ready(_with(s, log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
     target = MILESTONE_PHASE.get(ev.kind)
     return _advance(s, target, ev.at, ev.t, now) if target is not None else s
+
+
+def _shape_facts(s: Readiness, ev: Milestone) -> Readiness:
+    """The facts the 0.5.14 … 0.5.23 lines carry (DeepGEMM JIT, HTTP server, PD, EPLB, HF snapshot, weight cache)."""
+    kind = ev.kind
+    if kind == "jit_begin":
+        return _with(s, jit_active=True)
+    if kind == "jit_kernel":
+        return _with(s, jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}")
+    if kind in ("jit_end", "graph_end", "max_tokens", "fired_up"):
+        s = _with(s, jit_active=False) if s.jit_active else s
+        return _with(s, http_server=s.http_server or "uvicorn") if kind == "fired_up" else s
+    if kind == "uvicorn_running":
+        workers = ev.get("workers")
+        return _with(s, http_server="uvicorn", http_workers=workers if isinstance(workers, int) else s.http_workers)
+    if kind == "http_running":
+        return _with(s, http_server=str(ev.get("server") or "other"))
+    if kind == "pd_bootstrap":
+        return _with(s, pd_bootstrap=True)
+    if kind == "pd_warmup_begin":
+        return _with(s, pd_warmup="running")
+    if kind == "pd_warmup_end":
+        return _with(s, pd_warmup="ok" if ev.get("ok", True) else "failed")
+    if kind == "eplb_begin":
+        return _with(s, eplb_rebalancing=True, last_progress="EPLB rebalance")
+    if kind == "eplb_end":
+        return _with(s, eplb_rebalancing=False, eplb_rebalances=s.eplb_rebalances + 1)
+    if kind == "hf_snapshot":
+        return _with(s, hf_snapshot="local" if ev.get("local") else "download")
+    if kind == "weight_cache":
+        return _with(s, weight_cache=_weight_cache(s.weight_cache, ev))
+    return s
+
+
+def _weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo:
+    info = old or WeightCacheInfo()
+    role, pid, mode = ev.get("role"), ev.get("pid"), ev.get("mode")
+    if isinstance(pid, int) and pid not in info.pids:
+        info = replace(info, pids=info.pids + (pid,))
+    if role == "launching":  # the engine launches its own daemons: co-terminal with it
+        info = replace(info, mode=info.mode or "daemon")
+    if isinstance(mode, str):
+        info = replace(info, mode=mode)
+    if ev.get("standalone") is True and info.mode != "daemon":  # not when this engine launched its own
+        info = replace(info, standalone=True)
+    return info
 
 
 def _looks_like_draft_load(s: Readiness, ev: Milestone) -> bool:
@@ -316,6 +421,10 @@ def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return _advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if ev.bar == "draft_weights":
         return _draft_bar(s, ev, when, clock, now)
+    if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
+        s = _with(s, jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
+    if ev.bar in BAR_FIELDS:
+        return _other_bar(s, ev, when, clock, now)
     if ev.bar == "capture":
         old = s.capture
         extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
@@ -328,6 +437,24 @@ def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
             s = _with(s, last_progress=f"capture {bar.done}/{bar.total}")
         return _advance(s, Phase.CUDA_GRAPH, ev.at, ev.t, now)
     return s
+
+
+def _other_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: float) -> Readiness:
+    """Piecewise capture, DeepGEMM JIT and warmup bars: each its own progress (a new bar when the total changes)."""
+    name = BAR_FIELDS[ev.bar]
+    old: BarState | None = getattr(s, name)
+    extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+    if old is None or old.total != ev.total or ev.done < old.done:
+        bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
+    else:
+        bar = advance_bar(old, ev.done, when, clock, now, **extra)
+    s = _with(s, launched=True, **{name: bar})
+    if bar != old:
+        s = _with(s, last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
+    if ev.bar == "jit" and not s.jit_active:
+        s = _with(s, jit_active=True)
+    target = BAR_PHASE[ev.bar]
+    return _advance(s, target, ev.at, ev.t, now) if target is not None else s
 
 
 def _bar_time(ev: BarProgress, now: float) -> tuple[float, str]:
@@ -367,14 +494,26 @@ def _draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: floa
 def _on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what="log: failure")
     old = s.error
-    if old is None or (ev.root_cause and not old.root_cause):
+    if old is None or (ev.root_cause and not old.root_cause) or _marker_outranks(old, ev):
         s = _with(s, error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
     return _fail(s, ev.at, ev.t, now)
+
+
+def _marker_outranks(old: ErrorInfo, ev: Failure) -> bool:
+    """A scheduler's exception marker says more than a generic "other" one printed before it (`Received sigquit
+    from a child process` is the parent reacting to the child's exception, which is the cause)."""
+    return not old.root_cause and not ev.root_cause and old.kind == "other" and ev.kind != "other"
 
 
 def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.stage} batch")
     if ev.stage != "decode":
+        # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
+        # of prefills only, or one after ready. Before fired up it is the warmup's own request.
+        if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and _traffic(s, ev))):
+            return _advance(s, Phase.SERVING, ev.at, ev.t, now)
+        if ev.stage == "prefill":
+            return _with(s, prefill_lines=s.prefill_lines + ev.count)
         return s
     decode = DecodeInfo(
         accept_len=ev.accept_len,
@@ -394,6 +533,13 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if s.phase in (Phase.STARTING, Phase.READY) or (s.phase is Phase.WARMUP and _ready_allowed(s)):
         return _advance(s, Phase.SERVING, ev.at, ev.t, now)
     return s
+
+
+def _traffic(s: Readiness, ev: BatchStats) -> bool:
+    """Prefills with no startup in view are requests being served, unless they may be the warmup's one request:
+    more than one prefill line, or one that shows other requests (running, queued, tokens in use)."""
+    busy = (ev.running_req or 0) > 0 or (ev.queue_req or 0) > 0 or (ev.token_usage or 0.0) > 0.0
+    return busy or s.prefill_lines + ev.count >= 2
 
 
 def _on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:

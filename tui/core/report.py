@@ -83,6 +83,8 @@ def format_report(state: Readiness) -> str:
     if s.server.model:
         facts.append(f"model {s.server.model}")
     facts.append(f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
+    if s.tp_inferred and s.server.tp_size is not None:
+        facts[-1] += f" ({s.tp_inferred})"
     if s.server.speculative:
         facts.append(f"speculative {s.server.speculative}")
     if s.shards is not None:

@@ -11,6 +11,7 @@ and failed are never stalled. Limits per phase (seconds), each overridable by `R
 - loading_weights once shards move: max(3 min, 10 x the mean shard interval): a large shard is silent.
 - kv_cache 5 min, cuda_graph 5 min (capture batches tick every second or so).
 - warmup 10 min: SGLang's warmup request may wait up to 600 s, and JIT kernels compile silently there.
+- a DeepGEMM JIT session (`Entering DeepGEMM JIT Pre-Compile session`) under way: at least 20 min.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ PHASE_LIMITS: dict[Phase, float] = {
     Phase.WARMUP: 10 * MINUTE,
 }
 BEFORE_FIRST_SHARD = 20 * MINUTE
+JIT_COMPILE = 20 * MINUTE  # a DeepGEMM JIT session compiles silently between its lines ("typically 10-20 mins")
 SHARD_INTERVALS = 10.0
 NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
 
@@ -45,7 +47,10 @@ def limit_for(state: Readiness) -> float | None:
         interval = mean_interval(state.shards)
         floor = PHASE_LIMITS[Phase.LOADING_WEIGHTS]
         return max(floor, SHARD_INTERVALS * interval) if interval else floor
-    return PHASE_LIMITS.get(state.phase)
+    limit = PHASE_LIMITS.get(state.phase)
+    if state.jit_active and limit is not None:
+        return max(limit, JIT_COMPILE)
+    return limit
 
 
 def stall_for(state: Readiness, now: float) -> StallInfo | None:

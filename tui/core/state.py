@@ -96,6 +96,19 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class WeightCacheInfo:
+    """SGLang's weight cache daemon (0.5.23), as the log shows it.
+
+    standalone: the daemon was started on its own (`--weight-cache-mode client`): it is meant to keep its GPU
+    memory after the server exits, so that memory is not the server's to release. pids: the daemon processes
+    the log named (`Launched weight cache daemon … pid=N`, `… liveness watchdog for pid=N`)."""
+
+    standalone: bool = False
+    pids: tuple[int, ...] = ()
+    mode: str | None = None  # "daemon" (co-terminal with the engine) | "client" | None (not said)
+
+
+@dataclass(frozen=True)
 class DecodeInfo:
     accept_len: float | None = None
     accept_rate: float | None = None
@@ -164,3 +177,20 @@ class Readiness:
     process_visible: bool = True  # False: the server's processes cannot be seen (another uid's /proc)
     process_owner_uid: int | None = None  # the uid that owns them, when known
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
+    # SGLang 0.5.14 … 0.5.23 startup shapes (issue 12)
+    piecewise: BarState | None = None  # piecewise CUDA graph: `Capturing num tokens` / `Compiling num tokens` bar
+    jit: BarState | None = None  # DeepGEMM JIT: the `DeepGEMM warmup` bar of the kernel shape compiling now
+    jit_kernels: int = 0  # DeepGEMM kernel shapes compiled (`Try DeepGEMM JIT Compiling for <KIND> N=…, K=…`)
+    jit_active: bool = False  # a DeepGEMM JIT pre-compile session began and nothing after it (capture end…) yet
+    warmup_bar: BarState | None = None  # `Warmup prefill shapes` / `Profiling prefill latency for dynamic chunking`
+    http_server: str | None = None  # "uvicorn" | "rust" | "granian" once the log says which one listens
+    http_workers: int | None = None  # `Uvicorn running on … with N SO_REUSEPORT workers`
+    pd_bootstrap: bool = False  # a PD disaggregation bootstrap server started
+    pd_warmup: str | None = None  # PD warmup: "running" | "ok" | "failed"
+    eplb_rebalancing: bool = False  # `[EPLBManager] rebalance start` without its end yet: transient, not a failure
+    eplb_rebalances: int = 0  # rebalances completed
+    hf_snapshot: str | None = None  # "local" (found in the HF cache, no download) | "download"
+    weight_cache: WeightCacheInfo | None = None  # the weight cache daemon, when the log shows one
+    tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
+    prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
+    tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)

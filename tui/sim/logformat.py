@@ -179,6 +179,45 @@ class LogFormat:
             f"max_running_requests={max_running}, context_len={context_len}, available_gpu_mem={gb(avail)} GB"
         )
 
+    # ------------------------------------------------------------ piecewise CUDA graph, DeepGEMM JIT (issue 12)
+    @staticmethod
+    def piecewise_begin(avail: float) -> str:
+        return f"Capture piecewise CUDA graph begin. avail mem={gb(avail)} GB"
+
+    @staticmethod
+    def piecewise_end(elapsed: float, mem: float, avail: float) -> str:
+        return (
+            f"Capture piecewise CUDA graph end. Time elapsed: {elapsed:.2f} s. mem usage={gb(mem)} GB. "
+            f"avail mem={gb(avail)} GB."
+        )
+
+    @staticmethod
+    def piecewise_compile_desc(num_tokens: int) -> str:
+        return f"Compiling num tokens (num_tokens={num_tokens})"
+
+    @staticmethod
+    def piecewise_capture_desc(num_tokens: int, avail: float) -> str:
+        return f"Capturing num tokens (num_tokens={num_tokens} avail_mem={gb(avail)} GB)"
+
+    @staticmethod
+    def deepgemm_session() -> str:
+        return (
+            "Entering DeepGEMM JIT Pre-Compile session. It may take a long time (typically 10-20 mins) if you have "
+            "not run `sglang.compile_deep_gemm`. It is recommended to run `sglang.compile_deep_gemm` with same args "
+            "as `sglang.launch_server` for pre-compilation to reduce the overhead if you have not run it before. "
+            "For example: `python3 -m sglang.compile_deep_gemm --model deepseek-ai/DeepSeek-V3 --tp 8 "
+            "--trust-remote-code`"
+        )
+
+    @staticmethod
+    def deepgemm_kernel(kind: str, n: int, k: int, groups: int) -> str:
+        return (
+            f"Try DeepGEMM JIT Compiling for <{kind}> N={n}, K={k}, num_groups={groups} with all Ms. It only takes a "
+            f"little time (typically 1 sec) if you have run `python3 -m sglang.compile_deep_gemm`. "
+        )
+
+    DEEPGEMM_BAR = "DeepGEMM warmup"
+
     # --------------------------------------------------------------------------------- main after ready
     def startup_timings(self, load: float, kv: float, sched: float, graphs: dict[str, float], tok: float) -> str | None:
         if not self.new:

@@ -25,6 +25,14 @@ DIST_TIMEOUT = 600.0
 PREFILL_SIZES = (4, 8, 12, 16, 20, 24, 28, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
                  288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1280, 1536, 1792,
                  2048)  # fmt: skip
+# DeepGEMM JIT (0.5.23 FP8 on Hopper): a few kernel shapes, each warmed up over its M sizes.
+DEEPGEMM_KERNELS = (("GEMM_NT_F8F8BF16", 24576, 7168, 1), ("GEMM_NT_F8F8BF16", 7168, 16384, 1),
+                    ("GROUPED_GEMM_NT_F8F8BF16_MASKED", 4096, 7168, 32))  # fmt: skip
+DEEPGEMM_MS = (1, 64, 512, 4096)
+DEEPGEMM_SECONDS_PER_M = 0.15
+PIECEWISE_TOKENS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 384, 512)
+PIECEWISE_SECONDS_PER_SIZE = 0.12
+PIECEWISE_GIB = 0.35
 SPEC_BS = tuple(range(1, 9)) + tuple(range(10, 33, 2)) + (40, 44, 48)
 PLAIN_BS = (1, 2, 4, 8, 12) + tuple(range(16, 257, 8))
 GRAPH_SECONDS_PER_SIZE = {
@@ -193,8 +201,10 @@ class RankScript:
             self._kv(draft=False)
             if self.p.speculative:
                 self._kv(draft=True)
+            self._deepgemm()
             for graph in self.sched.graphs:
                 self._capture(graph)
+            self._piecewise()
         t = self._cursor() + 0.8
         msg = self.fmt.max_tokens(self.mem.tokens, self.sched.max_running, 131072, avail(self.used))
         self._say(t, msg, rank0_only=True)
@@ -330,6 +340,49 @@ class RankScript:
             free = avail(self.used)
             self._say_elapsed(end, "capture", lambda elapsed: self.fmt.capture_end(graph, elapsed, grow, free, sizes))
         self.timings[graph] = end - begin
+
+    def _deepgemm(self) -> None:
+        """DeepGEMM JIT before the first captured forward: the session warning, then per kernel shape one line on
+        every rank and a `DeepGEMM warmup` bar over the M sizes on rank 0 (SGLang compiles on each rank)."""
+        t = self._cursor() + 0.2
+        self._say(t, self.fmt.deepgemm_session(), rank0_only=True)
+        for kind, n, k, groups in DEEPGEMM_KERNELS:
+            t += 0.05
+            self._say(t, self.fmt.deepgemm_kernel(kind, n, k, groups))
+            writer = BarWriter()
+            if self.rank == 0:
+                self._frame(t + 0.01, writer, 0, len(DEEPGEMM_MS), self.fmt.DEEPGEMM_BAR)
+            for i, _ in enumerate(DEEPGEMM_MS, 1):
+                t += DEEPGEMM_SECONDS_PER_M
+                if self.rank == 0:
+                    self._frame(t, writer, i, len(DEEPGEMM_MS), self.fmt.DEEPGEMM_BAR, tail="\n" if i == len(DEEPGEMM_MS) else "")
+            self._add(t + 0.01, "")
+        self._add(t + 0.02, action="barrier")
+
+    def _piecewise(self) -> None:
+        """Piecewise CUDA graph after the other graphs: compile then capture each token count (largest first)."""
+        begin = self._jitter(self._cursor() + 0.3, 0.1)
+        base = self.used
+        self._say(begin, self.fmt.piecewise_begin(avail(base)), mark="piecewise")
+        order = list(reversed(PIECEWISE_TOKENS))
+        n = len(order)
+        t = begin + 0.05
+        for label in ("compile", "capture"):
+            writer = BarWriter()
+            if self.rank == 0:
+                self._frame(t, writer, 0, n)
+            for i, size in enumerate(order):
+                mem = base + PIECEWISE_GIB * i / n if label == "capture" else base
+                desc = (self.fmt.piecewise_compile_desc(size) if label == "compile"
+                        else self.fmt.piecewise_capture_desc(size, avail(mem)))  # fmt: skip
+                t += PIECEWISE_SECONDS_PER_SIZE
+                if self.rank == 0:
+                    self._frame(t, writer, i + 1, n, desc, tail="\n" if i + 1 == n else "")
+            self._add(t + 0.01, "", base + (PIECEWISE_GIB if label == "capture" else 0.0))
+        self._add(t + 0.02, action="barrier")
+        end = self._jitter(t + 0.2, 0.1)
+        free = avail(self.used)
+        self._say_elapsed(end, "piecewise", lambda elapsed: self.fmt.piecewise_end(elapsed, PIECEWISE_GIB, free))
 
     def _capture_fault(self, graph: str, index: int, at: float, mem: float) -> bool:
         if graph not in ("target_verify", "target_decode"):

@@ -2,7 +2,9 @@
 
 `/health` runs a real 1-token generation once the server is up (≥1 s, up to 20 s), so it gets a long read
 timeout and is never polled concurrently with itself. It is polled rarely while the server loads and
-fast once uvicorn is up (warmup), which is when `wait` needs to see the 200 quickly.
+fast once uvicorn is up (warmup), which is when `wait` needs to see the 200 quickly, and at most every 30 s once
+it answers 200: each /health costs the server an access line and a prefill (tui.core.probes marks them).
+Every request carries `?from=sglang-tui`, so the server's access log tells the tool's requests from others.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import AsyncIterator, Callable
 import httpx
 
 from tui.core.events import HealthResult
+from tui.core.probes import probe_path
 from tui.sources.host import Host, HostAuthError, HostError
 
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
 MODELS_TIMEOUT_S = 5.0
+READY_INTERVAL_S = 30.0  # once /health says ok, liveness comes from the log, the port and the process watch
 FAST_PHASES = frozenset({"warmup", "ready", "serving"})
 
 
@@ -67,7 +71,7 @@ class HealthPoller:
         *,
         slow_interval: float = 5.0,
         fast_interval: float = 0.25,
-        ready_interval: float = 5.0,
+        ready_interval: float = READY_INTERVAL_S,
         models_interval: float = 5.0,
         health_timeout: float = HEALTH_READ_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -147,7 +151,8 @@ class HealthPoller:
         timeout = self.health_timeout if endpoint == "/health" else MODELS_TIMEOUT_S
         try:
             client = await self._http()
-            response = await client.get(endpoint, timeout=httpx.Timeout(timeout, connect=5.0))
+            # the query marks the tool's own requests in the server's access log (tui.core.probes)
+            response = await client.get(probe_path(endpoint), timeout=httpx.Timeout(timeout, connect=5.0))
             outcome, detail = classify(endpoint, response)
             status: int | None = response.status_code
         except HostAuthError:

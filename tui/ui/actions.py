@@ -39,6 +39,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("search-previous", "N", "search_previous", "Previous match", show=False),
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
+    Action("hide-probes", "h", "hide_probes", "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)", "probes", show=False),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),

@@ -352,6 +352,10 @@ class SglangTui(App[None]):
     def action_wrap(self) -> None:
         self.log_pane.toggle_wrap()
 
+    def action_hide_probes(self) -> None:
+        hidden = self.log_pane.toggle_probes()
+        self.notify("log: sglang-tui's probe lines hidden" if hidden else "log: probe lines shown (dimmed)", timeout=2)
+
     def action_copy(self) -> None:
         text = self.log_pane.view.selected_text()
         what = "selected line"

@@ -92,6 +92,8 @@ class LogPane(Vertical):
             text.append(f"   rank {view.rank_filter} only", style="bold")
         if view.wrap:
             text.append("   wrap")
+        if view.hide_probes:
+            text.append("   probes hidden")
         if view.search_term:
             text.append(f"   /{view.search_term}  {view.match_count()} lines  n/N")
         self.query_one(LogStatus).update(text)
@@ -105,6 +107,12 @@ class LogPane(Vertical):
     def toggle_wrap(self) -> None:
         self.view.set_wrap(not self.view.wrap)
         self._refresh_status()
+
+    def toggle_probes(self) -> bool:
+        """Hide (or show again) sglang-tui's own probe lines; True when they are now hidden."""
+        self.view.set_hide_probes(not self.view.hide_probes)
+        self._refresh_status()
+        return self.view.hide_probes
 
     def cycle_rank_filter(self) -> str | None:
         """All ranks → first rank → … → last rank → all ranks."""

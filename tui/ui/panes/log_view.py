@@ -16,6 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.core.loglines import classify_line
+from tui.core.probes import is_probe_line
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
@@ -38,10 +39,15 @@ class LogLine:
 
     @property
     def kind(self) -> str | None:
-        """error | warning | milestone | progress | None (tui.core.loglines.classify_line)."""
+        """probe (sglang-tui's own, tui.core.probes) | error | warning | milestone | progress | None
+        (tui.core.loglines.classify_line)."""
         if self._kind is _UNKNOWN:
-            self._kind = classify_line(self.text)
+            self._kind = "probe" if is_probe_line(self.text) else classify_line(self.text)
         return self._kind  # type: ignore[return-value]
+
+    @property
+    def is_probe(self) -> bool:
+        return self.kind == "probe"
 
     @property
     def rank(self) -> str | None:
@@ -69,7 +75,8 @@ def _rank_sort_key(rank: str) -> tuple[object, ...]:
 class LogView(ScrollView, can_focus=True):
     """Line-API view over at most `max_lines` lines; only visible rows are rendered (and cached)."""
 
-    COMPONENT_CLASSES = {"log--error", "log--warning", "log--milestone", "log--progress", "log--match", "log--cursor"}
+    COMPONENT_CLASSES = {"log--error", "log--warning", "log--milestone", "log--progress", "log--probe", "log--match",
+                         "log--cursor"}  # fmt: skip
 
     DEFAULT_CSS = """
     LogView {
@@ -81,6 +88,7 @@ class LogView(ScrollView, can_focus=True):
         & > .log--warning { color: $text-warning; }
         & > .log--milestone { color: $text-success; }
         & > .log--progress { color: $text-accent; }
+        & > .log--probe { color: $text-disabled; text-style: dim; }
         & > .log--match { background: $warning; color: $background; }
         & > .log--cursor { background: $primary-muted; }
     }
@@ -103,6 +111,7 @@ class LogView(ScrollView, can_focus=True):
         self._programmatic_scroll = False
         self.wrap = False
         self.rank_filter: str | None = None
+        self.hide_probes = False  # leave out sglang-tui's own probe lines
         self.search_term: str | None = None
         self.cursor: int | None = None  # absolute line number of the selected line
         self.total_received = 0
@@ -145,7 +154,7 @@ class LogView(ScrollView, can_focus=True):
         widest = max(len(line.text) for line in new)
         if widest > self._max_width:
             self._max_width = widest
-        if self.rank_filter is None and not self.wrap:
+        if self.rank_filter is None and not self.wrap and not self.hide_probes:
             self._rows.extend((first + offset, 0, len(line.text)) for offset, line in enumerate(new))
         else:
             for offset, line in enumerate(new):
@@ -187,6 +196,8 @@ class LogView(ScrollView, can_focus=True):
         return cut
 
     def _passes(self, line: LogLine) -> bool:
+        if self.hide_probes and line.is_probe:
+            return False
         return self.rank_filter is None or line.rank == self.rank_filter
 
     def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
@@ -288,6 +299,14 @@ class LogView(ScrollView, can_focus=True):
     def set_rank_filter(self, rank: str | None) -> None:
         self.rank_filter = rank
         self._rebuild_rows()
+
+    def set_hide_probes(self, hide: bool) -> None:
+        self.hide_probes = hide
+        self._rebuild_rows()
+
+    def probe_count(self) -> int:
+        """Kept lines that are sglang-tui's own probes."""
+        return sum(1 for line in self._lines if line.is_probe)
 
     def find(self, term: str, *, backwards: bool = False, from_cursor: bool = True) -> bool:
         """Select the next (or previous) line containing `term` (case-insensitive), wrapping around."""

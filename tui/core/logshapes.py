@@ -1,0 +1,160 @@
+"""Startup and serving lines beyond the classic milestones, read from SGLang 0.5.14 … 0.5.23's format strings.
+
+Each function reads one message (the text after the envelope) and returns (kind, fields) or None; order is the
+parser's business. The kinds (all `Milestone.kind`):
+
+- dist_init: distributed init on its way (`[Gloo] Rank 0 is connected to …`, `sglang is using nccl==2.27.3`,
+  `Launch DP1 starting at GPU #4.`).
+- kv_profile: the KV budget being profiled after the weights (`max_total_tokens=… is larger than the profiled
+  value …`, `Post-capture KV sizing: …`).
+- jit_begin / jit_kernel / jit_end: DeepGEMM JIT (`Entering DeepGEMM JIT Pre-Compile session. …`, one
+  `Try DeepGEMM JIT Compiling for <KIND> N=…, K=…, num_groups=… with all Ms.` per kernel shape,
+  `PP-parallel DeepGEMM warmup start/done …`); the `DeepGEMM warmup` bar is a BarProgress "jit".
+- hf_snapshot: `Found local HF snapshot for M at P; skipping download.` (field local=True); `Local snapshot
+  incomplete for M: …. Will download missing files.`, `Local HF snapshot at P has no files matching …; will attempt
+  download.` and huggingface_hub's `Fetching N files` (local=False: a download, which SGLang runs silently).
+- weight_cache: the weight cache daemon. `Launching N weight cache daemon(s) …` is the engine starting its own
+  (co-terminal with it); `Launched weight cache daemon gpu=… pp_rank=… tp_rank=… pid=…` and `All N weight cache
+  daemons on node K are ready` are the standalone launcher's (`python -m sglang.srt.weight_cache.daemon`), whose
+  daemons outlive the server and keep their GPU memory; `[IpcModelLoader] Loaded model via IPC (mode=client)` is a
+  server using such a daemon; `[WeightCacheDaemon gpu=…] …` are the daemons' own lines.
+- pd_bootstrap, pd_warmup_begin, pd_warmup_end (field ok): PD disaggregation.
+- http_running: an HTTP server other than plain uvicorn is up (`SGLANG_RUST_SERVER enabled, Rust server listen
+  on …`, `Starting embedded Granian HTTP/2 server on …`); `Uvicorn running on H:P with N SO_REUSEPORT workers`
+  is uvicorn_running with a workers field.
+- warmups_begin / warmups_end: `--warmups` (`Running warmup NAME`, `Warmup ended`).
+- eplb_begin / eplb_end: `[EPLBManager] rebalance start|end`: a transient state while serving, not a failure.
+"""
+
+from __future__ import annotations
+
+import re
+
+Fields = tuple[tuple[str, object], ...]
+
+_JIT_KERNEL = re.compile(r"Try DeepGEMM JIT Compiling for <(\w+)> N=(\d+), K=(\d+)(?:, num_groups=(\d+))?", re.ASCII)
+_DAEMON_LAUNCHED = re.compile(r"Launched weight cache daemon gpu=(\d+) pp_rank=(\d+) tp_rank=(\d+) pid=(\d+)", re.ASCII)
+_DAEMON_PID = re.compile(r"\b(?:pid=|\(pid=)(\d{1,10})", re.ASCII)
+_LAUNCHING_DAEMONS = re.compile(r"Launching (\d+) weight cache daemon", re.ASCII)
+_IPC_MODE = re.compile(r"mode=(\w+)", re.ASCII)
+_REUSEPORT = re.compile(r"Uvicorn running on (\S+) with (\d+) SO_REUSEPORT workers", re.ASCII)
+_RUST = re.compile(r"Rust server listen on (\S+)", re.ASCII)
+_GRANIAN = re.compile(r"Granian HTTP/2 server on (\S+)", re.ASCII)
+_BOOTSTRAP = re.compile(r"BootstrapServer started(?: successfully)? on (\S+)", re.ASCII)
+_WARMUP_NAME = re.compile(r"Running warmup (\S+)", re.ASCII)
+_EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
+# Lines between the weights and the KV pool: the KV budget is being profiled and the pools allocated.
+_KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
+               "Use Sliding window memory pool", "SWA ring:")  # fmt: skip
+_LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
+
+
+def shape(msg: str) -> tuple[str, Fields] | None:
+    """(kind, fields) for the lines listed in the module docstring, else None."""
+    first = msg[:1]
+    if first == "[":
+        return _bracketed(msg)
+    if first == "T" and msg.startswith("Try DeepGEMM JIT Compiling"):
+        m = _JIT_KERNEL.match(msg)
+        if m:
+            fields: list[tuple[str, object]] = [("kernel", m.group(1)), ("n", int(m.group(2))), ("k", int(m.group(3)))]
+            if m.group(4):
+                fields.append(("num_groups", int(m.group(4))))
+            return "jit_kernel", tuple(fields)
+        return "jit_kernel", ()
+    if msg.startswith("Entering DeepGEMM JIT Pre-Compile session"):
+        return "jit_begin", ()
+    if "DeepGEMM warmup" in msg and msg.startswith("PP-parallel DeepGEMM warmup"):
+        return ("jit_end", ()) if " done" in msg else ("jit_begin", ())
+    if msg.startswith("sglang is using nccl=="):
+        return "dist_init", (("nccl", msg[len("sglang is using nccl==") :].strip()),)
+    if msg.startswith("Launch DP") and " starting at GPU" in msg:
+        m = _LAUNCH_DP.match(msg)
+        return "dist_init", (("dp_rank", int(m.group(1))), ("gpu", int(m.group(2)))) if m else ()
+    if "is larger than the profiled value" in msg or msg.startswith(_KV_PROFILE) or "of the KV budget" in msg:
+        return "kv_profile", ()
+    if msg.startswith("Found local HF snapshot for"):
+        return "hf_snapshot", (("local", True),)
+    if msg.startswith(("Local snapshot incomplete for", "Local HF snapshot at")) and "download" in msg:
+        return "hf_snapshot", (("local", False),)  # `… Will download missing files.` / `…; will attempt download.`
+    if msg.startswith(("Downloading ", "Fetching ")) and " files" in msg[:40]:
+        return "hf_snapshot", (("local", False),)
+    return _servers(msg) or _daemons(msg)
+
+
+def _bracketed(msg: str) -> tuple[str, Fields] | None:
+    if msg.startswith("[Gloo] Rank"):
+        return "dist_init", ()
+    if msg.startswith("[EPLBManager] rebalance "):
+        rest = msg[len("[EPLBManager] rebalance ") :]
+        if rest.startswith("start"):
+            return "eplb_begin", ()
+        if rest.startswith("end"):
+            t = _EPLB_TIME.search(rest)
+            return "eplb_end", (("elapsed_s", float(t.group(1))),) if t else ()
+        return None
+    if msg.startswith(("[WeightCacheDaemon", "[IpcModelLoader]")):
+        return _daemons(msg)
+    return None
+
+
+def _servers(msg: str) -> tuple[str, Fields] | None:
+    if msg.startswith("Uvicorn running on") and "SO_REUSEPORT" in msg:
+        m = _REUSEPORT.match(msg)
+        if m:
+            return "uvicorn_running", (("url", m.group(1)), ("workers", int(m.group(2))))
+    if msg.startswith("SGLANG_RUST_SERVER enabled"):
+        m = _RUST.search(msg)
+        return "http_running", (("server", "rust"),) + ((("url", m.group(1)),) if m else ())
+    if msg.startswith("Starting embedded Granian"):
+        m = _GRANIAN.search(msg)
+        return "http_running", (("server", "granian"),) + ((("url", m.group(1)),) if m else ())
+    if "BootstrapServer started" in msg:
+        m = _BOOTSTRAP.search(msg)
+        return "pd_bootstrap", (("url", m.group(1)),) if m else ()
+    if msg.startswith("Start of pd disaggregation warmup"):
+        return "pd_warmup_begin", ()
+    if msg.startswith("End of disaggregation warmup") or msg.startswith("Disaggregation warmup requests completed"):
+        return "pd_warmup_end", (("ok", True),)
+    if msg.startswith("Disaggregation warmup failed"):
+        return "pd_warmup_end", (("ok", False),)
+    if msg.startswith("Running warmup "):
+        m = _WARMUP_NAME.match(msg)
+        return "warmups_begin", (("name", m.group(1)),) if m else ()
+    if msg.startswith("Warmup ended"):
+        return "warmups_end", ()
+    return None
+
+
+def _daemons(msg: str) -> tuple[str, Fields] | None:
+    """The weight cache daemon: fields role (launching | launched | daemon | client), pid, standalone."""
+    if "eight cache daemon" not in msg and not msg.startswith(("[WeightCacheDaemon", "[IpcModelLoader]")):
+        return None
+    if msg.startswith("Launching ") and "weight cache daemon" in msg:
+        m = _LAUNCHING_DAEMONS.match(msg)
+        return "weight_cache", (("role", "launching"), ("standalone", False)) + (
+            (("count", int(m.group(1))),) if m else ()
+        )
+    if msg.startswith("Launched weight cache daemon"):  # the standalone launcher's line (the engine says "Launching")
+        m = _DAEMON_LAUNCHED.match(msg)
+        if m:
+            return "weight_cache", (("role", "launched"), ("gpu", int(m.group(1))), ("tp_rank", int(m.group(3))),
+                                    ("pid", int(m.group(4))), ("standalone", True))  # fmt: skip
+        return "weight_cache", (("role", "launched"), ("standalone", True))
+    if msg.startswith("[WeightCacheDaemon"):
+        return "weight_cache", (("role", "daemon"),)
+    if msg.startswith("[IpcModelLoader]"):
+        fields: list[tuple[str, object]] = [("role", "client")]
+        mode = _IPC_MODE.search(msg)
+        if mode:
+            fields.append(("mode", mode.group(1)))
+            if mode.group(1) == "client":  # --weight-cache-mode client: the daemon was started on its own
+                fields.append(("standalone", True))
+        if "liveness watchdog for pid" in msg or "Weight cache daemon (pid=" in msg:
+            pid = _DAEMON_PID.search(msg)
+            if pid:
+                fields.append(("pid", int(pid.group(1))))
+        return "weight_cache", tuple(fields)
+    if msg.startswith(("All ", "Weight cache daemon pp_rank")) and "ready" in msg:
+        return "weight_cache", (("role", "ready"),)
+    return None
