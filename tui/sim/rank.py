@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from tui.sim import busy
 from tui.sim.clock import SimClock
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
@@ -66,6 +67,8 @@ class Rank:
             if step.action:
                 self.memory.flush()
                 self.act(step.action)
+                if step.action == "resync":
+                    self.clock.resume_at(step.at)
         self.memory.flush()
         idle()
 
@@ -84,10 +87,23 @@ class Rank:
             sys.exit(0)
         elif action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
-        elif action == "barrier":
+        elif action in ("barrier", "resync"):
             self.barrier()
         elif action == "hang":
             idle()
+        elif action == "stuck":
+            self.all_reduce()
+        elif action == "jit" and self.rank == 0:  # one rank compiles; the others wait on its file lock
+            busy.jit_compile()
+        elif action == "jit":
+            time.sleep(busy.JIT_REAL_S)
+        elif action == "download" and self.rank == 0:
+            busy.download(self.params.model_path)
+
+    def all_reduce(self) -> None:
+        """hang-rank: a collective that never completes, in a function the other ranks are not in."""
+        while True:
+            time.sleep(3600)
 
     def barrier(self) -> None:
         """Report arrival and block until the main process says every rank arrived (EOF: it is gone)."""
