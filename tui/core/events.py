@@ -223,6 +223,40 @@ class ConnectionState:
 
 
 @dataclass(frozen=True)
+class ProcCounters:
+    """One process of the server in one activity sample: its counters since it started (from /proc)."""
+
+    pid: int
+    ppid: int = 0
+    name: str = ""  # its title from the scans (`sglang::scheduler_TP3`), else the kernel's short name
+    cpu_s: float | None = None  # utime + stime
+    read_bytes: int | None = None  # /proc/PID/io read_bytes (None: not readable)
+
+
+@dataclass(frozen=True)
+class CompilerProc:
+    """A compiler (nvcc, cicc, ptxas, ninja, cc1plus, gcc/c++) or a Python compile worker under the server."""
+
+    pid: int
+    ppid: int = 0
+    name: str = ""  # the kernel's short name, e.g. "nvcc"
+    cmd: str = ""  # the head of its command line
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What the host shows of the server beyond its log, in one sample of the process watch (issue 13):
+    per-process CPU and disk reads, compiler processes in its tree, and the HF cache's `*.incomplete` blobs.
+    download_bytes is None when no `*.incomplete` blob exists; cache_dir is the hub cache looked at."""
+
+    procs: tuple[ProcCounters, ...] = ()
+    compilers: tuple[CompilerProc, ...] = ()
+    download_bytes: int | None = None
+    download_files: int = 0
+    cache_dir: str = ""
+
+
+@dataclass(frozen=True)
 class ServerProcess:
     """What the host says about the server's processes (from the control channel or the probe).
 
@@ -232,6 +266,7 @@ class ServerProcess:
     alive: bool
     pids: tuple[int, ...] = ()
     detail: str = ""
+    activity: HostActivity | None = None  # the watch's activity sample taken with this check, when it took one
 
 
 @dataclass(frozen=True)
@@ -268,11 +303,13 @@ Event = Union[
     ServerProcess,
     ControlResult,
     Tick,
+    HostActivity,
 ]
 
 __all__ = [
     "BarProgress",
     "BatchStats",
+    "CompilerProc",
     "ConnectionState",
     "ControlResult",
     "Event",
@@ -281,10 +318,12 @@ __all__ = [
     "GpuProcess",
     "GpuSnapshot",
     "HealthResult",
+    "HostActivity",
     "LaunchStarted",
     "LogActivity",
     "LogReset",
     "Milestone",
+    "ProcCounters",
     "RankSeen",
     "ServerArgs",
     "ServerProcess",

@@ -11,6 +11,7 @@ import re
 from dataclasses import fields, replace
 from typing import Callable
 
+from tui.core import activity as host_activity
 from tui.core import ranks as rank_map
 from tui.core.events import (
     BarProgress,
@@ -21,6 +22,7 @@ from tui.core.events import (
     Failure,
     GpuSnapshot,
     HealthResult,
+    HostActivity,
     LaunchStarted,
     LogActivity,
     LogReset,
@@ -446,8 +448,18 @@ def _http_answer(r: HealthResult) -> bool:
     return r.outcome in HTTP_ANSWERS or (r.outcome == "garbage" and r.status is not None)
 
 
+def _on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
+    """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
+    activity = host_activity.fold(s.activity, ev, now)
+    if activity.moved:
+        return _with(s, activity=activity, last_progress_at=now, last_progress=activity.moved)
+    return _with(s, activity=activity)
+
+
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
+    if ev.activity is not None and ev.alive:
+        s = _on_activity(s, ev.activity, now)
     if not ev.alive and _not_found_yet(s, now):
         return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
@@ -527,6 +539,7 @@ _HANDLERS: dict[type, Handler] = {
     ConnectionState: _on_connection,  # type: ignore[dict-item]
     ControlResult: _on_control,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
+    HostActivity: _on_activity,  # type: ignore[dict-item]
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone
 
 
@@ -160,3 +161,4 @@ class Readiness:
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
+    activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)

@@ -15,7 +15,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from tui.core.events import ControlResult, GpuSnapshot, ServerProcess
+from tui.core.events import ControlResult, GpuSnapshot, HostActivity, ServerProcess
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
@@ -78,6 +78,7 @@ class ServerControl:
         self._generation = 0  # bumped whenever the target is replaced: a running watch starts over on it
         self._target_changed: asyncio.Event | None = None
         self._last_adopt = float("-inf")
+        self._activity: HostActivity | None = None  # the watch's last activity block, for the check after it
 
     @property
     def _target(self) -> _Target | None:
@@ -191,12 +192,14 @@ class ServerControl:
     # -------------------------------------------------------------------------------------------- watch
 
     async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
-                                  first_rescan_s: float | None = None) -> AsyncIterator[ServerProcess]:
+                                  first_rescan_s: float | None = None, activity: bool = True
+                                  ) -> AsyncIterator[ServerProcess]:
         """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
         full /proc scan per check): a ServerProcess per check while found, per search while not.
 
         While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
-        with backoff; the loop ends with its channel, so nothing is left on the host."""
+        with backoff; the loop ends with its channel, so nothing is left on the host. With `activity` each
+        check also carries what the processes do beyond the log (ServerProcess.activity, issue 13)."""
         if self._target_changed is None:
             self._target_changed = asyncio.Event()
         delays = backoff_delays(1.0, 30.0)
@@ -209,7 +212,7 @@ class ServerControl:
             else:
                 command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
                                                   known=target.known, interval=interval, rescan_s=rescan_s,
-                                                  first_rescan_s=first_rescan_s)
+                                                  first_rescan_s=first_rescan_s, activity=activity)
             reported = False
             try:
                 proc = await self.host.start(command)
@@ -264,6 +267,8 @@ class ServerControl:
                             lines.append(line)
                     elif line in (cmds.WATCH_SCAN, cmds.WATCH_FIND):
                         kind = line
+                    elif line.split(" ", 1)[0] == cmds.WATCH_ACTIVITY:
+                        kind, lines = cmds.WATCH_ACTIVITY, [line]
                     elif line == cmds.WATCH_ALIVE:
                         yield line, ""
         finally:
@@ -283,12 +288,16 @@ class ServerControl:
             self._target = found  # the watch starts over on it, with a scan at once
             return None
         assert target is not None
+        if kind == cmds.WATCH_ACTIVITY:
+            self._activity = cmds.parse_activity(text, target.names)
+            return None
         if kind == cmds.WATCH_SCAN:
             self._remember(target, text)
+        activity, self._activity = self._activity, None
         if not target.known:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
-        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how)
+        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how, activity=activity)
 
     # ------------------------------------------------------------------------------------------ actions
 
