@@ -4,6 +4,7 @@ being called stalled, and says what it is doing; a hung rank still stalls."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -75,6 +76,7 @@ def wait_on(tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Ru
             [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
              "--sim-gpus", str(sim.gpu_state), "--timeout", str(timeout - 20), *extra],
             cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},  # where --dump-on-stall saves
         )  # fmt: skip
         run.code, run.stdout, run.stderr = proc.returncode, proc.stdout, proc.stderr
     finally:
@@ -90,7 +92,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     jobs = {
         "jit-compile": ("--stall-after", "15", "--json"),
         "download": ("--stall-after", "15"),
-        "hang-rank": ("--stall-after", "15"),
+        "hang-rank": ("--stall-after", "15", "--dump-on-stall", "--remote-python", sys.executable),
     }
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {f: pool.submit(wait_on, tmp_path_factory.mktemp(f), f, *args) for f, args in jobs.items()}
@@ -124,9 +126,9 @@ def test_download_shows_bytes_and_rate_and_no_stall(runs: dict[str, Run]) -> Non
     run = runs["download"]
     assert run.code == 0, run.stderr[-3000:]
     assert run.incomplete, "the simulator grew no *.incomplete blob in its HF cache"
-    lines = [line for line in run.stderr.splitlines() if "downloading weights:" in line]
+    lines = [line for line in run.stderr.splitlines() if "loading weights: downloading" in line]
     assert lines, run.stderr[-3000:]
-    assert any(re.search(r"downloading weights: [\d.]+ [KMG]iB in \d+ files?, [\d.]+ [KMG]iB/s", line) for line in lines), lines
+    assert any(re.search(r"loading weights: downloading [\d.]+ [KMG]iB in \d+ files?, [\d.]+ [KMG]iB/s", line) for line in lines), lines
     assert all("loading_weights" in line for line in lines if line.startswith("[")), lines
 
 
@@ -134,3 +136,7 @@ def test_hang_rank_still_stalls(runs: dict[str, Run]) -> None:
     run = runs["hang-rank"]
     assert run.code == 3, run.stderr[-3000:]
     assert "stalled in cuda_graph" in run.stderr
+    # --dump-on-stall: py-spy of every process, the odd rank named, the file it went to named
+    assert "sglang-tui wait: dump: TP3 is in all_reduce" in run.stderr, run.stderr[-3000:]
+    saved = [line.split("dump saved to ", 1)[1] for line in run.stderr.splitlines() if "dump saved to " in line]
+    assert saved and "Rank.all_reduce" in Path(saved[0]).read_text()

@@ -94,7 +94,7 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float) -> ActivitySt
     )
     moved = [compiling_text(state)] if state.compilers else []
     if changed:
-        moved.append(downloading_text(state))
+        moved.append("HF " + downloading_text(state))
     if busy:
         moved.append(busy_text(state))
     return ActivityState(**{**state.__dict__, "moved": "; ".join(moved)})
@@ -108,10 +108,10 @@ def compiling_text(a: ActivityState) -> str:
 
 
 def downloading_text(a: ActivityState) -> str:
-    """"downloading weights: 1.2 GiB in 4 files, 96.0 MiB/s"."""
+    """"downloading 1.2 GiB in 4 files, 96.0 MiB/s" (the *.incomplete blobs of the HF cache)."""
     rate = f", {fmt_bytes(a.download_rate)}/s" if a.download_rate is not None else ""
     files = f" in {a.download_files} file{'s' if a.download_files != 1 else ''}" if a.download_files else ""
-    return f"downloading weights: {fmt_bytes(a.download_bytes or 0)}{files}{rate}"
+    return f"downloading {fmt_bytes(a.download_bytes or 0)}{files}{rate}"
 
 
 def busy_text(a: ActivityState) -> str:

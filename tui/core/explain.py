@@ -67,7 +67,7 @@ def _beyond_log(s: Readiness, now: float) -> str:
         if a.compilers:
             parts.append(host_activity.compiling_text(a))
         if a.download_bytes is not None and not (s.phase is Phase.LOADING_WEIGHTS and s.shards is None):
-            parts.append(host_activity.downloading_text(a))
+            parts.append("HF " + host_activity.downloading_text(a))
         if a.busy and not a.compilers:
             parts.append(host_activity.busy_text(a))
     if s.phase is Phase.INIT:

@@ -23,6 +23,10 @@ from tui.sim.procs import mark_child, write_all
 from tui.sim.script import Marks, Step, rank_steps
 
 ESCAPE_ENV = "SGLANG_TUI_SIM_ORPHAN_SETSID"  # orphans also leave the launch's session (setsid)
+# The ranks make themselves non-dumpable, as a process that changed credentials is: a tracer without
+# CAP_SYS_PTRACE is then refused ptrace (what py-spy meets in a container without SYS_PTRACE).
+NODUMP_ENV = "SGLANG_TUI_SIM_NODUMP"
+PR_SET_DUMPABLE = 4
 
 
 def title(rank: int, tp: int) -> str:
@@ -139,6 +143,10 @@ def child_main(payload_json: str) -> None:
     parent = int(payload["parent"])
     orphan = params.fault == "orphans"
     mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
+    if os.environ.get(NODUMP_ENV) == "1":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     ready_fd = int(payload["ready_fd"])
     go_fd = int(payload["go_fd"])
     real0 = wait_for_go(ready_fd, go_fd, rank)

@@ -175,6 +175,14 @@ class ServerControl:
             return ServerProcess(alive=False)
         return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how if target else "")
 
+    async def server_processes(self) -> tuple[int | None, dict[int, str]]:
+        """(main pid, {pid: command line}) of the server's live processes now (adopts at once; raises HostError)."""
+        target = await self._current()
+        live = await self._scan(target) if target else {}
+        if not live or target is None:
+            return None, {}
+        return target.main, {pid: target.names.get(pid, p.name) for pid, p in live.items()}
+
     async def process_state(self) -> ServerProcess:
         """Alive and pids of the server (cheap: one /proc scan; adoption retried at most every few seconds)."""
         try:
