@@ -145,6 +145,19 @@ class RankSeen:
     t: float | None = None
 
 
+@dataclass(frozen=True)
+class WatchdogDump:
+    """SGLang's own py-spy dump in the log (`Pyspy dump for PID N (py-spy dump … --pid N):` and the
+    unprefixed py-spy text under it, printed by its watchdog or crash diagnostics; issue 13). rank is the log
+    prefix's rank (None when the main process dumped the schedulers); text is py-spy's output as printed."""
+
+    pid: int
+    text: str = ""
+    rank: str | None = None
+    at: str | None = None
+    t: float | None = None
+
+
 # ------------------------------------------------------------------------------------------- source events
 
 
@@ -304,6 +317,7 @@ Event = Union[
     ControlResult,
     Tick,
     HostActivity,
+    WatchdogDump,
 ]
 
 __all__ = [
@@ -329,4 +343,5 @@ __all__ = [
     "ServerProcess",
     "SpeculativeHint",
     "Tick",
+    "WatchdogDump",
 ]

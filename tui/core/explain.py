@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.core import activity as host_activity
-from tui.core import fmt
+from tui.core import fmt, stacks
 from tui.core.events import HealthResult
 from tui.core.stall import describe
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
@@ -274,6 +274,9 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append(f"process: {alive}")
     if s.connection_since is not None and s.connection != "connected":
         items.append(_join(f"link: {s.connection}", s.connection_detail, ""))
+    if s.watchdog_stacks:
+        grouping = stacks.group(list(s.watchdog_stacks))
+        items.append(f"log: SGLang's py-spy dump of {len(s.watchdog_stacks)} processes: {grouping.summary}")
     if s.stall is not None:
         items.append(f"stall: silent for {fmt.duration(now - s.stall.since)}, limit {fmt.duration(s.stall.limit_s)}")
     return tuple(items)

@@ -19,6 +19,7 @@ from tui.core.events import (
     RankSeen,
     ServerArgs,
     SpeculativeHint,
+    WatchdogDump,
 )
 from tui.core.logbars import parse_frame
 from tui.core.logbatch import BatchRun
@@ -42,6 +43,10 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
                   "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
+# SGLang's cudacore_pyspy_dump_utils (0.5.x): `Pyspy dump for PID {pid} ({cmd}):` then py-spy's stdout;
+# `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
+_PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
+_PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 
@@ -75,6 +80,7 @@ class LogParser:
         self._in_traceback = False
         self._tb_rank: str | None = None
         self._tb_benign = False  # a request's traceback (uvicorn "Exception in ASGI application"): not fatal
+        self._pyspy: tuple[int, str | None, str | None, list[str]] | None = None  # SGLang's own dump being read
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -97,6 +103,7 @@ class LogParser:
         tail = self._splitter.take_tail()
         if tail:
             self._slow(tail + "\n")
+        self._end_pyspy()
         return self._take()
 
     # ------------------------------------------------------------------------------------------ paths
@@ -178,6 +185,13 @@ class LogParser:
         msg = env.msg
         if not msg or msg.isspace():
             return
+        if self._pyspy is not None:
+            if env.at is None:  # py-spy's text: unprefixed lines under the `Pyspy dump for PID` line
+                self._pyspy[3].append(env.line)
+                return
+            self._end_pyspy()
+        if msg.startswith(_PYSPY_HEADS) and self._pyspy_line(msg, env.rank, env.at):
+            return
         if "%|" in msg or " Completed | " in msg:
             if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
                 return
@@ -225,6 +239,20 @@ class LogParser:
                     if opens:
                         self._in_traceback, self._tb_rank, self._tb_benign = True, env.rank, False
                 break
+
+    def _pyspy_line(self, msg: str, rank: str | None, at: str | None) -> bool:
+        """SGLang's py-spy lines (issue 13): a dump opens a block; its failures are diagnostics, not errors."""
+        m = _PYSPY_DUMP.match(msg)
+        if m:
+            self._in_traceback = False
+            self._pyspy = (int(m.group(1)), rank, at, [])
+        return True
+
+    def _end_pyspy(self) -> None:
+        if self._pyspy is not None:
+            pid, rank, at, lines = self._pyspy
+            self._pyspy = None
+            self._emit(WatchdogDump(pid, "\n".join(lines), rank, at, self._t(at)))
 
     def _traceback_line(self, line: str, msg: str) -> bool:
         """Inside a traceback: True when the line was consumed (frame line or the closing exception line)."""

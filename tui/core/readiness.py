@@ -13,6 +13,7 @@ from typing import Callable
 
 from tui.core import activity as host_activity
 from tui.core import ranks as rank_map
+from tui.core import stacks
 from tui.core.events import (
     BarProgress,
     BatchStats,
@@ -32,6 +33,7 @@ from tui.core.events import (
     ServerProcess,
     SpeculativeHint,
     Tick,
+    WatchdogDump,
 )
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
@@ -456,6 +458,22 @@ def _on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
     return _with(s, activity=activity)
 
 
+WATCHDOG_STACKS = 64
+
+
+def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
+    """SGLang's own py-spy dump: kept under its rank (the dumped process's title, else the line's prefix);
+    neither an error nor progress."""
+    kept = {p.name: p for p in s.watchdog_stacks}
+    for p in stacks.parse_pyspy(ev.text) or [stacks.ProcessStack(ev.pid)]:
+        name = stacks.label(p.pid, p.cmdline, None)
+        if name.startswith("pid ") and ev.rank:
+            name = ev.rank
+        kept.pop(name, None)
+        kept[name] = stacks.ProcessStack(p.pid, name, p.cmdline, p.threads)
+    return _with(s, watchdog_stacks=tuple(kept.values())[-WATCHDOG_STACKS:])
+
+
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
     if ev.activity is not None and ev.alive:
@@ -540,6 +558,7 @@ _HANDLERS: dict[type, Handler] = {
     ControlResult: _on_control,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
     HostActivity: _on_activity,  # type: ignore[dict-item]
+    WatchdogDump: _on_watchdog_dump,  # type: ignore[dict-item]
 }
 
 

@@ -12,6 +12,7 @@ from enum import Enum
 
 from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone
+from tui.core.stacks import ProcessStack
 
 
 class Phase(str, Enum):
@@ -162,3 +163,4 @@ class Readiness:
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
     activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)
+    watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
