@@ -38,11 +38,12 @@ def window(sshd, seconds: float) -> float:  # type: ignore[no-untyped-def]
     return tree_cpu_s(sshd.proc.pid) - before
 
 
-async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes: bool = True) -> tuple[float, str]:  # type: ignore[no-untyped-def]
+async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes: bool = True,  # type: ignore[no-untyped-def]
+                     activity: bool = True) -> tuple[float, str]:
     host = ssh_host(sshd)
     await host.connect()
     monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state),
-                      gpu_interval=1.0, gpus=gpus, processes=processes)  # fmt: skip
+                      gpu_interval=1.0, gpus=gpus, processes=processes, activity=activity)  # fmt: skip
     counts = {"gpu": 0, "health": 0}
     counting = False
 
@@ -161,6 +162,8 @@ def main() -> int:
                  lambda: asyncio.run(sglang_tui(sshd, sim, w))),
                 ("… of which without the process scan (tail, GPU probe, /health)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w, processes=False))),
+                ("… the same with the process check but without the signals beyond the log (CPU, disk reads, "
+                 "compilers, HF cache: issue 13)", lambda: asyncio.run(sglang_tui(sshd, sim, w, activity=False))),
                 ("… of which tail -F + /health only", lambda: asyncio.run(sglang_tui(sshd, sim, w, gpus=False, processes=False))),
                 ("`watch -n1 <GPU stand-in>` + `curl /health` loop every 1 s", lambda: watch_and_curl(sshd, sim, w)),
                 ("`ssh host 'wc -l; tail -5; curl /v1/models'` every 1 s", lambda: ssh_per_check(sshd, sim, w)),

@@ -77,3 +77,17 @@ def test_parse_activity_block() -> None:
     assert a.compilers == (CompilerProc(101, 11, "nvcc", "/usr/local/cuda/bin/nvcc -c /x/deep_gemm/k.cu"),)
     assert (a.download_bytes, a.download_files, a.cache_dir) == (1 << 30, 3, "/root/.cache/huggingface/hub")
     assert activity.compiler_kind([c.cmd for c in a.compilers]) == "DeepGEMM"
+
+
+def test_the_log_names_the_jit_when_the_command_lines_do_not() -> None:
+    from tui.core.logparse import LogParser
+
+    line = (b"[2026-12-01 10:00:00 TP0] Entering DeepGEMM JIT Pre-Compile session. It may take a long time "
+            b"(typically 10-20 mins) if you have not run `sglang.compile_deep_gemm`.\n")
+    s = _start()
+    for ev in LogParser().feed(line * 3):
+        s = reduce(s, ev, 2.0)
+    assert s.jit_named == "DeepGEMM"
+    plain = HostActivity((), (CompilerProc(9, 11, "nvcc", "nvcc -c /tmp/k.cu"),))
+    s = reduce(s, ServerProcess(True, (11,), activity=plain), 4.0)
+    assert "JIT compiling (DeepGEMM): 1 compiler process (nvcc)" in s.reason

@@ -55,8 +55,8 @@ def compiler_kind(texts: list[str]) -> str | None:
     return None
 
 
-def fold(prev: ActivityState | None, ev: HostActivity, now: float) -> ActivityState:
-    """The activity after one sample."""
+def fold(prev: ActivityState | None, ev: HostActivity, now: float, named: str | None = None) -> ActivityState:
+    """The activity after one sample; named: the JIT the log named, when the command lines do not."""
     dt = now - prev.at if prev is not None and now > prev.at else None
     old_cpu = dict(prev.cpu) if prev is not None else {}
     old_reads = dict(prev.reads) if prev is not None else {}
@@ -79,6 +79,8 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float) -> ActivitySt
         elif prev is not None:
             rate = prev.download_rate  # files finished (renamed) and new ones began: the total fell, the pace did not
     kind = compiler_kind([c.cmd for c in ev.compilers]) or (prev.compiler_kind if prev and ev.compilers else None)
+    if kind is None and ev.compilers:
+        kind = named
     state = ActivityState(
         at=now,
         cpu=tuple((p.pid, p.cpu_s) for p in ev.procs if p.cpu_s is not None),

@@ -158,6 +158,18 @@ class WatchdogDump:
     t: float | None = None
 
 
+@dataclass(frozen=True)
+class JitHint:
+    """A line that names a JIT compiling kernels (`Entering DeepGEMM JIT Pre-Compile session…`, `Try DeepGEMM
+    JIT Compiling for …`, FlashInfer's `flashinfer.jit` lines): what the compiler processes are for (issue 13).
+    Reported once per kind and launch."""
+
+    kind: str  # "DeepGEMM" | "FlashInfer"
+    line: str = ""
+    at: str | None = None
+    t: float | None = None
+
+
 # ------------------------------------------------------------------------------------------- source events
 
 
@@ -318,6 +330,7 @@ Event = Union[
     Tick,
     HostActivity,
     WatchdogDump,
+    JitHint,
 ]
 
 __all__ = [
@@ -333,6 +346,7 @@ __all__ = [
     "GpuSnapshot",
     "HealthResult",
     "HostActivity",
+    "JitHint",
     "LaunchStarted",
     "LogActivity",
     "LogReset",

@@ -19,6 +19,7 @@ from tui.core.events import (
     RankSeen,
     ServerArgs,
     SpeculativeHint,
+    JitHint,
     WatchdogDump,
 )
 from tui.core.logbars import parse_frame
@@ -81,6 +82,7 @@ class LogParser:
         self._tb_rank: str | None = None
         self._tb_benign = False  # a request's traceback (uvicorn "Exception in ASGI application"): not fatal
         self._pyspy: tuple[int, str | None, str | None, list[str]] | None = None  # SGLang's own dump being read
+        self._jit_named: set[str] = set()
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -192,6 +194,11 @@ class LogParser:
             self._end_pyspy()
         if msg.startswith(_PYSPY_HEADS) and self._pyspy_line(msg, env.rank, env.at):
             return
+        if "JIT" in msg or "flashinfer.jit" in msg:
+            kind = "DeepGEMM" if "DeepGEMM JIT" in msg else "FlashInfer" if ("flashinfer.jit" in msg or "FlashInfer JIT" in msg) else None
+            if kind is not None and kind not in self._jit_named:
+                self._jit_named.add(kind)
+                self._emit(JitHint(kind, env.line, env.at, self._t(env.at)))
         if "%|" in msg or " Completed | " in msg:
             if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
                 return

@@ -33,6 +33,7 @@ from tui.core.events import (
     ServerProcess,
     SpeculativeHint,
     Tick,
+    JitHint,
     WatchdogDump,
 )
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
@@ -452,13 +453,18 @@ def _http_answer(r: HealthResult) -> bool:
 
 def _on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
     """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
-    activity = host_activity.fold(s.activity, ev, now)
+    activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
     if activity.moved:
         return _with(s, activity=activity, last_progress_at=now, last_progress=activity.moved)
     return _with(s, activity=activity)
 
 
 WATCHDOG_STACKS = 64
+
+
+def _on_jit_hint(s: Readiness, ev: JitHint, now: float) -> Readiness:
+    return _with(s, jit_named=ev.kind)
+
 
 
 def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
@@ -559,6 +565,7 @@ _HANDLERS: dict[type, Handler] = {
     Tick: _on_tick,  # type: ignore[dict-item]
     HostActivity: _on_activity,  # type: ignore[dict-item]
     WatchdogDump: _on_watchdog_dump,  # type: ignore[dict-item]
+    JitHint: _on_jit_hint,  # type: ignore[dict-item]
 }
 
 

@@ -163,7 +163,8 @@ def _innermost(stack: ProcessStack) -> str:
     if not frames:
         return "no Python frame"
     f = frames[0]
-    return f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
+    text = f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
+    return "".join(c if c.isprintable() else "?" for c in text)  # a terminal never gets a raw escape
 
 
 def _order(name: str) -> tuple[int, ...]:

@@ -164,3 +164,4 @@ class Readiness:
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
     activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)
     watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
+    jit_named: str | None = None  # the JIT the log names ("DeepGEMM", "FlashInfer"), for the compilers it runs
