@@ -129,6 +129,20 @@ def ssh_per_check(sshd, sim, seconds: float) -> tuple[float, str]:  # type: igno
     return cpu * seconds / elapsed, f"{checks} checks, {1000 * cpu / checks:.1f} ms CPU each on the host"
 
 
+def act_cost(sim, n: int = 200) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    """CPU ms of one activity block (`act`, issue 13) over the simulator's tree, run n times in one sh (`times`)."""
+    from tui.sources import control_cmds
+
+    main = sim.pid
+    pids = [main] + [int(x) for x in Path(f"/proc/{main}/task/{main}/children").read_text().split()]
+    known = " ".join(f"{p}:{Path(f'/proc/{p}/stat').read_text().rsplit(')', 1)[1].split()[19]}" for p in pids)
+    script = (control_cmds.watch_activity_funcs() + f"\nknown={shlex.quote(known)}\nhubdir\n"
+              f"i=0; while [ $i -lt {n} ]; do act > /dev/null; i=$((i+1)); done\ntimes")
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    total = sum(int(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s")) for t in out[-4:])
+    return 1000 * total / n, len(pids)
+
+
 def login_shell() -> str:
     import pwd
 
@@ -155,6 +169,7 @@ def main() -> int:
     with loopback_sshd() as sshd, tempfile.TemporaryDirectory(prefix="bench-host-") as tmp:
         sim = sim_ready(Path(tmp))
         floor = asyncio.run(per_command(sshd))
+        act_ms, act_procs = act_cost(sim)
         try:
             runs = [
                 (f"sglang-tui (one SSH connection: tail -F, GPU probe every 1 s, /health every {READY_HEALTH_S:g} s at "
@@ -187,6 +202,9 @@ def main() -> int:
         f"every command run on a new SSH channel costs {1000 * floor:.0f} ms of host CPU here before it starts (sshd's "
         f"session and the user's login shell, {login_shell()}{rc_note()}); it is in the process scan's figure and in each "
         "per-check `ssh`",
+        f"the activity block each check adds (issue 13: one awk over the server's own {act_procs} processes' /proc "
+        f"stat, io and children; a `wc -c` only while HF `*.incomplete` blobs exist) costs {act_ms:.1f} ms of CPU, "
+        f"{act_ms * 60 / SCAN_S / 1000:.2f} s per minute at a check every {SCAN_S:g} s",
         f"the process scan reads /proc of every process on the host ({sum(1 for p in os.listdir('/proc') if p.isdigit())} "
         "here; more on a busy GPU host), so its cost grows with the host's process count",
     ]
