@@ -38,11 +38,12 @@ def window(sshd, seconds: float) -> float:  # type: ignore[no-untyped-def]
     return tree_cpu_s(sshd.proc.pid) - before
 
 
-async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes: bool = True) -> tuple[float, str]:  # type: ignore[no-untyped-def]
+async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes: bool = True,  # type: ignore[no-untyped-def]
+                     activity: bool = True) -> tuple[float, str]:
     host = ssh_host(sshd)
     await host.connect()
     monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state),
-                      gpu_interval=1.0, gpus=gpus, processes=processes)  # fmt: skip
+                      gpu_interval=1.0, gpus=gpus, processes=processes, activity=activity)  # fmt: skip
     counts = {"gpu": 0, "health": 0}
     counting = False
 
@@ -128,6 +129,20 @@ def ssh_per_check(sshd, sim, seconds: float) -> tuple[float, str]:  # type: igno
     return cpu * seconds / elapsed, f"{checks} checks, {1000 * cpu / checks:.1f} ms CPU each on the host"
 
 
+def act_cost(sim, n: int = 200) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    """CPU ms of one activity block (`act`, issue 13) over the simulator's tree, run n times in one sh (`times`)."""
+    from tui.sources import control_cmds
+
+    main = sim.pid
+    pids = [main] + [int(x) for x in Path(f"/proc/{main}/task/{main}/children").read_text().split()]
+    known = " ".join(f"{p}:{Path(f'/proc/{p}/stat').read_text().rsplit(')', 1)[1].split()[19]}" for p in pids)
+    script = (control_cmds.watch_activity_funcs() + f"\nknown={shlex.quote(known)}\nhubdir\n"
+              f"i=0; while [ $i -lt {n} ]; do act > /dev/null; i=$((i+1)); done\ntimes")
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    total = sum(int(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s")) for t in out[-4:])
+    return 1000 * total / n, len(pids)
+
+
 def login_shell() -> str:
     import pwd
 
@@ -154,6 +169,7 @@ def main() -> int:
     with loopback_sshd() as sshd, tempfile.TemporaryDirectory(prefix="bench-host-") as tmp:
         sim = sim_ready(Path(tmp))
         floor = asyncio.run(per_command(sshd))
+        act_ms, act_procs = act_cost(sim)
         try:
             runs = [
                 (f"sglang-tui (one SSH connection: tail -F, GPU probe every 1 s, /health every {READY_HEALTH_S:g} s at "
@@ -161,6 +177,8 @@ def main() -> int:
                  lambda: asyncio.run(sglang_tui(sshd, sim, w))),
                 ("… of which without the process scan (tail, GPU probe, /health)",
                  lambda: asyncio.run(sglang_tui(sshd, sim, w, processes=False))),
+                ("… the same with the process check but without the signals beyond the log (CPU, disk reads, "
+                 "compilers, HF cache: issue 13)", lambda: asyncio.run(sglang_tui(sshd, sim, w, activity=False))),
                 ("… of which tail -F + /health only", lambda: asyncio.run(sglang_tui(sshd, sim, w, gpus=False, processes=False))),
                 ("`watch -n1 <GPU stand-in>` + `curl /health` loop every 1 s", lambda: watch_and_curl(sshd, sim, w)),
                 ("`ssh host 'wc -l; tail -5; curl /v1/models'` every 1 s", lambda: ssh_per_check(sshd, sim, w)),
@@ -184,6 +202,9 @@ def main() -> int:
         f"every command run on a new SSH channel costs {1000 * floor:.0f} ms of host CPU here before it starts (sshd's "
         f"session and the user's login shell, {login_shell()}{rc_note()}); it is in the process scan's figure and in each "
         "per-check `ssh`",
+        f"the activity block each check adds (issue 13: one awk over the server's own {act_procs} processes' /proc "
+        f"stat, io and children; a `wc -c` only while HF `*.incomplete` blobs exist) costs {act_ms:.1f} ms of CPU, "
+        f"{act_ms * 60 / SCAN_S / 1000:.2f} s per minute at a check every {SCAN_S:g} s",
         f"the process scan reads /proc of every process on the host ({sum(1 for p in os.listdir('/proc') if p.isdigit())} "
         "here; more on a busy GPU host), so its cost grows with the host's process count",
     ]

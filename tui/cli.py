@@ -10,7 +10,7 @@ import sys
 from tui import __version__
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump")
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        epilog="subcommands: wait, stop, dump, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     _host_options(wait)
     wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
+    wait.add_argument("--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)")
 
     stop = sub.add_parser(
         "stop", help="headless terminate (or kill) of the server on --port",
@@ -64,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _host_options(stop)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
+
+    dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
+    _host_options(dump)
+    dump.add_argument("--json", action="store_true", help="print the ranks, their groups and the odd ones as JSON")
+    dump.add_argument("--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)")
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument("logfile", metavar="LOGFILE")

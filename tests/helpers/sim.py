@@ -94,6 +94,7 @@ def start_sim(
     port: int | None = None,
     traffic: float = 0.0,
     env: dict[str, str] | None = None,
+    prefix: list[str] | None = None,
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -101,6 +102,7 @@ def start_sim(
     gpu_state = tmp_path / "gpus"
     run_id = f"sim-{uuid.uuid4().hex[:12]}"
     argv = [
+        *(prefix or []),  # a wrapper that execs the simulator (e.g. setpriv), so its pid stays the main pid
         sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port), "--tp", str(tp),
         "--shards", str(shards), "--speed", str(speed), "--format", fmt, "--speculative", speculative,
         "--gpu-state", str(gpu_state),

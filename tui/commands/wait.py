@@ -162,9 +162,30 @@ async def _main(args: argparse.Namespace) -> int:
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")
+        if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
+            await _dump_on_stall(host, args, reporter)
         return found.code
     finally:
         await host.close()
+
+
+async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Reporter) -> None:
+    """`--dump-on-stall`: py-spy every process of the stalled server (issue 13); the exit code stays 3."""
+    from tui.commands.dump import dump_and_save
+    from tui.sources.control import ServerControl
+
+    control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python)  # type: ignore[arg-type]
+    try:
+        result, path = await dump_and_save(host, control, remote_python=args.remote_python, where=args.host)  # type: ignore[arg-type]
+    except (HostError, TimeoutError, OSError) as exc:
+        reporter.say(f"sglang-tui wait: no dump: {exc}")
+        return
+    if result.grouping is not None and any(not s.error for s in result.stacks):
+        reporter.say(f"sglang-tui wait: dump: {result.grouping.summary}")
+    if result.error:
+        reporter.say(f"sglang-tui wait: dump: {result.error}")
+    if path is not None:
+        reporter.say(f"sglang-tui wait: dump saved to {path}")
 
 
 def run(args: argparse.Namespace) -> int:

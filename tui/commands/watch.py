@@ -60,8 +60,21 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
-                        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
+                        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
+                        dump=_dumper(host, control, args.remote_python, host_label))
     return SglangTui(sources, read_only=args.read_only, initial=start), monitor
+
+
+def _dumper(host: Host, control: ServerControl, remote_python: str, where: str):  # type: ignore[no-untyped-def]
+    """The `d` key's intent: py-spy every process of the server, save it; (one line, saved path or None)."""
+    from tui.commands.dump import dump_and_save
+
+    async def dump() -> tuple[str, str | None]:
+        result, path = await dump_and_save(host, control, remote_python=remote_python, where=where)
+        line = result.error or (result.grouping.summary if result.grouping is not None else "nothing dumped")
+        return line, str(path) if path is not None else None
+
+    return dump
 
 
 async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,

@@ -150,6 +150,31 @@ class RankSeen:
     t: float | None = None
 
 
+@dataclass(frozen=True)
+class WatchdogDump:
+    """SGLang's own py-spy dump in the log (`Pyspy dump for PID N (py-spy dump … --pid N):` and the
+    unprefixed py-spy text under it, printed by its watchdog or crash diagnostics; issue 13). rank is the log
+    prefix's rank (None when the main process dumped the schedulers); text is py-spy's output as printed."""
+
+    pid: int
+    text: str = ""
+    rank: str | None = None
+    at: str | None = None
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class JitHint:
+    """A line that names a JIT compiling kernels (`Entering DeepGEMM JIT Pre-Compile session…`, `Try DeepGEMM
+    JIT Compiling for …`, FlashInfer's `flashinfer.jit` lines): what the compiler processes are for (issue 13).
+    Reported once per kind and launch."""
+
+    kind: str  # "DeepGEMM" | "FlashInfer"
+    line: str = ""
+    at: str | None = None
+    t: float | None = None
+
+
 # ------------------------------------------------------------------------------------------- source events
 
 
@@ -228,6 +253,40 @@ class ConnectionState:
 
 
 @dataclass(frozen=True)
+class ProcCounters:
+    """One process of the server in one activity sample: its counters since it started (from /proc)."""
+
+    pid: int
+    ppid: int = 0
+    name: str = ""  # its title from the scans (`sglang::scheduler_TP3`), else the kernel's short name
+    cpu_s: float | None = None  # utime + stime
+    read_bytes: int | None = None  # /proc/PID/io read_bytes (None: not readable)
+
+
+@dataclass(frozen=True)
+class CompilerProc:
+    """A compiler (nvcc, cicc, ptxas, ninja, cc1plus, gcc/c++) or a Python compile worker under the server."""
+
+    pid: int
+    ppid: int = 0
+    name: str = ""  # the kernel's short name, e.g. "nvcc"
+    cmd: str = ""  # the head of its command line
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What the host shows of the server beyond its log, in one sample of the process watch (issue 13):
+    per-process CPU and disk reads, compiler processes in its tree, and the HF cache's `*.incomplete` blobs.
+    download_bytes is None when no `*.incomplete` blob exists; cache_dir is the hub cache looked at."""
+
+    procs: tuple[ProcCounters, ...] = ()
+    compilers: tuple[CompilerProc, ...] = ()
+    download_bytes: int | None = None
+    download_files: int = 0
+    cache_dir: str = ""
+
+
+@dataclass(frozen=True)
 class ServerProcess:
     """What the host says about the server's processes (from the control channel or the probe).
 
@@ -241,6 +300,7 @@ class ServerProcess:
     # "not found", never "gone". owner_uid: the uid that owns what was seen of it (its port's socket, its log).
     visible: bool = True
     owner_uid: int | None = None
+    activity: HostActivity | None = None  # the watch's activity sample taken with this check, when it took one
 
 
 @dataclass(frozen=True)
@@ -317,11 +377,15 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     PortOwner,
     LogFile,
     Tick,
+    HostActivity,
+    WatchdogDump,
+    JitHint,
 ]
 
 __all__ = [
     "BarProgress",
     "BatchStats",
+    "CompilerProc",
     "ConnectionState",
     "ControlResult",
     "Event",
@@ -330,16 +394,20 @@ __all__ = [
     "GpuProcess",
     "GpuSnapshot",
     "HealthResult",
+    "HostActivity",
+    "JitHint",
     "LaunchStarted",
     "LogActivity",
     "LogFile",
     "LogReset",
     "Milestone",
     "PortOwner",
+    "ProcCounters",
     "RankSeen",
     "ServerArgs",
     "ServerProcess",
     "SourceFailed",
     "SpeculativeHint",
     "Tick",
+    "WatchdogDump",
 ]

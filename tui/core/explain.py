@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tui.core import fmt
+from tui.core import activity as host_activity
+from tui.core import fmt, stacks
 from tui.core.events import HealthResult, LogFile
 from tui.core.stall import describe
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
@@ -81,9 +82,60 @@ MILESTONE_LABELS = {
 def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     """(reason, evidence) for the state at clock time `now`."""
     reason = _reason(s)
+    beyond = _beyond_log(s, now)
+    if beyond and s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
+        reason = f"{reason}; {beyond}"
     if s.stall is not None:
         reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
+        waiting = rendezvous(s)
+        if waiting:
+            reason += f"; {waiting}"
     return reason + _log_file_suffix(s), _evidence(s, now)
+
+
+def _beyond_log(s: Readiness, now: float) -> str:
+    """What the host shows beyond the log, while it is fresh: compiling, downloading, ranks working; and, in
+    init, which ranks wait at the NCCL rendezvous for which (issue 13)."""
+    parts = []
+    a = host_activity.fresh(s.activity, now)
+    if a is not None:
+        if a.compilers:
+            parts.append(host_activity.compiling_text(a))
+        if a.download_bytes is not None and not (s.phase is Phase.LOADING_WEIGHTS and s.shards is None):
+            parts.append("HF " + host_activity.downloading_text(a))
+        if a.busy and not a.compilers:
+            parts.append(host_activity.busy_text(a))
+    if s.phase is Phase.INIT:
+        waiting = rendezvous(s)
+        if waiting:
+            parts.append(waiting)
+    return "; ".join(parts)
+
+
+def rendezvous(s: Readiness) -> str:
+    """"NCCL rendezvous: TP0–2, TP4–7 wait at init; TP3 has not reached it" (init only, TP size known)."""
+    total = s.server.tp_size
+    if s.phase is not Phase.INIT or not total or total < 2:
+        return ""
+    began = set(_names(s, "init_begin"))
+    if not began:
+        return ""
+    ended = set(_names(s, "init_end"))
+    expected = {f"TP{i}" for i in range(total)}
+    missing = sorted(expected - began - ended, key=lambda n: int(n[2:]))
+    waiting = sorted((began - ended) & expected, key=lambda n: int(n[2:]))
+    if not missing or not waiting:
+        return ""
+    verb = "has" if len(missing) == 1 else "have"
+    return (f"NCCL rendezvous: {host_activity.ranks_span(waiting)} wait at init; "
+            f"{host_activity.ranks_span(missing)} {verb} not reached it")
+
+
+def _names(s: Readiness, kind: str) -> tuple[str, ...]:
+    for k, names in s.milestone_ranks:
+        if k == kind:
+            return names
+    return ()
 
 
 def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
@@ -131,6 +183,8 @@ def _loading_reason(s: Readiness) -> str:
     bar = s.shards
     if bar is None:
         began = _ranks(s, "load_begin")
+        if host_activity.downloading(s.activity, s.updated_at) and s.activity is not None:
+            return f"loading weights: {host_activity.downloading_text(s.activity)}; {began} began"
         return f"loading weights: {began} began, no shard bar yet (an HF download prints nothing)"
     text = f"loading weights: {bar.done}/{bar.total} shards{_pace(bar, 'shards')}"
     if s.draft_shards is not None:
@@ -305,6 +359,9 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items += [f"log: {line}" for line in (log_file_line(s.log_file), symlink_line(s.log_file)) if line]
     if s.connection_since is not None and s.connection != "connected":
         items.append(_join(f"link: {s.connection}", s.connection_detail, ""))
+    if s.watchdog_stacks:
+        grouping = stacks.group(list(s.watchdog_stacks))
+        items.append(f"log: SGLang's py-spy dump of {len(s.watchdog_stacks)} processes: {grouping.summary}")
     if s.stall is not None:
         items.append(f"stall: silent for {fmt.duration(now - s.stall.since)}, limit {fmt.duration(s.stall.limit_s)}")
     return tuple(items)

@@ -19,6 +19,8 @@ from tui.core.events import (
     RankSeen,
     ServerArgs,
     SpeculativeHint,
+    JitHint,
+    WatchdogDump,
 )
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
@@ -51,6 +53,10 @@ _DRAFT_FRAME = re.compile(
 )
 # Milestones after which an access line is the warmup's (HTTP is up, not fired up yet).
 _HTTP_UP = frozenset(("uvicorn_running", "http_running"))
+# SGLang's cudacore_pyspy_dump_utils (0.5.x): `Pyspy dump for PID {pid} ({cmd}):` then py-spy's stdout;
+# `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
+_PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
+_PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 
@@ -90,6 +96,8 @@ class LogParser:
         self._tb_ready = False  # the server was ready when the traceback opened
         self._capture_bar = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
         self._failed = False  # a failure was reported in this launch
+        self._pyspy: tuple[int, str | None, str | None, list[str]] | None = None  # SGLang's own dump being read
+        self._jit_named: set[str] = set()
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -118,6 +126,7 @@ class LogParser:
             # The input ends inside a traceback whose exception line is cut off: it still says something failed.
             self._in_traceback = False
             self._emit(Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
+        self._end_pyspy()
         return self._take()
 
     # ------------------------------------------------------------------------------------------ paths
@@ -206,6 +215,18 @@ class LogParser:
             if env.level in ("ERROR", "CRITICAL"):  # an ERROR line cut off before its message still says it failed
                 self._emit(Failure("other", env.line, False, env.rank, env.at, self._t(env.at)))
             return
+        if self._pyspy is not None:
+            if env.at is None:  # py-spy's text: unprefixed lines under the `Pyspy dump for PID` line
+                self._pyspy[3].append(env.line)
+                return
+            self._end_pyspy()
+        if msg.startswith(_PYSPY_HEADS) and self._pyspy_line(msg, env.rank, env.at):
+            return
+        if "JIT" in msg or "flashinfer.jit" in msg:
+            kind = "DeepGEMM" if "DeepGEMM JIT" in msg else "FlashInfer" if ("flashinfer.jit" in msg or "FlashInfer JIT" in msg) else None
+            if kind is not None and kind not in self._jit_named:
+                self._jit_named.add(kind)
+                self._emit(JitHint(kind, env.line, env.at, self._t(env.at)))
         if "%|" in msg or " Completed | " in msg:
             if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
                 return
@@ -270,6 +291,19 @@ class LogParser:
         """A frame of a draft worker: speculative decoding is on (which algorithm, the frame rarely says)."""
         if self._hint_level < 1 and "orker" in msg and not self._speculative_off and _DRAFT_FRAME.search(msg):
             self._hint(None, msg.strip(), at)
+    def _pyspy_line(self, msg: str, rank: str | None, at: str | None) -> bool:
+        """SGLang's py-spy lines (issue 13): a dump opens a block; its failures are diagnostics, not errors."""
+        m = _PYSPY_DUMP.match(msg)
+        if m:
+            self._in_traceback = False
+            self._pyspy = (int(m.group(1)), rank, at, [])
+        return True
+
+    def _end_pyspy(self) -> None:
+        if self._pyspy is not None:
+            pid, rank, at, lines = self._pyspy
+            self._pyspy = None
+            self._emit(WatchdogDump(pid, "\n".join(lines), rank, at, self._t(at)))
 
     def _traceback_line(self, line: str, msg: str) -> bool:
         """Inside a traceback: True when the line was consumed (frame line or the closing exception line)."""

@@ -11,7 +11,9 @@ import re
 from dataclasses import fields, replace
 from typing import Callable
 
+from tui.core import activity as host_activity
 from tui.core import ranks as rank_map
+from tui.core import stacks
 from tui.core.events import (
     BarProgress,
     BatchStats,
@@ -21,6 +23,7 @@ from tui.core.events import (
     Failure,
     GpuSnapshot,
     HealthResult,
+    HostActivity,
     LaunchStarted,
     LogActivity,
     LogFile,
@@ -32,6 +35,8 @@ from tui.core.events import (
     SourceFailed,
     SpeculativeHint,
     Tick,
+    JitHint,
+    WatchdogDump,
 )
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
@@ -604,12 +609,43 @@ def _http_answer(r: HealthResult) -> bool:
     return r.outcome in HTTP_ANSWERS or (r.outcome == "garbage" and r.status is not None)
 
 
+def _on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
+    """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
+    activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
+    if activity.moved:
+        return _with(s, activity=activity, last_progress_at=now, last_progress=activity.moved)
+    return _with(s, activity=activity)
+
+
+WATCHDOG_STACKS = 64
+
+
+def _on_jit_hint(s: Readiness, ev: JitHint, now: float) -> Readiness:
+    return _with(s, jit_named=ev.kind)
+
+
+
+def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
+    """SGLang's own py-spy dump: kept under its rank (the dumped process's title, else the line's prefix);
+    neither an error nor progress."""
+    kept = {p.name: p for p in s.watchdog_stacks}
+    for p in stacks.parse_pyspy(ev.text) or [stacks.ProcessStack(ev.pid)]:
+        name = stacks.label(p.pid, p.cmdline, None)
+        if name.startswith("pid ") and ev.rank:
+            name = ev.rank
+        kept.pop(name, None)
+        kept[name] = stacks.ProcessStack(p.pid, name, p.cmdline, p.threads)
+    return _with(s, watchdog_stacks=tuple(kept.values())[-WATCHDOG_STACKS:])
+
+
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return _with(s, process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if not s.process_visible:
         s = _with(s, process_visible=True, process_owner_uid=None)
+    if ev.activity is not None and ev.alive:
+        s = _on_activity(s, ev.activity, now)
     if not ev.alive and _not_found_yet(s, now):
         return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
@@ -697,6 +733,9 @@ _HANDLERS: dict[type, Handler] = {
     ControlResult: _on_control,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
     SourceFailed: _on_source_failed,  # type: ignore[dict-item]
+    HostActivity: _on_activity,  # type: ignore[dict-item]
+    WatchdogDump: _on_watchdog_dump,  # type: ignore[dict-item]
+    JitHint: _on_jit_hint,  # type: ignore[dict-item]
 }
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone
+from tui.core.stacks import ProcessStack
 
 
 class Phase(str, Enum):
@@ -194,3 +196,6 @@ class Readiness:
     tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
     tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
+    activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)
+    watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
+    jit_named: str | None = None  # the JIT the log names ("DeepGEMM", "FlashInfer"), for the compilers it runs

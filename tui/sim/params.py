@@ -17,6 +17,9 @@ FAULTS = (
     "port-in-use",
     "warmup-fail",
     "orphans",
+    "jit-compile",
+    "hang-rank",
+    "download",
 )
 SPECULATIVE = ("EAGLE3", "EAGLE", "none")
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
@@ -43,6 +46,10 @@ class SimParams:
     @property
     def draft_model(self) -> str | None:
         return DRAFT_MODELS.get(self.speculative or "")
+
+    @property
+    def model_path(self) -> str:
+        return MODEL
 
     @property
     def fault_rank(self) -> int:

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from tui.sim import busy
 from tui.sim.clock import SimClock
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
@@ -22,6 +23,10 @@ from tui.sim.procs import mark_child, write_all
 from tui.sim.script import Marks, Step, rank_steps
 
 ESCAPE_ENV = "SGLANG_TUI_SIM_ORPHAN_SETSID"  # orphans also leave the launch's session (setsid)
+# The ranks make themselves non-dumpable, as a process that changed credentials is: a tracer without
+# CAP_SYS_PTRACE is then refused ptrace (what py-spy meets in a container without SYS_PTRACE).
+NODUMP_ENV = "SGLANG_TUI_SIM_NODUMP"
+PR_SET_DUMPABLE = 4
 
 
 def title(rank: int, tp: int) -> str:
@@ -66,6 +71,8 @@ class Rank:
             if step.action:
                 self.memory.flush()
                 self.act(step.action)
+                if step.action == "resync":
+                    self.clock.resume_at(step.at)
         self.memory.flush()
         idle()
 
@@ -84,10 +91,23 @@ class Rank:
             sys.exit(0)
         elif action == "die":
             os.kill(os.getpid(), signal.SIGKILL)
-        elif action == "barrier":
+        elif action in ("barrier", "resync"):
             self.barrier()
         elif action == "hang":
             idle()
+        elif action == "stuck":
+            self.all_reduce()
+        elif action == "jit" and self.rank == 0:  # one rank compiles; the others wait on its file lock
+            busy.jit_compile()
+        elif action == "jit":
+            time.sleep(busy.JIT_REAL_S)
+        elif action == "download" and self.rank == 0:
+            busy.download(self.params.model_path)
+
+    def all_reduce(self) -> None:
+        """hang-rank: a collective that never completes, in a function the other ranks are not in."""
+        while True:
+            time.sleep(3600)
 
     def barrier(self) -> None:
         """Report arrival and block until the main process says every rank arrived (EOF: it is gone)."""
@@ -123,6 +143,10 @@ def child_main(payload_json: str) -> None:
     parent = int(payload["parent"])
     orphan = params.fault == "orphans"
     mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
+    if os.environ.get(NODUMP_ENV) == "1":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     ready_fd = int(payload["ready_fd"])
     go_fd = int(payload["go_fd"])
     real0 = wait_for_go(ready_fd, go_fd, rank)

@@ -50,7 +50,10 @@ class Step:
 
     action: ready (tell the main process) | barrier (wait until every rank got here, like a collective) |
     raise (the text was a scheduler exception: SIGQUIT the parent and exit) | die (SIGKILL itself) |
-    hang (stop here, stay alive, print nothing more).
+    hang (stop here, stay alive, print nothing more) | stuck (block forever in a function of its own, apart
+    from the others: hang-rank) | jit (compile kernels for a fixed real time, silently) | download (fetch
+    the weights into the HF cache for a fixed real time, silently) | resync (a barrier after which the
+    schedule resumes where it stood: the real time jit or download took is not simulated time).
     """
 
     at: float
@@ -149,7 +152,7 @@ class RankScript:
         if self.steps and at < self.steps[-1].at:
             at = self.steps[-1].at  # a rank prints its own lines in order
         self.steps.append(Step(at, text, mem, action, mark, since, timed))
-        if action in ("raise", "die", "hang"):
+        if action in ("raise", "die", "hang", "stuck"):
             self.stopped = True
 
     def _say(
@@ -239,6 +242,9 @@ class RankScript:
         if draft and self.fmt.new:
             self._say(begin - 0.05, self.fmt.mem_baseline(0.0))
         self._say(begin, self.fmt.load_begin(avail(self.used)), mark="load")
+        if not draft and self._fault("download"):  # huggingface_hub fetches the files before the loader opens them
+            self._add(begin + 0.1, action="download")
+            self._add(begin + 0.2, action="resync")
         self._say(begin + 0.5, self.fmt.weights_format(), rank0_only=True)
         base = self.used
         size = self.mem.draft_weights if draft else self.mem.weights
@@ -325,6 +331,9 @@ class RankScript:
                 self._frame(t + 0.001, writer, i, n, desc)
             if i == 0:  # the first captured forward runs collectives: every rank is capturing by then
                 self._add(t + 0.002, action="barrier")
+                if self._fault("jit-compile") and graph in ("target_verify", "target_decode"):
+                    self._add(t + 0.003, action="jit")  # the first forward JIT-compiles its kernels
+                    self._add(t + 0.004, action="resync")
             t += per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per
             if self.rank == 0:
                 self._frame(t, writer, i + 1, n, desc)
@@ -390,6 +399,11 @@ class RankScript:
         n = len(self.sched.sizes[graph])
         if self._fault("hang-capture") and index == int(n * 0.4):
             self._add(at, action="hang")
+            return True
+        if self._fault("hang-rank") and index == int(n * 0.4):
+            # TP3 blocks in a collective of its own; the others wait for it at the next barrier, forever
+            self._add(at, action="stuck" if self._is_fault_rank() else "barrier")
+            self._add(at + 0.01, action="hang")
             return True
         if self._fault("oom-capture") and index == int(n * 0.35):
             if self._is_fault_rank():

@@ -344,6 +344,10 @@ def open_log(path: str) -> None:
 def run_server(params: SimParams, on_start: Callable[[SimParams], None] | None = None) -> int:
     """Run the simulated launch to its end; returns the exit status."""
     params = replace(params, t0=params.t0 or time.time())
+    if params.fault == "download":  # a simulated cache of its own, never the user's: the ranks inherit it
+        for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+            os.environ.pop(var, None)
+        os.environ["HF_HOME"] = params.log + ".hf-home"
     open_log(params.log)
     if on_start:
         on_start(params)

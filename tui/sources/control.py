@@ -15,8 +15,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncGenerator, AsyncIterator
 
-from tui.core.events import ControlResult, GpuSnapshot, PortOwner, ServerProcess
 from tui.core.explain import cannot_see_line
+from tui.core.events import ControlResult, GpuSnapshot, HostActivity, PortOwner, ServerProcess
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
@@ -82,6 +82,7 @@ class ServerControl:
         self._last_adopt = float("-inf")
         self._last_find: FindResult | None = None  # the last search's answer (what it could and could not see)
         self._last_owner: PortOwner | None = None  # the last PortOwner the watch reported
+        self._activity: HostActivity | None = None  # the watch's last activity block, for the check after it
 
     @property
     def _target(self) -> _Target | None:
@@ -190,6 +191,14 @@ class ServerControl:
             return self.cannot_see() or ServerProcess(alive=False)
         return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how if target else "")
 
+    async def server_processes(self) -> tuple[int | None, dict[int, str]]:
+        """(main pid, {pid: command line}) of the server's live processes now (adopts at once; raises HostError)."""
+        target = await self._current()
+        live = await self._scan(target) if target else {}
+        if not live or target is None:
+            return None, {}
+        return target.main, {pid: target.names.get(pid, p.name) for pid, p in live.items()}
+
     async def process_state(self) -> ServerProcess:
         """Alive and pids of the server (cheap: one /proc scan; adoption retried at most every few seconds)."""
         try:
@@ -207,23 +216,25 @@ class ServerControl:
     # -------------------------------------------------------------------------------------------- watch
 
     async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
-                                  first_rescan_s: float | None = None) -> AsyncIterator[ServerProcess]:
+                                  first_rescan_s: float | None = None, activity: bool = True
+                                  ) -> AsyncIterator[ServerProcess]:
         """watch_process_events, the process states only."""
-        async with aclosing(self.watch_process_events(interval, rescan_s=rescan_s,
-                                                      first_rescan_s=first_rescan_s)) as events:
+        async with aclosing(self.watch_process_events(interval, rescan_s=rescan_s, first_rescan_s=first_rescan_s,
+                                                      activity=activity)) as events:
             async for event in events:
                 if isinstance(event, ServerProcess):
                     yield event
 
     async def watch_process_events(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
-                                   first_rescan_s: float | None = None
+                                   first_rescan_s: float | None = None, activity: bool = True
                                    ) -> AsyncGenerator[ServerProcess | PortOwner, None]:
         """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
         full /proc scan per check): a ServerProcess per check while found, per search while not, and a
         PortOwner whenever who listens on the port changes (from each search, and each full scan).
 
         While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
-        with backoff; the loop ends with its channel, so nothing is left on the host."""
+        with backoff; the loop ends with its channel, so nothing is left on the host. With `activity` each
+        check also carries what the processes do beyond the log (ServerProcess.activity, issue 13)."""
         if self._target_changed is None:
             self._target_changed = asyncio.Event()
         delays = backoff_delays(1.0, 30.0)
@@ -236,7 +247,8 @@ class ServerControl:
             else:
                 command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
                                                   known=target.known, interval=interval, rescan_s=rescan_s,
-                                                  first_rescan_s=first_rescan_s, port=self.port)
+                                                  first_rescan_s=first_rescan_s, port=self.port,
+                                                  activity=activity)
             reported = False
             try:
                 proc = await self.host.start(command)
@@ -294,6 +306,8 @@ class ServerControl:
                             lines.append(line)
                     elif line in (cmds.WATCH_SCAN, cmds.WATCH_FIND, cmds.WATCH_PORT):
                         kind = line
+                    elif line.split(" ", 1)[0] == cmds.WATCH_ACTIVITY:
+                        kind, lines = cmds.WATCH_ACTIVITY, [line]
                     elif line == cmds.WATCH_ALIVE:
                         yield line, ""
         finally:
@@ -315,12 +329,16 @@ class ServerControl:
         assert target is not None
         if kind == cmds.WATCH_PORT:
             return None  # _owner_changed's
+        if kind == cmds.WATCH_ACTIVITY:
+            self._activity = cmds.parse_activity(text, target.names)
+            return None
         if kind == cmds.WATCH_SCAN:
             self._remember(target, text)
+        activity, self._activity = self._activity, None
         if not target.known:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
-        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how)
+        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how, activity=activity)
 
     def _owner_changed(self, target: _Target | None, block: tuple[str, str], generation: int) -> PortOwner | None:
         """The PortOwner a find or port block says, when it differs from the last one reported."""

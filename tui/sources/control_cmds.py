@@ -11,6 +11,8 @@ import secrets
 import shlex
 from dataclasses import dataclass, field
 
+from tui.core.events import CompilerProc, HostActivity, ProcCounters
+
 MARKER_VAR = "SGLANG_TUI_RUN"
 q = shlex.quote
 
@@ -200,15 +202,19 @@ $({_CMDLINE_LINE})"
   fi
   printf '%s\n%s\nM %s\n' "$l" "$po" "$mu"
 }}"""
+WATCH_ACTIVITY = "A"  # `A CLK_TCK`, then the lines of `act`, `.` (issue 13)
 
 
 def watch_scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int],
                        interval: float, rescan_s: float, first_rescan_s: float | None = None,
-                       port: int | None = None) -> str:
+                       port: int | None = None, activity: bool = False) -> str:
     """A loop on the host: every `interval` s check that the known processes exist and are no zombies (no
     fork); scan fully when one is gone or none is known, and otherwise after `first_rescan_s` (default: one
-    check), doubling while the scan finds the same processes up to `rescan_s` (back to the first when not)."""
+    check), doubling while the scan finds the same processes up to `rescan_s` (back to the first when not).
+    With `activity`, each check is preceded by an activity block (`act`, issue 13) and each scan followed
+    by `hubdir`."""
     cap = max(1, int(rescan_s / interval))
+    funcs = watch_activity_funcs() + "\nhubdir" if activity else ""
     first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
     scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
     owner_func = _port_owner_func(port) if port else ""
@@ -219,19 +225,86 @@ def watch_scan_command(*, group: int | None, session: int | None, run_id: str | 
 {owner_func}
 all_up() {{ for ps in $known; do up "${{ps%%:*}}" || return 1; done; }}
 known={q(_pairs(known))}; gap={first}; left=0
+{funcs}
 while :; do
+  {"act" if activity else ":"}
   if [ "$left" -le 0 ] || [ -z "$known" ] || ! all_up; then
     out=$({scan})
     printf '{WATCH_SCAN}\\n%s\\n{WATCH_END}\\n' "$out"{owner_step}
     now=$(printf '%s\\n' "$out" | awk '$1 == "P" && $6 != "Z" && $6 != "X" {{ print $2 ":" $7 }}' | sort | tr '\\n' ' ')
     if [ "$now" = "$known" ]; then gap=$((gap * 2)); [ "$gap" -gt {cap} ] && gap={cap}; else gap={first}; fi
-    known=$now; left=$gap
+    known=$now; left=$gap{"; hubdir" if activity else ""}
   else
     echo {WATCH_ALIVE}
   fi
   left=$((left - 1))
   nap {interval:g}
 done"""
+
+
+# ------------------------------------------------------------------- the watch: activity beyond the log
+
+# Issue 13. Two sh functions the scan watch calls; kept apart from the rest of the loop.
+# `hubdir`, after each full scan: the HF hub cache the server uses, from the environments of its processes
+# (HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME/hub, HOME/.cache/huggingface/hub), else this shell's HOME.
+# `act`, at every check: ONE awk that walks the server's tree from the known pids (every thread's
+# /proc/PID/task/TID/children, then the main threads' of what it finds) and prints, per process,
+# `R pid ppid cpu_ticks read_bytes comm`, and `J pid ppid comm cmdline` for compilers; then, only when
+# `*.incomplete` blobs exist in the cache, one `wc -c` for their sizes: `H bytes files DIR`.
+# The block starts with `A` and the clock tick rate (`A 100`) and ends with `.`.
+COMPILERS = ("nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "gcc", "g++", "c++", "cc", "cudafe++",
+             "fatbinary", "nvlink", "ld", "as")
+_COMPILE_WORKERS = ("compile_worker", "deep_gemm", "deepgemm", "flashinfer")  # python that drives them
+
+_ACT_AWK = r"""function kids(f,   l, c, i, k) { if ((getline l < f) > 0) { k = split(l, c, " ")
+    for (i = 1; i <= k; i++) if (c[i] > 1 && !(c[i] in want)) { want[c[i]] = 1; q[++qn] = c[i] } }
+  close(f) }
+BEGIN { n = split(pids, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, ":"); p = b[1]
+    if (p > 1 && !(p in want)) { want[p] = 1; known[p] = 1; q[++qn] = p } }
+  m = split(cc, c, " "); for (i = 1; i <= m; i++) comp[c[i]] = 1
+  m = split(cw, c, " "); for (i = 1; i <= m; i++) worker[c[i]] = 1
+  m = split(tasks, t, " "); for (j = 1; j <= m; j++) kids(t[j])
+  for (h = 1; h <= qn; h++) if (!(q[h] in known)) kids("/proc/" q[h] "/task/" q[h] "/children")
+  for (h = 1; h <= qn; h++) { p = q[h]; f = "/proc/" p "/stat"
+    if ((getline l < f) <= 0) { close(f); continue } close(f)
+    comm = l; sub(/^[0-9]+ \(/, "", comm); sub(/\) [A-Za-z] .*$/, "", comm); gsub(/[^A-Za-z0-9_.:+-]/, "_", comm)
+    r = l; sub(/^.*\) /, "", r); split(r, s, " ")
+    if (s[1] == "Z" || s[1] == "X") continue
+    rb = "-"; f = "/proc/" p "/io"; while ((getline l < f) > 0) if (l ~ /^read_bytes: /) rb = substr(l, 13); close(f)
+    print "R", p, s[2], s[12] + s[13], rb, comm
+    if ((p in known) && !(comm in comp)) continue
+    cmd = ""; f = "/proc/" p "/cmdline"; if ((getline cmd < f) > 0) {} close(f)
+    gsub(/\000/, " ", cmd); gsub(/[^ -~]/, "?", cmd); cmd = substr(cmd, 1, 240)
+    a0 = cmd; sub(/ .*$/, "", a0); sub(/^.*\//, "", a0)
+    w = 0; for (k in worker) if (index(cmd, k)) w = 1
+    if ((comm in comp) || (a0 in comp) || (w && comm ~ /^(python|pt_)/)) print "J", p, s[2], ((a0 in comp) ? a0 : comm), cmd } }"""
+
+# The hub cache from the processes' environments (read with getline: a process gone meanwhile is skipped).
+_HUB_AWK = r"""BEGIN { RS = "\000"; n = split(pids, a, " ")
+  for (i = 1; i <= n; i++) { split(a[i], b, ":"); f = "/proc/" b[1] "/environ"
+    while ((getline l < f) > 0) if (l ~ /^(HF_HUB_CACHE|HUGGINGFACE_HUB_CACHE|HF_HOME|HOME)=/) {
+      j = index(l, "="); k = substr(l, 1, j - 1); if (!(k in v)) v[k] = substr(l, j + 1) }
+    close(f) }
+  if (v["HF_HUB_CACHE"] != "") print v["HF_HUB_CACHE"]
+  else if (v["HUGGINGFACE_HUB_CACHE"] != "") print v["HUGGINGFACE_HUB_CACHE"]
+  else if (v["HF_HOME"] != "") print v["HF_HOME"] "/hub"
+  else if (v["HOME"] != "") print v["HOME"] "/.cache/huggingface/hub" }"""
+
+_ACT_FUNCS = (f"hubdir() {{ hub=$(awk -v pids=\"$known\" {q(_HUB_AWK)} < /dev/null); "
+              "[ -n \"$hub\" ] || hub=\"$HOME/.cache/huggingface/hub\"; }\n"
+              "act() { ts=; for ps in $known; do for f in /proc/${ps%%:*}/task/*/children; do ts=\"$ts $f\"; done; done\n"
+              "  echo \"A $clk\"\n"
+              f"  awk -v pids=\"$known\" -v tasks=\"$ts\" -v cc={q(' '.join(COMPILERS))} "
+              f"-v cw={q(' '.join(_COMPILE_WORKERS))} {q(_ACT_AWK)} < /dev/null\n"
+              "  set -- \"$hub\"/*--*/blobs/*.incomplete\n"
+              "  [ -e \"$1\" ] && wc -c -- \"$@\" 2>/dev/null | awk -v d=\"$hub\" -v n=$# "
+              "'n == 1 || NR <= n { b += $1; c++ } END { print \"H\", b + 0, c + 0, d }'\n"
+              "  echo .; }")
+
+
+def watch_activity_funcs() -> str:
+    """The sh functions `hubdir` and `act` (see above), and the clock tick rate, read once."""
+    return "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); hub=\n" + _ACT_FUNCS
 
 
 def watch_find_command(port: int, log_path: str | None, *, every_s: float) -> str:
@@ -396,3 +469,31 @@ def pick_main(found: FindResult) -> Proc | None:
         if roots:
             return min(roots, key=lambda p: (p.start, p.pid))
     return None
+
+
+def parse_activity(text: str, names: dict[int, str] | None = None) -> HostActivity:
+    """Output of `act` (the block, its `A CLK_TCK` line first) as a HostActivity; names: pid -> title from the
+    scans (the kernel's short name stops at 15 bytes: `sglang::schedul`)."""
+    names = names or {}
+    clk = 100.0
+    procs: list[ProcCounters] = []
+    compilers: list[CompilerProc] = []
+    download: int | None = None
+    files, cache = 0, ""
+    for line in text.splitlines():
+        f = line.split(" ", 5)
+        try:
+            if f[0] == WATCH_ACTIVITY and len(f) >= 2:
+                clk = float(f[1]) or 100.0
+            elif f[0] == "R" and len(f) >= 6:
+                pid = int(f[1])
+                procs.append(ProcCounters(pid, int(f[2]), names.get(pid) or f[5], int(f[3]) / clk,
+                                          int(f[4]) if f[4].isdigit() else None))
+            elif f[0] == "J" and len(f) >= 5:
+                compilers.append(CompilerProc(int(f[1]), int(f[2]), f[3], " ".join(f[4:]).strip()))
+            elif f[0] == "H" and len(f) >= 3:
+                download, files = int(f[1]), int(f[2])
+                cache = line.split(" ", 3)[3] if len(f) >= 4 else ""
+        except ValueError:
+            continue
+    return HostActivity(tuple(procs), tuple(compilers), download, files, cache)

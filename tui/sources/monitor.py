@@ -76,6 +76,7 @@ class Monitor:
         health: HealthPoller | None = None,
         gpus: bool = True,
         processes: bool = True,
+        activity: bool = True,
     ) -> None:
         self.host = host
         self.log_path = log_path
@@ -90,6 +91,7 @@ class Monitor:
         self._control = control
         self._want_gpus = gpus
         self._want_processes = processes
+        self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connection = "connecting"
@@ -251,7 +253,7 @@ class Monitor:
         if watch is not None:
             # One long-lived loop on the host: a new channel (sshd session + login shell) per check costs
             # the host ~100 ms of CPU; the watch yields nothing while the host is unreachable.
-            async for state in watch(self.process_interval):
+            async for state in watch(self.process_interval, **({} if self._want_activity else {"activity": False})):
                 if self._connection == "connected":
                     self._put(state)
             return

@@ -42,6 +42,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("hide-probes", "h", "hide_probes", "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)", "probes", show=False),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
+    Action("dump", "d", "dump", "Dump every rank's Python stack (py-spy on the host) and name the odd ones; saved to a file", "dump"),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),
     Action("pane-shards", "2", "pane('shards')", "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore", "shards", show=False),
     Action("pane-gpus", "3", "pane('gpus')", "Focus the GPUs pane; again: maximize, again: restore", "GPUs", show=False),

@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, AsyncIterator, Callable, ClassVar, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, ClassVar, Iterable, Protocol
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -66,6 +66,8 @@ class UiSources:
     """The server's port on the host (the header names it when no server process is found)."""
     launch_if_absent: bool = False
     """On start, launch the server through `control` when no process of it is found (`--launch`)."""
+    dump: Callable[[], Awaitable[tuple[str, str | None]]] | None = None
+    """The `d` key: py-spy every process of the server and save it; (one line, the file) (issue 13)."""
 
 
 _RESET_WORDS = {
@@ -376,6 +378,24 @@ class SglangTui(App[None]):
             self.log_pane.append(held)
             self.log_pane.set_live(self._held_live)
             self._publish(self._live, self.clock())
+
+    def action_dump(self) -> None:
+        """`d`: where every rank is stuck (py-spy of each process), saved to a file the notice names."""
+        if self.sources.dump is None:
+            self.notify("no dump for this server", severity="warning", timeout=3)
+            return
+        self.notify(f"dumping every process of the server on {self.sources.host_label} (py-spy)…", timeout=3)
+        self._run_dump()
+
+    @work(exclusive=True, group="dump", exit_on_error=False)
+    async def _run_dump(self) -> None:
+        assert self.sources.dump is not None
+        try:
+            line, path = await self.sources.dump()
+        except Exception as err:  # a failed dump is a notice, not a crash
+            line, path = f"dump failed: {type(err).__name__}: {err}", None
+        text = f"{line}\nsaved to {path}" if path else line
+        self.notify(text, title="dump", severity="information" if path else "error", timeout=30)
 
     def action_restart_server(self) -> None:
         self._ask_then_control("restart")

@@ -1,0 +1,109 @@
+"""`sglang-tui dump HOST --port N --log PATH [--json] [--out FILE]`: py-spy of every process of the server.
+
+Runs `py-spy dump` on the host for the main process, each scheduler rank and the detokenizer, groups the
+ranks by the shape of their stacks and names the odd ones out. The whole dump is saved to a file (--out,
+else under the state directory) whose path is printed; --json prints the `dump --json` object on stdout.
+Exit 0 dumped, 1 could not dump (py-spy missing, ptrace refused, no server: one line says what to do),
+4 cannot connect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from tui.core import stacks
+from tui.sources import pyspy
+from tui.sources.connect import make_host
+from tui.sources.control import ServerControl
+from tui.sources.host import Host, HostError
+
+EXIT_OK, EXIT_NO_DUMP, EXIT_CONNECT = 0, 1, 4
+
+
+def default_path(where: str, now: float | None = None) -> Path:
+    """$XDG_STATE_HOME/sglang-tui/dumps/dump-HOST-PORT-YYYYmmdd-HHMMSS.txt (default state home ~/.local/state)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", where)
+    return Path(state) / "sglang-tui" / "dumps" / f"dump-{safe}-{stamp}.txt"
+
+
+def report_text(result: pyspy.DumpResult, where: str) -> str:
+    """What the saved file holds: the verdict, then every process's frames and py-spy's own text."""
+    lines = [f"# sglang-tui dump of {where}, {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+    if result.grouping is not None:
+        lines.append(f"# {result.grouping.summary}")
+    if result.error:
+        lines.append(f"# {result.error}")
+    for s in result.stacks:
+        lines.append(f"\n## {s.name} (pid {s.pid}) {s.cmdline}".rstrip())
+        if s.error:
+            lines.append(f"   py-spy: {s.error}")
+        for t in s.threads:
+            lines.append(f"  Thread {t.tid} ({t.status}) {t.name}".rstrip())
+            lines.extend(f"    {f.text()}" for f in t.frames)
+    lines.append("\n## py-spy output as printed\n" + result.raw)
+    return "\n".join(lines) + "\n"
+
+
+def save(text: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def dump_and_save(host: Host, control: ServerControl, *, remote_python: str, where: str,
+                        out: str | None = None) -> tuple[pyspy.DumpResult, Path | None]:
+    """Dump and save (also for `wait --dump-on-stall` and the TUI's `d`); no file when nothing was dumped."""
+    result = await pyspy.dump(host, control, remote_python=remote_python, where=where)
+    if not result.stacks:
+        return result, None
+    return result, save(report_text(result, where), Path(out) if out else default_path(where))
+
+
+async def _main(args: argparse.Namespace) -> int:
+    host = make_host(args)
+    try:
+        await host.connect()
+    except HostError as exc:
+        print(f"sglang-tui dump: cannot connect to {args.host}: {exc}", file=sys.stderr)
+        return EXIT_CONNECT
+    where = f"{args.host} port {args.port}"
+    try:
+        control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python)
+        try:
+            result, path = await dump_and_save(host, control, remote_python=args.remote_python, where=args.host,
+                                               out=args.out)
+        except (HostError, TimeoutError) as exc:
+            print(f"sglang-tui dump: {where}: {exc}", file=sys.stderr)
+            return EXIT_NO_DUMP
+        except OSError as exc:
+            print(f"sglang-tui dump: cannot save the dump: {exc}", file=sys.stderr)
+            return EXIT_NO_DUMP
+    finally:
+        await host.close()
+    if result.error:
+        partial = f" (what could be dumped is in {path})" if path is not None else ""
+        print(f"sglang-tui dump: {result.error}{partial}", file=sys.stderr)
+        return EXIT_NO_DUMP
+    if args.json and result.grouping is not None:
+        print(json.dumps(stacks.to_json([s for s in result.stacks if not s.error], result.grouping)))
+    assert result.grouping is not None
+    print(f"sglang-tui dump: {result.grouping.summary}", file=sys.stderr)
+    if path is not None:
+        print(f"sglang-tui dump: saved to {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.port < 65536:
+        print(f"sglang-tui dump: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
+    return asyncio.run(_main(args))

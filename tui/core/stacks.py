@@ -1,0 +1,204 @@
+"""Where every rank is stuck (issue 13): py-spy's text dumps parsed, ranks grouped by the shape of their stacks,
+the odd ones out named ("TP3 is in all_reduce; TP0–2, TP4–7 are in barrier"), and py-spy's own failures
+classified into one line that says what to install or allow. Pure: text in, values out.
+
+py-spy prints, per process, `Process PID: CMDLINE`, `Python vX.Y.Z (PATH)`, then per thread
+`Thread TID (idle|active|…): "NAME"` followed by its frames, innermost first, as `    func (file:line)`.
+SGLang's watchdog prints the same text after `Pyspy dump for PID …` lines in its log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tui.core.activity import rank_of, ranks_span
+
+_PROCESS = re.compile(r"^Process (\d+): ?(.*)$", re.M)
+_THREAD = re.compile(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
+_FRAME = re.compile(r"^\s+(\S.*?) \((.*?)(?::(\d+))?\)\s*$")
+_NOT_PERMITTED = ("permission denied", "operation not permitted", "os error 1)", "os error 13)", "ptrace")
+
+
+@dataclass(frozen=True)
+class Frame:
+    func: str
+    file: str = ""
+    line: int | None = None
+
+    def text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        return f"{self.func} ({where})" if where else self.func
+
+
+@dataclass(frozen=True)
+class Thread:
+    tid: str
+    name: str = ""
+    status: str = ""  # py-spy's "idle", "active", "gil", …
+    frames: tuple[Frame, ...] = ()  # innermost first
+
+
+@dataclass(frozen=True)
+class ProcessStack:
+    pid: int
+    name: str = ""  # "TP3", "main", "detokenizer", …
+    cmdline: str = ""
+    threads: tuple[Thread, ...] = ()
+    error: str = ""  # py-spy's failure, when it could not dump this process
+
+    @property
+    def main(self) -> Thread | None:
+        """The main thread (tid == pid, else the one named MainThread, else the first)."""
+        for t in self.threads:
+            if t.tid == str(self.pid):
+                return t
+        return next((t for t in self.threads if t.name == "MainThread"), self.threads[0] if self.threads else None)
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        main = self.main
+        return main.frames if main is not None else ()
+
+
+@dataclass(frozen=True)
+class Grouping:
+    groups: tuple[tuple[str, ...], ...]  # largest first
+    odd: tuple[str, ...]  # the ranks outside the one largest group (none when no group is the largest)
+    summary: str
+
+
+@dataclass
+class _Builder:
+    pid: int
+    cmdline: str
+    threads: list[Thread] = field(default_factory=list)
+
+
+def parse_pyspy(text: str) -> list[ProcessStack]:
+    """Every process dump in `text` (py-spy's output, or several concatenated)."""
+    out: list[ProcessStack] = []
+    cur: _Builder | None = None
+    thread: tuple[str, str, str] | None = None
+    frames: list[Frame] = []
+
+    def close_thread() -> None:
+        nonlocal thread, frames
+        if cur is not None and thread is not None:
+            cur.threads.append(Thread(thread[0], thread[1], thread[2], tuple(frames)))
+        thread, frames = None, []
+
+    def close_process() -> None:
+        close_thread()
+        if cur is not None:
+            out.append(ProcessStack(cur.pid, cmdline=cur.cmdline, threads=tuple(cur.threads)))
+
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        m = _PROCESS.match(line.strip())
+        if m:
+            close_process()
+            cur = _Builder(int(m.group(1)), m.group(2).strip())
+            continue
+        m = _THREAD.match(line.strip())
+        if m and cur is not None:
+            close_thread()
+            thread = (m.group(1), m.group(3) or "", m.group(2))
+            continue
+        m = _FRAME.match(line)
+        if m and thread is not None:
+            frames.append(Frame(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None))
+    close_process()
+    return out
+
+
+def label(pid: int, title: str, main_pid: int | None) -> str:
+    """The name a process goes by in a dump: its rank, "detokenizer", "main", or "pid N"."""
+    rank = rank_of(title)
+    if rank is not None:
+        return rank
+    if "detokenizer" in title:
+        return "detokenizer"
+    if pid == main_pid:
+        return "main"
+    word = title.split()[0] if title.split() else ""
+    return word.split("::")[-1] if "::" in word else f"pid {pid}"
+
+
+def _shape(stack: ProcessStack) -> tuple[tuple[str, str], ...]:
+    return tuple((f.func, f.file) for f in stack.frames)
+
+
+def _is_rank(name: str) -> bool:
+    return re.match(r"^(?:[A-Z]{2}\d+ )*TP\d+$", name) is not None
+
+
+def group(stacks: list[ProcessStack]) -> Grouping:
+    """Group the scheduler ranks by the shape of their main thread's stack; name the odd ones out."""
+    ranks = [s for s in stacks if _is_rank(s.name) and not s.error]
+    shapes: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for s in ranks:
+        shapes.setdefault(_shape(s), []).append(s.name)
+    groups = sorted((tuple(names) for names in shapes.values()), key=lambda g: (-len(g), _order(g[0])))
+    odd: tuple[str, ...] = ()
+    if len(groups) > 1 and len(groups[0]) > len(groups[1]):
+        odd = tuple(sorted((n for g in groups[1:] for n in g), key=_order))
+    by_name = {s.name: s for s in ranks}
+    parts = []
+    for g in sorted(groups, key=lambda g: (g[0] not in odd, _order(g[0]))) if odd else groups:
+        where = _innermost(by_name[g[0]])
+        verb = "is" if len(g) == 1 else "are"
+        parts.append(f"{ranks_span(g)} {verb} in {where}")
+    if not groups:
+        summary = "no scheduler rank could be dumped"
+    elif len(groups) == 1:
+        summary = f"all {len(groups[0])} ranks are in the same place: {_innermost(by_name[groups[0][0]])}"
+    else:
+        summary = "; ".join(parts)
+    return Grouping(tuple(groups), odd, summary)
+
+
+def _innermost(stack: ProcessStack) -> str:
+    frames = stack.frames
+    if not frames:
+        return "no Python frame"
+    f = frames[0]
+    text = f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
+    return "".join(c if c.isprintable() else "?" for c in text)  # a terminal never gets a raw escape
+
+
+def _order(name: str) -> tuple[int, ...]:
+    nums = tuple(int(n) for n in re.findall(r"\d+", name))
+    return nums or (1 << 30,)
+
+
+def to_json(stacks: list[ProcessStack], grouping: Grouping) -> dict[str, object]:
+    """The `dump --json` contract: {"ranks": {"TP0": {"pid": …, "frames": […]}, …}, "groups": […], "odd": […]}."""
+    return {
+        "ranks": {s.name: {"pid": s.pid, "frames": [f.text() for f in s.frames]} for s in stacks},
+        "groups": [list(g) for g in grouping.groups],
+        "odd": list(grouping.odd),
+    }
+
+
+def failure(output: str) -> str | None:
+    """What kind of py-spy failure `output` shows: "ptrace" (not permitted), "gone", "other"; None if it dumped."""
+    low = output.lower()
+    if _PROCESS.search(output) and "thread" in low and "error:" not in low:
+        return None
+    if any(word in low for word in _NOT_PERMITTED):
+        return "ptrace"
+    if "no such process" in low or "check that the process is running" in low and "permission" not in low:
+        return "gone"
+    return "other"
+
+
+def ptrace_line(who: str, host: str) -> str:
+    return (f"py-spy was refused ptrace on {who} on {host}: run it as the server's user or root, or allow ptrace "
+            "(containers: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]; "
+            "Yama: sysctl kernel.yama.ptrace_scope=0)")
+
+
+def missing_line(host: str, python: str) -> str:
+    return (f"py-spy is not installed on {host} (looked next to {python} and on PATH): "
+            f"install it there with `{python} -m pip install py-spy`")
