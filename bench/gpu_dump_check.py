@@ -59,7 +59,10 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="gpu-dump-"))
     log = tmp / "server.log"
     with open(log, "wb") as out:
-        child = spawn_titled_python("sglang::scheduler_TP0", CHILD.format(port=port, kernel_s=args.kernel_s),
+        # The titled process gets PYTHONHOME, not this interpreter's venv or site dirs: re-add them (torch).
+        code = f"import sys\nsys.path[:0] = {[p for p in sys.path if p]!r}\n"
+        code += CHILD.format(port=port, kernel_s=args.kernel_s)
+        child = spawn_titled_python("sglang::scheduler_TP0", code,
                                     new_session=True, stdout=out)
     try:
         deadline = time.monotonic() + 120
@@ -84,6 +87,7 @@ def main() -> int:
             return 1
         found = json.loads(proc.stdout)
         print(json.dumps(found, indent=1))
+        print((tmp / "dump.txt").read_text())
         frames = found["ranks"]["TP0"]["frames"]
         named = any(f.startswith("synchronize ") for f in frames) and any("capture_cuda_graphs" in f for f in frames)
         print(f"TP0's frames name torch.cuda.synchronize(): {named}; the kernel still ran: {child.poll() is None}")

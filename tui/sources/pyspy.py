@@ -57,9 +57,20 @@ async def dump(host: Host, control: ServerControl, *, remote_python: str, where:
     text = result.stdout.decode("utf-8", "replace")
     if text.strip() == MISSING:
         return DumpResult(error=stacks.missing_line(where, remote_python))
+    sections = dict(_sections(text))
+    # py-spy can catch a main thread between two frames and print none (seen on an H200 with a process in
+    # torch.cuda.synchronize): dump those once more, and keep the answer that has frames.
+    empty = [pid for pid, body in sections.items() if stacks.failure(body) is None and _frameless(body)]
+    if empty:
+        again = await host.run(dump_command(remote_python, empty), timeout=DUMP_TIMEOUT_S * len(empty) + 30)
+        retry = again.stdout.decode("utf-8", "replace")
+        for pid, body in _sections(retry):
+            if stacks.failure(body) is None and not _frameless(body):
+                sections[pid] = body
+        text += "\n# dumped again (no Python frame the first time): " + " ".join(map(str, empty)) + "\n" + retry
     out = DumpResult(raw=text)
     refused: list[str] = []
-    for pid, body in _sections(text):
+    for pid, body in sections.items():
         name = stacks.label(pid, chosen.get(pid, ""), main)
         parsed = stacks.parse_pyspy(body)
         kind = stacks.failure(body)
@@ -80,6 +91,11 @@ async def dump(host: Host, control: ServerControl, *, remote_python: str, where:
         out.error = f"py-spy could not dump the server on {where}: " + (out.stacks[0].error if out.stacks else "no output")
     out.grouping = stacks.group(out.stacks)
     return out
+
+
+def _frameless(body: str) -> bool:
+    parsed = stacks.parse_pyspy(body)
+    return bool(parsed) and not parsed[0].frames
 
 
 def _sections(text: str) -> list[tuple[int, str]]:
