@@ -39,7 +39,8 @@ class Milestone:
     kind is one of:
       init_begin, init_end, mem_baseline, load_begin, load_end, kv_alloc, mem_pool_end,
       graph_begin, graph_end, max_tokens, startup_timings, uvicorn_started, app_startup_complete,
-      uvicorn_running, warmup_request, fired_up, unbalanced_memory, load_straggler
+      uvicorn_running, warmup_request, fired_up, unbalanced_memory, load_straggler,
+      shutdown (SGLang's "SIGTERM received…" or uvicorn's "Shutting down": a signal asked it to stop)
     rank is the rank label as printed ("TP0", "DP1 TP3", "PP1 TP2", …) or None for the main process /
     TP=1; draft is True when the milestone belongs to the speculative draft model. fields holds the
     numbers the line carries, e.g. {"avail_mem_gb": 20.1, "mem_usage_gb": 16.5, "elapsed_s": 94.3,
@@ -212,6 +213,9 @@ class HealthResult:
     status: int | None = None
     latency_s: float | None = None
     detail: str = ""
+    # The identity probe (/model_info, /get_model_info): the model_path SGLang's answer names; None when the
+    # answer was not SGLang's (outcome garbage) or the probe is another endpoint.
+    model_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,16 @@ class ServerProcess:
     alive: bool
     pids: tuple[int, ...] = ()
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    """Who listens on the server's port, from the host's /proc (the process watch)."""
+
+    port: int
+    pid: int | None = None  # None: nobody listens, or the listener cannot be seen
+    command: str = ""  # its command line, when readable
+    ours: bool | None = None  # the listener is one of the server's processes; None: cannot tell
 
 
 @dataclass(frozen=True)
@@ -267,6 +281,7 @@ Event = Union[
     ConnectionState,
     ServerProcess,
     ControlResult,
+    PortOwner,
     Tick,
 ]
 
@@ -285,6 +300,7 @@ __all__ = [
     "LogActivity",
     "LogReset",
     "Milestone",
+    "PortOwner",
     "RankSeen",
     "ServerArgs",
     "ServerProcess",

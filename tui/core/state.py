@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, Milestone, PortOwner
 
 
 class Phase(str, Enum):
@@ -93,6 +93,7 @@ class ErrorInfo:
     line: str
     at: str | None = None
     root_cause: bool = True
+    stopped_by: str = ""  # "sglang-tui" (our own stop) | "outside" (a signal from someone else) | "" (not a stop)
 
 
 @dataclass(frozen=True)
@@ -160,3 +161,10 @@ class Readiness:
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
+    # Set once by the caller: True when /health is probed (wait, the TUI), False when it is not by choice
+    # (--no-health: ready may then rest on the log alone), None when not told (replay: probed once a /health
+    # result arrives).
+    health_probed: bool | None = None
+    health_port: int | None = None  # set once by the caller: the port the probes ask (for the words)
+    port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
+    shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
