@@ -28,6 +28,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests: list[tuple[float, str]] = []
+        self.heads: list[bytes] = []  # each request's head, as received
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
 
@@ -46,6 +47,7 @@ class ScriptedServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 path = head.split(b" ")[1].decode()
                 self.requests.append((time.monotonic(), path))
+                self.heads.append(head)
                 if self.junk is not None:
                     writer.write(self.junk)
                     await writer.drain()

@@ -466,7 +466,9 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if not ev.alive and _not_found_yet(s, now):
         return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
-    if ev.alive or not (s.launched or s.timeline) or s.phase is Phase.FAILED:
+    if ev.alive:
+        return _maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
+    if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
     if _stopped_by_us(s, now):
         return _stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
