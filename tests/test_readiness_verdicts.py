@@ -164,3 +164,12 @@ def test_the_parser_skips_nul_runs() -> None:
     parser = LogParser()
     holed = parser.feed(b"\x00" * 5000) + parser.feed(b"\x00" * 10 + line[:20]) + parser.feed(line[20:] + b"\x00" + fired)
     assert holed == clean and isinstance(clean[0], ServerArgs) and clean[0].at == "2025-11-29 10:00:00"
+
+
+def test_an_api_key_guarded_identity_defers_to_the_log() -> None:
+    guarded = HealthResult("/model_info", "http_error", status=401, detail="HTTP 401")
+    s = feed(startup(), PROBED)
+    s = reduce(reduce(s, guarded, 36021.0), OK, 36021.1)
+    assert s.phase is Phase.READY  # --api-key: SGLang's 401, and this launch's log vouches for the 200
+    s = reduce(reduce(PROBED, guarded, 1.0), OK, 1.1)
+    assert s.phase is Phase.STARTING and "needs the API key" in s.reason

@@ -19,6 +19,7 @@ LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
      "startup_timings"}
 )  # fmt: skip
+AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
 LOADING_PHASES = (Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH)
 
 
@@ -47,7 +48,7 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         if ident.outcome == "garbage":
             return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({ident.detail or 'no model_path'})"
-        if ident.outcome == "http_error":
+        if ident.outcome == "http_error" and ident.status not in AUTH_STATUSES:
             return FOREIGN, f"it answers {ident.endpoint} with HTTP {ident.status}: not an SGLang server"
         if ident.outcome == "ok" and ident.model_path and s.server.model and not same_model(ident.model_path, s.server.model):
             return FOREIGN, f"it serves {ident.model_path}; the log launches {s.server.model}"
@@ -62,6 +63,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok":
         return OURS, f"{ident.endpoint} names {ident.model_path or 'a model'}"
+    if ident is not None and ident.status in AUTH_STATUSES:
+        return UNKNOWN, f"{ident.endpoint} needs the API key (HTTP {ident.status}), and the log does not show this launch yet"
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
