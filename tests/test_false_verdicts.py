@@ -8,6 +8,7 @@ given; (c) /health hanging with the log at fired up; (d) a log that starts with 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -280,3 +281,40 @@ def _without_clock(report: dict[str, object]) -> dict[str, object]:
     """The report less the durations the wall clock decides (the span a death ends has no log time)."""
     spans = [{k: v for k, v in span.items() if k != "duration_s"} for span in report["timeline"]]  # type: ignore[union-attr]
     return {**report, "timeline": spans}
+
+
+# ------------------------------------------------------------------------- a stop from outside, live (item 5)
+
+
+async def test_a_sigterm_from_someone_else_is_stopped_from_outside(tmp_path: Path) -> None:
+    """The simulator (real processes, log and HTTP) is ready; then someone else sends its main process SIGTERM."""
+    import os
+    import signal
+
+    from tests.helpers.sim import start_sim
+    from tui.core.readiness import reduce
+    from tui.core.state import Phase, Readiness
+    from tui.sources.local import LocalHost
+    from tui.sources.monitor import Monitor
+
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    monitor = Monitor(LocalHost(), log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state))
+    state = Readiness(health_probed=True, health_port=sim.port)
+    signalled = False
+    try:
+        async with asyncio.timeout(90):
+            async for batch in monitor.batches():
+                for event in batch:
+                    state = reduce(state, event, time.time())
+                monitor.set_phase(state.phase)
+                if state.phase is Phase.READY and not signalled:
+                    os.kill(sim.pid, signal.SIGTERM)  # not sglang-tui's doing
+                    signalled = True
+                if state.phase is Phase.FAILED:
+                    break
+    finally:
+        await monitor.close()
+        sim.stop()
+    assert signalled and state.error is not None and state.error.stopped_by == "outside", state.reason
+    assert state.reason.startswith("stopped (by a signal from outside sglang-tui): ")
+    assert "SIGTERM received" in state.reason

@@ -173,3 +173,12 @@ def test_an_api_key_guarded_identity_defers_to_the_log() -> None:
     assert s.phase is Phase.READY  # --api-key: SGLang's 401, and this launch's log vouches for the 200
     s = reduce(reduce(PROBED, guarded, 1.0), OK, 1.1)
     assert s.phase is Phase.STARTING and "needs the API key" in s.reason
+
+
+def test_a_traceback_after_an_outside_sigterm_is_its_noise() -> None:
+    sigterm = Milestone("shutdown", line="SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+                        **at(300))  # fmt: skip
+    s = feed([sigterm], reduce(feed(startup(), PROBED), OK, 36021.0))
+    s = feed([Failure("exception", "asyncio.exceptions.CancelledError")], s)
+    assert s.phase is Phase.FAILED and s.error is not None and s.error.stopped_by == "outside"
+    assert s.reason == f"stopped (by a signal from outside sglang-tui): {sigterm.line}"

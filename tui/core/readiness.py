@@ -364,9 +364,11 @@ def _draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: floa
 
 def _on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what="log: failure")
-    if _is_interrupt(ev) and not _stopped_by_us(s, now) and s.phase is not Phase.FAILED:
-        # Ctrl-C (SIGINT) from someone: a stop from outside, not a crash
-        return _fail(_with(s, error=ErrorInfo(kind="other", line=ev.line, at=ev.at, stopped_by="outside")), ev.at, ev.t, now)
+    if s.phase is not Phase.FAILED and not _stopped_by_us(s, now):
+        if s.shutdown is not None:  # a traceback of the shutdown a signal asked for: its noise, not a cause
+            return _stopped_from_outside(s, s.shutdown.line, s.shutdown.at, ev.t, now)
+        if _is_interrupt(ev):  # Ctrl-C (SIGINT) from someone: a stop from outside, not a crash
+            return _stopped_from_outside(s, ev.line, ev.at, ev.t, now)
     old = s.error
     if old is None or (ev.root_cause and not old.root_cause):
         s = _with(s, error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
@@ -473,10 +475,14 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if _stopped_by_us(s, now):
         return _stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
-        line = s.shutdown.line or s.shutdown.kind
-        error = ErrorInfo(kind="other", line=line, at=s.shutdown.at, root_cause=True, stopped_by="outside")
-        return _fail(_with(s, error=error), None, None, now)
+        return _stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
     return _fail(_with(s, error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+
+
+def _stopped_from_outside(s: Readiness, line: str, at: str | None, t: float | None, now: float) -> Readiness:
+    """Failed because a signal from someone else stopped it (SIGTERM, Ctrl-C): that line says why."""
+    error = ErrorInfo(kind="other", line=line, at=at, root_cause=True, stopped_by="outside")
+    return _fail(_with(s, error=error), at, t, now)
 
 
 def _on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
