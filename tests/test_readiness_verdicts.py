@@ -182,3 +182,10 @@ def test_a_traceback_after_an_outside_sigterm_is_its_noise() -> None:
     s = feed([Failure("exception", "asyncio.exceptions.CancelledError")], s)
     assert s.phase is Phase.FAILED and s.error is not None and s.error.stopped_by == "outside"
     assert s.reason == f"stopped (by a signal from outside sglang-tui): {sigterm.line}"
+
+
+def test_host_text_in_the_verdict_has_no_terminal_escapes() -> None:
+    owner = PortOwner(port=30000, pid=7, command="evil \x1b]0;pwned\x07 --port 30000", ours=False)
+    s = reduce(reduce(reduce(PROBED, owner, 1.0), SGLANG_M, 1.1), OK, 1.2)
+    assert s.phase is Phase.WARMUP and "\x1b" not in s.reason and "\x07" not in s.reason  # uvicorn answers: warmup at most
+    assert all("\x1b" not in e for e in s.evidence) and "PID 7 (evil ?]0;pwned? --port 30000)" in s.reason

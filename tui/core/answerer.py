@@ -42,16 +42,16 @@ def answerer(s: Readiness) -> tuple[str, str]:
     """(OURS | FOREIGN | UNKNOWN, why): who gave the /health 200 (asked only while health_ready)."""
     owner = s.port_owner
     if owner is not None and owner.ours is False and owner.pid is not None:
-        command = f" ({owner.command})" if owner.command else ""
+        command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
     ident = identity(s)
     if ident is not None:
         if ident.outcome == "garbage":
-            return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({ident.detail or 'no model_path'})"
+            return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({printable(ident.detail) or 'no model_path'})"
         if ident.outcome == "http_error" and ident.status not in AUTH_STATUSES:
             return FOREIGN, f"it answers {ident.endpoint} with HTTP {ident.status}: not an SGLang server"
         if ident.outcome == "ok" and ident.model_path and s.server.model and not same_model(ident.model_path, s.server.model):
-            return FOREIGN, f"it serves {ident.model_path}; the log launches {s.server.model}"
+            return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
@@ -62,12 +62,18 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if s.phase in LOADING_PHASES:
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok":
-        return OURS, f"{ident.endpoint} names {ident.model_path or 'a model'}"
+        return OURS, f"{ident.endpoint} names {printable(ident.model_path or 'a model')}"
     if ident is not None and ident.status in AUTH_STATUSES:
         return UNKNOWN, f"{ident.endpoint} needs the API key (HTTP {ident.status}), and the log does not show this launch yet"
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """Text from the host (a command line, an HTTP body) made safe for a terminal: no control characters."""
+    clean = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return clean if len(clean) <= limit else clean[:limit] + "…"
 
 
 def same_model(a: str, b: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.core import fmt
-from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words
+from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
 from tui.core.events import HealthResult
 from tui.core.stall import describe
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
@@ -158,7 +158,7 @@ def _ready_reason(s: Readiness) -> str:
         return "ready: the log says fired up (log only: no health probe)"
     ident = identity(s)
     if ident is not None and ident.outcome == "ok" and ident.model_path:
-        return f"ready: /health answers 200 and {ident.endpoint} names {ident.model_path} (the log has not said fired up)"
+        return f"ready: /health answers 200 and {ident.endpoint} names {printable(ident.model_path)} (the log has not said fired up)"
     return "ready: /health answers 200 (the log has not said fired up)"
 
 
@@ -254,9 +254,9 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
             items.append(f"health: /health 200 from something else on {port_words(s)}: {why}")
     owner = s.port_owner
     if owner is not None and owner.pid is not None:
-        whose = {True: "one of the server's processes", False: "not one of the server's processes"}.get(owner.ours, "")
-        command = f" ({owner.command})" if owner.command else ""
-        items.append(_join(f"port: {owner.port} is held by PID {owner.pid}{command}", whose and f"- {whose}", ""))
+        whose = {True: ": one of the server's processes", False: ": not one of the server's processes"}.get(owner.ours, "")
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        items.append(f"port: {owner.port} is held by PID {owner.pid}{command}{whose}")
     if s.shutdown is not None and s.phase is not Phase.FAILED:
         items.append(_join("log: shutting down:", s.shutdown.line.strip(), fmt.clock_of(s.shutdown.at)))
     if s.process_alive is not None:
