@@ -318,3 +318,30 @@ async def test_a_sigterm_from_someone_else_is_stopped_from_outside(tmp_path: Pat
     assert signalled and state.error is not None and state.error.stopped_by == "outside", state.reason
     assert state.reason.startswith("stopped (by a signal from outside sglang-tui): ")
     assert "SIGTERM received" in state.reason
+
+
+# ------------------------------------------------------------------------------------------- --no-health
+
+
+def test_no_health_is_ready_from_the_log_and_probes_nothing(tmp_path: Path) -> None:
+    from tests.helpers.sim import start_sim
+
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    try:
+        out = run_wait(None, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
+                       "--timeout", "60", "--no-health")  # fmt: skip
+    finally:
+        sim.stop()
+    assert out.code == 0, out.stderr
+    assert out.verdict() == "sglang-tui wait: ready: the log says fired up (log only: /health is not probed, --no-health)"
+    log = sim.log.read_text(errors="replace")
+    assert '"GET /health' not in log and '"GET /model_info HTTP/1.1" 200' in log  # only the warmup's own request
+    assert log.count("GET /model_info") == 1
+
+
+def test_no_health_on_a_dead_servers_log_is_failed(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "old.log"
+    log.write_text(finished_log(port))
+    out = run_wait(None, "--log", str(log), "--port", str(port), "--timeout", "60", "--no-health")
+    assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
