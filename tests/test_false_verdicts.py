@@ -345,3 +345,23 @@ def test_no_health_on_a_dead_servers_log_is_failed(tmp_path: Path) -> None:
     log.write_text(finished_log(port))
     out = run_wait(None, "--log", str(log), "--port", str(port), "--timeout", "60", "--no-health")
     assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_server_from_before_is_not_this_launch(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """`launch … > LOG & wait --log LOG`: LOG is still empty (torch imports) while the previous SGLang, ready and
+    of the same model, still holds the port. Its /health 200 and /model_info are SGLang's, and still not ready."""
+    from tests.helpers.sim import start_sim, wait_for_log
+
+    sshd = request.getfixturevalue("sshd") if where == "ssh" else None
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    empty = tmp_path / "new-launch.log"
+    empty.write_bytes(b"")
+    try:
+        wait_for_log(sim, b"fired up", timeout=60)
+        out = run_wait(sshd, "--log", str(empty), "--port", str(sim.port), "--timeout", "8")
+    finally:
+        sim.stop()
+    assert out.code == 2 and not out.phases() & {"ready", "serving"}, out.stderr
+    assert f"something else answers on port {sim.port}: /model_info names " in out.verdict(), out.stderr
+    assert "the log shows no launch yet (a server from before?)" in out.verdict()

@@ -189,3 +189,20 @@ def test_host_text_in_the_verdict_has_no_terminal_escapes() -> None:
     s = reduce(reduce(reduce(PROBED, owner, 1.0), SGLANG_M, 1.1), OK, 1.2)
     assert s.phase is Phase.WARMUP and "\x1b" not in s.reason and "\x07" not in s.reason  # uvicorn answers: warmup at most
     assert all("\x1b" not in e for e in s.evidence) and "PID 7 (evil ?]0;pwned? --port 30000)" in s.reason
+
+
+def test_with_a_log_watched_an_sglang_answering_before_the_launch_is_a_server_from_before() -> None:
+    watched = Readiness(health_probed=True, health_port=30000, log_watched=True)
+    s = reduce(reduce(watched, SGLANG_M, 1.0), OK, 1.1)  # `launch … > LOG & wait`: LOG still empty
+    assert s.phase is Phase.STARTING and s.reason == (
+        "something else answers on port 30000: /model_info names m, but the log shows no launch yet "
+        "(a server from before?)")  # fmt: skip
+    s = feed([ServerArgs(model="m", tp_size=2, **at(0))], s)  # same model: still not this launch's answer
+    assert s.phase is Phase.STARTING and "has not shown this launch's HTTP up yet" in s.reason
+    s = feed(startup("load_begin")[1:], s)
+    assert s.phase is Phase.LOADING_WEIGHTS  # the log, not the old server's HTTP, says where this launch is
+    s = feed(startup()[len(startup("load_begin")):], s)
+    s = reduce(s, OK, 36021.0)
+    assert s.phase is Phase.READY  # this launch's log vouches now
+    mine = reduce(reduce(watched, PortOwner(port=30000, pid=3, ours=True), 1.0), OK, 1.1)
+    assert mine.phase is Phase.READY  # the listener is the server's own

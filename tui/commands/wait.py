@@ -117,10 +117,11 @@ class Reporter:
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
     clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
+    log_watched: bool | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed."""
     start = clock()
-    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port)
+    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
     try:
         async with asyncio.timeout(timeout):
             async for batch in monitor.batches():
@@ -159,8 +160,9 @@ async def _main(args: argparse.Namespace) -> int:
         )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
         found, state = await wait_for(
-            monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port
-        )
+            monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
+            log_watched=bool(args.log),
+        )  # fmt: skip
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")

@@ -3,7 +3,8 @@
 A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
 up, or a log that prints no INFO milestone at all), the port's listener being one of the server's processes
 (the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
-names one). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
+names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
+server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
 or a log still loading (this server's HTTP is not up yet) make it something else's.
 """
 
@@ -61,6 +62,11 @@ def answerer(s: Readiness) -> tuple[str, str]:
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
     if s.phase in LOADING_PHASES:
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
+    if ident is not None and ident.outcome == "ok" and s.log_watched:
+        # `launch … > LOG & wait`: while the new launch imports torch, the previous server still answers
+        names = printable(ident.model_path or "a model")
+        shown = "has not shown this launch's HTTP up" if s.launched else "shows no launch"
+        return FOREIGN, f"{ident.endpoint} names {names}, but the log {shown} yet (a server from before?)"
     if ident is not None and ident.outcome == "ok":
         return OURS, f"{ident.endpoint} names {printable(ident.model_path or 'a model')}"
     if ident is not None and ident.status in AUTH_STATUSES:

@@ -207,6 +207,7 @@ def _fresh_launch(
         stall_after=s.stall_after,
         health_probed=s.health_probed,
         health_port=s.health_port,
+        log_watched=s.log_watched,
         port_owner=s.port_owner,
         launched=launched,
         last_log_at=at or s.last_log_at,
@@ -449,8 +450,10 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     s = _with(s, health=results, health_checked_at=checked, health_reachable=reachable)
     if ev.endpoint == "/health":
         s = _with(s, health_ready=ev.outcome == "ok")
-    if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING:
-        s = _advance(s, Phase.WARMUP, None, None, now)  # uvicorn is up: warmup at most, never ready
+    if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
+        # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
+        # answers before it shows a launch may be a server from before)
+        s = _advance(s, Phase.WARMUP, None, None, now)
     return _maybe_ready(s, None, None, now)
 
 

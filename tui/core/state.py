@@ -166,5 +166,6 @@ class Readiness:
     # result arrives).
     health_probed: bool | None = None
     health_port: int | None = None  # set once by the caller: the port the probes ask (for the words)
+    log_watched: bool | None = None  # set once by the caller: a --log is tailed (True), none given (False)
     port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
