@@ -48,10 +48,12 @@ def answerer(s: Readiness) -> tuple[str, str]:
     ident = identity(s)
     if ident is not None:
         if ident.outcome == "garbage":
-            return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({printable(ident.detail) or 'no model_path'})"
+            detail = printable(ident.detail) or "no model_path"
+            return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({detail})"
         if ident.outcome == "http_error" and ident.status not in AUTH_STATUSES:
             return FOREIGN, f"it answers {ident.endpoint} with HTTP {ident.status}: not an SGLang server"
-        if ident.outcome == "ok" and ident.model_path and s.server.model and not same_model(ident.model_path, s.server.model):
+        model = s.server.model
+        if ident.outcome == "ok" and ident.model_path and model and not same_model(ident.model_path, model):
             return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
@@ -70,7 +72,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None and ident.outcome == "ok":
         return OURS, f"{ident.endpoint} names {printable(ident.model_path or 'a model')}"
     if ident is not None and ident.status in AUTH_STATUSES:
-        return UNKNOWN, f"{ident.endpoint} needs the API key (HTTP {ident.status}), and the log does not show this launch yet"
+        guarded = f"{ident.endpoint} needs the API key (HTTP {ident.status})"
+        return UNKNOWN, f"{guarded}, and the log does not show this launch yet"
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"

@@ -158,7 +158,8 @@ def _ready_reason(s: Readiness) -> str:
         return "ready: the log says fired up (log only: no health probe)"
     ident = identity(s)
     if ident is not None and ident.outcome == "ok" and ident.model_path:
-        return f"ready: /health answers 200 and {ident.endpoint} names {printable(ident.model_path)} (the log has not said fired up)"
+        names = f"{ident.endpoint} names {printable(ident.model_path)}"
+        return f"ready: /health answers 200 and {names} (the log has not said fired up)"
     return "ready: /health answers 200 (the log has not said fired up)"
 
 
@@ -254,7 +255,8 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
             items.append(f"health: /health 200 from something else on {port_words(s)}: {why}")
     owner = s.port_owner
     if owner is not None and owner.pid is not None:
-        whose = {True: ": one of the server's processes", False: ": not one of the server's processes"}.get(owner.ours, "")
+        words = {True: ": one of the server's processes", False: ": not one of the server's processes"}
+        whose = words.get(owner.ours, "") if owner.ours is not None else ""
         command = f" ({printable(owner.command)})" if owner.command else ""
         items.append(f"port: {owner.port} is held by PID {owner.pid}{command}{whose}")
     if s.shutdown is not None and s.phase is not Phase.FAILED:
