@@ -13,6 +13,7 @@ from tui.core.events import (
     PortOwner,
     ServerArgs,
     ServerProcess,
+    Tick,
 )
 from tui.core.logparse import LogParser
 from tui.core.readiness import FIND_GRACE_S, reduce
@@ -194,6 +195,8 @@ def test_host_text_in_the_verdict_has_no_terminal_escapes() -> None:
 def test_with_a_log_watched_an_sglang_answering_before_the_launch_is_a_server_from_before() -> None:
     watched = Readiness(health_probed=True, health_port=30000, log_watched=True)
     s = reduce(reduce(watched, SGLANG_M, 1.0), OK, 1.1)  # `launch … > LOG & wait`: LOG still empty
+    assert s.phase is Phase.STARTING and s.reason.endswith("checking what answers (reading the log first)")
+    s = reduce(s, Tick(), 4.5)  # the tail had its time: the log is empty
     assert s.phase is Phase.STARTING and s.reason == (
         "something else answers on port 30000: /model_info names m, but the log shows no launch yet "
         "(a server from before?)")  # fmt: skip

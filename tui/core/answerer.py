@@ -20,6 +20,7 @@ LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
      "startup_timings"}
 )  # fmt: skip
+LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
 AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
 LOADING_PHASES = (Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH)
 
@@ -64,6 +65,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
     if s.phase in LOADING_PHASES:
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
+    if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
+        return UNKNOWN, "reading the log first"
     if ident is not None and ident.outcome == "ok" and s.log_watched:
         # `launch … > LOG & wait`: while the new launch imports torch, the previous server still answers
         names = printable(ident.model_path or "a model")
@@ -77,6 +80,14 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def _log_not_read_yet(s: Readiness) -> bool:
+    """The first moments of a watch, before the tail delivered a byte (a large log is searched for its last
+    launch first): an empty log is not yet known to be empty."""
+    if s.launched or s.log_offset > 0 or s.first_seen_at is None:
+        return False
+    return s.updated_at - s.first_seen_at < LOG_FIRST_READ_S
 
 
 def printable(text: str, limit: int = 160) -> str:
