@@ -113,5 +113,4 @@ def _check_text(sample: bytes, name: str) -> None:
     controls = sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\x1b\x08\x0c")
     bad = text.count("\ufffd")
     if (controls + bad) > 0.05 * len(text):
-        hint = "; decompress it first" if sample[:2] == b"\x1f\x8b" else ""
-        raise ReplayError(f"{name} is binary data, not a text log{hint}")
+        raise ReplayError(f"{name} is binary data, not a text log")
