@@ -30,6 +30,7 @@ class ScriptedServer:
         self.max_in_flight = 0
         self.requests: list[tuple[float, str]] = []
         self.targets: list[str] = []  # request targets as sent, query included
+        self.heads: list[bytes] = []  # each request's head, as received
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
 
@@ -50,6 +51,7 @@ class ScriptedServer:
                 path = target.partition("?")[0]  # routed by path, as SGLang's server routes (the query marks the tool)
                 self.requests.append((time.monotonic(), path))
                 self.targets.append(target)
+                self.heads.append(head)
                 if self.junk is not None:
                     writer.write(self.junk)
                     await writer.drain()

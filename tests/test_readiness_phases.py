@@ -214,9 +214,13 @@ def test_fired_up_needs_health_200_when_health_answers() -> None:
 
 
 def test_health_200_alone_is_ready_but_says_so() -> None:
+    # issue 17 case 2: a 200 with no log to vouch for it is ready only once SGLang's /model_info answers too
     s = reduce(Readiness(), HealthResult("/health", "ok", status=200), 1.0)
+    assert s.phase is Phase.STARTING and s.health_ready and "checking what answers" in s.reason
+    s = reduce(s, HealthResult("/model_info", "ok", status=200, model_path="org/m"), 1.5)
+    s = reduce(s, HealthResult("/health", "ok", status=200), 2.0)
     assert s.phase is Phase.READY and s.health_ready and not s.log_ready
-    assert "has not said fired up" in s.reason
+    assert "has not said fired up" in s.reason and "org/m" in s.reason
 
 
 def test_health_200_while_the_log_loads_is_not_ready() -> None:
@@ -245,14 +249,15 @@ def test_v1_models_is_never_readiness() -> None:
     assert s.phase is Phase.WARMUP  # health answers, but /health itself has not said 200
 
 
-def test_unreachable_health_does_not_block_the_log_verdict() -> None:
+def test_unreachable_health_after_fired_up_is_not_ready() -> None:
+    # issue 17 case 1: the old rule called this ready ("/health gives no HTTP answer to confirm it")
     s = feed(startup("uvicorn_running"))
     s = reduce(s, HealthResult("/health", "refused"), 36019.0)
     s = feed([Milestone("fired_up", **at(20))], s)
     assert s.phase is Phase.WARMUP  # that refusal predates the fired-up line: uvicorn may answer now
     s = reduce(s, HealthResult("/health", "refused"), 36021.0)
-    assert s.phase is Phase.READY and not s.health_reachable
-    assert "no HTTP answer" in s.reason
+    assert s.phase is Phase.WARMUP and not s.health_reachable
+    assert s.reason.startswith("up but not answering /health for 1.0s (last: /health refused")
 
 
 def test_a_probe_after_fired_up_that_answers_503_holds_ready_back() -> None:

@@ -27,6 +27,8 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remote-python", metavar="PATH", default="python3", help="interpreter for the GPU probe")
     p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
     p.add_argument("--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)")
+    p.add_argument("--no-health", action="store_true",
+                   help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
     p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
 
 

@@ -1,6 +1,8 @@
 """`sglang-tui wait HOST`: fold the monitor's events into the readiness model until ready, failed or stalled.
 
-Exit 0 ready, 1 failed, 2 timed out, 3 stalled, 4 cannot connect/auth. Progress goes to stderr when it
+Exit 0 ready, 1 failed (a stop, ours or from outside, included), 2 timed out, 3 stalled, 4 cannot connect/auth.
+Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the log's fired-up line and a live
+process instead. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
 line being the final state.
 """
@@ -21,6 +23,7 @@ from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
+from tui.sources.health import HealthPoller
 from tui.sources.host import HostError
 from tui.sources.monitor import Monitor
 
@@ -40,6 +43,8 @@ def verdict(state: Readiness) -> Verdict | None:
     if state.phase in (Phase.READY, Phase.SERVING):
         return Verdict(EXIT_READY, state.reason if state.reason.startswith("ready") else f"ready: {state.reason}")
     if state.phase is Phase.FAILED:
+        if state.error is not None and state.error.stopped_by:  # a stop (ours, or a signal from outside)
+            return Verdict(EXIT_FAILED, state.reason)
         if state.error is not None:
             return Verdict(EXIT_FAILED, f"failed ({state.error.kind}): {state.error.line.strip()}")
         return Verdict(EXIT_FAILED, f"failed: {state.reason}")
@@ -111,11 +116,12 @@ class Reporter:
 
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
+    log_watched: bool | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
-    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT."""
+    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed."""
     start = clock()
-    state = Readiness(stall_after=stall_after)
+    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
 
     async def fold() -> Verdict | None:
         nonlocal state
@@ -154,11 +160,16 @@ async def _main(args: argparse.Namespace) -> int:
         except asyncio.TimeoutError:
             reporter.say(f"sglang-tui wait: timed out connecting to {args.host}")
             return EXIT_TIMEOUT
+        probe = not getattr(args, "no_health", False)
         monitor = Monitor(
-            host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus
-        )
+            host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
+            health=HealthPoller(host, args.port, enabled=probe),
+        )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        found, state = await wait_for(monitor, reporter, stall_after=args.stall_after, timeout=remaining)
+        found, state = await wait_for(
+            monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
+            log_watched=bool(args.log),
+        )  # fmt: skip
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")

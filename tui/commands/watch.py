@@ -51,9 +51,13 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     if control is None:
         control = ServerControl(host, port=args.port, log_path=args.log, launch=getattr(args, "launch", None),
                                 cwd=getattr(args, "cwd", None), remote_python=args.remote_python, sim_gpus=sim_gpus)
+    from tui.sources.health import HealthPoller
+
+    probe = not getattr(args, "no_health", False)
     monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=sim_gpus,
-                      control=control)
+                      control=control, health=HealthPoller(host, args.port, enabled=probe))
     start = initial if initial is not None else Readiness()
+    start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log))
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
         start = replace(start, stall_after=stall_after)

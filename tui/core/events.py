@@ -43,6 +43,7 @@ class Milestone:
       and from SGLang 0.5.14 … 0.5.23 (tui.core.logshapes): dist_init, kv_profile, jit_begin, jit_kernel,
       jit_end, hf_snapshot, weight_cache, pd_bootstrap, pd_warmup_begin, pd_warmup_end, http_running,
       warmups_begin, warmups_end, eplb_begin, eplb_end
+      shutdown (SGLang's "SIGTERM received…" or uvicorn's "Shutting down": a signal asked it to stop)
     rank is the rank label as printed ("TP0", "DP1 TP3", "PP1 TP2", …) or None for the main process /
     TP=1; draft is True when the milestone belongs to the speculative draft model. fields holds the
     numbers the line carries, e.g. {"avail_mem_gb": 20.1, "mem_usage_gb": 16.5, "elapsed_s": 94.3,
@@ -242,6 +243,9 @@ class HealthResult:
     status: int | None = None
     latency_s: float | None = None
     detail: str = ""
+    # The identity probe (/model_info, /get_model_info): the model_path SGLang's answer names; None when the
+    # answer was not SGLang's (outcome garbage) or the probe is another endpoint.
+    model_path: str | None = None
 
 
 @dataclass(frozen=True)

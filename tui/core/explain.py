@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core import activity as host_activity
 from tui.core import fmt, stacks
+from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
 from tui.core.events import HealthResult, LogFile
 from tui.core.stall import describe
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
@@ -11,6 +12,12 @@ from tui.core.state import BarState, ErrorInfo, Phase, Readiness
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
 PROCESS_EXITED = "server process exited (no process of the server is left)"
 STOPPED_BY_TOOL = "stopped by sglang-tui"
+STOPPED_FROM_OUTSIDE = "stopped (by a signal from outside sglang-tui)"
+# Why /health gives no answer after the log said fired up (SGLang's /health runs a real 1-token generation).
+NO_ANSWER_WHY = {
+    "timeout": "SGLang's /health runs a real 1-token generation, so a stuck scheduler hangs it",
+    "refused": "nothing accepts connections there: the server may have exited, or listens on another port",
+}
 
 
 def stopped_line(action: str) -> str:
@@ -20,7 +27,7 @@ def stopped_line(action: str) -> str:
 
 def from_processes(error: ErrorInfo) -> bool:
     """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
-    return error.at is None and (error.line == PROCESS_EXITED or error.line.startswith(STOPPED_BY_TOOL + " ("))
+    return error.at is None and (error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui")
 
 
 # Log-path states that leave nothing to read: the verdict names them (a missing log is not "no line yet").
@@ -81,7 +88,7 @@ MILESTONE_LABELS = {
 
 def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     """(reason, evidence) for the state at clock time `now`."""
-    reason = _reason(s)
+    reason = _reason(s, now)
     beyond = _beyond_log(s, now)
     if beyond and s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
         reason = f"{reason}; {beyond}"
@@ -151,8 +158,14 @@ def health_text(r: HealthResult) -> str:
 # -------------------------------------------------------------------------------------------------- reason
 
 
-def _reason(s: Readiness) -> str:
+def _reason(s: Readiness, now: float) -> str:
     phase = s.phase
+    if s.health_ready and phase in (Phase.STARTING, Phase.WARMUP):
+        who, why = answerer(s)
+        if who == FOREIGN:
+            return f"something else answers on {port_words(s)}: {why}"
+        if who != OURS:
+            return f"/health answers 200 on {port_words(s)}; checking what answers ({why})"
     if phase is Phase.STARTING:
         if s.launched:
             model = f" {s.server.model}" if s.server.model else ""
@@ -171,7 +184,7 @@ def _reason(s: Readiness) -> str:
     if phase is Phase.CUDA_GRAPH:
         return _capture_reason(s)
     if phase is Phase.WARMUP:
-        return _warmup_reason(s)
+        return _warmup_reason(s, now)
     if phase is Phase.READY:
         return _ready_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
     if phase is Phase.SERVING:
@@ -218,7 +231,7 @@ def _capture_reason(s: Readiness) -> str:
     return f"capturing CUDA graphs: {bar.done}/{bar.total} batches{bs}{_pace(bar, 'batches')}"
 
 
-def _warmup_reason(s: Readiness) -> str:
+def _warmup_reason(s: Readiness, now: float) -> str:
     health = latest_health(s, "/health")
     last = f"/health {health_text(health)}" if health else "no /health answer yet"
     if s.pd_warmup == "failed":
@@ -226,19 +239,37 @@ def _warmup_reason(s: Readiness) -> str:
     if s.pd_warmup == "running":
         return f"PD disaggregation warmup running; {last}"
     if s.log_ready:
+        silent = _not_answering_for(s, health, now)
+        if silent is not None and health is not None:
+            why = NO_ANSWER_WHY.get(health.outcome, "its answer is not HTTP")
+            return f"up but not answering /health for {fmt.duration(silent)} (last: {last} on {port_words(s)}): {why}"
         return f"log says fired up; waiting for /health 200 (last: {last})"
     if s.latest_milestone is None:
         return f"uvicorn answers (/v1/models is not a readiness signal); warmup running, {last}"
     return f"uvicorn up, warmup request running; {last}"
 
 
+def _not_answering_for(s: Readiness, health: HealthResult | None, now: float) -> float | None:
+    """Seconds since fired up, when a /health probe after that line got no HTTP answer (refused, hung)."""
+    if health is None or health.outcome in ("ok", "starting", "http_error") or s.log_ready_at is None:
+        return None
+    checked = dict(s.health_checked_at).get("/health")
+    if checked is None or checked < s.log_ready_at:
+        return None
+    return max(0.0, now - s.log_ready_at)
+
+
 def _ready_reason(s: Readiness) -> str:
     if s.log_ready and s.health_ready:
         return "ready: the log says fired up and /health answers 200"
     if s.log_ready:
-        if s.health:
-            return "ready: the log says fired up; /health gives no HTTP answer to confirm it"
-        return "ready: the log says fired up (no health probe)"
+        if s.health_probed is False:
+            return "ready: the log says fired up (log only: /health is not probed, --no-health)"
+        return "ready: the log says fired up (log only: no health probe)"
+    ident = identity(s)
+    if ident is not None and ident.outcome == "ok" and ident.model_path:
+        names = f"{ident.endpoint} names {printable(ident.model_path)}"
+        return f"ready: /health answers 200 and {names} (the log has not said fired up)"
     return "ready: /health answers 200 (the log has not said fired up)"
 
 
@@ -262,6 +293,9 @@ def _failed_reason(s: Readiness) -> str:
     error = s.error
     if error is None:
         return "failed"
+    if error.stopped_by == "outside":
+        gone = "" if s.process_alive is not False else "; no process of the server is left"
+        return f"{STOPPED_FROM_OUTSIDE}: {error.line.strip()}{gone}"
     if from_processes(error) and error.line != PROCESS_EXITED:
         return f"{error.line}: no process of the server is left"
     if from_processes(error):
@@ -348,8 +382,20 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         ago = fmt.ago(now - checked) if checked is not None else ""
         note = " (not a readiness signal)" if r.endpoint != "/health" and r.outcome == "ok" else ""
         items.append(_join(f"health: {r.endpoint}", health_text(r) + note, ago))
-    if s.health_ready and s.phase in (Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH):
+    if s.health_ready and s.phase in LOADING_PHASES:
         items.append(f"health: /health 200 while the log shows {s.phase.value}: another server on this port?")
+    elif s.health_ready and s.phase in (Phase.STARTING, Phase.WARMUP):
+        who, why = answerer(s)
+        if who == FOREIGN:
+            items.append(f"health: /health 200 from something else on {port_words(s)}: {why}")
+    owner = s.port_owner
+    if owner is not None and owner.pid is not None:
+        words = {True: ": one of the server's processes", False: ": not one of the server's processes"}
+        whose = words.get(owner.ours, "") if owner.ours is not None else ""
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        items.append(f"port: {owner.port} is held by PID {owner.pid}{command}{whose}")
+    if s.shutdown is not None and s.phase is not Phase.FAILED:
+        items.append(_join("log: shutting down:", s.shutdown.line.strip(), fmt.clock_of(s.shutdown.at)))
     if s.process_alive is not None:
         alive = f"alive ({len(s.process_pids)} pids)" if s.process_alive else "gone"
         items.append(f"process: {alive}")

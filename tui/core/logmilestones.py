@@ -43,6 +43,8 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("Engine startup timings", "startup_timings"),
     ("The server is fired up and ready to roll", "fired_up"),
     ("The memory capacity is unbalanced", "unbalanced_memory"),
+    ("SIGTERM received", "shutdown"),  # a signal from someone asked it to stop (issue 17)
+    ("Signal SIGTERM received", "shutdown"),
 )
 Fields = tuple[tuple[str, object], ...]
 
@@ -77,6 +79,8 @@ def uvicorn(msg: str) -> tuple[str, Fields] | None:
         return "uvicorn_started", (("pid", int(m.group(1))),) if m else ()
     if body.startswith("Application startup complete"):
         return "app_startup_complete", ()
+    if body.startswith("Shutting down"):  # uvicorn caught SIGINT or SIGTERM
+        return "shutdown", ()
     if body.startswith("Uvicorn running on"):
         m = _RUNNING.match(body)
         return "uvicorn_running", (("url", m.group(1)),) if m else ()

@@ -102,6 +102,8 @@ class LogParser:
     # ------------------------------------------------------------------------------------------ API
 
     def feed(self, data: bytes) -> list[Event]:
+        if b"\x00" in data:  # NUL runs are nothing: `: > LOG` under a writer without O_APPEND leaves a hole of them
+            data = data.replace(b"\x00", b"")
         block, partial = self._splitter.cut(data)
         if block:
             # tqdm frames are the splitter's work ("%" alone is a memchr; serving lines rarely hold one)

@@ -29,6 +29,7 @@ from tui.core.events import (
     LogFile,
     LogReset,
     Milestone,
+    PortOwner,
     RankSeen,
     ServerArgs,
     ServerProcess,
@@ -38,6 +39,7 @@ from tui.core.events import (
     JitHint,
     WatchdogDump,
 )
+from tui.core.answerer import OURS, answerer
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
 from tui.core.stall import stall_for
@@ -58,6 +60,7 @@ DECODE_HISTORY = 120
 GPU_HISTORY = 120
 GPU_CHANGE_BYTES = 32 << 20  # less than this is noise, not a sign of loading
 STOP_ACTIONS = ("terminate", "kill", "stop")
+SHUTDOWN_KINDS = frozenset({"shutdown"})  # the log's "SIGTERM received …" / uvicorn's "Shutting down"
 LAUNCH_ACTIONS = ("launch", "restart")
 NEW_FILE_RESETS = ("truncated", "rotated")  # a relaunch with `> LOG`, or a rotation: the new file is a new start
 STOP_WINDOW_S = 15.0  # a death this soon after our own stop is that stop
@@ -154,40 +157,35 @@ def _fail(s: Readiness, at: str | None, t: float | None, now: float) -> Readines
 
 
 def _maybe_ready(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
-    """Ready needs /health 200 when health answers at all; with no health answer, the log's fired-up line does."""
+    """Ready needs this server's /health 200; the log's fired-up line alone only when /health is not probed."""
     if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
         return s
-    if s.log_ready and (s.health_ready or _health_unreachable_since_fired_up(s)):
-        return _advance(s, Phase.READY, at, t, now)
-    if s.health_ready and _log_allows_health(s):
+    if (s.log_ready or s.health_ready) and _may_be_ready(s):
         return _advance(s, Phase.READY, at, t, now)
     return s
 
 
-def _log_allows_health(s: Readiness) -> bool:
-    """Whether a /health 200 can be this server's: not while its log shows it still loading (another server on
-    the port), unless the log prints no INFO milestones at all (--log-level warning) or its schedulers are done."""
-    if s.phase in (Phase.STARTING, Phase.WARMUP):
-        return True
-    m = s.latest_milestone
-    return m is None or m.kind in ("max_tokens", "startup_timings")
+def _may_be_ready(s: Readiness) -> bool:
+    """Whether the facts allow ready (or serving) now.
 
-
-def _health_unreachable_since_fired_up(s: Readiness) -> bool:
-    """No HTTP answer at all: none probed (replay), or a /health probe after the fired-up line still got none.
-
-    A refusal from before that line is stale: uvicorn may have come up since, and /health would say 503 or 200.
+    Dead is never ready. A /health 200 counts when it is this server's (see tui.core.answerer). Without one,
+    the log alone decides only where /health is not probed: by choice (--no-health: then the process must be
+    seen alive) or not at all (replay: no /health result ever arrived).
     """
-    if s.health_reachable:
+    if s.process_alive is False and s.launched:
         return False
-    if not s.health_checked_at:
-        return True
-    latest = max(when for _, when in s.health_checked_at)
-    return s.log_ready_at is not None and latest >= s.log_ready_at
+    if s.health_ready:
+        return answerer(s)[0] == OURS
+    if health_probed(s):
+        return False
+    return s.health_probed is None or s.process_alive is True
 
 
-def _ready_allowed(s: Readiness) -> bool:
-    return s.log_ready or s.health_ready or not s.health_reachable
+def health_probed(s: Readiness) -> bool:
+    """/health is probed: the caller said so, or (not told) an HTTP probe result arrived."""
+    if s.health_probed is not None:
+        return s.health_probed
+    return bool(s.health_checked_at)
 
 
 def _fresh_launch(
@@ -231,6 +229,10 @@ def _fresh_launch(
         last_control=s.last_control,
         last_control_at=s.last_control_at,
         stall_after=s.stall_after,
+        health_probed=s.health_probed,
+        health_port=s.health_port,
+        log_watched=s.log_watched,
+        port_owner=s.port_owner,
         launched=launched,
         last_log_at=at or s.last_log_at,
         log_restart_at=now if from_log else s.log_restart_at,
@@ -329,6 +331,8 @@ def _on_launch(s: Readiness, ev: LaunchStarted, now: float) -> Readiness:
 def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     rank = ev.rank or ("TP0" if ev.kind in SCHEDULER_KINDS else None)
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
+    if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
+        return s if s.shutdown is not None else _with(s, shutdown=ev)
     if ev.kind in PER_RANK_KINDS and ev.rank is not None and _tp_index(ev.rank) == 0:
         s = _tp_one(s, ev)
     elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
@@ -498,6 +502,11 @@ def _draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: floa
 
 def _on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what="log: failure")
+    if s.phase is not Phase.FAILED and not _stopped_by_us(s, now):
+        if s.shutdown is not None:  # a traceback of the shutdown a signal asked for: its noise, not a cause
+            return _stopped_from_outside(s, s.shutdown.line, s.shutdown.at, ev.t, now)
+        if _is_interrupt(ev):  # Ctrl-C (SIGINT) from someone: a stop from outside, not a crash
+            return _stopped_from_outside(s, ev.line, ev.at, ev.t, now)
     old = s.error
     if old is None or (ev.root_cause and not old.root_cause) or _marker_outranks(old, ev):
         s = _with(s, error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
@@ -508,6 +517,10 @@ def _marker_outranks(old: ErrorInfo, ev: Failure) -> bool:
     """A scheduler's exception marker says more than a generic "other" one printed before it (`Received sigquit
     from a child process` is the parent reacting to the child's exception, which is the cause)."""
     return not old.root_cause and not ev.root_cause and old.kind == "other" and ev.kind != "other"
+
+
+def _is_interrupt(ev: Failure) -> bool:
+    return ev.line.rstrip().endswith("KeyboardInterrupt")
 
 
 def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
@@ -535,7 +548,7 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.running_req is not None and ev.running_req <= 0:
         return s
     # Decoding requests: the server serves (a log attached mid-run shows nothing else).
-    if s.phase in (Phase.STARTING, Phase.READY) or (s.phase is Phase.WARMUP and _ready_allowed(s)):
+    if s.phase is Phase.READY or (s.phase in (Phase.STARTING, Phase.WARMUP) and _may_be_ready(s)):
         return _advance(s, Phase.SERVING, ev.at, ev.t, now)
     return s
 
@@ -600,8 +613,10 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     s = _with(s, health=results, health_checked_at=checked, health_reachable=reachable)
     if ev.endpoint == "/health":
         s = _with(s, health_ready=ev.outcome == "ok")
-    if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING:
-        s = _advance(s, Phase.WARMUP, None, None, now)  # uvicorn is up: warmup at most, never ready
+    if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
+        # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
+        # answers before it shows a launch may be a server from before)
+        s = _advance(s, Phase.WARMUP, None, None, now)
     return _maybe_ready(s, None, None, now)
 
 
@@ -639,7 +654,10 @@ def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
 
 
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
-    """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said)."""
+    """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said).
+
+    Only `alive is False` from a watch that can see the processes means dead; an unseen process is unknown.
+    """
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return _with(s, process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if not s.process_visible:
@@ -649,11 +667,26 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if not ev.alive and _not_found_yet(s, now):
         return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
-    if ev.alive or not (s.launched or s.timeline) or s.phase is Phase.FAILED:
+    if ev.alive:
+        return _maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
+    if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
     if _stopped_by_us(s, now):
         return _stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
+    if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
+        return _stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
     return _fail(_with(s, error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+
+
+def _stopped_from_outside(s: Readiness, line: str, at: str | None, t: float | None, now: float) -> Readiness:
+    """Failed because a signal from someone else stopped it (SIGTERM, Ctrl-C): that line says why."""
+    error = ErrorInfo(kind="other", line=line, at=at, root_cause=True, stopped_by="outside")
+    return _fail(_with(s, error=error), at, t, now)
+
+
+def _on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
+    """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours."""
+    return _maybe_ready(_with(s, port_owner=ev), None, None, now)
 
 
 def _stopped_by_us(s: Readiness, now: float) -> bool:
@@ -679,8 +712,8 @@ def _launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) -
 def _stopped(s: Readiness, action: str, now: float) -> Readiness:
     """Failed because sglang-tui stopped it: a log line that states another cause (an OOM before) still wins."""
     old = s.error
-    if old is None or not old.root_cause or from_processes(old):
-        s = _with(s, error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True))
+    if old is None or not old.root_cause or from_processes(old) or old.stopped_by == "outside":
+        s = _with(s, error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True, stopped_by="sglang-tui"))
     return _fail(s, None, None, now)
 
 
@@ -731,6 +764,7 @@ _HANDLERS: dict[type, Handler] = {
     ServerProcess: _on_process,  # type: ignore[dict-item]
     ConnectionState: _on_connection,  # type: ignore[dict-item]
     ControlResult: _on_control,  # type: ignore[dict-item]
+    PortOwner: _on_port_owner,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
     SourceFailed: _on_source_failed,  # type: ignore[dict-item]
     HostActivity: _on_activity,  # type: ignore[dict-item]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tui.core.activity import ActivityState
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.stacks import ProcessStack
 
 
@@ -95,6 +95,7 @@ class ErrorInfo:
     line: str
     at: str | None = None
     root_cause: bool = True
+    stopped_by: str = ""  # "sglang-tui" (our own stop) | "outside" (a signal from someone else) | "" (not a stop)
 
 
 @dataclass(frozen=True)
@@ -199,3 +200,11 @@ class Readiness:
     activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)
     watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
     jit_named: str | None = None  # the JIT the log names ("DeepGEMM", "FlashInfer"), for the compilers it runs
+    # Set once by the caller: True when /health is probed (wait, the TUI), False when it is not by choice
+    # (--no-health: ready may then rest on the log alone), None when not told (replay: probed once a /health
+    # result arrives).
+    health_probed: bool | None = None
+    health_port: int | None = None  # set once by the caller: the port the probes ask (for the words)
+    log_watched: bool | None = None  # set once by the caller: a --log is tailed (True), none given (False)
+    port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
+    shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)

@@ -4,7 +4,12 @@
 timeout and is never polled concurrently with itself. It is polled rarely while the server loads and
 fast once uvicorn is up (warmup), which is when `wait` needs to see the 200 quickly, and at most every 30 s once
 it answers 200: each /health costs the server an access line and a prefill (tui.core.probes marks them).
-Every request carries `?from=sglang-tui`, so the server's access log tells the tool's requests from others.
+
+When `/health` turns 200, one identity probe (`/model_info`, or `/get_model_info` where that is 404, as in
+0.4.x) asks what answers, before that 200 is handed on: the reducer decides from its `model_path` whether the
+200 is this server's (tui.core.answerer). At most IDENTITY_TRIES such probes per run of 200s.
+Every request carries `?from=sglang-tui` (in the access line) and `User-Agent: sglang-tui-probe`, so the
+server's access log tells the tool's requests from others.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from tui.sources.host import Host, HostAuthError, HostError
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
 MODELS_TIMEOUT_S = 5.0
 READY_INTERVAL_S = 30.0  # once /health says ok, liveness comes from the log, the port and the process watch
+IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
+IDENTITY_TRIES = 3  # identity probes per run of /health 200s, until one gets an answer
+PROBE_HEADERS = {"User-Agent": "sglang-tui-probe"}
 FAST_PHASES = frozenset({"warmup", "ready", "serving"})
 
 
@@ -39,8 +47,22 @@ def classify(endpoint: str, response: httpx.Response) -> tuple[str, str]:
             except (ValueError, KeyError, TypeError, AttributeError):
                 return "garbage", f"unexpected body: {response.content[:80]!r}"
             return "ok", ", ".join(ids)
+        if endpoint in IDENTITY_ENDPOINTS:
+            return _identity_answer(response.content)
         return "ok", ""
     return "http_error", f"HTTP {status}"
+
+
+def _identity_answer(content: bytes) -> tuple[str, str]:
+    """SGLang's model info is a JSON object with a string model_path: ("ok", model_path), else garbage."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+    path = body.get("model_path") if isinstance(body, dict) else None
+    if not isinstance(path, str) or not path:
+        return "garbage", f"no model_path in {content[:80]!r}"
+    return "ok", path
 
 
 def classify_error(exc: Exception) -> tuple[str, str]:
@@ -76,6 +98,7 @@ class HealthPoller:
         health_timeout: float = HEALTH_READ_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
+        enabled: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -86,6 +109,9 @@ class HealthPoller:
         self.health_timeout = health_timeout
         self._transport = transport  # tests only: httpx.MockTransport for answers no real server gives
         self._clock = clock
+        self.enabled = enabled  # False (--no-health): no probe at all; results() yields nothing
+        self._identity_tries = 0  # identity probes in this run of /health 200s
+        self._identity_known = False  # one got an answer (ok, garbage, HTTP error) in this run
         self._phase = "starting"
         self._uvicorn_up = False
         self._last_health: str | None = None
@@ -140,6 +166,7 @@ class HealthPoller:
                 trust_env=False,
                 timeout=httpx.Timeout(MODELS_TIMEOUT_S, connect=5.0),
                 limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
+                headers=PROBE_HEADERS,
                 transport=self._transport,
             )
             self._base = base
@@ -164,7 +191,22 @@ class HealthPoller:
             status = None
         except (OSError, ValueError) as exc:
             outcome, detail, status = "error", f"{type(exc).__name__}: {exc}", None
-        return HealthResult(endpoint, outcome, status, round(self._clock() - started, 4), detail)
+        model_path = detail if endpoint in IDENTITY_ENDPOINTS and outcome == "ok" else None
+        return HealthResult(endpoint, outcome, status, round(self._clock() - started, 4), detail, model_path)
+
+    async def identify(self) -> HealthResult:
+        """What answers on the port: /model_info, or /get_model_info where that is 404 (SGLang 0.4.x)."""
+        result = await self.probe(IDENTITY_ENDPOINTS[0])
+        if result.outcome == "http_error" and result.status == 404:
+            result = await self.probe(IDENTITY_ENDPOINTS[1])
+        return result
+
+    def _wants_identity(self, health: HealthResult) -> bool:
+        """A /health 200 with no identity answer yet in this run of 200s (a non-200 starts a new run)."""
+        if health.outcome != "ok":
+            self._identity_tries, self._identity_known = 0, False
+            return False
+        return not self._identity_known and self._identity_tries < IDENTITY_TRIES
 
     async def _probe_health(self) -> HealthResult:
         self.in_flight += 1
@@ -175,7 +217,11 @@ class HealthPoller:
             self.in_flight -= 1
 
     async def results(self) -> AsyncIterator[HealthResult]:
-        """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then)."""
+        """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then).
+
+        A /health 200 comes after the identity result it prompted. Disabled: nothing, ever."""
+        if not self.enabled:
+            await asyncio.Event().wait()
         queue: asyncio.Queue[HealthResult] = asyncio.Queue()
         models = asyncio.ensure_future(self._models_loop(queue))
         health = asyncio.ensure_future(self._health_loop(queue))
@@ -204,6 +250,11 @@ class HealthPoller:
                 self._uvicorn_up = True
             elif result.outcome == "refused":
                 self._uvicorn_up = False
+            if self._wants_identity(result):
+                self._identity_tries += 1
+                ident = await self.identify()
+                self._identity_known = ident.outcome in ("ok", "garbage", "http_error")
+                await queue.put(ident)  # before the 200: the reducer needs it to judge that 200
             await queue.put(result)
             await self._sleep(self.health_interval())
 

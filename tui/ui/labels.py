@@ -58,12 +58,12 @@ def phase_label(state: Readiness) -> str:
 
 def stopped_by_us(error: ErrorInfo | None) -> bool:
     """The failure is sglang-tui's own terminate/kill/stop (the reducer's line), not the server's doing."""
-    return error is not None and error.line.startswith(STOPPED_BY_TOOL + " (")
+    return error is not None and (error.stopped_by == "sglang-tui" or error.line.startswith(STOPPED_BY_TOOL + " ("))
 
 
 def error_badge(error: ErrorInfo) -> tuple[str, str]:
     """The badge before the cause line and its style: STOPPED (by us), EXITED (no process left), or the kind."""
-    if stopped_by_us(error):
+    if stopped_by_us(error) or error.stopped_by == "outside":  # ours, or a signal from someone else (issue 17)
         return " ■ STOPPED ", "bold reverse yellow"
     if error.line == PROCESS_EXITED:
         return " ✗ EXITED ", "bold reverse red"

@@ -1,0 +1,367 @@
+"""Issue 17, the verdict side: `sglang-tui wait local|SSH …` never says ready for what is not this server, ready.
+
+Real parts: `python -m tui wait` as a subprocess, real HTTP servers started here on 127.0.0.1 (one that answers
+200 with a garbage body to everything, one that accepts and never answers), real log files, a real sshd.
+(a) a finished run's log with nothing on the port; (b) a foreign server with the log empty, missing or not
+given; (c) /health hanging with the log at fired up; (d) a log that starts with a NUL run, in replay and wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim import ROOT
+from tests.helpers.sshd import Sshd, free_port
+
+MODEL = "org/test-model"
+
+
+def finished_log(port: int, *, sigterm: bool = False) -> str:
+    """A 0.5.x startup that reached fired up (and, with sigterm, was then stopped by someone's SIGTERM)."""
+    ts = "[2025-11-29 10:0{}]"
+    lines = [
+        (f"0:00", f"server_args=ServerArgs(model_path='{MODEL}', tokenizer_path='{MODEL}', tp_size=1, port={port}, host='127.0.0.1')"),
+        ("0:09", "Init torch distributed begin."),
+        ("0:12", "Init torch distributed ends. elapsed=2.71 s, mem usage=1.02 GB"),
+        ("0:12", "Load weight begin. avail mem=138.05 GB"),
+        ("1:23", "Load weight end. elapsed=70.12 s, type=LlamaForCausalLM, avail mem=121.46 GB, mem usage=16.56 GB."),
+        ("1:26", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2490368, K size: 47.50 GB, V size: 47.50 GB"),
+        ("1:26", "Memory pool end. avail mem=25.45 GB"),
+        ("1:58", "max_total_num_tokens=2490368, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=48, context_len=131072, available_gpu_mem=23.07 GB"),
+        ("2:05", "INFO:     Started server process [4242]"),
+        ("2:05", "INFO:     Waiting for application startup."),
+        ("2:05", "INFO:     Application startup complete."),
+        ("2:05", f"INFO:     Uvicorn running on http://127.0.0.1:{port} (Press CTRL+C to quit)"),
+        ("2:07", "The server is fired up and ready to roll!"),
+    ]
+    if sigterm:
+        lines += [
+            ("5:00", "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."),
+            ("5:02", "INFO:     Shutting down"),
+            ("5:02", "INFO:     Waiting for application shutdown."),
+            ("5:02", "INFO:     Application shutdown complete."),
+        ]
+    return "".join(f"{ts.format(t)} {msg}\n" for t, msg in lines)
+
+
+FOREIGN = r"""
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Any200(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"<html>hello from something else</html>\x00\xff"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        sys.stdout.write(self.path + "\n")
+        sys.stdout.flush()
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Any200).serve_forever()
+"""
+
+# Accepts, reads the request, never answers; writes "max_in_flight N" for /health each time it changes.
+SILENT = r"""
+import socket, sys, threading
+port, report = int(sys.argv[1]), sys.argv[2]
+lock = threading.Lock()
+state = {"now": 0, "max": 0, "health": 0}
+
+def hold(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return
+        data += chunk
+    is_health = data.split(b" ")[1] == b"/health"
+    with lock:
+        if is_health:
+            state["now"] += 1
+            state["health"] += 1
+            state["max"] = max(state["max"], state["now"])
+        with open(report, "w") as f:
+            f.write("max_in_flight %d health_requests %d\n" % (state["max"], state["health"]))
+    try:
+        while conn.recv(4096):
+            pass
+    finally:
+        with lock:
+            if is_health:
+                state["now"] -= 1
+
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(16)
+while True:
+    conn, _ = s.accept()
+    threading.Thread(target=hold, args=(conn,), daemon=True).start()
+"""
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    def last_json(self) -> dict[str, object]:
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        assert lines, f"no JSON on stdout; stderr:\n{self.stderr}"
+        return json.loads(lines[-1])
+
+    def phases(self) -> set[str]:
+        return {json.loads(line)["phase"] for line in self.stdout.splitlines() if line.strip()}
+
+    def verdict(self) -> str:
+        lines = [line for line in self.stderr.splitlines() if line.startswith("sglang-tui wait: ")]
+        assert lines, self.stderr
+        return lines[-1]
+
+
+def run_wait(sshd: Sshd | None, *args: str, timeout: float = 120) -> Outcome:
+    target = ["127.0.0.1", *sshd.ssh_args()] if sshd is not None else ["local"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "wait", *target, "--json", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+def replay_json(path: Path) -> dict[str, object]:
+    proc = subprocess.run([sys.executable, "-m", "tui", "replay", str(path), "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+class Listener:
+    """A real server process on 127.0.0.1:port, running one of the scripts above."""
+
+    def __init__(self, tmp_path: Path, script: str, *extra: str) -> None:
+        self.port = free_port()
+        path = tmp_path / f"server-{self.port}.py"
+        path.write_text(script)
+        self.proc = subprocess.Popen([sys.executable, str(path), str(self.port), *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        deadline = time.monotonic() + 20
+        while not _listening(self.port):
+            assert self.proc.poll() is None and time.monotonic() < deadline, "test server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> str:
+        self.proc.kill()
+        out, _ = self.proc.communicate(timeout=10)
+        return out or ""
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------------------------- (a) dead server, old log
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_finished_runs_log_with_nothing_on_the_port_is_failed(where: str, tmp_path: Path,
+                                                               request: pytest.FixtureRequest) -> None:  # fmt: skip
+    sshd = request.getfixturevalue("sshd") if where == "ssh" else None
+    port = free_port()
+    log = tmp_path / "old.log"
+    log.write_text(finished_log(port))
+    assert replay_json(log)["phase"] == "ready"  # the log alone says fired up …
+    out = run_wait(sshd, "--log", str(log), "--port", str(port), "--timeout", "60")
+    assert out.code == 1, out.stderr  # … but nothing runs: failed, never exit 0
+    assert out.last_json()["phase"] == "failed" and not out.phases() & {"ready", "serving"}
+    assert "server process exited" in out.verdict(), out.stderr
+    assert "up but not answering /health" in out.stderr  # what it said while the process watch looked
+
+
+def test_a_finished_run_stopped_by_a_signal_says_so(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "old.log"
+    log.write_text(finished_log(port, sigterm=True))
+    out = run_wait(None, "--log", str(log), "--port", str(port), "--timeout", "60")
+    assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
+    assert out.verdict().startswith("sglang-tui wait: stopped (by a signal from outside sglang-tui): "), out.stderr
+    assert "SIGTERM received" in out.verdict()
+
+
+# --------------------------------------------------------------------------- (b) a foreign 200 on the port
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_foreign_200_is_never_ready(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    sshd = request.getfixturevalue("sshd") if where == "ssh" else None
+    foreign = Listener(tmp_path, FOREIGN)
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    cases = {
+        "log empty": ("--log", str(empty)),
+        "log missing": ("--log", str(tmp_path / "not-there.log")),
+        "no log": (),
+    }
+    try:
+        with ThreadPoolExecutor(len(cases)) as pool:
+            futures = {name: pool.submit(run_wait, sshd, *args, "--port", str(foreign.port), "--timeout", "8")
+                       for name, args in cases.items()}  # fmt: skip
+            outcomes = {name: f.result() for name, f in futures.items()}
+    finally:
+        paths = foreign.stop()
+    assert "/health" in paths and "/model_info" in paths  # it was asked, and asked what it is
+    for name, out in outcomes.items():
+        assert out.code == 2, (name, out.stderr)  # timed out waiting: not ready
+        assert not out.phases() & {"ready", "serving"}, (name, out.stdout)
+        assert f"something else answers on port {foreign.port}" in out.verdict(), (name, out.stderr)
+        assert "not SGLang's" in out.verdict(), (name, out.stderr)
+
+
+# --------------------------------------------------------------------------------- (c) /health never answers
+
+
+def test_a_hanging_health_after_fired_up_is_not_ready(tmp_path: Path) -> None:
+    report = tmp_path / "in-flight.txt"
+    silent = Listener(tmp_path, SILENT, str(report))
+    log = tmp_path / "server.log"
+    log.write_text(finished_log(silent.port))
+    try:
+        out = run_wait(None, "--log", str(log), "--port", str(silent.port), "--timeout", "40")
+    finally:
+        silent.stop()
+    assert out.code == 2, out.stderr  # a server that never answers /health is never ready
+    assert not out.phases() & {"ready", "serving"}, out.stdout
+    assert "up but not answering /health for" in out.verdict() and "timeout" in out.verdict(), out.stderr
+    assert "1-token generation" in out.verdict()
+    seen = report.read_text().split()
+    assert seen[:2] == ["max_in_flight", "1"], seen  # the long read timeout ran out; never two at once
+    assert int(seen[3]) >= 1
+
+
+# ----------------------------------------------------------------------------- (d) a NUL run starts the log
+
+
+def test_a_nul_prefixed_log_replays_and_waits_like_the_plain_one(tmp_path: Path) -> None:
+    port = free_port()
+    plain = tmp_path / "plain.log"
+    plain.write_text(finished_log(port))
+    nul = tmp_path / "cleared.log"
+    nul.write_bytes(b"\x00" * 70_000 + plain.read_bytes())  # `: > LOG` under a writer at offset 70000
+    assert replay_json(nul) == replay_json(plain)  # no "binary data": the NUL run is nothing
+    with ThreadPoolExecutor(2) as pool:
+        a, b = (pool.submit(run_wait, None, "--log", str(p), "--port", str(port), "--timeout", "60") for p in (nul, plain))
+        with_nul, without = a.result(), b.result()
+    for out in (with_nul, without):
+        assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
+    assert _without_clock(with_nul.last_json()) == _without_clock(without.last_json())
+    replayed = [span["phase"] for span in replay_json(nul)["timeline"]]
+    waited = [span["phase"] for span in with_nul.last_json()["timeline"]]  # type: ignore[union-attr]
+    assert replayed[-1] == "ready" and waited[-1] == "failed" and waited[:-1] == replayed[:-1]
+
+
+def _without_clock(report: dict[str, object]) -> dict[str, object]:
+    """The report less the durations the wall clock decides (the span a death ends has no log time)."""
+    spans = [{k: v for k, v in span.items() if k != "duration_s"} for span in report["timeline"]]  # type: ignore[union-attr]
+    return {**report, "timeline": spans}
+
+
+# ------------------------------------------------------------------------- a stop from outside, live (item 5)
+
+
+async def test_a_sigterm_from_someone_else_is_stopped_from_outside(tmp_path: Path) -> None:
+    """The simulator (real processes, log and HTTP) is ready; then someone else sends its main process SIGTERM."""
+    import os
+    import signal
+
+    from tests.helpers.sim import start_sim
+    from tui.core.readiness import reduce
+    from tui.core.state import Phase, Readiness
+    from tui.sources.local import LocalHost
+    from tui.sources.monitor import Monitor
+
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    monitor = Monitor(LocalHost(), log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state))
+    state = Readiness(health_probed=True, health_port=sim.port)
+    signalled = False
+    try:
+        async with asyncio.timeout(90):
+            async for batch in monitor.batches():
+                for event in batch:
+                    state = reduce(state, event, time.time())
+                monitor.set_phase(state.phase)
+                if state.phase is Phase.READY and not signalled:
+                    os.kill(sim.pid, signal.SIGTERM)  # not sglang-tui's doing
+                    signalled = True
+                if state.phase is Phase.FAILED:
+                    break
+    finally:
+        await monitor.close()
+        sim.stop()
+    assert signalled and state.error is not None and state.error.stopped_by == "outside", state.reason
+    assert state.reason.startswith("stopped (by a signal from outside sglang-tui): ")
+    assert "SIGTERM received" in state.reason
+
+
+# ------------------------------------------------------------------------------------------- --no-health
+
+
+def test_no_health_is_ready_from_the_log_and_probes_nothing(tmp_path: Path) -> None:
+    from tests.helpers.sim import start_sim
+
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    try:
+        out = run_wait(None, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
+                       "--timeout", "60", "--no-health")  # fmt: skip
+    finally:
+        sim.stop()
+    assert out.code == 0, out.stderr
+    assert out.verdict() == "sglang-tui wait: ready: the log says fired up (log only: /health is not probed, --no-health)"
+    log = sim.log.read_text(errors="replace")
+    assert '"GET /health' not in log and '"GET /model_info HTTP/1.1" 200' in log  # only the warmup's own request
+    assert log.count("GET /model_info") == 1
+
+
+def test_no_health_on_a_dead_servers_log_is_failed(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "old.log"
+    log.write_text(finished_log(port))
+    out = run_wait(None, "--log", str(log), "--port", str(port), "--timeout", "60", "--no-health")
+    assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_server_from_before_is_not_this_launch(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """`launch … > LOG & wait --log LOG`: LOG is still empty (torch imports) while the previous SGLang, ready and
+    of the same model, still holds the port. Its /health 200 and /model_info are SGLang's, and still not ready."""
+    from tests.helpers.sim import start_sim, wait_for_log
+
+    sshd = request.getfixturevalue("sshd") if where == "ssh" else None
+    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
+    empty = tmp_path / "new-launch.log"
+    empty.write_bytes(b"")
+    try:
+        wait_for_log(sim, b"fired up", timeout=60)
+        out = run_wait(sshd, "--log", str(empty), "--port", str(sim.port), "--timeout", "8")
+    finally:
+        sim.stop()
+    assert out.code == 2 and not out.phases() & {"ready", "serving"}, out.stderr
+    assert f"something else answers on port {sim.port}: /model_info names " in out.verdict(), out.stderr
+    assert "the log shows no launch yet (a server from before?)" in out.verdict()

@@ -1,0 +1,100 @@
+"""Whose /health 200 is it: this server's, something else's on its port, or not known yet.
+
+A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
+up, or a log that prints no INFO milestone at all), the port's listener being one of the server's processes
+(the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
+names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
+server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
+or a log still loading (this server's HTTP is not up yet) make it something else's.
+"""
+
+from __future__ import annotations
+
+from tui.core.events import HealthResult
+from tui.core.state import Phase, Readiness
+
+IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
+OURS, FOREIGN, UNKNOWN = "ours", "foreign", "unknown"
+# The log's latest main milestone that shows this launch's HTTP is up (or its schedulers are done).
+LOG_UP_KINDS = frozenset(
+    {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
+     "startup_timings"}
+)  # fmt: skip
+LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
+AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
+LOADING_PHASES = (Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH)
+
+
+def identity(s: Readiness) -> HealthResult | None:
+    """The latest identity probe result."""
+    return next((r for r in reversed(s.health) if r.endpoint in IDENTITY_ENDPOINTS), None)
+
+
+def port_words(s: Readiness) -> str:
+    """"port 30000" (the probed port, else the listener's, else the log's), or "the port"."""
+    port = s.health_port
+    if port is None and s.port_owner is not None:
+        port = s.port_owner.port
+    if port is None:
+        port = s.server.port
+    return f"port {port}" if port is not None else "the port"
+
+
+def answerer(s: Readiness) -> tuple[str, str]:
+    """(OURS | FOREIGN | UNKNOWN, why): who gave the /health 200 (asked only while health_ready)."""
+    owner = s.port_owner
+    if owner is not None and owner.ours is False and owner.pid is not None:
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
+    ident = identity(s)
+    if ident is not None:
+        if ident.outcome == "garbage":
+            detail = printable(ident.detail) or "no model_path"
+            return FOREIGN, f"its {ident.endpoint} answer is not SGLang's ({detail})"
+        if ident.outcome == "http_error" and ident.status not in AUTH_STATUSES:
+            return FOREIGN, f"it answers {ident.endpoint} with HTTP {ident.status}: not an SGLang server"
+        model = s.server.model
+        if ident.outcome == "ok" and ident.model_path and model and not same_model(ident.model_path, model):
+            return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
+    if owner is not None and owner.ours is True:
+        return OURS, "the listener is one of the server's processes"
+    m = s.latest_milestone
+    if s.log_ready or (m is not None and m.kind in LOG_UP_KINDS):
+        return OURS, "the log shows this launch's HTTP up"
+    if m is None and (s.shards is not None or s.capture is not None):
+        return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
+    if s.phase in LOADING_PHASES:
+        return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
+    if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
+        return UNKNOWN, "reading the log first"
+    if ident is not None and ident.outcome == "ok" and s.log_watched:
+        # `launch … > LOG & wait`: while the new launch imports torch, the previous server still answers
+        names = printable(ident.model_path or "a model")
+        shown = "has not shown this launch's HTTP up" if s.launched else "shows no launch"
+        return FOREIGN, f"{ident.endpoint} names {names}, but the log {shown} yet (a server from before?)"
+    if ident is not None and ident.outcome == "ok":
+        return OURS, f"{ident.endpoint} names {printable(ident.model_path or 'a model')}"
+    if ident is not None and ident.status in AUTH_STATUSES:
+        guarded = f"{ident.endpoint} needs the API key (HTTP {ident.status})"
+        return UNKNOWN, f"{guarded}, and the log does not show this launch yet"
+    if ident is not None:
+        return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
+    return UNKNOWN, "the log does not show this launch yet"
+
+
+def _log_not_read_yet(s: Readiness) -> bool:
+    """The first moments of a watch, before the tail delivered a byte (a large log is searched for its last
+    launch first): an empty log is not yet known to be empty."""
+    if s.launched or s.log_offset > 0 or s.first_seen_at is None:
+        return False
+    return s.updated_at - s.first_seen_at < LOG_FIRST_READ_S
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """Text from the host (a command line, an HTTP body) made safe for a terminal: no control characters."""
+    clean = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return clean if len(clean) <= limit else clean[:limit] + "…"
+
+
+def same_model(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
