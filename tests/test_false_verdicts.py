@@ -86,7 +86,7 @@ def hold(conn):
         if not chunk:
             return
         data += chunk
-    is_health = data.split(b" ")[1] == b"/health"
+    is_health = data.split(b" ")[1].split(b"?")[0] == b"/health"  # the path, as SGLang routes it (the query aside)
     with lock:
         if is_health:
             state["now"] += 1

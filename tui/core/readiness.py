@@ -660,6 +660,8 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return _with(s, process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
+    if ev.alive is None:  # a watch that cannot tell: unknown, never dead
+        return _with(s, process_alive=None, process_pids=ev.pids)  # type: ignore[unreachable]
     if not s.process_visible:
         s = _with(s, process_visible=True, process_owner_uid=None)
     if ev.activity is not None and ev.alive:
