@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 
@@ -20,7 +21,7 @@ from tui.sources.bench import BenchPlan, BenchRunner, NotReady
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
 
-EXIT_OK, EXIT_NOT_READY, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 4
+EXIT_OK, EXIT_NOT_READY, EXIT_USAGE, EXIT_CONNECT, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 PROGRESS_EVERY_S = 5.0
 
 
@@ -51,7 +52,21 @@ async def _progress(runner: BenchRunner, started: float) -> None:
              f"{p.in_flight} in flight")  # fmt: skip
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C (and SIGTERM) cancel the bench, even where a shell started it with SIGINT ignored: the
+    cancellation closes every open stream before the process ends."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, task.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+
+
 async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
+    _stop_on_signals()
     host = make_host(args)
     try:
         try:
@@ -103,4 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         _say(problem)
         return EXIT_USAGE
-    return asyncio.run(bench(args, plan))
+    try:
+        return asyncio.run(bench(args, plan))
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM (the handlers cancel the main task)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,228 @@
+"""`sglang-tui bench` against the real simulator (real processes, real HTTP, real log), locally and over sshd."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.helpers.sim import ROOT, SimServer, http_get, start_sim, wait_for_log
+from tests.helpers.sshd import free_port, ssh_host
+from tui.sources.bench import BenchPlan, BenchRunner
+
+
+def _ready(sim: SimServer, timeout: float = 60.0) -> SimServer:
+    wait_for_log(sim, b"fired up", timeout)
+    deadline = time.monotonic() + timeout
+    while http_get(sim.port, "/health")[0] != 200:
+        assert time.monotonic() < deadline, "the simulator never answered /health 200"
+        time.sleep(0.05)
+    return sim
+
+
+def _sim(tmp_path_factory: pytest.TempPathFactory, name: str, **kw: object) -> Iterator[SimServer]:
+    sim = start_sim(tmp_path_factory.mktemp(name), tp=2, shards=4, **kw)  # type: ignore[arg-type]
+    try:
+        yield _ready(sim)
+    finally:
+        sim.stop()
+
+
+@pytest.fixture(scope="module")
+def sim_bad_drafter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+    yield from _sim(tmp_path_factory, "bad", accept_len=1.5)
+
+
+@pytest.fixture(scope="module")
+def sim_good_drafter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+    yield from _sim(tmp_path_factory, "good", accept_len=3.2)
+
+
+def stats(sim: SimServer) -> dict[str, int]:
+    status, body = http_get(sim.port, "/sim_stats")
+    assert status == 200
+    return json.loads(body)
+
+
+def bench(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tui", "bench", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+def bench_json(sim: SimServer, *args: str) -> tuple[dict[str, object], str]:
+    done = bench("local", "--port", str(sim.port), "--log", str(sim.log), "--json", *args)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1, done.stdout  # one JSON object, nothing else on stdout
+    return json.loads(lines[0]), done.stderr
+
+
+def test_a_drafter_that_does_not_work_measures_1_5(sim_bad_drafter: SimServer) -> None:
+    before = stats(sim_bad_drafter)
+    obj, err = bench_json(sim_bad_drafter, "--requests", "12", "--concurrency", "3")
+    after = stats(sim_bad_drafter)
+    assert obj["requests"] == {"ok": 12, "failed": 0}
+    assert obj["accept_len"] == pytest.approx(1.5, abs=0.1)
+    assert obj["accept_len_sources"][0] == "meta_info" and "log" in obj["accept_len_sources"]
+    for value in obj["accept_len_by_source"].values():  # the log's decode lines and /metrics agree
+        assert value == pytest.approx(1.5, abs=0.2)
+    assert obj["bound"].endswith("at most ~1.5× over plain decoding")
+    ttft, tok = obj["ttft_s"], obj["output_tok_s"]
+    assert 0 < ttft["p50"] <= ttft["p90"] and tok["per_request_p50"] > 0 and tok["total"] > 0
+    assert obj["output_tokens"] == 12 * 256 and obj["sampling"]["max_new_tokens"] == 256
+    # the cap holds: the simulator received exactly the requests asked for, at most 3 at a time
+    assert after["received"] - before["received"] == 12
+    assert after["max_in_flight"] <= max(before["max_in_flight"], 3)
+    assert "sending 12 streaming POST /generate requests" in err and "3 at a time" in err
+
+
+def test_a_drafter_that_works_measures_3_2_and_prints_it(sim_good_drafter: SimServer) -> None:
+    done = bench("local", "--port", str(sim_good_drafter.port), "--log", str(sim_good_drafter.log),
+                 "--requests", "8", "--max-tokens", "200")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "requests: 8 ok, 0 failed" in out and "sampling: temperature 0, max_new_tokens 200, ignore_eos" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("accept len:"))
+    value = float(line.split()[2])
+    assert value == pytest.approx(3.2, abs=0.2)
+    assert f"at most ~{value:.1f}× over plain decoding" in line
+
+
+def test_without_speculative_decoding_accept_len_is_null(tmp_path: Path) -> None:
+    sim = start_sim(tmp_path, tp=2, shards=4, accept_len="0")
+    try:
+        _ready(sim)
+        obj, _ = bench_json(sim, "--requests", "4")
+    finally:
+        sim.stop()
+    assert obj["requests"] == {"ok": 4, "failed": 0}
+    assert obj["accept_len"] is None and obj["accept_len_sources"] == []
+    assert b"accept len" not in sim.log.read_bytes()
+
+
+def test_over_a_real_sshd(sshd, sim_good_drafter: SimServer) -> None:  # type: ignore[no-untyped-def]
+    async def go() -> tuple[object, dict[str, int]]:
+        host = ssh_host(sshd)
+        await host.connect()
+        try:
+            runner = BenchRunner(host, sim_good_drafter.port, BenchPlan(requests=6, concurrency=2, max_new_tokens=128),
+                                 log_path=str(sim_good_drafter.log))  # fmt: skip
+            await runner.check_ready()
+            before = stats(sim_good_drafter)
+            result = await runner.run()
+            return result, {k: stats(sim_good_drafter)[k] - before[k] for k in ("received", "finished")}
+        finally:
+            await host.close()
+
+    result, delta = asyncio.run(go())
+    assert result.ok == 6 and result.failed == 0  # type: ignore[attr-defined]
+    assert result.accept_len == pytest.approx(3.2, abs=0.25)  # type: ignore[attr-defined]
+    assert "log" in result.accept_sources  # the log read back over the same SSH connection  # type: ignore[attr-defined]
+    assert delta == {"received": 6, "finished": 6}
+
+
+def test_the_cli_over_sshd(sshd, sim_bad_drafter: SimServer) -> None:  # type: ignore[no-untyped-def]
+    done = bench(sshd.host, *sshd.ssh_args(), "--port", str(sim_bad_drafter.port), "--requests", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["requests"] == {"ok": 3, "failed": 0}
+
+
+def test_ctrl_c_mid_bench_leaves_no_request_running(tmp_path: Path) -> None:
+    sim = _ready(start_sim(tmp_path, tp=2, shards=4, speed=20, accept_len=1.5))
+    try:
+        before = stats(sim)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen([sys.executable, "-m", "tui", "bench", "local", "--port", str(sim.port), "--requests", "64",
+                                 "--max-tokens", "1024"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while stats(sim)["received"] - before["received"] < 6:  # mid-bench: some done, 4 in flight
+            assert time.monotonic() < deadline and proc.poll() is None, "the bench never got going"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and "interrupted after" in err
+        deadline = time.monotonic() + 30
+        while (now := stats(sim))["in_flight"]:
+            assert time.monotonic() < deadline, f"requests still running after Ctrl-C: {now}"
+            time.sleep(0.05)
+        assert now["aborted"] - before["aborted"] >= 1  # the streams open at Ctrl-C were closed, and stopped
+        assert now["received"] - before["received"] < 64  # nothing more was sent
+        time.sleep(0.3)
+        assert stats(sim)["received"] == now["received"]
+    finally:
+        sim.stop()
+
+
+def test_the_time_cap_counts_unfinished_requests_as_failed(sim_bad_drafter: SimServer) -> None:
+    obj, err = bench_json(sim_bad_drafter, "--requests", "400", "--concurrency", "2", "--max-tokens", "4096",
+                          "--timeout", "1")  # fmt: skip
+    req = obj["requests"]
+    assert obj["stopped"] == "time cap 1 s" and req["failed"] >= 1 and req["ok"] + req["failed"] + obj["not_sent"] == 400
+    assert any("stopped by the time cap" in e for e in obj["errors"])
+    deadline = time.monotonic() + 30
+    while stats(sim_bad_drafter)["in_flight"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+class _Starting(http.server.BaseHTTPRequestHandler):
+    """A real HTTP server that answers like SGLang during warmup: /health 503 (named: not the simulator)."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(503)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    do_POST = do_GET  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_is_not_ready_is_one_line_and_exit_1() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Starting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        starting = bench("local", "--port", str(server.server_address[1]))
+    finally:
+        server.shutdown()
+    refused = bench("local", "--port", str(free_port()))
+    for done, why in ((starting, "503 (still starting)"), (refused, "nothing answers on the port")):
+        assert done.returncode == 1 and done.stdout == ""
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and why in lines[0] and "not ready" in lines[0], done.stderr
+
+
+def test_a_bad_prompts_file_is_one_line_and_nothing_is_sent(tmp_path: Path, sim_bad_drafter: SimServer) -> None:
+    bad = tmp_path / "prompts.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": oops}\n')
+    before = stats(sim_bad_drafter)["received"]
+    done = bench("local", "--port", str(sim_bad_drafter.port), "--prompts", str(bad))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"sglang-tui bench: {bad} line 2: not JSON (Expecting value); "
+                                                'each line must be {"text": "…"}']  # fmt: skip
+    missing = bench("local", "--port", str(sim_bad_drafter.port), "--prompts", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "cannot read it" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    assert stats(sim_bad_drafter)["received"] == before
+
+
+def test_prompts_from_a_file_are_sent(tmp_path: Path, sim_bad_drafter: SimServer) -> None:
+    good = tmp_path / "prompts.jsonl"
+    good.write_text('{"text": "Say hello."}\n"Count to ten."\n')
+    obj, err = bench_json(sim_bad_drafter, "--prompts", str(good), "--requests", "4", "--max-tokens", "32")
+    assert obj["requests"] == {"ok": 4, "failed": 0} and obj["output_tokens"] == 4 * 32
+    assert f"2 prompts from {good}" in err
