@@ -100,6 +100,9 @@ class BenchRunner:
         self.progress = Progress()
         self._capped = False
 
+    def describe(self, where: str) -> str:
+        return self.plan.describe(where)
+
     # ---------------------------------------------------------------------------------------- before
 
     async def check_ready(self) -> None:
