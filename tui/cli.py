@@ -42,6 +42,9 @@ def _accept_len_arg(text: str) -> str:
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
     p.add_argument("--fault", choices=FAULTS, help="inject a failure")
+    p.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
+                   help="mean speculative acceptance length, 1 to 4 (default 3.2: a drafter that works); "
+                        "0 or none: no speculative decoding")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,8 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
-    simulate.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
-                          help="mean speculative acceptance length, 1 to 4 (default 3.2); 0 or none: no speculative")  # fmt: skip
     _sim_options(simulate)
     return parser
 
