@@ -106,3 +106,25 @@ async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: S
         await _until(pilot, lambda: stats(sim)["in_flight"] == 0, tries=1500)
         after = stats(sim)
         assert after["aborted"] > before["aborted"] and after["received"] - before["received"] < 400
+
+
+@pytest.mark.screenshots
+async def test_export_bench_result_screenshot(tmp_path: Path) -> None:
+    """screenshots/bench_result.svg: a bench of the failing drafter next to the last launch's. The simulator runs
+    at --speed 1 so the figures are a 70B-on-8-GPUs' (a 12 ms forward), which makes its startup take minutes."""
+    from tests.test_screenshots import SCREENSHOTS, portable_fonts
+
+    slow = start_sim(tmp_path, tp=2, shards=4, speed=1.0, accept_len=1.5)
+    try:
+        _ready(slow, timeout=600)
+        app, source, clock = make(slow, BenchPlan(), previous=LAST_LAUNCH)
+        async with app.run_test(size=SIZE) as pilot:
+            await play(pilot, source, clock, startup_to_ready())
+            await pilot.press("b", "y")
+            await _until(pilot, lambda: isinstance(app.screen, BenchResultScreen), tries=6000)
+            await pilot.pause()
+            path = Path(app.save_screenshot(filename="bench_result.svg", path=str(SCREENSHOTS)))
+    finally:
+        slow.stop()
+    path.write_text(portable_fonts(path.read_text()))
+    assert "last launch 3.10" in path.read_text().replace("&#160;", " ")

@@ -72,19 +72,25 @@ async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
         try:
             await asyncio.wait_for(host.connect(), 60)
         except (HostError, OSError, asyncio.TimeoutError) as exc:
-            _say(f"cannot connect to {args.host}: {exc or 'timed out'}")
+            _say(f"cannot connect to {args.host}: {str(exc) or 'timed out'}")
             return EXIT_CONNECT
         runner = BenchRunner(host, args.port, plan, log_path=args.log)
         try:
             await runner.check_ready()
         except NotReady as exc:
-            _say(str(exc).replace("HOST", args.host))
+            _say(f"{exc}; wait for it first: sglang-tui wait {args.host} --port {args.port}")
             return EXIT_NOT_READY
+        except HostError as exc:
+            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            return EXIT_CONNECT
         _say("sending " + plan.describe(f"{args.host} port {args.port}"))
         started = time.monotonic()
         ticker = asyncio.ensure_future(_progress(runner, started))
         try:
             result = await runner.run()
+        except HostError as exc:  # the forward could not be opened, or the link went for good
+            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            return EXIT_CONNECT
         except asyncio.CancelledError:
             p = runner.progress
             _say(f"interrupted after {p.done} of {plan.requests} requests ({p.failed} failed); "

@@ -119,8 +119,7 @@ class BenchRunner:
             "refused": "nothing answers on the port",
             "timeout": "/health did not answer in time",
         }.get(result.outcome, f"/health: {result.detail or result.outcome}")
-        raise NotReady(f"the server on port {self.port} is not ready ({why}); wait for it first "
-                       f"(sglang-tui wait HOST --port {self.port})")  # fmt: skip
+        raise NotReady(f"the server on port {self.port} is not ready: {why}")
 
     # ------------------------------------------------------------------------------------------- run
 
@@ -216,6 +215,8 @@ class BenchRunner:
             sample = Sample(False, prompt.name, error=classify_error(err)[1])
         except HostError as err:
             sample = Sample(False, prompt.name, error=str(err))
+        except (OSError, ValueError, RuntimeError) as err:  # anything else the link throws: counted, not a crash
+            sample = Sample(False, prompt.name, error=f"{type(err).__name__}: {err}")
         except asyncio.CancelledError:
             p.in_flight -= 1
             if self._capped:
