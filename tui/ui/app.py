@@ -334,7 +334,7 @@ class SglangTui(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "bench":
-            return True if self.sources.bench is not None else None
+            return self.sources.bench is not None  # no bench wired (replays, tests): not in the footer
         if action == "stop_bench":
             return self._bench_running()  # otherwise escape goes on to whatever else uses it
         if action in actions.DANGEROUS_ACTIONS:
