@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, http_get, start_sim, wait_for_log
+from tests.helpers.sim import ROOT, SimServer, http_get, http_post, start_sim, wait_for_log
 from tests.helpers.sshd import free_port, ssh_host
 from tui.sources.bench import BenchPlan, BenchRunner
 
@@ -109,6 +109,29 @@ def test_without_speculative_decoding_accept_len_is_null(tmp_path: Path) -> None
     assert obj["requests"] == {"ok": 4, "failed": 0}
     assert obj["accept_len"] is None and obj["accept_len_sources"] == []
     assert b"accept len" not in sim.log.read_bytes()
+
+
+def test_the_simulator_speaks_sglangs_formats(sim_bad_drafter: SimServer, tmp_path: Path) -> None:
+    status, body = http_post(sim_bad_drafter.port, "/generate", {"text": "Hello", "sampling_params": {"max_new_tokens": 300}})
+    meta = json.loads(body)["meta_info"]
+    assert status == 200 and meta["completion_tokens"] == 300 and meta["prompt_tokens"] >= 1 and meta["e2e_latency"] > 0
+    assert meta["spec_verify_ct"] > 0 and meta["spec_accept_length"] == pytest.approx(300 / meta["spec_verify_ct"])
+    status, text = http_get(sim_bad_drafter.port, "/metrics")
+    lines = text.decode().splitlines()
+    assert status == 200 and "# TYPE sglang:spec_accept_length gauge" in lines
+    for name in ("sglang:spec_accept_length{", "sglang:num_running_reqs{", "sglang:gen_throughput{",
+                 "sglang:generation_tokens_total{", "sglang:spec_verify_calls_total{", "sglang:num_requests_total{"):
+        assert any(line.startswith(name) for line in lines), name
+    off = start_sim(tmp_path, tp=2, shards=4, accept_len="none")
+    try:
+        _ready(off)
+        meta_off = json.loads(http_post(off.port, "/generate", {"text": "Hi", "sampling_params": {"max_new_tokens": 50}})[1])["meta_info"]
+        metrics = http_get(off.port, "/metrics")[1].decode()
+    finally:
+        off.stop()
+    assert meta_off["completion_tokens"] == 50 and "spec_verify_ct" not in meta_off
+    accept = next(ln for ln in metrics.splitlines() if ln.startswith("sglang:spec_accept_length{"))
+    assert accept.endswith(" 0.0")  # as SGLang: 0 without speculative decoding
 
 
 def test_over_a_real_sshd(sshd, sim_good_drafter: SimServer) -> None:  # type: ignore[no-untyped-def]
