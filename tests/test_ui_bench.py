@@ -92,20 +92,24 @@ async def test_b_asks_with_the_numbers_then_shows_the_result_next_to_the_last_la
         assert any("sglang-tui bench: 8 ok, 0 failed" in line.text for line in app.log_pane.view.lines)
 
 
-async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: SimServer) -> None:
+@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
+async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: SimServer, key: str) -> None:
     app, source, clock = make(sim, BenchPlan(requests=400, concurrency=2, max_new_tokens=2048))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready()[-3:])
         before = stats(sim)
         await pilot.press("b", "y")
         await _until(pilot, lambda: stats(sim)["received"] - before["received"] >= 3)
-        await pilot.press("escape")
+        await pilot.press(key)
         await _until(pilot, lambda: bool(app.bench_results))
         finished = app.bench_results[-1]
         assert finished.result is None and "no request is left running" in finished.problem
         await _until(pilot, lambda: stats(sim)["in_flight"] == 0, tries=1500)
         after = stats(sim)
         assert after["aborted"] > before["aborted"] and after["received"] - before["received"] < 400
+        await pilot.press(key)  # no bench running: the key does what it did before (nothing here, no crash)
+        await pilot.pause()
+        assert len(app.bench_results) == 1
 
 
 @pytest.mark.screenshots
