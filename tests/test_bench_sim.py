@@ -60,9 +60,9 @@ def bench(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str
                           text=True, timeout=timeout)  # fmt: skip
 
 
-def bench_json(sim: SimServer, *args: str) -> tuple[dict[str, object], str]:
+def bench_json(sim: SimServer, *args: str, codes: tuple[int, ...] = (0,)) -> tuple[dict[str, object], str]:
     done = bench("local", "--port", str(sim.port), "--log", str(sim.log), "--json", *args)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in codes, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1, done.stdout  # one JSON object, nothing else on stdout
     return json.loads(lines[0]), done.stderr
@@ -191,7 +191,7 @@ def test_ctrl_c_mid_bench_leaves_no_request_running(tmp_path: Path) -> None:
 
 def test_the_time_cap_counts_unfinished_requests_as_failed(sim_bad_drafter: SimServer) -> None:
     obj, err = bench_json(sim_bad_drafter, "--requests", "400", "--concurrency", "2", "--max-tokens", "4096",
-                          "--timeout", "1")  # fmt: skip
+                          "--timeout", "1", codes=(0, 1))  # fmt: skip  (1: none finished in time, on a busy machine)
     req = obj["requests"]
     assert obj["stopped"] == "time cap 1 s" and req["failed"] >= 1 and req["ok"] + req["failed"] + obj["not_sent"] == 400
     assert any("stopped by the time cap" in e for e in obj["errors"])

@@ -28,7 +28,8 @@ LAST_LAUNCH = BenchResult(16, 0, 0.05, 0.09, 141.0, 560.0, 3.10, ("meta_info",),
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
-    server = start_sim(tmp_path_factory.mktemp("uibench"), tp=2, shards=4, accept_len=1.5)
+    # speed 20: a request takes longer to generate than to read, so one stopped mid-way is still generating
+    server = start_sim(tmp_path_factory.mktemp("uibench"), tp=2, shards=4, speed=20, accept_len=1.5)
     try:
         yield _ready(server)
     finally:
@@ -94,7 +95,7 @@ async def test_b_asks_with_the_numbers_then_shows_the_result_next_to_the_last_la
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
 async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: SimServer, key: str) -> None:
-    app, source, clock = make(sim, BenchPlan(requests=400, concurrency=2, max_new_tokens=2048))
+    app, source, clock = make(sim, BenchPlan(requests=400, concurrency=2, max_new_tokens=1024))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready()[-3:])
         before = stats(sim)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tui.core.state import Readiness
 
 if TYPE_CHECKING:
+    from tui.sources.bench import BenchRunner
     from tui.sources.control import ServerControl
     from tui.sources.host import Host
     from tui.sources.monitor import Monitor
@@ -41,7 +42,7 @@ async def watch(args: argparse.Namespace) -> int:
         await host.close()
 
 
-def _bench_runner(host: Host, port: int, log: str | None) -> object:
+def _bench_runner(host: Host, port: int, log: str | None) -> BenchRunner:
     """A bench runner with the default plan (the `b` key), on the host the monitor watches."""
     from tui.sources.bench import BenchPlan, BenchRunner
 
