@@ -16,18 +16,9 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, http_get, http_post, start_sim, wait_for_log
+from tests.helpers.sim import ROOT, SimServer, http_get, http_post, start_sim, wait_ready as _ready
 from tests.helpers.sshd import free_port, ssh_host
 from tui.sources.bench import BenchPlan, BenchRunner
-
-
-def _ready(sim: SimServer, timeout: float = 60.0) -> SimServer:
-    wait_for_log(sim, b"fired up", timeout)
-    deadline = time.monotonic() + timeout
-    while http_get(sim.port, "/health")[0] != 200:
-        assert time.monotonic() < deadline, "the simulator never answered /health 200"
-        time.sleep(0.05)
-    return sim
 
 
 def _sim(tmp_path_factory: pytest.TempPathFactory, name: str, **kw: object) -> Iterator[SimServer]:

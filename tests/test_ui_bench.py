@@ -12,9 +12,8 @@ from typing import Iterator
 import pytest
 from textual.widgets import Label, Static
 
-from tests.helpers.sim import SimServer, http_get, start_sim
+from tests.helpers.sim import SimServer, http_get, start_sim, wait_ready as _ready
 from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, play, startup_to_capture, startup_to_ready
-from tests.test_bench_sim import _ready
 from tui.core.benchstats import BenchResult
 from tui.sources.bench import BenchPlan, BenchRunner
 from tui.sources.local import LocalHost

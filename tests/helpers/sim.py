@@ -137,6 +137,17 @@ def wait_for_log(sim: SimServer, needle: bytes, timeout: float = 20.0) -> bytes:
         time.sleep(0.01)
 
 
+def wait_ready(sim: SimServer, timeout: float = 60.0) -> SimServer:
+    """Until the log says fired up and /health answers 200; returns the simulator."""
+    wait_for_log(sim, b"fired up", timeout)
+    deadline = time.monotonic() + timeout
+    while http_get(sim.port, "/health")[0] != 200:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the simulator never answered /health 200 in {timeout} s")
+        time.sleep(0.05)
+    return sim
+
+
 def group_pids(pgid: int) -> list[int]:
     """Live (not zombie) processes of a process group."""
     found = []
