@@ -10,7 +10,7 @@ import sys
 from tui import __version__
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench")
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
@@ -32,16 +32,29 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
 
 
+def _accept_len_arg(text: str) -> str:
+    if text.strip().lower() in ("none", "off"):
+        return "none"
+    try:
+        float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (use e.g. 3.2, or 0 / none)") from None
+    return text
+
+
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
     p.add_argument("--fault", choices=FAULTS, help="inject a failure")
+    p.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
+                   help="mean speculative acceptance length, 1 to 4 (default 3.2: a drafter that works); "
+                        "0 or none: no speculative decoding")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        epilog="subcommands: wait, stop, dump, bench, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -72,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     _host_options(dump)
     dump.add_argument("--json", action="store_true", help="print the ranks, their groups and the odd ones as JSON")
     dump.add_argument("--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)")
+
+    bench = sub.add_parser("bench", help="measure a ready server: TTFT, output tok/s, speculative acceptance length")
+    _host_options(bench)
+    bench.add_argument("--requests", type=int, default=16, metavar="N", help="requests in all (the cap; default 16)")
+    bench.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests at a time (default 4)")
+    bench.add_argument("--max-tokens", type=int, default=256, metavar="N", help="new tokens per request (default 256)")
+    bench.add_argument("--prompts", metavar="FILE", help='JSONL, one {"text": "…"} per line (default: the built-in set)')
+    bench.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop after S seconds (default 300)")
+    bench.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
+    bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument("logfile", metavar="LOGFILE")

@@ -95,6 +95,7 @@ def start_sim(
     traffic: float = 0.0,
     env: dict[str, str] | None = None,
     prefix: list[str] | None = None,
+    accept_len: float | str | None = None,
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -111,6 +112,8 @@ def start_sim(
         argv += ["--fault", fault]
     if traffic:
         argv += ["--traffic", str(traffic)]
+    if accept_len is not None:
+        argv += ["--accept-len", str(accept_len)]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), RUN_MARKER: run_id, **(env or {})}
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -134,6 +137,17 @@ def wait_for_log(sim: SimServer, needle: bytes, timeout: float = 20.0) -> bytes:
             tail = data[-2000:].decode(errors="replace")
             raise AssertionError(f"{needle!r} not in the log after {timeout} s; tail:\n{tail}")
         time.sleep(0.01)
+
+
+def wait_ready(sim: SimServer, timeout: float = 60.0) -> SimServer:
+    """Until the log says fired up and /health answers 200; returns the simulator."""
+    wait_for_log(sim, b"fired up", timeout)
+    deadline = time.monotonic() + timeout
+    while http_get(sim.port, "/health")[0] != 200:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the simulator never answered /health 200 in {timeout} s")
+        time.sleep(0.05)
+    return sim
 
 
 def group_pids(pgid: int) -> list[int]:

@@ -53,20 +53,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def simulate_command(*, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None) -> str:
+def simulate_command(*, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None,
+                     accept_len: str | None = None) -> str:
     """The `--launch` command line that starts the simulator (every word quoted)."""
     words = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port),
              "--gpu-state", str(gpu_dir), "--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC)]
     if fault:
         words += ["--fault", fault]
+    if accept_len is not None:
+        words += ["--accept-len", accept_len]
     return " ".join(shlex.quote(w) for w in words)
 
 
-async def start_demo(speed: float, fault: str | None) -> Demo:
+async def start_demo(speed: float, fault: str | None, accept_len: str | None = None) -> Demo:
     """Launch the simulator in a fresh temp dir on a free port, the way `--launch` launches a real server."""
     workdir = Path(tempfile.mkdtemp(prefix="sglang-tui-demo-"))
     log, gpu_dir, port = workdir / "server.log", workdir / "gpus", free_port()
-    launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault)
+    launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault, accept_len=accept_len)
     host = LocalHost()
     await host.connect()
     control = ServerControl(host, port=port, log_path=str(log), launch=launch, cwd=PROJECT_ROOT,
@@ -101,7 +104,7 @@ async def demo(args: argparse.Namespace) -> int:
         print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
         return 2
     try:
-        running = await start_demo(args.speed, args.fault)
+        running = await start_demo(args.speed, args.fault, getattr(args, "accept_len", None))
     except DemoError as err:
         print(f"sglang-tui demo: {err}", file=sys.stderr)
         return 1

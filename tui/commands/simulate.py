@@ -9,8 +9,22 @@ import sys
 from tui.sim.params import SimParams, check
 
 
+def _accept_len(value: object) -> float | None:
+    """`--accept-len X`: None when not given; 0 (or `none`) turns speculative decoding off."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in ("none", "off", "0", "0.0"):
+        return 0.0
+    return float(text)  # argparse's type already checked it parses
+
+
 def params_from_args(args: argparse.Namespace) -> SimParams:
     speculative = None if str(args.speculative).lower() == "none" else str(args.speculative).upper()
+    accept = _accept_len(getattr(args, "accept_len", None))
+    if accept == 0.0:
+        speculative = None
+    extra = {} if accept is None or accept == 0.0 else {"accept_len": accept}
     return SimParams(
         log=os.path.abspath(args.log),
         port=args.port,
@@ -22,6 +36,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         speculative=speculative,
         gpu_state=os.path.abspath(args.gpu_state) if args.gpu_state else None,
         traffic=float(getattr(args, "traffic", 0.0) or 0.0),
+        **extra,  # type: ignore[arg-type]
     )
 
 

@@ -8,11 +8,13 @@ import argparse
 import asyncio
 import sys
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tui.core.state import Readiness
 
 if TYPE_CHECKING:
+    from tui.sources.bench import BenchRunner
     from tui.sources.control import ServerControl
     from tui.sources.host import Host
     from tui.sources.monitor import Monitor
@@ -40,6 +42,13 @@ async def watch(args: argparse.Namespace) -> int:
         await host.close()
 
 
+def _bench_runner(host: Host, port: int, log: str | None) -> BenchRunner:
+    """A bench runner with the default plan (the `b` key), on the host the monitor watches."""
+    from tui.sources.bench import BenchPlan, BenchRunner
+
+    return BenchRunner(host, port, BenchPlan(), log_path=log)
+
+
 def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
               control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
@@ -65,7 +74,8 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
-                        dump=_dumper(host, control, args.remote_python, host_label))
+                        dump=_dumper(host, control, args.remote_python, host_label),
+                        bench=partial(_bench_runner, host, args.port, args.log))
     return SglangTui(sources, read_only=args.read_only, initial=start), monitor
 
 

@@ -10,7 +10,7 @@ what is printed (log timestamps, tqdm elapsed/rate/remaining, `elapsed=` fields)
 
 Modules: params (what to simulate), logformat + bars (the text), script (a rank's timeline as data),
 memory + gpustate (GPU memory per rank, published for the GPU probe), faults (failure texts), rank / detok /
-procs (the children), http + api + engine (the HTTP server), server (the main process), clock.
+procs (the children), http + api + engine + metrics (the HTTP server, /metrics), server (the main process), clock.
 
 What the faults model (reference §4, §6):
 - oom-load / oom-capture / nccl-timeout: TP3 (or the last rank) logs `Scheduler hit an exception:` with the

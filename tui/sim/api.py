@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from tui.sim.engine import Engine, word
 from tui.sim.http import Request, Response
+from tui.sim.metrics import prometheus_text
 from tui.sim.params import MODEL, SimParams
 
 CONTEXT_LEN = 131072
@@ -39,6 +41,10 @@ class Api:
         self.draining = False
         self.fail_generate = False  # the warmup-fail fault: generation answers 500
         self.in_flight = 0
+        self.received = 0  # generation requests received (/generate and the OpenAI routes), warmup included
+        self.finished = 0  # … that ran to their end
+        self.aborted = 0  # … whose client went away mid-generation (the request left the batch)
+        self.max_in_flight = 0
         new = params.fmt != "0.5.9"
         self.routes: dict[str, dict[str, Callable[[Request], object]]] = {
             "/health": {"GET": self.health},
@@ -52,6 +58,8 @@ class Api:
             "/generate": {"POST": self.generate, "PUT": self.generate},
             "/v1/chat/completions": {"POST": self.chat},
             "/v1/completions": {"POST": self.completions},
+            "/metrics": {"GET": self.metrics},
+            "/sim_stats": {"GET": self.sim_stats},  # the simulator's own counters (tests); not an SGLang route
         }
         if new:
             self.routes["/ready"] = {"GET": self.ping}
@@ -124,15 +132,32 @@ class Api:
             return Response.json({"object": "error", "message": "request body must be a JSON object", "code": 400}, 400)
         return body
 
-    async def _tokens(self, prompt: int, max_new: int) -> AsyncIterator[str]:
+    async def metrics(self, _request: Request) -> Response:
+        """Prometheus text with SGLang's metric names (as with --enable-metrics)."""
+        return Response(200, prometheus_text(self.p, self.engine, self.in_flight, self.finished, self.aborted).encode(),
+                        content_type="text/plain; version=0.0.4; charset=utf-8")  # fmt: skip
+
+    async def sim_stats(self, _request: Request) -> Response:
+        return Response.json({"received": self.received, "finished": self.finished, "aborted": self.aborted,
+                              "in_flight": self.in_flight, "max_in_flight": self.max_in_flight})  # fmt: skip
+
+    async def _tokens(self, prompt: int, max_new: int, stats: dict[str, int] | None = None) -> AsyncGenerator[str, None]:
+        """Each step's text; stopping early (the client went away) aborts the request in the engine."""
+        self.received += 1
         self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        done = 0
         try:
-            i = 0
-            async for n in self.engine.generate(prompt, max_new):
-                yield "".join(word(i + k) for k in range(n))
-                i += n
+            async with contextlib.aclosing(self.engine.generate(prompt, max_new, stats)) as steps:
+                async for n in steps:
+                    yield "".join(word(done + k) for k in range(n))
+                    done += n
         finally:
             self.in_flight -= 1
+            if done >= max_new:
+                self.finished += 1
+            else:
+                self.aborted += 1
 
     async def generate(self, request: Request) -> Response:
         body = self._body(request)
@@ -149,25 +174,35 @@ class Api:
         prompt = len(body.get("input_ids") or []) or _prompt_tokens(str(text or ""))  # type: ignore[arg-type]
         rid = uuid.uuid4().hex
         start = time.monotonic()
+        stats: dict[str, int] = {"verify_ct": 0}
 
         def meta(done: int, finished: bool) -> dict[str, object]:
-            info: dict[str, object] = {"id": rid, "prompt_tokens": prompt, "completion_tokens": done,
-                                       "cached_tokens": 0, "e2e_latency": round(time.monotonic() - start, 4)}  # fmt: skip
-            info["finish_reason"] = {"type": "length", "length": done} if finished else None
+            # SGLang 0.5.23's keys; e2e_latency and the speculative figures come with the last chunk only
+            info: dict[str, object] = {"id": rid, "finish_reason": {"type": "length", "length": done} if finished else None,
+                                       "prompt_tokens": prompt, "weight_version": "default", "num_retractions": 0,
+                                       "reasoning_tokens": 0, "completion_tokens": done, "cached_tokens": 0}  # fmt: skip
+            if finished:
+                info["e2e_latency"] = round(time.monotonic() - start, 4)
+                verify = stats["verify_ct"]
+                if self.p.speculative and verify > 0:
+                    info["spec_accept_length"] = done / verify
+                    info["spec_verify_ct"] = verify
             return info
 
         if body.get("stream"):
 
             async def events() -> AsyncIterator[bytes]:
                 out, done = "", 0
-                async for piece in self._tokens(prompt, max_new):
-                    out += piece
-                    done = len(out.split())
-                    yield f"data: {json.dumps({'text': out, 'meta_info': meta(done, done >= max_new)})}\n\n".encode()
+                async with contextlib.aclosing(self._tokens(prompt, max_new, stats)) as pieces:
+                    async for piece in pieces:
+                        out += piece
+                        done = len(out.split())
+                        chunk = {"text": out, "meta_info": meta(done, done >= max_new)}
+                        yield f"data: {json.dumps(chunk)}\n\n".encode()
                 yield b"data: [DONE]\n\n"
 
             return Response(200, content_type="text/event-stream", stream=events())
-        out = "".join([piece async for piece in self._tokens(prompt, max_new)])
+        out = "".join([piece async for piece in self._tokens(prompt, max_new, stats)])
         return Response.json({"text": out, "meta_info": meta(len(out.split()), True)})
 
     async def chat(self, request: Request) -> Response:

@@ -11,7 +11,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
+from typing import AsyncGenerator, AsyncIterator, Callable
 
 from tui.sim.clock import SimClock
 from tui.sim.logformat import LogFormat
@@ -20,7 +20,7 @@ DECODE_LOG_INTERVAL = 40
 ITER_SECONDS = 0.012  # one verify/decode forward of a 70B model on 8 H200s
 ITER_SECONDS_PER_REQ = 0.0003
 ACCEPT_CHOICES = (1, 2, 3, 4)
-ACCEPT_WEIGHTS = (0.08, 0.14, 0.26, 0.52)  # mean accept length ≈ 3.2 with 4 draft tokens
+DEFAULT_ACCEPT_LEN = 3.2  # a drafter that works: ≈3.2 tokens per verify step with 4 draft tokens
 WORDS = (
     " Paris. It is the capital and most populous city of France, on the Seine river in the north of the"
     " country. The city is known for its museums, its architecture and its cafes, and it has been a major"
@@ -34,6 +34,19 @@ class _Request:
     max_new: int
     out: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
     done: int = 0
+    verify_ct: int = 0  # speculative verify steps (decode forwards) that produced this request's tokens
+
+
+def accept_weights(mean: float) -> tuple[float, ...]:
+    """P(a verify step yields k tokens), k = 1..4, when each draft token is accepted with probability p
+    after an accepted one (a chain): mean 1 + p + p² + p³, p solved for `mean` (1 to 4)."""
+    n = len(ACCEPT_CHOICES)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        p = (lo + hi) / 2
+        lo, hi = (p, hi) if sum(p**k for k in range(n)) < mean else (lo, p)
+    p = (lo + hi) / 2
+    return tuple((1 - p) * p ** (k - 1) for k in range(1, n)) + (p ** (n - 1),)
 
 
 def word(i: int) -> str:
@@ -45,11 +58,12 @@ class Engine:
     """Owned by the main process's event loop; `write` appends a line to the log."""
 
     def __init__(self, fmt: LogFormat, clock: SimClock, write: Callable[[str], None], *, speculative: bool,
-                 max_tokens: int, seed: int = 0) -> None:  # fmt: skip
+                 max_tokens: int, seed: int = 0, accept_len: float = DEFAULT_ACCEPT_LEN) -> None:  # fmt: skip
         self.fmt = fmt
         self.clock = clock
         self.write = write
         self.speculative = speculative
+        self.accept_weights = accept_weights(accept_len)
         self.max_tokens = max(max_tokens, 1)
         self.rng = random.Random(seed)
         self.pending: list[_Request] = []
@@ -63,18 +77,29 @@ class Engine:
         self.last_accept: float | None = None
         self.task: asyncio.Task[None] | None = None
         self.health_lock = asyncio.Lock()
+        self.spec_verify_calls = 0  # all verify steps so far (sglang:spec_verify_calls_total)
+        self.generation_tokens = 0  # all tokens generated so far (sglang:generation_tokens_total)
 
-    async def generate(self, prompt_tokens: int, max_new_tokens: int) -> AsyncIterator[int]:
-        """Yields how many new tokens each step produced, until max_new_tokens were generated."""
+    async def generate(self, prompt_tokens: int, max_new_tokens: int, stats: dict[str, int] | None = None) -> AsyncGenerator[int, None]:
+        """Yields how many new tokens each step produced, until max_new_tokens were generated. `stats`, when
+        given, holds the request's `verify_ct` as it goes. A caller that stops early aborts the request (as
+        SGLang aborts one whose client went away): it leaves the batch at once."""
         req = _Request(max(prompt_tokens, 1), max(max_new_tokens, 1))
         self.pending.append(req)
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self._loop())
-        while True:
-            n = await req.out.get()
-            if n is None:
-                return
-            yield n
+        try:
+            while True:
+                n = await req.out.get()
+                if stats is not None:
+                    stats["verify_ct"] = req.verify_ct
+                if n is None:
+                    return
+                yield n
+        finally:
+            for queue in (self.pending, self.running):
+                if req in queue:
+                    queue.remove(req)
 
     async def health(self, min_real_seconds: float) -> None:
         """SGLang's /health: a 1-token generation, one at a time, taking at least min_real_seconds."""
@@ -105,15 +130,19 @@ class Engine:
         self.write(self.fmt.line(self.clock.now(), text, 0))
         for req in new:  # the prefill forward produces each request's first token
             req.done = 1
+            self.generation_tokens += 1
             req.out.put_nowait(1)
         self.running += new
 
     def _decode_step(self) -> None:
         self.iterations += 1
         for req in self.running:
-            n = self.rng.choices(ACCEPT_CHOICES, ACCEPT_WEIGHTS)[0] if self.speculative else 1
+            n = self.rng.choices(ACCEPT_CHOICES, self.accept_weights)[0] if self.speculative else 1
             n = min(n, req.max_new - req.done)
             req.done += n
+            req.verify_ct += 1 if self.speculative else 0
+            self.spec_verify_calls += 1 if self.speculative else 0
+            self.generation_tokens += n
             self.window_tokens += n
             self.window_steps += 1
             req.out.put_nowait(n)

@@ -112,10 +112,15 @@ async def _send(writer: asyncio.StreamWriter, response: Response, keep_alive: bo
     headers["transfer-encoding"] = "chunked"
     writer.write(_head(response.status, headers))
     await writer.drain()
-    async for chunk in response.stream:
-        if chunk:
-            writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-            await writer.drain()
+    try:
+        async for chunk in response.stream:
+            if chunk:
+                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                await writer.drain()
+    finally:  # the client went away mid-stream: close the stream now, so its request stops at once
+        close = getattr(response.stream, "aclose", None)
+        if close is not None:
+            await close()
     writer.write(b"0\r\n\r\n")
     await writer.drain()
 

@@ -22,6 +22,7 @@ FAULTS = (
     "download",
 )
 SPECULATIVE = ("EAGLE3", "EAGLE", "none")
+MAX_ACCEPT_LEN = 4.0  # speculative_num_draft_tokens: a verify step yields at most this many tokens
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 DRAFT_MODELS = {"EAGLE3": "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", "EAGLE": "lmsys/sglang-EAGLE-LLaMA3-Instruct-70B"}
 
@@ -40,6 +41,7 @@ class SimParams:
     speculative: str | None = "EAGLE3"  # None: no speculative decoding
     gpu_state: str | None = None
     traffic: float = 0.0  # background requests per simulated minute once ready
+    accept_len: float = 3.2  # mean speculative acceptance length (tokens per verify step), 1 to 4
     t0: float = 0.0
     seed: int = 0
 
@@ -80,6 +82,9 @@ def check(params: SimParams) -> str | None:
         return f"--port {params.port}: use a TCP port between 1 and 65535"
     if params.fault is not None and params.fault not in FAULTS:
         return f"--fault {params.fault}: use one of {', '.join(FAULTS)}"
+    if params.speculative is not None and not 1.0 <= params.accept_len <= MAX_ACCEPT_LEN:
+        return (f"--accept-len {params.accept_len}: use 1 to {MAX_ACCEPT_LEN:g} tokens per verify step "
+                "(4 draft tokens), or 0 / none for no speculative decoding")  # fmt: skip
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
     return None

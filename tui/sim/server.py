@@ -56,7 +56,7 @@ class Main:
         self.http: asyncio.Server | None = None
         mem = RankMemory(params.tp, params.speculative is not None)
         self.engine = Engine(self.fmt, self.clock, self.err, speculative=params.speculative is not None,
-                             max_tokens=mem.tokens, seed=params.seed)  # fmt: skip
+                             max_tokens=mem.tokens, seed=params.seed, accept_len=params.accept_len)  # fmt: skip
         self.api = Api(params, self.engine, lambda: server_info(params, self.engine), self.say)
         self.uvicorn_up = False
         self.started_warmup = 0.0

@@ -24,7 +24,7 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
         ("pp_size", 1), ("stream_interval", 1), ("stream_output", False), ("random_seed", 913207644),
         ("watchdog_timeout", 300), ("dist_timeout", None), ("download_dir", None), ("base_gpu_id", 0),
         ("gpu_id_step", 1), ("log_level", "info"), ("log_level_http", None), ("log_requests", False),
-        ("show_time_cost", False), ("enable_metrics", False), ("decode_log_interval", 40), ("api_key", None),
+        ("show_time_cost", False), ("enable_metrics", True), ("decode_log_interval", 40), ("api_key", None),
         ("served_model_name", MODEL), ("dp_size", 1), ("load_balance_method", "round_robin"),
         ("dist_init_addr", None), ("nnodes", 1), ("node_rank", 0), ("attention_backend", "fa3"),
         ("sampling_backend", "flashinfer"), ("speculative_algorithm", spec),

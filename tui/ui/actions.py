@@ -22,6 +22,11 @@ class Action:
     dangerous: bool = False
     show: bool = True  # shown in the footer
     builtin: bool = False  # bound by Textual itself (listed, not re-bound)
+    asks: bool = False  # opens a confirm dialog first without being dangerous (kept with --read-only)
+
+    @property
+    def asks_first(self) -> bool:
+        return self.dangerous or self.asks
 
     @property
     def display_key(self) -> str:
@@ -47,6 +52,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("pane-shards", "2", "pane('shards')", "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore", "shards", show=False),
     Action("pane-gpus", "3", "pane('gpus')", "Focus the GPUs pane; again: maximize, again: restore", "GPUs", show=False),
     Action("pane-health", "4", "pane('health')", "Focus the health / decode pane; again: maximize, again: restore", "health", show=False),
+    Action("bench", "b", "bench", "Benchmark the ready server: TTFT, tok/s, accept len (asks first; escape or ctrl+c stops it)", "bench",
+           asks=True),
+    Action("bench-stop", "escape,ctrl+c", "stop_bench", "Stop a running bench (no request is left running)", show=False),
     Action("restart-server", "r", "restart_server", "Restart the server (asks first)", "restart", dangerous=True),
     Action("terminate-server", "T", "terminate_server", "Terminate the server: SIGTERM its process group (asks first)", "terminate", dangerous=True),
     Action("kill-server", "K", "kill_server", "Kill the server: SIGKILL its processes (asks first)", "kill", dangerous=True),
@@ -80,7 +88,7 @@ def key_table_markdown(read_only: bool = False) -> str:
     """The key table as markdown (README and help screen)."""
     rows = ["| Key | Action | Id | Asks first |", "|---|---|---|---|"]
     for a in visible_actions(read_only):
-        rows.append(f"| {a.display_key} | {a.description} | `{a.id}` | {'yes' if a.dangerous else ''} |")
+        rows.append(f"| {a.display_key} | {a.description} | `{a.id}` | {'yes' if a.asks_first else ''} |")
     return "\n".join(rows) + "\n"
 
 

@@ -16,6 +16,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
 from tui.core.loglines import LineSplitter
@@ -23,7 +24,7 @@ from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
 from tui.ui.labels import control_summary, stopped_by_us
-from tui.ui.messages import ControlFinished, EventsReceived
+from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
 from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
@@ -32,6 +33,7 @@ from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
+from tui.ui.screens.bench import BenchResultScreen
 from tui.ui.screens.confirm import ConfirmScreen
 from tui.ui.screens.help import HelpScreen
 
@@ -48,6 +50,16 @@ _TITLES = {
     "terminate": "Terminate the server (SIGTERM to its process group)?",
     "kill": "Kill the server (SIGKILL to all its processes)?",
 }
+
+
+class BenchLike(Protocol):
+    """What the app needs from tui.sources.bench.BenchRunner (one per bench)."""
+
+    def describe(self, where: str) -> str: ...
+
+    async def check_ready(self) -> None: ...
+
+    async def run(self) -> BenchResult: ...
 
 
 @dataclass
@@ -68,6 +80,10 @@ class UiSources:
     """On start, launch the server through `control` when no process of it is found (`--launch`)."""
     dump: Callable[[], Awaitable[tuple[str, str | None]]] | None = None
     """The `d` key: py-spy every process of the server and save it; (one line, the file) (issue 13)."""
+    bench: Callable[[], BenchLike] | None = None
+    """A new bench runner for the `b` key (None: no bench)."""
+    previous_bench: Callable[[], BenchResult | None] | None = None
+    """The last launch's bench of the same launch key, from the history store (None: no store wired)."""
 
 
 _RESET_WORDS = {
@@ -156,6 +172,8 @@ class SglangTui(App[None]):
         """Monitor batches folded so far (tests wait on it)."""
         self.control_results: list[ControlResult] = []
         """Every ControlResult that came back (newest last)."""
+        self.bench_results: list[BenchFinished] = []
+        """Every bench that came back, finished or stopped (newest last)."""
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
         self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
@@ -302,6 +320,10 @@ class SglangTui(App[None]):
     # -------------------------------------------------------------------------------- keys → intents
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "bench":
+            return self.sources.bench is not None  # no bench wired (replays, tests): not in the footer
+        if action == "stop_bench":
+            return self._bench_running()  # otherwise escape goes on to whatever else uses it
         if action in actions.DANGEROUS_ACTIONS:
             if self.read_only:
                 return False
@@ -437,6 +459,77 @@ class SglangTui(App[None]):
                 self._run_control(verb, command)
 
         self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command), answered)
+
+    # ------------------------------------------------------------------------------------------- bench
+
+    def _bench_running(self) -> bool:
+        return any(w.group == "bench" and w.is_running for w in self.workers)
+
+    def _bench_where(self) -> str:
+        return f"{self.sources.host_label} port {self.sources.port}" if self.sources.port else self.sources.host_label
+
+    def action_bench(self) -> None:
+        """Once ready: confirm with the numbers (what will be sent, the caps), then run it in a worker."""
+        factory = self.sources.bench
+        if factory is None:
+            self.notify("no bench for this server", severity="warning", timeout=3)
+            return
+        if self._bench_running():
+            self.notify("a bench is running (escape stops it)", severity="warning", timeout=3)
+            return
+        if isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
+            return
+        if self._live.phase not in _UP:
+            self.notify(f"bench: the server is not ready yet ({self._live.phase.value})", severity="warning", timeout=5)
+            return
+        runner = factory()
+        plan = runner.describe(self._bench_where())
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify("bench: running (escape stops it)", title="bench", timeout=5)
+                self._run_bench(runner)
+
+        self.push_screen(ConfirmScreen("Benchmark the server?", self.sources.host_label, plan), answered)
+
+    def action_stop_bench(self) -> None:
+        for worker in self.workers:
+            if worker.group == "bench" and worker.is_running:
+                worker.cancel()
+
+    @work(exclusive=True, group="bench", exit_on_error=False)
+    async def _run_bench(self, runner: BenchLike) -> None:
+        try:
+            await runner.check_ready()
+            result = await runner.run()
+        except asyncio.CancelledError:
+            self.post_message(BenchFinished(None, "stopped; every open stream was closed, so no request is left running"))
+            raise
+        except Exception as err:  # not ready, the link went away: a line to show, not a crash
+            self.post_message(BenchFinished(None, str(err) or type(err).__name__))
+            return
+        self.post_message(BenchFinished(result))
+
+    def on_bench_finished(self, message: BenchFinished) -> None:
+        self.bench_results.append(message)
+        result = message.result
+        live = self._held_live if self.paused else self.log_pane.live
+        if result is None:
+            self._show_lines([marker(f"sglang-tui bench: {message.problem}")], live)
+            self.notify(message.problem, title="bench", severity="warning", timeout=10)
+            return
+        accept = "accept len none" if result.accept_len is None else bound(result.accept_len)
+        rate = "—" if result.tok_s_p50 is None else f"{result.tok_s_p50:.0f}"
+        summary = f"{result.ok} ok, {result.failed} failed; {accept}; {rate} tok/s per request"
+        self._show_lines([marker(f"sglang-tui bench: {summary}", "milestone")], live)
+        previous = None
+        if self.sources.previous_bench is not None:
+            try:
+                previous = self.sources.previous_bench()
+            except Exception as err:  # a history read must not lose the result
+                self.log.error(f"previous bench: {err}")
+        if not isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
+            self.push_screen(BenchResultScreen(result, self._bench_where(), previous, self.sources.previous_bench is not None))
 
     @work(exclusive=True, group="control", exit_on_error=False)
     async def _run_control(self, verb: str, command: str) -> None:

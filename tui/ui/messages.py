@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from tui.core.benchstats import BenchResult
 from tui.core.events import ControlResult, Event
 from tui.ui.panes.log_view import LogLine
 
@@ -24,3 +25,11 @@ class ControlFinished(Message):
     """A restart/terminate/kill came back with what the host reported."""
 
     result: ControlResult
+
+
+@dataclass
+class BenchFinished(Message):
+    """A bench came back: its result, or None when it was stopped (Esc) or could not start (`problem`)."""
+
+    result: BenchResult | None
+    problem: str = ""

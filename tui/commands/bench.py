@@ -1,0 +1,130 @@
+"""`sglang-tui bench HOST --port N`: measure a ready server — TTFT, output tok/s, speculative acceptance length.
+
+It says what it will send (stderr) before sending anything, checks `/health` first, and stops at the
+request cap and the time cap. Exit 0: the bench ran and at least one request succeeded; 1: the server is
+not ready, or every request failed; 2: bad arguments or a bad prompts file (one line); 4: cannot connect;
+130: interrupted (Ctrl-C), with every open stream closed so no request is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+
+from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
+from tui.core.benchstats import render
+from tui.sources.bench import BenchPlan, BenchRunner, NotReady
+from tui.sources.connect import make_host
+from tui.sources.host import HostError
+
+EXIT_OK, EXIT_NOT_READY, EXIT_USAGE, EXIT_CONNECT, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+PROGRESS_EVERY_S = 5.0
+
+
+def _say(line: str) -> None:
+    print(f"sglang-tui bench: {line}", file=sys.stderr, flush=True)
+
+
+def plan_from_args(args: argparse.Namespace) -> BenchPlan:
+    """The plan; PromptsError (one line) for a bad --prompts file."""
+    prompts, source = BUILTIN, "built-in"
+    if args.prompts:
+        try:
+            with open(args.prompts, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise PromptsError(f"--prompts {args.prompts}: cannot read it ({err.strerror})") from None
+        prompts, source = parse_jsonl(data, args.prompts), args.prompts
+    return BenchPlan(requests=args.requests, concurrency=args.concurrency, max_new_tokens=args.max_tokens,
+                     timeout_s=args.timeout, prompts=prompts, prompts_from=source,
+                     temperature=args.temperature)  # fmt: skip
+
+
+async def _progress(runner: BenchRunner, started: float) -> None:
+    while True:
+        await asyncio.sleep(PROGRESS_EVERY_S)
+        p = runner.progress
+        _say(f"[{time.monotonic() - started:5.0f} s] {p.done}/{runner.plan.requests} done, {p.failed} failed, "
+             f"{p.in_flight} in flight")  # fmt: skip
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (and SIGTERM) cancel the bench, even where a shell started it with SIGINT ignored: the
+    cancellation closes every open stream before the process ends."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, task.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+
+
+async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
+    _stop_on_signals()
+    host = make_host(args)
+    try:
+        try:
+            await asyncio.wait_for(host.connect(), 60)
+        except (HostError, OSError, asyncio.TimeoutError) as exc:
+            _say(f"cannot connect to {args.host}: {str(exc) or 'timed out'}")
+            return EXIT_CONNECT
+        runner = BenchRunner(host, args.port, plan, log_path=args.log)
+        try:
+            await runner.check_ready()
+        except NotReady as exc:
+            _say(f"{exc}; wait for it first: sglang-tui wait {args.host} --port {args.port}")
+            return EXIT_NOT_READY
+        except HostError as exc:
+            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            return EXIT_CONNECT
+        _say("sending " + plan.describe(f"{args.host} port {args.port}"))
+        started = time.monotonic()
+        ticker = asyncio.ensure_future(_progress(runner, started))
+        try:
+            result = await runner.run()
+        except HostError as exc:  # the forward could not be opened, or the link went for good
+            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            return EXIT_CONNECT
+        except asyncio.CancelledError:
+            p = runner.progress
+            _say(f"interrupted after {p.done} of {plan.requests} requests ({p.failed} failed); "
+                 "every open stream was closed, so no request is left running")  # fmt: skip
+            raise
+        finally:
+            ticker.cancel()
+        if args.json:
+            print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+        else:
+            print("\n".join(render(result)), flush=True)
+        if result.ok == 0:
+            _say(f"every request failed ({result.errors[0] if result.errors else 'no reason'})")
+            return EXIT_NOT_READY
+        return EXIT_OK
+    finally:
+        await host.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = plan_from_args(args)
+    except PromptsError as err:
+        _say(str(err))
+        return EXIT_USAGE
+    problem = plan.check()
+    if problem is None and not 0 < args.port < 65536:
+        problem = f"--port {args.port} is not a TCP port (1-65535)"
+    if problem is None and not 0.0 <= args.temperature <= 2.0:
+        problem = f"--temperature {args.temperature:g}: use 0 to 2"
+    if problem is not None:
+        _say(problem)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(bench(args, plan))
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM (the handlers cancel the main task)
+        return EXIT_INTERRUPTED
