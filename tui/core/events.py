@@ -30,6 +30,12 @@ class ServerArgs:
     host: str | None = None
     at: str | None = None
     t: float | None = None
+    # more of the launch's key (issue 9 history); None when the line does not say
+    ep_size: int | None = None
+    nnodes: int | None = None
+    load_format: str | None = None
+    quantization: str | None = None
+    args_hash: str | None = None  # tui.core.launchkey.args_hash of the line
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tui.core import fmt
+from tui.core import eta, fmt
 from tui.core.events import HealthResult
-from tui.core.stall import describe
+from tui.core.stall import describe, limit_for
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
 
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
@@ -45,10 +45,21 @@ MILESTONE_LABELS = {
 
 def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     """(reason, evidence) for the state at clock time `now`."""
-    reason = _reason(s)
+    reason = _reason(s, now)
     if s.stall is not None:
         reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
+    elif s.past is not None:
+        reason += _history_suffix(s, now)
     return reason, _evidence(s, now)
+
+
+def _history_suffix(s: Readiness, now: float) -> str:
+    """" · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
+    if s.phase in (Phase.READY, Phase.SERVING):
+        slow = eta.slow_phases(s)
+        return "; " + ", ".join(eta.slow_words(p, f).replace(" slower", " was slower", 1) for p, f in slow) if slow else ""
+    found = eta.estimate(s, now).slow
+    return f" · {eta.slow_words(*found)}" if found is not None else ""
 
 
 def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
@@ -64,7 +75,7 @@ def health_text(r: HealthResult) -> str:
 # -------------------------------------------------------------------------------------------------- reason
 
 
-def _reason(s: Readiness) -> str:
+def _reason(s: Readiness, now: float) -> str:
     phase = s.phase
     if phase is Phase.STARTING:
         if s.launched:
@@ -76,11 +87,11 @@ def _reason(s: Readiness) -> str:
     if phase is Phase.INIT:
         return f"initialising distributed: {_ranks(s, 'init_begin')} began, {_ranks(s, 'init_end')} done"
     if phase is Phase.LOADING_WEIGHTS:
-        return _loading_reason(s)
+        return _loading_reason(s, now)
     if phase is Phase.KV_CACHE:
         return f"allocating KV cache: {_ranks(s, 'kv_alloc')} allocated"
     if phase is Phase.CUDA_GRAPH:
-        return _capture_reason(s)
+        return _capture_reason(s, now)
     if phase is Phase.WARMUP:
         return _warmup_reason(s)
     if phase is Phase.READY:
@@ -90,12 +101,12 @@ def _reason(s: Readiness) -> str:
     return _failed_reason(s)
 
 
-def _loading_reason(s: Readiness) -> str:
+def _loading_reason(s: Readiness, now: float) -> str:
     bar = s.shards
     if bar is None:
         began = _ranks(s, "load_begin")
         return f"loading weights: {began} began, no shard bar yet (an HF download prints nothing)"
-    text = f"loading weights: {bar.done}/{bar.total} shards{_pace(bar, 'shards')}"
+    text = f"loading weights: {bar.done}/{bar.total} shards{_pace(bar, 'shards', now, s)}"
     if s.draft_shards is not None:
         text += f"; draft {s.draft_shards.done}/{s.draft_shards.total}"
     ended = _count(s, "load_end")
@@ -104,12 +115,12 @@ def _loading_reason(s: Readiness) -> str:
     return text
 
 
-def _capture_reason(s: Readiness) -> str:
+def _capture_reason(s: Readiness, now: float) -> str:
     bar = s.capture
     if bar is None:
         return f"capturing CUDA graphs: {_ranks(s, 'graph_begin')} began"
     bs = f" (bs={bar.bs})" if bar.bs is not None else ""
-    return f"capturing CUDA graphs: {bar.done}/{bar.total} batches{bs}{_pace(bar, 'batches')}"
+    return f"capturing CUDA graphs: {bar.done}/{bar.total} batches{bs}{_pace(bar, 'batches', now, s)}"
 
 
 def _warmup_reason(s: Readiness) -> str:
@@ -163,12 +174,17 @@ def _gone_suffix(s: Readiness) -> str:
     return "; the server process is gone" if s.process_alive is False else ""
 
 
-def _pace(bar: BarState, unit: str) -> str:
+def _pace(bar: BarState, unit: str, now: float, s: Readiness) -> str:
+    """", 7.1 shards/s, ETA 12 s" (decaying with the silence), or, once nothing moved for WITHDRAW_AFTER x the
+    mean step interval, " · no progress for 45 s · stalled at 3m00s": never a frozen small number."""
     if bar.done >= bar.total > 0:
         return ""
     if bar.rate_per_s is None:
         return ""
-    return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(bar.eta_s)}"
+    left, silent = eta.bar_left(bar, now)
+    if silent is not None:
+        return " · " + eta.withdrawn_words(eta.Eta(silent_s=silent, stalled_at_s=limit_for(s)))
+    return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(left)}"
 
 
 def _count(s: Readiness, kind: str) -> int:

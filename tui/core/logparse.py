@@ -20,6 +20,7 @@ from tui.core.events import (
     ServerArgs,
     SpeculativeHint,
 )
+from tui.core.launchkey import args_hash
 from tui.core.logbars import parse_frame
 from tui.core.logbatch import BatchRun
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
@@ -272,6 +273,11 @@ class LogParser:
                 host=server_arg(msg, "host"),
                 at=at,
                 t=t,
+                ep_size=server_arg_int(msg, "ep_size"),
+                nnodes=server_arg_int(msg, "nnodes"),
+                load_format=server_arg(msg, "load_format"),
+                quantization=server_arg(msg, "quantization"),
+                args_hash=args_hash(msg),
             )
         )
 

@@ -11,6 +11,10 @@ and failed are never stalled. Limits per phase (seconds), each overridable by `R
 - loading_weights once shards move: max(3 min, 10 x the mean shard interval): a large shard is silent.
 - kv_cache 5 min, cuda_graph 5 min (capture batches tick every second or so).
 - warmup 10 min: SGLang's warmup request may wait up to 600 s, and JIT kernels compile silently there.
+
+With history (`Readiness.past`, issue 9), a phase's budget comes from its earlier launches instead:
+HISTORY_FACTOR x its median duration, at least HISTORY_FLOOR_S (the shard-interval rule still applies once
+shards move).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ PHASE_LIMITS: dict[Phase, float] = {
 }
 BEFORE_FIRST_SHARD = 20 * MINUTE
 SHARD_INTERVALS = 10.0
+HISTORY_FACTOR = 3.0
+HISTORY_FLOOR_S = 60.0
 NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
 
 
@@ -39,13 +45,23 @@ def limit_for(state: Readiness) -> float | None:
         return None
     if state.stall_after is not None:
         return max(0.0, state.stall_after)
+    budget = history_budget(state)
     if state.phase is Phase.LOADING_WEIGHTS:
         if state.shards is None or state.shards.done == 0:
-            return BEFORE_FIRST_SHARD
+            return budget if budget is not None else BEFORE_FIRST_SHARD
         interval = mean_interval(state.shards)
         floor = PHASE_LIMITS[Phase.LOADING_WEIGHTS]
         return max(floor, SHARD_INTERVALS * interval) if interval else floor
-    return PHASE_LIMITS.get(state.phase)
+    return budget if budget is not None else PHASE_LIMITS.get(state.phase)
+
+
+def history_budget(state: Readiness) -> float | None:
+    """The current phase's budget from the earlier launches of its key, None without history."""
+    past = state.past
+    median = past.median(state.phase.value) if past is not None else None
+    if median is None:
+        return None
+    return max(HISTORY_FLOOR_S, HISTORY_FACTOR * median)
 
 
 def stall_for(state: Readiness, now: float) -> StallInfo | None:
