@@ -22,6 +22,8 @@ from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
+from tui.history.paths import history_path
+from tui.history.recorder import Recorder
 from tui.sources.monitor import Monitor
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
@@ -111,9 +113,9 @@ class Reporter:
 
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, recorder: Recorder | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
-    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT."""
+    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. The recorder (history) sees every state."""
     start = clock()
     state = Readiness(stall_after=stall_after)
     try:
@@ -122,6 +124,8 @@ async def wait_for(
                 now = clock()
                 for event in batch:
                     state = reduce(state, event, now)
+                if recorder is not None:
+                    state = recorder.update(state)
                 monitor.set_phase(state.phase)
                 reporter.update(state, now - start)
                 found = verdict(state)
@@ -151,7 +155,11 @@ async def _main(args: argparse.Namespace) -> int:
             host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus
         )
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        found, state = await wait_for(monitor, reporter, stall_after=args.stall_after, timeout=remaining)
+        recorder = Recorder(history_path(args), args.host, "wait")
+        found, state = await wait_for(
+            monitor, reporter, stall_after=args.stall_after, timeout=remaining, recorder=recorder
+        )
+        recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")

@@ -43,6 +43,8 @@ async def watch(args: argparse.Namespace) -> int:
 def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
               control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
+    from tui.history.paths import history_path
+    from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
     from tui.ui.app import SglangTui, UiSources
@@ -61,7 +63,11 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
-    return SglangTui(sources, read_only=args.read_only, initial=start), monitor
+    recorder = Recorder(history_path(args), host_label, "tui")
+    sources.state_hook = recorder.update
+    app = SglangTui(sources, read_only=args.read_only, initial=start)
+    app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
+    return app, monitor
 
 
 async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
@@ -72,4 +78,7 @@ async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, init
         await app.run_async()
     finally:
         await monitor.close()
+        recorder = getattr(app, "history_recorder", None)
+        if recorder is not None:
+            recorder.finish(getattr(app, "_live", None) or Readiness())
     return 0

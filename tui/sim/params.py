@@ -39,6 +39,8 @@ class SimParams:
     traffic: float = 0.0  # background requests per simulated minute once ready
     t0: float = 0.0
     seed: int = 0
+    loader: str = "default"  # default | multithread (issue 9: the burst pattern)
+    slow: str = ""  # "cuda_graph=2,weights=1.5": phases made slower (issue 9)
 
     @property
     def draft_model(self) -> str | None:
@@ -75,4 +77,19 @@ def check(params: SimParams) -> str | None:
         return f"--fault {params.fault}: use one of {', '.join(FAULTS)}"
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
+    return check_variation(params)
+
+
+def check_variation(params: SimParams) -> str | None:
+    """The issue-9 parameters: --loader, --slow, --seed."""
+    from tui.sim.variation import LOADERS, parse_slow
+
+    if params.loader not in LOADERS:
+        return f"--loader {params.loader}: use one of {', '.join(LOADERS)}"
+    try:
+        parse_slow(params.slow)
+    except ValueError as err:
+        return str(err)
+    if params.seed < 0:
+        return f"--seed {params.seed}: use 0 (the classic schedule) or a positive integer"
     return None
