@@ -94,6 +94,7 @@ def start_sim(
     port: int | None = None,
     traffic: float = 0.0,
     env: dict[str, str] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -109,6 +110,7 @@ def start_sim(
         argv += ["--fault", fault]
     if traffic:
         argv += ["--traffic", str(traffic)]
+    argv += list(extra)  # e.g. ("--seed", "3", "--slow", "cuda_graph=2")
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), RUN_MARKER: run_id, **(env or {})}
     with open(log, "ab") as out:
         proc = subprocess.Popen(

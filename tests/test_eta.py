@@ -1,0 +1,113 @@
+"""The ETA core (tui/core/eta.py), pure: history medians blended with live progress, the honest shard ETA that
+is withdrawn when progress stops, regressions flagged against the history, and the stall budget from it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.test_readiness_phases import at, feed, ranks
+from tui.core.eta import WITHDRAW_AFTER, estimate, eta_words
+from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, Milestone, ServerArgs, Tick
+from tui.core.past import Past, PastLaunch
+from tui.core.readiness import reduce
+from tui.core.report import to_json
+from tui.core.stall import limit_for
+from tui.core.state import Phase, Readiness
+
+T0 = 36000.0
+PHASES = (("starting", 2.0), ("init", 2.0), ("loading_weights", 64.0), ("kv_cache", 1.0), ("cuda_graph", 30.0),
+          ("warmup", 5.0))  # fmt: skip
+
+
+def past(n: int = 3, scale: tuple[float, ...] = (1.0, 0.97, 1.03), weight_gib: float | None = None) -> Past:
+    launches = tuple(
+        PastLaunch(i + 1, sum(d for _, d in PHASES) * scale[i % len(scale)],
+                   tuple((p, d * scale[i % len(scale)]) for p, d in PHASES), weight_gib, 16)
+        for i in range(n)
+    )  # fmt: skip
+    return Past(key="k", launches=launches)
+
+
+def loading(shards_done: int, every: float = 4.0, state: Readiness | None = None) -> Readiness:
+    """Into loading_weights at second 4; shard i of 16 done at second 4 + every*i."""
+    s = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4), state)
+    for d in range(shards_done + 1):
+        sec = 4 + every * d
+        s = reduce(s, BarProgress("weights", d, 16, at=at(int(sec))["at"], t=T0 + sec, elapsed_s=every * d), T0 + sec)
+    return s
+
+
+def test_no_history_gives_the_phase_progress_eta_only() -> None:
+    s = loading(4)
+    eta = estimate(s, s.updated_at)
+    assert eta.ready_in_s is None and eta.basis == "progress" and eta.launches == 0
+    assert eta.phase_left_s is not None and abs(eta.phase_left_s - 12 * 4.0) < 1.0
+    assert to_json(s)["eta"] == {"ready_in_s": None, "phase_left_s": round(eta.phase_left_s, 1), "basis": "progress",
+                                 "launches": 0}  # fmt: skip
+
+
+def test_history_gives_ready_in_from_medians_and_progress() -> None:
+    s = replace(loading(4), past=past())
+    now = s.updated_at
+    eta = estimate(s, now)
+    elapsed = now - s.phase_since  # 16 s of a 64 s median
+    expected_left = 0.75 * (64.0 - elapsed) + 0.25 * 48.0  # blended by the fraction done
+    assert eta.basis == "history" and eta.launches == 3
+    assert abs(eta.phase_left_s - expected_left) < 0.5
+    assert abs(eta.ready_in_s - (expected_left + 1.0 + 30.0 + 5.0)) < 0.5
+    words = eta_words(eta)
+    assert words.startswith("ready in ~") and "last 3 launches" in words and "–" in words
+
+
+def test_shard_eta_decays_then_is_withdrawn_after_three_intervals() -> None:
+    s = loading(8, every=4.0)  # a shard every 4 s, the last at second 36
+    last = s.shards.updated_at
+    just_before = reduce(s, Tick(), last + WITHDRAW_AFTER * 4.0 - 0.5)
+    assert "shards/s, ETA" in just_before.reason and "no progress" not in just_before.reason
+    left_then = estimate(just_before, just_before.updated_at).phase_left_s
+    assert left_then is not None and left_then < estimate(s, last).phase_left_s  # decays, never frozen
+    after = reduce(s, Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
+    assert "no progress for 12 s · stalled at 3m00s" in after.reason, after.reason
+    eta = estimate(after, after.updated_at)
+    assert eta.phase_left_s is None and eta.ready_in_s is None and eta.silent_s is not None
+    with_history = reduce(replace(s, past=past()), Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
+    assert estimate(with_history, with_history.updated_at).ready_in_s is None  # not a frozen small number
+    stalled = reduce(s, Tick(), last + 200.0)
+    assert stalled.stall is not None and to_json(stalled)["eta"]["ready_in_s"] is None
+
+
+def test_gpu_memory_eta_from_the_weight_bytes_of_past_launches() -> None:
+    gib = 1 << 30
+
+    def snap(used_gib: float) -> GpuSnapshot:
+        return GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=int(used_gib * gib), total_bytes=140 * gib) for i in (0, 1)))
+
+    s = replace(feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2)), past=past(weight_gib=32.0))
+    s = reduce(s, snap(2.0), T0 + 3)
+    s = reduce(s, Milestone("load_begin", rank="TP0", **at(4)), T0 + 4)
+    for sec in range(5, 21):  # 1 GiB/s per GPU, whatever the shard bar does
+        s = reduce(s, snap(2.0 + (sec - 4)), T0 + sec)
+    assert s.weights_mem is not None and abs(s.weights_mem.peak_gib - 16.0) < 1e-6
+    eta = estimate(s, T0 + 20)
+    assert eta.source == "GPU memory"
+    # half loaded at 1 GiB/s: 16 s left by bytes, blended half-half with the history's 64 - 16 = 48 s
+    assert abs(eta.phase_left_s - (0.5 * 48.0 + 0.5 * 16.0)) < 0.5
+
+
+def test_slow_phase_is_flagged_against_two_or_more_launches() -> None:
+    base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
+                + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
+    assert base.phase is Phase.CUDA_GRAPH
+    s = replace(base, past=past())
+    assert "slower than usual" not in reduce(s, Tick(), T0 + 62 + 40).reason  # 1.33x: usual enough
+    late = reduce(s, Tick(), T0 + 62 + 63)
+    assert "capture 2.1× slower than usual" in late.reason, late.reason
+    one = reduce(replace(base, past=past(n=1)), Tick(), T0 + 62 + 63)
+    assert "slower than usual" not in one.reason  # one earlier launch is not a "usual"
+
+
+def test_stall_budget_comes_from_history() -> None:
+    base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
+                + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
+    assert limit_for(base) == 300.0
+    assert limit_for(replace(base, past=past())) == 90.0  # 3 x the 30 s median
