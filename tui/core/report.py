@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tui.core import fmt
+from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
@@ -86,6 +87,9 @@ def format_report(state: Readiness) -> str:
     slow = slow_phases(s)
     if slow:
         lines.append("slow:  " + ", ".join(slow_words(p, f) for p, f in slow))
+    if s.startup_timings:
+        differ = crosscheck_words(s)
+        lines.append("sglang: " + (differ if differ else "its own startup timings agree with the timeline (within 5%)"))
     facts = []
     if s.server.model:
         facts.append(f"model {s.server.model}")

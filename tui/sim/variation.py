@@ -1,7 +1,8 @@
 """How one simulated launch differs from the next (issue 9): seeded jitter of a few percent per phase
 (`--seed`; seed 0 keeps the classic schedule), a slow phase on demand (`--slow PHASE=FACTOR`), and the
 multi-thread loader's burst pattern (`--loader multithread`): shards load THREADS at a time and finish in
-bursts, while the bytes they copy to the GPUs grow steadily.
+bursts, while the bytes they copy to the GPUs grow steadily (the issue's model of it: a real loader's GPU
+copies may come in bursts too, and then the byte ETA is only as good as the shard count's).
 """
 
 from __future__ import annotations
@@ -45,19 +46,20 @@ def phase_scale(seed: int, slow: str, phase: str) -> float:
 
 
 def multithread_shards(n: int, per_shard: float, start: float, rng: random.Random) -> tuple[tuple[float, float], ...]:
-    """(start, end) of each shard when THREADS workers load them, each taking the next when it is free.
+    """(start, end) of each shard when THREADS workers load them in waves.
 
     A worker reads one shard at 1/THREADS of the disk's rate, so a shard takes THREADS x per_shard seconds and
-    the workers finish theirs at about the same time: the bar moves in bursts of THREADS.
+    the workers of a wave finish theirs at about the same time; the next wave starts as the last of a wave
+    ends. The bar moves in bursts of THREADS with silences of a whole wave between them, while the bytes
+    reach the GPUs steadily.
     """
-    free = [start] * min(THREADS, n)
     spans = []
-    for _ in range(n):
-        i = min(range(len(free)), key=free.__getitem__)
-        begin = free[i]
-        end = begin + per_shard * len(free) * rng.uniform(0.92, 1.08)
-        free[i] = end
-        spans.append((begin, end))
+    t = start
+    for first in range(0, n, THREADS):
+        wave = min(THREADS, n - first)
+        ends = [t + per_shard * wave * rng.uniform(0.9, 1.1) for _ in range(wave)]
+        spans += [(t, end) for end in ends]
+        t = max(ends)
     return tuple(sorted(spans, key=lambda s: s[1]))
 
 
