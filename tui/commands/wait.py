@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from tui.core import fmt
+from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
@@ -56,12 +57,17 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     parts = [state.phase.value]
     if state.shards is not None and state.phase is Phase.LOADING_WEIGHTS:
         bar = state.shards
-        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {fmt.eta(bar.eta_s)}")
+        left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
+        pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
+        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
     if state.capture is not None and state.phase is Phase.CUDA_GRAPH:
         parts.append(f"capture {state.capture.done}/{state.capture.total}")
     if state.connection != "connected":
         parts.append(f"link {state.connection}")
     parts.append(state.reason)
+    ahead = eta_words(estimate(state, state.updated_at))  # with history: "ready in ~4m10s · last 3 launches …"
+    if ahead:
+        parts.append(ahead)
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
