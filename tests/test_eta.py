@@ -130,3 +130,19 @@ def test_sglang_startup_timings_are_kept_and_cross_checked() -> None:
     found = {name: round(diff, 2) for name, _, _, diff in crosscheck(s)}
     assert found == {"load_weight": 0.14}  # 57 s in the log's phase vs SGLang's 50 s; capture agrees (43 vs 41.7)
     assert "load_weight: SGLang 50.00 s, the log's phase 57.0 s (+14%)" in format_report(s)
+
+
+def test_ready_summary_names_the_slow_phase() -> None:
+    from tests.test_readiness_phases import startup
+    from tui.core.events import HealthResult
+    from tui.core.report import format_report
+
+    fast = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 2.0), ("loading_weights", 6.0))) for i in (1, 2)))
+    s = replace(feed(startup()), past=fast)
+    s = reduce(s, HealthResult("/health", "ok", status=200), s.updated_at + 1)
+    assert s.phase is Phase.READY
+    capture = next(span for span in s.timeline if span.phase is Phase.CUDA_GRAPH)
+    factor = capture.duration_s / 2.0
+    assert f"; capture was {factor:.1f}× slower than usual" in s.reason, s.reason
+    assert "weights" not in s.reason.split(";", 1)[1]  # loading took its usual 6 s
+    assert f"slow:  capture {factor:.1f}× slower than usual" in format_report(s)

@@ -31,7 +31,7 @@ def test_replay_record_then_history_and_compare(tmp_path: Path) -> None:
     lines = listing.stdout.splitlines()
     assert lines[0].split()[:5] == ["ID", "HOST", "START", "OUTCOME", "TOTAL"]
     assert "1m14s" in lines[1] and "gpu-b" in lines[1] and "gpu-a" in lines[2]
-    assert "key: meta-llama/Llama-3.3-70B-Instruct · tp8 · spec EAGLE3" in listing.stdout
+    assert "key: gpu-a: meta-llama/Llama-3.3-70B-Instruct · tp8 · spec EAGLE3" in listing.stdout
     one_host = json.loads(tui("history", "gpu-a", "--json", "--history", str(db)).stdout)
     assert [r["host"] for r in one_host["launches"]] == ["gpu-a"]
     launch = one_host["launches"][0]

@@ -65,7 +65,7 @@ def main_phases(launch: dict[str, object]) -> dict[str, float | None]:
 
 
 def _key_words(key: dict[str, object]) -> str:
-    parts = [str(key.get("model") or "?")]
+    parts = [f"{key.get('host') or '?'}: {key.get('model') or '?'}"]
     for name in ("tp", "dp", "pp", "ep", "nnodes"):
         value = key.get(name)
         if value not in (None, 1) or name == "tp":

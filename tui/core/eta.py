@@ -195,9 +195,9 @@ def _stall_limit(s: Readiness) -> float | None:
 # ------------------------------------------------------------------------------------------------- words
 
 
-def slow_words(phase: str, factor: float) -> str:
-    """"capture 2.1× slower than usual"."""
-    return f"{SHORT_NAMES.get(phase, phase)} {factor:.1f}× slower than usual"
+def slow_words(phase: str, factor: float, *, past: bool = False) -> str:
+    """"capture 2.1× slower than usual" (live), "capture was 2.1× slower than usual" (once it is over)."""
+    return f"{SHORT_NAMES.get(phase, phase)} {'was ' if past else ''}{factor:.1f}× slower than usual"
 
 
 def withdrawn_words(eta: Eta) -> str:

@@ -57,7 +57,7 @@ def _history_suffix(s: Readiness, now: float) -> str:
     """" · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
     if s.phase in (Phase.READY, Phase.SERVING):
         slow = eta.slow_phases(s)
-        return "; " + ", ".join(eta.slow_words(p, f).replace(" slower", " was slower", 1) for p, f in slow) if slow else ""
+        return "; " + ", ".join(eta.slow_words(p, f, past=True) for p, f in slow) if slow else ""
     found = eta.estimate(s, now).slow
     return f" · {eta.slow_words(*found)}" if found is not None else ""
 
