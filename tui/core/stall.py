@@ -35,7 +35,7 @@ PHASE_LIMITS: dict[Phase, float] = {
 BEFORE_FIRST_SHARD = 20 * MINUTE
 SHARD_INTERVALS = 10.0
 HISTORY_FACTOR = 3.0
-HISTORY_FLOOR_S = 60.0
+HISTORY_FLOOR_S = 120.0  # a silent phase (warmup, a JIT compile) is never cut shorter than this
 NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
 
 
