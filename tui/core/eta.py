@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
+from tui.core.stall import limit_for
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
 WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA is withdrawn
@@ -187,9 +188,7 @@ def slow_phases(s: Readiness) -> tuple[tuple[str, float], ...]:
 
 
 def _stall_limit(s: Readiness) -> float | None:
-    from tui.core.stall import limit_for  # the stall rule decides the limit; imported late (it imports past)
-
-    return limit_for(s)
+    return limit_for(s)  # the stall rule decides when silence becomes a stall
 
 
 # ------------------------------------------------------------------------------------------------- words
