@@ -147,3 +147,16 @@ def test_ready_summary_names_the_slow_phase() -> None:
     assert f"; capture was {factor:.1f}× slower than usual" in s.reason, s.reason
     assert "weights" not in s.reason.split(";", 1)[1]  # loading took its usual 6 s
     assert f"slow:  capture {factor:.1f}× slower than usual" in format_report(s)
+
+
+def test_args_hash_ignores_volatile_fields() -> None:
+    from tui.core.launchkey import args_hash
+
+    line = ("server_args=ServerArgs(model_path='m', tp_size=8, port=30000, random_seed=913207644, "
+            "host='0.0.0.0', mem_fraction_static=0.87, json_model_override_args='{\"a\": 1, \"b\": 2}')")  # fmt: skip
+    same = line.replace("port=30000", "port=31000").replace("913207644", "42").replace("0.0.0.0", "127.0.0.1")
+    other = line.replace("mem_fraction_static=0.87", "mem_fraction_static=0.9")
+    dict_form = "server_args={'model_path': 'm', 'tp_size': 8, 'port': 1}"
+    assert args_hash(line) == args_hash(same) and args_hash(line) != args_hash(other)
+    assert args_hash(dict_form) == args_hash(dict_form.replace("'port': 1", "'port': 2")) is not None
+    assert args_hash("no args here") is None

@@ -6,9 +6,9 @@ Pure: `args_hash(text)` reads a `server_args=` line, `launch_key(server, host)` 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import zlib
 
 from tui.core.state import ServerInfo
 
@@ -38,7 +38,9 @@ def args_hash(text: str) -> str | None:
         kept.append(name + "=" + body[m.end() : end].strip().rstrip(",").strip())
     if not kept:
         return None
-    return hashlib.sha1("\n".join(kept).encode("utf-8", "replace")).hexdigest()[:12]
+    data = "\n".join(kept).encode("utf-8", "replace")
+    # two CRC-32s (zlib: no OpenSSL import on replay's path): enough to tell a user's arg sets apart
+    return f"{zlib.crc32(data):08x}{zlib.crc32(data[::-1]) & 0xFFFF:04x}"
 
 
 def key_fields(server: ServerInfo, host: str) -> dict[str, object]:

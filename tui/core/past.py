@@ -3,8 +3,14 @@ core (`Readiness.past`). The core never reads the store: it only sees this value
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
+
+
+def _median(values: list[float] | tuple[float, ...]) -> float:
+    """The median (statistics.median without importing statistics: replay's start-up stays light)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 @dataclass(frozen=True)
@@ -38,11 +44,11 @@ class Past:
 
     def median(self, phase: str) -> float | None:
         found = self.durations(phase)
-        return statistics.median(found) if found else None
+        return _median(found) if found else None
 
     def totals(self) -> tuple[float, ...]:
         return tuple(launch.total_s for launch in self.launches if launch.total_s is not None)
 
     def weight_gib_per_rank(self) -> float | None:
         found = [launch.weight_gib_per_rank for launch in self.launches if launch.weight_gib_per_rank]
-        return statistics.median(found) if found else None
+        return _median(found) if found else None
