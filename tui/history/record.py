@@ -5,7 +5,6 @@ from __future__ import annotations
 from tui.core.explain import STOPPED_BY_TOOL
 from tui.core.launchkey import key_fields, launch_key
 from tui.core.state import Phase, PhaseSpan, Readiness
-from tui.core.timeline import span_duration
 from tui.history.store import LaunchRecord
 
 LIVE_AGREE_S = 1.5  # a span's clock and log durations this close: it was watched live, and the clock is finer
@@ -34,13 +33,14 @@ def start_mark(state: Readiness) -> str | None:
 
 
 def span_seconds(span: PhaseSpan, now: float) -> float | None:
-    """The span's duration: the clock's when it agrees with the log's (watched live: sub-second), else the log's."""
+    """The span's duration: the clock's when it agrees with the log's (watched live: sub-second), else the log's;
+    an open span (a stalled or unfinished launch) runs until `now`."""
     by_log = span.duration_s if span.start_t is not None and span.end_t is not None else None
-    end = span.ended_at if span.ended_at is not None else None
-    by_clock = end - span.started_at if end is not None else None
+    end = span.ended_at if span.ended_at is not None else now
+    by_clock = max(0.0, end - span.started_at)
     if by_log is None:
         return by_clock
-    if by_clock is not None and abs(by_clock - by_log) <= LIVE_AGREE_S:
+    if abs(by_clock - by_log) <= LIVE_AGREE_S:
         return by_clock
     return by_log
 
@@ -79,5 +79,3 @@ def to_record(state: Readiness, host: str, source: str, outcome: str | None = No
         startup_timings=dict(state.startup_timings),
     )
 
-
-__all__ = ["outcome_of", "start_mark", "span_seconds", "to_record", "span_duration"]
