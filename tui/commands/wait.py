@@ -26,6 +26,7 @@ from tui.sources.host import HostError
 from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.monitor import Monitor
+from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
@@ -120,6 +121,7 @@ class Reporter:
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
     clock: Callable[[], float] = time.time, recorder: Recorder | None = None,
+    weights: WeightFilesProbe | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. The recorder (history) sees every state."""
     start = clock()
@@ -130,6 +132,8 @@ async def wait_for(
                 now = clock()
                 for event in batch:
                     state = reduce(state, event, now)
+                for found in weights.poll(state) if weights is not None else ():
+                    state = reduce(state, found, now)  # the safetensors' bytes on the host (one stat)
                 if recorder is not None:
                     state = recorder.update(state)
                 monitor.set_phase(state.phase)
@@ -163,7 +167,8 @@ async def _main(args: argparse.Namespace) -> int:
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
         recorder = Recorder(history_path(args), args.host, "wait")
         found, state = await wait_for(
-            monitor, reporter, stall_after=args.stall_after, timeout=remaining, recorder=recorder
+            monitor, reporter, stall_after=args.stall_after, timeout=remaining, recorder=recorder,
+            weights=WeightFilesProbe(host),
         )
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:

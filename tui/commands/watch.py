@@ -43,7 +43,9 @@ async def watch(args: argparse.Namespace) -> int:
 def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
               control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
+    from tui.core.readiness import reduce
     from tui.history.paths import history_path
+    from tui.sources.weightfiles import WeightFilesProbe
     from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
@@ -64,7 +66,14 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
     recorder = Recorder(history_path(args), host_label, "tui")
-    sources.state_hook = recorder.update
+    weights = WeightFilesProbe(host)
+
+    def hook(state: Readiness) -> Readiness:  # the weights' bytes on the host (one stat), then the history
+        for found in weights.poll(state):
+            state = reduce(state, found, state.updated_at)
+        return recorder.update(state)
+
+    sources.state_hook = hook
     app = SglangTui(sources, read_only=args.read_only, initial=start)
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, monitor

@@ -111,7 +111,7 @@ def _after(phase: Phase) -> tuple[Phase, ...]:
 def phase_progress(s: Readiness, now: float) -> tuple[float | None, float, str, float | None]:
     """(seconds left, fraction done, source, silence when withdrawn) from the current phase's progress."""
     if s.phase is Phase.LOADING_WEIGHTS:
-        expected = s.past.weight_gib_per_rank() if s.past is not None else None
+        expected = expected_weight_gib(s)
         by_mem = memory_left(s.weights_mem, expected, now)
         if by_mem is not None:
             left, fraction, silent = by_mem
@@ -124,6 +124,20 @@ def phase_progress(s: Readiness, now: float) -> tuple[float | None, float, str, 
         left, silent = bar_left(s.capture, now)
         return left, 0.0, "batches", silent  # one graph's bar of several: no fraction of the phase
     return None, 0.0, "", None
+
+
+def expected_weight_gib(s: Readiness) -> float | None:
+    """GiB each rank's weights take: what the last launches' GPUs grew by, else the safetensors files' bytes on
+    the host split over the tp x pp ranks (bf16 on disk and on the GPU alike; a quantizing load differs)."""
+    if s.past is not None:
+        found = s.past.weight_gib_per_rank()
+        if found:
+            return found
+    files = s.weight_files
+    if files is None or files[0] != s.server.model:
+        return None
+    ranks = max(1, (s.server.tp_size or 1) * (s.server.pp_size or 1))
+    return files[1] / ranks / float(1 << 30)
 
 
 def bar_left(bar: BarState, now: float) -> tuple[float | None, float | None]:

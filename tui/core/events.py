@@ -257,6 +257,18 @@ class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
 
+@dataclass(frozen=True)
+class WeightFiles:
+    """The model's safetensors files on the host, by `stat` (issue 9: the weights' bytes, for the byte ETA).
+
+    total_bytes None: none found (not a local directory, nothing in the HF cache). model: the model path asked.
+    """
+
+    model: str
+    total_bytes: int | None = None
+    files: int = 0
+
+
 Event = Union[
     ServerArgs,
     Milestone,
@@ -274,6 +286,7 @@ Event = Union[
     ServerProcess,
     ControlResult,
     Tick,
+    WeightFiles,
 ]
 
 __all__ = [
@@ -296,4 +309,5 @@ __all__ = [
     "ServerProcess",
     "SpeculativeHint",
     "Tick",
+    "WeightFiles",
 ]

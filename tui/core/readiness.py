@@ -30,6 +30,7 @@ from tui.core.events import (
     ServerProcess,
     SpeculativeHint,
     Tick,
+    WeightFiles,
 )
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
@@ -534,6 +535,12 @@ def _on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:
     return s
 
 
+def _on_weight_files(s: Readiness, ev: WeightFiles, now: float) -> Readiness:
+    if ev.total_bytes is None or ev.total_bytes <= 0:
+        return s
+    return _with(s, weight_files=(ev.model, ev.total_bytes, ev.files))
+
+
 _HANDLERS: dict[type, Handler] = {
     ServerArgs: _on_server_args,  # type: ignore[dict-item]
     LaunchStarted: _on_launch,  # type: ignore[dict-item]
@@ -551,6 +558,7 @@ _HANDLERS: dict[type, Handler] = {
     ConnectionState: _on_connection,  # type: ignore[dict-item]
     ControlResult: _on_control,  # type: ignore[dict-item]
     Tick: _on_tick,  # type: ignore[dict-item]
+    WeightFiles: _on_weight_files,  # type: ignore[dict-item]
 }
 
 
