@@ -9,6 +9,26 @@ from tests.helpers.sshd import Sshd
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory: pytest.TempPathFactory):
+    """Every `wait`/TUI the tests run records into a private history file, never the user's."""
+    import os
+
+    old = os.environ.get("SGLANG_TUI_HISTORY")
+    os.environ["SGLANG_TUI_HISTORY"] = str(tmp_path_factory.mktemp("history") / "history.sqlite3")
+    yield
+    if old is None:
+        os.environ.pop("SGLANG_TUI_HISTORY", None)
+    else:
+        os.environ["SGLANG_TUI_HISTORY"] = old
+
+
+@pytest.fixture(autouse=True)
+def _test_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """... and each test its own, so that no test's ETA or stall budget rests on another test's launches."""
+    monkeypatch.setenv("SGLANG_TUI_HISTORY", str(tmp_path / "history.sqlite3"))
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory):
     """One real OpenSSH sshd on loopback for the whole session (installed by .ci/run)."""

@@ -35,7 +35,11 @@ def test_sizes_rates_and_eta() -> None:
 def test_to_json_has_exactly_the_design_keys() -> None:
     s = feed(startup() + [BatchStats("decode", gen_throughput=52.3, accept_len=1.52, running_req=2, **at(40))])
     obj = to_json(s)
-    assert tuple(obj) == JSON_KEYS == ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks")
+    assert tuple(obj) == JSON_KEYS == (
+        "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta",
+    )  # fmt: skip
+    assert obj["reason"] == s.reason and obj["reason"].startswith("serving")
+    assert obj["eta"] == {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0}
     assert obj["phase"] == "serving" and obj["shards"] == {"done": 4, "total": 4}
     assert obj["tp_size"] == 2 and obj["speculative"] == "EAGLE3" and obj["error"] is None
     assert obj["decode"] == {"accept_len": 1.52, "gen_throughput": 52.3}
@@ -52,7 +56,8 @@ def test_to_json_has_exactly_the_design_keys() -> None:
 def test_to_json_of_an_empty_state() -> None:
     assert to_json(Readiness()) == {
         "phase": "starting", "shards": None, "tp_size": None, "speculative": None, "error": None,
-        "decode": None, "timeline": [], "ranks": {},
+        "decode": None, "timeline": [], "ranks": {}, "reason": "waiting for the first log line",
+        "eta": {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0},
     }
 
 

@@ -10,7 +10,7 @@ import sys
 from tui import __version__
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
@@ -30,6 +30,7 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-health", action="store_true",
                    help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
     p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
+    _history_options(p)
 
 
 def _accept_len_arg(text: str) -> str:
@@ -41,6 +42,10 @@ def _accept_len_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number (use e.g. 3.2, or 0 / none)") from None
     return text
 
+def _history_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--history", metavar="PATH",
+                   help="launch history file (env SGLANG_TUI_HISTORY; default $XDG_STATE_HOME/sglang-tui/history.sqlite3)")
+    p.add_argument("--no-history", action="store_true", help="neither read nor record the launch history")
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
@@ -54,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, replay, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -99,6 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument("logfile", metavar="LOGFILE")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
+    replay.add_argument("--record", nargs="?", const="local", metavar="HOST",
+                        help="add the log's launch to the history, keyed by HOST (default `local`)")
+    _history_options(replay)
+
+    history = sub.add_parser("history", help="past launches from the history store")
+    history.add_argument("host", nargs="?", metavar="HOST", help="only the launches on this host")
+    history.add_argument("--json", action="store_true", help="print one JSON object")
+    history.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="two launches side by side, by id")
+    history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N launches (default 20)")
+    _history_options(history)
 
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
@@ -114,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
+    simulate.add_argument("--seed", type=int, default=0, help="seeded jitter of a few percent per phase (0: none)")
+    simulate.add_argument("--loader", default="default", metavar="KIND",
+                          help="default, or multithread (shards finish in bursts, bytes grow steadily)")
+    simulate.add_argument("--slow", default="", metavar="PHASE=FACTOR",
+                          help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)")
     _sim_options(simulate)
     return parser
 

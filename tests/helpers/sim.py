@@ -96,6 +96,7 @@ def start_sim(
     env: dict[str, str] | None = None,
     prefix: list[str] | None = None,
     accept_len: float | str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -114,6 +115,7 @@ def start_sim(
         argv += ["--traffic", str(traffic)]
     if accept_len is not None:
         argv += ["--accept-len", str(accept_len)]
+    argv += list(extra)  # e.g. ("--seed", "3", "--slow", "cuda_graph=2")
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), RUN_MARKER: run_id, **(env or {})}
     with open(log, "ab") as out:
         proc = subprocess.Popen(

@@ -31,6 +31,11 @@ def run(args: argparse.Namespace) -> int:
     except ReplayError as err:
         print(f"sglang-tui replay: {err}", file=sys.stderr)
         return 2
+    if getattr(args, "record", None):
+        problem = record(state, args)
+        if problem:
+            print(f"sglang-tui replay: {problem}", file=sys.stderr)
+            return 2
     try:
         if args.json:
             print(json.dumps(to_json(state), ensure_ascii=False))
@@ -40,6 +45,27 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # reader went away (| head): not an error
     return 0
+
+
+def record(state: Readiness, args: argparse.Namespace) -> str | None:
+    """`--record HOST`: add the log's (last) launch to the history; the problem as one line, or None."""
+    from tui.history.paths import history_path
+    from tui.history.record import to_record
+    from tui.history.store import HistoryError, HistoryStore
+
+    path = history_path(args)
+    if path is None:
+        return "--record and --no-history contradict each other; drop one"
+    rec = to_record(state, args.record, "replay")
+    if rec is None:
+        return f"{args.logfile}: no server_args line, so no launch key to record it under"
+    try:
+        with HistoryStore(path) as store:
+            launch_id = store.record_launch(rec)
+    except HistoryError as err:
+        return str(err)
+    print(f"sglang-tui replay: recorded launch {launch_id} ({rec.outcome}) in {path}", file=sys.stderr)
+    return None
 
 
 def replay_file(path: str) -> Readiness:

@@ -19,13 +19,17 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from tui.core import fmt
+from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.health import HealthPoller
 from tui.sources.host import HostError
+from tui.history.paths import history_path
+from tui.history.recorder import Recorder
 from tui.sources.monitor import Monitor
+from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
@@ -59,12 +63,17 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     parts = [state.phase.value]
     if state.shards is not None and state.phase is Phase.LOADING_WEIGHTS:
         bar = state.shards
-        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {fmt.eta(bar.eta_s)}")
+        left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
+        pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
+        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
     if state.capture is not None and state.phase is Phase.CUDA_GRAPH:
         parts.append(f"capture {state.capture.done}/{state.capture.total}")
     if state.connection != "connected":
         parts.append(f"link {state.connection}")
     parts.append(state.reason)
+    ahead = eta_words(estimate(state, state.updated_at))  # with history: "ready in ~4m10s · last 3 launches …"
+    if ahead:
+        parts.append(ahead)
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
@@ -117,9 +126,10 @@ class Reporter:
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
     clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
-    log_watched: bool | None = None,
+    log_watched: bool | None = None, recorder: Recorder | None = None, weights: WeightFilesProbe | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
-    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed."""
+    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
+    recorder (history) sees every state."""
     start = clock()
     state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
 
@@ -129,11 +139,15 @@ async def wait_for(
             now = clock()
             for event in batch:
                 state = reduce(state, event, now)
+            for found in weights.poll(state) if weights is not None else ():
+                state = reduce(state, found, now)  # the safetensors' bytes on the host (one stat)
+            if recorder is not None:
+                state = recorder.update(state)
             monitor.set_phase(state.phase)
             reporter.update(state, now - start)
-            found = verdict(state)
-            if found is not None:
-                return found
+            verdict_now = verdict(state)
+            if verdict_now is not None:
+                return verdict_now
         return None
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
@@ -166,10 +180,12 @@ async def _main(args: argparse.Namespace) -> int:
             health=HealthPoller(host, args.port, enabled=probe),
         )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
+        recorder = Recorder(history_path(args), args.host, "wait")
         found, state = await wait_for(
             monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
-            log_watched=bool(args.log),
+            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host),
         )  # fmt: skip
+        recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")

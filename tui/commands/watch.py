@@ -52,6 +52,10 @@ def _bench_runner(host: Host, port: int, log: str | None) -> BenchRunner:
 def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
               control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
+    from tui.core.readiness import reduce
+    from tui.history.paths import history_path
+    from tui.sources.weightfiles import WeightFilesProbe
+    from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
     from tui.ui.app import SglangTui, UiSources
@@ -76,7 +80,18 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
                         dump=_dumper(host, control, args.remote_python, host_label),
                         bench=partial(_bench_runner, host, args.port, args.log))
-    return SglangTui(sources, read_only=args.read_only, initial=start), monitor
+    recorder = Recorder(history_path(args), host_label, "tui")
+    weights = WeightFilesProbe(host)
+
+    def hook(state: Readiness) -> Readiness:  # the weights' bytes on the host (one stat), then the history
+        for found in weights.poll(state):
+            state = reduce(state, found, state.updated_at)
+        return recorder.update(state)
+
+    sources.state_hook = hook
+    app = SglangTui(sources, read_only=args.read_only, initial=start)
+    app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
+    return app, monitor
 
 
 def _dumper(host: Host, control: ServerControl, remote_python: str, where: str):  # type: ignore[no-untyped-def]
@@ -99,4 +114,7 @@ async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, init
         await app.run_async()
     finally:
         await monitor.close()
+        recorder = getattr(app, "history_recorder", None)
+        if recorder is not None:
+            recorder.finish(getattr(app, "_live", None) or Readiness())
     return 0

@@ -30,6 +30,12 @@ class ServerArgs:
     host: str | None = None
     at: str | None = None
     t: float | None = None
+    # more of the launch's key (issue 9 history); None when the line does not say
+    ep_size: int | None = None
+    nnodes: int | None = None
+    load_format: str | None = None
+    quantization: str | None = None
+    args_hash: str | None = None  # tui.core.launchkey.args_hash of the line
 
 
 @dataclass(frozen=True)
@@ -361,6 +367,18 @@ class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
 
+@dataclass(frozen=True)
+class WeightFiles:
+    """The model's safetensors files on the host, by `stat` (issue 9: the weights' bytes, for the byte ETA).
+
+    total_bytes None: none found (not a local directory, nothing in the HF cache). model: the model path asked.
+    """
+
+    model: str
+    total_bytes: int | None = None
+    files: int = 0
+
+
 Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line addition)
     ServerArgs,
     Milestone,
@@ -384,6 +402,7 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     HostActivity,
     WatchdogDump,
     JitHint,
+    WeightFiles,
 ]
 
 __all__ = [
@@ -414,4 +433,5 @@ __all__ = [
     "SpeculativeHint",
     "Tick",
     "WatchdogDump",
+    "WeightFiles",
 ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from tui.core import activity as host_activity
-from tui.core import fmt, stacks
+from tui.core import eta, fmt, stacks
 from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
 from tui.core.events import HealthResult, LogFile
-from tui.core.stall import describe
+from tui.core.stall import describe, limit_for
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
 
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
@@ -97,6 +97,8 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
         waiting = rendezvous(s)
         if waiting:
             reason += f"; {waiting}"
+    elif s.past is not None:
+        reason += _history_suffix(s, now)
     return reason + _log_file_suffix(s), _evidence(s, now)
 
 
@@ -145,6 +147,15 @@ def _names(s: Readiness, kind: str) -> tuple[str, ...]:
     return ()
 
 
+def _history_suffix(s: Readiness, now: float) -> str:
+    """" · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
+    if s.phase in (Phase.READY, Phase.SERVING):
+        slow = eta.slow_phases(s)
+        return "; " + ", ".join(eta.slow_words(p, f, past=True) for p, f in slow) if slow else ""
+    found = eta.estimate(s, now).slow
+    return f" · {eta.slow_words(*found)}" if found is not None else ""
+
+
 def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
     """The latest probe result for one endpoint, if any."""
     return next((r for r in s.health if r.endpoint == endpoint), None)
@@ -176,13 +187,13 @@ def _reason(s: Readiness, now: float) -> str:
     if phase is Phase.INIT:
         return f"initialising distributed: {_ranks(s, 'init_begin')} began, {_ranks(s, 'init_end')} done"
     if phase is Phase.LOADING_WEIGHTS:
-        return _loading_reason(s)
+        return _loading_reason(s, now)
     if s.jit_active and phase in (Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP):
         return _jit_reason(s)
     if phase is Phase.KV_CACHE:
         return f"allocating KV cache: {_ranks(s, 'kv_alloc')} allocated"
     if phase is Phase.CUDA_GRAPH:
-        return _capture_reason(s)
+        return _capture_reason(s, now)
     if phase is Phase.WARMUP:
         return _warmup_reason(s, now)
     if phase is Phase.READY:
@@ -192,14 +203,14 @@ def _reason(s: Readiness, now: float) -> str:
     return _failed_reason(s)
 
 
-def _loading_reason(s: Readiness) -> str:
+def _loading_reason(s: Readiness, now: float) -> str:
     bar = s.shards
     if bar is None:
         began = _ranks(s, "load_begin")
         if host_activity.downloading(s.activity, s.updated_at) and s.activity is not None:
             return f"loading weights: {host_activity.downloading_text(s.activity)}; {began} began"
         return f"loading weights: {began} began, no shard bar yet (an HF download prints nothing)"
-    text = f"loading weights: {bar.done}/{bar.total} shards{_pace(bar, 'shards')}"
+    text = f"loading weights: {bar.done}/{bar.total} shards{_pace(bar, 'shards', now, s)}"
     if s.draft_shards is not None:
         text += f"; draft {s.draft_shards.done}/{s.draft_shards.total}"
     ended = _count(s, "load_end")
@@ -216,19 +227,19 @@ def _jit_reason(s: Readiness) -> str:
     return text + " (a first run compiles for 10-20 min)"
 
 
-def _capture_reason(s: Readiness) -> str:
+def _capture_reason(s: Readiness, now: float) -> str:
     m = s.latest_milestone
     if m is not None and m.kind == "graph_begin" and "piecewise" in str(m.get("what", "")).lower():
         bar = s.piecewise
         if bar is None:
             return f"capturing piecewise CUDA graph: {_ranks(s, 'graph_begin')} began"
         step = "compiling" if bar.label.startswith("Compiling") else "capturing"
-        return f"{step} piecewise CUDA graph: {bar.done}/{bar.total} token sizes{_pace(bar, 'sizes')}"
+        return f"{step} piecewise CUDA graph: {bar.done}/{bar.total} token sizes{_pace(bar, 'sizes', now, s)}"
     bar = s.capture
     if bar is None:
         return f"capturing CUDA graphs: {_ranks(s, 'graph_begin')} began"
     bs = f" (bs={bar.bs})" if bar.bs is not None else ""
-    return f"capturing CUDA graphs: {bar.done}/{bar.total} batches{bs}{_pace(bar, 'batches')}"
+    return f"capturing CUDA graphs: {bar.done}/{bar.total} batches{bs}{_pace(bar, 'batches', now, s)}"
 
 
 def _warmup_reason(s: Readiness, now: float) -> str:
@@ -321,12 +332,17 @@ def _log_file_suffix(s: Readiness) -> str:
     return (": " if s.phase is Phase.STARTING and s.stall is None else "; ") + log_file_line(lf)
 
 
-def _pace(bar: BarState, unit: str) -> str:
+def _pace(bar: BarState, unit: str, now: float, s: Readiness) -> str:
+    """", 7.1 shards/s, ETA 12 s" (decaying with the silence), or, once nothing moved for WITHDRAW_AFTER x the
+    mean step interval, " · no progress for 45 s · stalled at 3m00s": never a frozen small number."""
     if bar.done >= bar.total > 0:
         return ""
     if bar.rate_per_s is None:
         return ""
-    return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(bar.eta_s)}"
+    left, silent = eta.bar_left(bar, now)
+    if silent is not None:
+        return " · " + eta.withdrawn_words(eta.Eta(silent_s=silent, stalled_at_s=limit_for(s)))
+    return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(left)}"
 
 
 def _count(s: Readiness, kind: str) -> int:

@@ -25,6 +25,7 @@ _RUNNING = re.compile(r"Uvicorn running on (\S+)", re.ASCII)
 _ACCESS = re.compile(r'"(?P<method>[A-Z]{3,7}) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})', re.ASCII)
 _STRAGGLER = re.compile(r"TP rank (\d{1,6}) could finish the model loading", re.ASCII)
 _TIMINGS = re.compile(r"(\w+)=" + _NUM, re.ASCII)
+_GRAPH_TIMINGS = re.compile(r"cuda_graph=\{([^}]{0,2000})\}", re.ASCII)
 DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
@@ -111,6 +112,9 @@ def _fields(kind: str, msg: str) -> Fields:
         out += _memory(msg)
     elif kind == "startup_timings":
         out += [(k, float(v)) for k, v in _TIMINGS.findall(msg)][:32]
+        graphs = _GRAPH_TIMINGS.search(msg)  # 0.5.23: cuda_graph={prefill=23.70, decode=0.00, …}
+        if graphs:
+            out.append(("cuda_graph_total", round(sum(float(v) for _, v in _TIMINGS.findall(graphs.group(1))), 3)))
     elif kind in ("init_end", "mem_baseline", "load_begin", "mem_pool_end"):
         out += _memory(msg)
     return tuple(out)

@@ -22,6 +22,7 @@ from tui.core.events import (
     JitHint,
     WatchdogDump,
 )
+from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
 from tui.core.probes import is_probe_access, is_probe_prefill
@@ -356,6 +357,11 @@ class LogParser:
                 host=server_arg(msg, "host"),
                 at=at,
                 t=t,
+                ep_size=server_arg_int(msg, "ep_size"),
+                nnodes=server_arg_int(msg, "nnodes"),
+                load_format=server_arg(msg, "load_format"),
+                quantization=server_arg(msg, "quantization"),
+                args_hash=args_hash(msg),
             )
         )
 

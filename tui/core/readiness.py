@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
-from typing import Callable
+from typing import Callable, TypeVar
 
 from tui.core import activity as host_activity
 from tui.core import ranks as rank_map
@@ -38,10 +38,12 @@ from tui.core.events import (
     Tick,
     JitHint,
     WatchdogDump,
+    WeightFiles,
 )
 from tui.core.answerer import OURS, answerer
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
+from tui.core.weightsmem import weights_memory
 from tui.core.stall import stall_for
 from tui.core.state import (
     PHASE_ORDER,
@@ -115,6 +117,7 @@ HTTP_ANSWERS = frozenset({"ok", "starting", "http_error"})
 _TP_INDEX = re.compile(r"(?:\bTP|^rank)(\d+)\b")
 
 _ORDER = {phase: i for i, phase in enumerate(PHASE_ORDER)}
+_T = TypeVar("_T")
 Handler = Callable[[Readiness, object, float], Readiness]
 
 
@@ -239,6 +242,7 @@ def _fresh_launch(
         process_visible=s.process_visible,  # who can see whose /proc, and what the log path is: not the launch's
         process_owner_uid=s.process_owner_uid,
         log_file=s.log_file,
+        past=s.past,  # the caller replaces it when the new launch's key differs
     )
 
 
@@ -317,11 +321,23 @@ def _on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
             draft_model=ev.draft_model or server.draft_model,
             port=ev.port if ev.port is not None else server.port,
             tp_from_args=ev.tp_size is not None or server.tp_from_args,
+            dp_size=_first(ev.dp_size, server.dp_size),
+            pp_size=_first(ev.pp_size, server.pp_size),
+            ep_size=_first(ev.ep_size, server.ep_size),
+            nnodes=_first(ev.nnodes, server.nnodes),
+            load_format=_first(ev.load_format, server.load_format),
+            quantization=_first(ev.quantization, server.quantization),
+            version=server.version,
+            args_hash=_first(ev.args_hash, server.args_hash),
         ),
     )
     if not s.timeline and s.phase is Phase.STARTING:
         s = _with(s, timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, now), phase_since=now, phase_since_log=ev.at)
     return s
+
+
+def _first(a: _T | None, b: _T | None) -> _T | None:
+    return a if a is not None else b
 
 
 def _on_launch(s: Readiness, ev: LaunchStarted, now: float) -> Readiness:
@@ -349,6 +365,8 @@ def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
             s = _with(s, timeline=opener(s.timeline, phase, ev.at, ev.t, now))
         return s
     s = _with(s, latest_milestone=ev, milestone_ranks=_add_rank(s.milestone_ranks, ev.kind, rank))
+    if ev.kind == "startup_timings":
+        s = _with(s, startup_timings=tuple((k, float(v)) for k, v in ev.fields if isinstance(v, (int, float))))
     if ev.kind in MILESTONE_PHASE or ev.kind == "fired_up":
         s = _with(s, launched=True)
     if ev.kind == "fired_up":
@@ -602,8 +620,16 @@ def _on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if _memory_moved(s.gpus, ev):
         changes["last_progress_at"] = now
         changes["last_progress"] = "GPU memory"
+    if s.phase is Phase.LOADING_WEIGHTS:
+        changes["weights_mem"] = weights_memory(s.weights_mem, s.gpus, ev, _server_gpus(s), now)
     s = _with(s, **changes)
     return _with(s, ranks=_map_ranks(s, ev))
+
+
+def _server_gpus(s: Readiness) -> frozenset[int] | None:
+    """The GPUs the server's ranks run on, when the ranks are mapped; None: every GPU of the probe."""
+    found = frozenset(r.gpu_index for r in s.ranks if r.gpu_index is not None)
+    return found or None
 
 
 def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
@@ -749,6 +775,12 @@ def _on_source_failed(s: Readiness, ev: SourceFailed, now: float) -> Readiness:
     return _with(s, source_failures=(*kept, (ev.source, ev.message, now)))
 
 
+def _on_weight_files(s: Readiness, ev: WeightFiles, now: float) -> Readiness:
+    if ev.total_bytes is None or ev.total_bytes <= 0:
+        return s
+    return _with(s, weight_files=(ev.model, ev.total_bytes, ev.files))
+
+
 _HANDLERS: dict[type, Handler] = {
     ServerArgs: _on_server_args,  # type: ignore[dict-item]
     LaunchStarted: _on_launch,  # type: ignore[dict-item]
@@ -772,6 +804,7 @@ _HANDLERS: dict[type, Handler] = {
     HostActivity: _on_activity,  # type: ignore[dict-item]
     WatchdogDump: _on_watchdog_dump,  # type: ignore[dict-item]
     JitHint: _on_jit_hint,  # type: ignore[dict-item]
+    WeightFiles: _on_weight_files,  # type: ignore[dict-item]
 }
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from tui.core import fmt
+from tui.core.crosscheck import crosscheck_words
+from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
 
-JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks")
+JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta")
 
 
-def to_json(state: Readiness) -> dict[str, object]:
-    """The DESIGN.md `replay --json` object: exactly JSON_KEYS."""
+def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
+    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA at `now`, default the last event's time)."""
     s = state
+    at = s.updated_at if now is None else now
     return {
         "phase": s.phase.value,
         "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
@@ -34,6 +37,8 @@ def to_json(state: Readiness) -> dict[str, object]:
             }
             for r in s.ranks
         },
+        "reason": s.reason,
+        "eta": estimate(s, at).to_json(),
     }
 
 
@@ -79,6 +84,12 @@ def format_report(state: Readiness) -> str:
     lines = [format_timeline(s), ""]
     lines.append(f"state: {s.phase.value}" + (" (stalled)" if s.stall is not None else ""))
     lines.append(f"why:   {s.reason}")
+    slow = slow_phases(s)
+    if slow:
+        lines.append("slow:  " + ", ".join(slow_words(p, f) for p, f in slow))
+    if s.startup_timings:
+        differ = crosscheck_words(s)
+        lines.append("sglang: " + (differ if differ else "its own startup timings agree with the timeline (within 5%)"))
     facts = []
     if s.server.model:
         facts.append(f"model {s.server.model}")

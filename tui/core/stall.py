@@ -12,6 +12,10 @@ and failed are never stalled. Limits per phase (seconds), each overridable by `R
 - kv_cache 5 min, cuda_graph 5 min (capture batches tick every second or so).
 - warmup 10 min: SGLang's warmup request may wait up to 600 s, and JIT kernels compile silently there.
 - a DeepGEMM JIT session (`Entering DeepGEMM JIT Pre-Compile session`) under way: at least 20 min.
+
+With history (`Readiness.past`, issue 9), a phase's budget comes from its earlier launches instead:
+HISTORY_FACTOR x its median duration, at least HISTORY_FLOOR_S (the shard-interval rule still applies once
+shards move).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ PHASE_LIMITS: dict[Phase, float] = {
 BEFORE_FIRST_SHARD = 20 * MINUTE
 JIT_COMPILE = 20 * MINUTE  # a DeepGEMM JIT session compiles silently between its lines ("typically 10-20 mins")
 SHARD_INTERVALS = 10.0
+HISTORY_FACTOR = 3.0
+HISTORY_FLOOR_S = 120.0  # a silent phase (warmup, a JIT compile) is never cut shorter than this
 NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
 
 
@@ -41,16 +47,28 @@ def limit_for(state: Readiness) -> float | None:
         return None
     if state.stall_after is not None:
         return max(0.0, state.stall_after)
+    budget = history_budget(state)
     if state.phase is Phase.LOADING_WEIGHTS:
         if state.shards is None or state.shards.done == 0:
-            return BEFORE_FIRST_SHARD
+            return budget if budget is not None else BEFORE_FIRST_SHARD
         interval = mean_interval(state.shards)
         floor = PHASE_LIMITS[Phase.LOADING_WEIGHTS]
         return max(floor, SHARD_INTERVALS * interval) if interval else floor
+    if budget is not None:
+        return budget
     limit = PHASE_LIMITS.get(state.phase)
     if state.jit_active and limit is not None:
         return max(limit, JIT_COMPILE)
     return limit
+
+
+def history_budget(state: Readiness) -> float | None:
+    """The current phase's budget from the earlier launches of its key, None without history."""
+    past = state.past
+    median = past.median(state.phase.value) if past is not None else None
+    if median is None:
+        return None
+    return max(HISTORY_FLOOR_S, HISTORY_FACTOR * median)
 
 
 def stall_for(state: Readiness, now: float) -> StallInfo | None:

@@ -12,6 +12,7 @@ from enum import Enum
 
 from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
+from tui.core.past import Past
 from tui.core.stacks import ProcessStack
 
 
@@ -87,6 +88,15 @@ class ServerInfo:
     draft_model: str | None = None
     port: int | None = None
     tp_from_args: bool = False  # tp_size came from server_args (else inferred from the highest TP rank seen)
+    # the rest of the launch's key (issue 9 history): None when the log did not say
+    dp_size: int | None = None
+    pp_size: int | None = None
+    ep_size: int | None = None
+    nnodes: int | None = None
+    load_format: str | None = None
+    quantization: str | None = None
+    version: str | None = None  # SGLang's version when the log shows it
+    args_hash: str | None = None  # hash of the other server_args (volatile ones like port and seed left out)
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,22 @@ class StallInfo:
     since: float  # clock time of the last progress
     limit_s: float  # how long this phase is allowed to be silent
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class WeightsMem:
+    """GPU memory growth of the server's GPUs while the weights load: the mean over the GPUs, in GiB."""
+
+    baseline: tuple[tuple[int, int], ...]  # (gpu index, used bytes) before the weights
+    samples: tuple[tuple[float, float], ...] = ()  # recent (clock, mean growth GiB), bounded
+    moved_at: float = 0.0  # clock time the growth last moved
+    moves: tuple[float, ...] = ()  # recent clock times the growth moved, bounded
+    peak_gib: float = 0.0  # the most the mean growth reached
+
+    def mean_move_interval(self) -> float | None:
+        if len(self.moves) < 2:
+            return None
+        return (self.moves[-1] - self.moves[0]) / (len(self.moves) - 1)
 
 
 @dataclass(frozen=True)
@@ -208,3 +234,7 @@ class Readiness:
     log_watched: bool | None = None  # set once by the caller: a --log is tailed (True), none given (False)
     port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
+    past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
+    weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
+    startup_timings: tuple[tuple[str, float], ...] = ()  # SGLang's own `Engine startup timings (s)` figures
+    weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host

@@ -44,6 +44,8 @@ class SimParams:
     accept_len: float = 3.2  # mean speculative acceptance length (tokens per verify step), 1 to 4
     t0: float = 0.0
     seed: int = 0
+    loader: str = "default"  # default | multithread (issue 9: the burst pattern)
+    slow: str = ""  # "cuda_graph=2,weights=1.5": phases made slower (issue 9)
 
     @property
     def draft_model(self) -> str | None:
@@ -87,4 +89,19 @@ def check(params: SimParams) -> str | None:
                 "(4 draft tokens), or 0 / none for no speculative decoding")  # fmt: skip
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
+    return check_variation(params)
+
+
+def check_variation(params: SimParams) -> str | None:
+    """The issue-9 parameters: --loader, --slow, --seed."""
+    from tui.sim.variation import LOADERS, parse_slow
+
+    if params.loader not in LOADERS:
+        return f"--loader {params.loader}: use one of {', '.join(LOADERS)}"
+    try:
+        parse_slow(params.slow)
+    except ValueError as err:
+        return str(err)
+    if params.seed < 0:
+        return f"--seed {params.seed}: use 0 (the classic schedule) or a positive integer"
     return None

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from tui.sim import faults
+from tui.sim import faults, variation
 from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
 from tui.sim.logformat import LogFormat
 from tui.sim.memory import GRAPH_GIB, RankMemory, avail
@@ -94,15 +94,12 @@ class Schedule:
     graphs: tuple[str, ...]
     max_running: int
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    shard_spans: tuple[tuple[float, float], ...] = ()  # multi-thread loader: (start, end) of each shard, by end
 
     @classmethod
     def build(cls, params: SimParams) -> "Schedule":
         rng = random.Random(params.seed)
-        t = INIT_AT + 4.0
-        done = []
-        for _ in range(params.shards):
-            t += SHARD_SECONDS * rng.uniform(0.6, 1.4)
-            done.append(t)
+        done, spans = _shard_schedule(params, rng)
         spec = params.speculative is not None
         decode = "target_verify" if spec else "target_decode"
         graphs: tuple[str, ...] = ("target_prefill",) if params.fmt != "0.5.9" else ()
@@ -111,7 +108,22 @@ class Schedule:
         sizes = {g: bs for g in graphs}
         if "target_prefill" in sizes:
             sizes["target_prefill"] = PREFILL_SIZES
-        return cls(tuple(done), graphs, 48 if spec else 1024, sizes)
+        return cls(tuple(done), graphs, 48 if spec else 1024, sizes, spans)
+
+
+def _shard_schedule(params: SimParams, rng: random.Random) -> tuple[list[float], tuple[tuple[float, float], ...]]:
+    """When each main shard finishes (and, for the multi-thread loader, each shard's span), scaled by the
+    weights phase's jitter and --slow factor."""
+    scale = variation.phase_scale(params.seed, params.slow, "loading_weights")
+    t = INIT_AT + 4.0
+    if params.loader == "multithread":
+        spans = variation.multithread_shards(params.shards, SHARD_SECONDS * scale, t, rng)
+        return [end for _, end in spans], spans
+    done = []
+    for _ in range(params.shards):
+        t += SHARD_SECONDS * rng.uniform(0.6, 1.4) * scale
+        done.append(t)
+    return done, ()
 
 
 class RankScript:
@@ -260,6 +272,8 @@ class RankScript:
             self._frame(start, writer, 0, len(done), desc, WEIGHTS_FORMAT, nl)
         for i, at in enumerate(done, 1):
             mem = base + size * i / len(done)
+            if not draft and self.sched.shard_spans:
+                mem = self._memory_until(at, base, size)  # multi-thread: the bytes grew steadily until now
             if not draft and self._weights_fault(i, at, mem):
                 return
             if self.rank == 0:
@@ -273,6 +287,16 @@ class RankScript:
         kind, free = model_type if draft else "LlamaForCausalLM", avail(self.used)
         self._say_elapsed(end, "load", lambda elapsed: self.fmt.load_end(elapsed, kind, free, size))
         self.timings["load_weight"] = self.timings.get("load_weight", 0.0) + (end - begin)
+
+    def _memory_until(self, at: float, base: float, size: float) -> float:
+        """Multi-thread loader: GPU memory steps every MEM_STEP_S up to `at`, as the workers copy bytes; returns
+        the memory at `at`."""
+        spans = self.sched.shard_spans
+        t = self._cursor()
+        while t + variation.MEM_STEP_S < at:
+            t += variation.MEM_STEP_S
+            self._add(t, "", base + size * variation.loaded_fraction(spans, t))
+        return base + size * variation.loaded_fraction(spans, at)
 
     def _weights_fault(self, shard: int, at: float, mem: float) -> bool:
         """Inject a loading fault when this shard is the one it strikes; True when the rank stops here."""
@@ -334,7 +358,7 @@ class RankScript:
                 if self._fault("jit-compile") and graph in ("target_verify", "target_decode"):
                     self._add(t + 0.003, action="jit")  # the first forward JIT-compiles its kernels
                     self._add(t + 0.004, action="resync")
-            t += per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per
+            t += (per * self.rng.uniform(0.9, 1.1) if self.rank == 0 else per) * self._capture_scale()
             if self.rank == 0:
                 self._frame(t, writer, i + 1, n, desc)
             self._add(t, "", base + grow * (i + 1) / n)
@@ -392,6 +416,10 @@ class RankScript:
         end = self._jitter(t + 0.2, 0.1)
         free = avail(self.used)
         self._say_elapsed(end, "piecewise", lambda elapsed: self.fmt.piecewise_end(elapsed, PIECEWISE_GIB, free))
+
+    def _capture_scale(self) -> float:
+        """The capture phase's jitter x --slow factor (1.0 for the classic schedule)."""
+        return variation.phase_scale(self.p.seed, self.p.slow, "cuda_graph")
 
     def _capture_fault(self, graph: str, index: int, at: float, mem: float) -> bool:
         if graph not in ("target_verify", "target_decode"):

@@ -84,6 +84,8 @@ class UiSources:
     """A new bench runner for the `b` key (None: no bench)."""
     previous_bench: Callable[[], BenchResult | None] | None = None
     """The last launch's bench of the same launch key, from the history store (None: no store wired)."""
+    state_hook: Callable[[Readiness], Readiness] | None = None
+    """Each folded state passes through it (the launch history: the key's past attached, outcomes recorded)."""
 
 
 _RESET_WORDS = {
@@ -278,6 +280,11 @@ class SglangTui(App[None]):
                 state = reduce(state, event, now)
             except Exception as err:  # reduce is total; a bug there must still not freeze the screen
                 self.log.error(f"reduce failed on {type(event).__name__}: {err}")
+        if self.sources.state_hook is not None:
+            try:
+                state = self.sources.state_hook(state)
+            except Exception as err:  # the history must never freeze the screen
+                self.log.error(f"state hook failed: {err}")
         self._live = state
         if state.phase is not before.phase and self.sources.phase_changed is not None:
             try:

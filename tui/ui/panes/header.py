@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.reactive import var
 
+from tui.core.eta import estimate, eta_words
 from tui.core.explain import explain
 from tui.core.state import Phase, Readiness
 from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, phase_label, stopped_by_us
@@ -91,6 +92,9 @@ class HeaderPane(StatePane):
         began = state.timeline[0].started_at if state.timeline else state.first_seen_at  # this launch, not the session
         if began is not None:
             text.append(f" · {duration(now - began)} total")
+        ahead = eta_words(estimate(state, now))  # "ready in ~4m10s · last 3 launches 9m02s–9m40s" (history)
+        if ahead:
+            text.append(f" · {ahead}", style="bold cyan")
         if reason:
             text.append(f"   {reason}", style="italic")
         text.append("\n")

@@ -7,13 +7,15 @@ from rich.text import Text
 from tui.core.state import BarState, Phase, Readiness
 from tui.ui.labels import MILESTONE_SHORT
 from tui.ui.panes.base import StatePane
-from tui.core.fmt import eta, rate
+from tui.core.eta import bar_left
+from tui.core.fmt import duration, eta, rate
 from tui.ui.text import bar
 
 RANK_CELL = 21  # "  TP12 graph…  25.7G"
 
 
-def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", halted: str | None = None) -> None:
+def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", halted: str | None = None,
+              now: float | None = None) -> None:
     text.append(f"{label:<8}", style="bold")
     if state is None:
         text.append(bar(None, width), style="dim")
@@ -31,8 +33,12 @@ def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: 
     elif halted:  # a rate and an ETA would promise progress that is not coming
         text.append(f"  {halted}", style="bold red" if halted == "failed" else "bold yellow")
     else:
-        text.append(f"  {rate(state.rate_per_s, unit)}")
-        text.append(f"  {eta(state.eta_s)}", style="cyan")
+        left, silent = bar_left(state, now) if now is not None else (state.eta_s, None)
+        if silent is not None:  # withdrawn: a frozen small ETA would lie (issue 9)
+            text.append(f"  no progress for {duration(silent)}", style="yellow")
+        else:
+            text.append(f"  {rate(state.rate_per_s, unit)}")
+            text.append(f"  {eta(left)}", style="cyan")
     if extra:
         text.append(extra, style="dim")
 
@@ -44,7 +50,10 @@ class ShardsPane(StatePane, can_focus=True):
     ShardsPane { width: 1fr; height: auto; min-height: 6; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
     """
 
-    uses_clock = False
+    @property
+    def uses_clock(self) -> bool:  # type: ignore[override]
+        """Ticks redraw the pane only while a bar moves: its ETA decays with the clock, and is withdrawn."""
+        return self.state.phase in (Phase.LOADING_WEIGHTS, Phase.CUDA_GRAPH)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
@@ -59,10 +68,10 @@ class ShardsPane(StatePane, can_focus=True):
         per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
         halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
-        _bar_line(text, "weights", state.shards, "shards", width, halted=halted)
+        _bar_line(text, "weights", state.shards, "shards", width, halted=halted, now=now)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
-            _bar_line(text, "draft", state.draft_shards, "shards", width, halted=halted)
+            _bar_line(text, "draft", state.draft_shards, "shards", width, halted=halted, now=now)
         text.append("\n")
         extra = ""
         if state.capture is not None:
@@ -71,7 +80,7 @@ class ShardsPane(StatePane, can_focus=True):
             if state.capture.avail_mem_gb is not None:
                 extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
         line_start = len(text.plain)
-        _bar_line(text, "graphs", state.capture, "batches", width, halted=halted)
+        _bar_line(text, "graphs", state.capture, "batches", width, halted=halted, now=now)
         if extra:  # the batch size and free memory: on the bar's line when they fit, else under it
             fits = len(text.plain) - line_start + len(extra) <= pane_width
             text.append(extra if fits else "\n" + " " * 8 + extra.strip(), style="dim")

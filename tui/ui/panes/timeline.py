@@ -9,6 +9,7 @@ from tui.core.timeline import span_duration
 from tui.ui.labels import PHASE_NAMES
 from tui.ui.panes.base import StatePane
 from tui.core import fmt
+from tui.core.eta import estimate
 from tui.core.fmt import clock_of, duration
 
 STARTUP: tuple[Phase, ...] = (
@@ -30,12 +31,16 @@ def _clock(at: str | None) -> str:
     return f"{clock_of(at):<8}"
 
 
-def _eta(state: Readiness, phase: Phase) -> float | None:
-    if phase is Phase.LOADING_WEIGHTS and state.shards is not None:
-        return state.shards.eta_s
-    if phase is Phase.CUDA_GRAPH and state.capture is not None:
-        return state.capture.eta_s
-    return None
+def _eta(state: Readiness, phase: Phase, now: float) -> float | None:
+    """The current phase's time left (honest: withdrawn when progress stopped; from history when there is one)."""
+    if phase is not state.phase:
+        return None
+    return estimate(state, now).phase_left_s
+
+
+def _usual(state: Readiness, phase: Phase) -> float | None:
+    """The phase's median over the earlier launches of this key (shown for phases not reached yet)."""
+    return state.past.median(phase.value) if state.past is not None else None
 
 
 class TimelinePane(StatePane):
@@ -50,7 +55,7 @@ class TimelinePane(StatePane):
         self.border_title = "timeline"
 
     def select(self, state: Readiness) -> object:
-        return (state.phase, state.timeline, state.shards, state.capture, state.stall)
+        return (state.phase, state.timeline, state.shards, state.capture, state.stall, state.past, state.weights_mem)
 
     def draw(self, state: Readiness, now: float) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -77,7 +82,7 @@ class TimelinePane(StatePane):
                 if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
                     since = current.started_at if current else (state.phase_since or state.first_seen_at or now)
                     text.append(f"{duration(now - since):>7}", style=style)
-                    eta = _eta(state, phase)
+                    eta = _eta(state, phase, now)
                     if eta is not None and state.stall is None:
                         text.append(f" {fmt.eta(eta)}", style="cyan")
             elif spans:
@@ -87,7 +92,8 @@ class TimelinePane(StatePane):
                 text.append(f"{name:<19}{duration(seconds):>7}")
             else:
                 text.append("·          ", style="dim")
-                text.append(name, style="dim")
+                usual = _usual(state, phase)
+                text.append(f"{name:<19}{'~' + duration(usual):>7}" if usual is not None else name, style="dim")
             for span in (s for s in draft if s.phase is phase):
                 text.append("\n")
                 label = f"draft {_DRAFT_NAMES.get(span.phase, PHASE_NAMES[span.phase])}"[:19]

@@ -1,0 +1,147 @@
+"""The launch history end to end: the real simulator, `python -m tui wait --json --history FILE` (a real SQLite
+file), launch after launch. Shows the ETA to ready from history, the honest shard ETA during a hang, and a
+regression flagged while it happens."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim import ROOT, start_sim
+from tui.history.store import HistoryStore
+
+SPEED = 10.0  # a 16-shard launch takes ~22 s: phases long enough that a second of log-time rounding is small
+SHARDS = 16
+
+
+@dataclass
+class Watched:
+    code: int
+    lines: list[tuple[float, dict[str, object]]] = field(default_factory=list)  # (seconds since start, JSON)
+    stderr: str = ""
+
+    def first(self, phase: str) -> float:
+        return next(t for t, obj in self.lines if obj["phase"] == phase)
+
+
+def watch_launch(tmp: Path, history: Path, *sim_args: str, wait_args: tuple[str, ...] = (), timeout: float = 120,
+                 fault: str | None = None) -> Watched:  # fmt: skip
+    """One simulated launch watched by `wait --json`; each JSON line stamped when it arrived."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    sim = start_sim(tmp, speed=SPEED, tp=2, shards=SHARDS, fault=fault, extra=sim_args)
+    try:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
+             "--sim-gpus", str(sim.gpu_state), "--timeout", str(timeout), "--json", "--history", str(history),
+             *wait_args],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        out = Watched(0)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.lines.append((time.monotonic() - start, json.loads(line)))
+        out.code = proc.wait(30)
+        out.stderr = proc.stderr.read() if proc.stderr else ""
+        return out
+    finally:
+        sim.stop()
+
+
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Watched]]:
+    """Two normal launches of the same key (different seeds: a few percent of jitter), then one with capture
+    made twice as slow, all recorded into one history file."""
+    root = tmp_path_factory.mktemp("hist")
+    history = root / "history.sqlite3"
+    runs = [
+        watch_launch(root / "one", history, "--seed", "1"),
+        watch_launch(root / "two", history, "--seed", "2"),
+        watch_launch(root / "slow", history, "--seed", "3", "--slow", "cuda_graph=2"),
+    ]
+    return history, runs
+
+
+def test_first_launch_has_no_eta_to_ready_and_is_recorded(launches: tuple[Path, list[Watched]]) -> None:
+    history, runs = launches
+    first = runs[0]
+    assert first.code == 0, first.stderr
+    assert all(obj["eta"]["ready_in_s"] is None for _, obj in first.lines)  # no history: no ETA to ready
+    assert any(obj["eta"]["basis"] == "progress" for _, obj in first.lines)  # the shard bar's own ETA only
+    with HistoryStore(history) as store:
+        rows = store.launches()
+    assert [r["outcome"] for r in rows] == ["ready", "ready", "ready"]
+    oldest = rows[-1]
+    phases = {p["phase"] for p in oldest["phases"] if p["model"] == "main"}
+    assert {"init", "loading_weights", "kv_cache", "cuda_graph", "warmup"} <= phases
+    assert any(p["model"] == "draft" for p in oldest["phases"])  # EAGLE3's draft spans are kept too
+    assert oldest["shards"] == SHARDS and oldest["weight_gib_per_rank"] and oldest["startup_timings"]
+    assert oldest["key"]["tp"] == 2 and oldest["key"]["speculative"] == "EAGLE3" and oldest["key"]["args_hash"]
+
+
+def test_second_launch_eta_at_a_quarter_of_the_weights(launches: tuple[Path, list[Watched]]) -> None:
+    second = launches[1][1]
+    assert second.code == 0, second.stderr
+    ready_at = second.first("ready")
+    quarter = [(t, obj) for t, obj in second.lines if obj["phase"] == "loading_weights"
+               and obj["shards"] and obj["shards"]["done"] == SHARDS // 4]  # fmt: skip
+    assert quarter, "no JSON line at 25% of the weights"
+    t, obj = quarter[0]
+    eta = obj["eta"]
+    truly_left = ready_at - t
+    print(f"at 4/16 shards: ready_in_s {eta['ready_in_s']} vs {truly_left:.1f} s really left")
+    assert eta["basis"] == "history" and eta["launches"] == 1
+    assert abs(eta["ready_in_s"] - truly_left) <= 0.2 * truly_left, (eta, truly_left)
+
+
+def test_a_line_whenever_the_shard_count_changes(launches: tuple[Path, list[Watched]]) -> None:
+    second = launches[1][1]
+    counts = [obj["shards"]["done"] for _, obj in second.lines if obj["shards"] and obj["phase"] == "loading_weights"]
+    seen = sorted(set(counts))
+    assert seen[-1] == SHARDS and len(seen) >= SHARDS - 2  # (two shards can land in one batch)
+
+
+def test_slow_capture_is_flagged_during_capture(launches: tuple[Path, list[Watched]]) -> None:
+    slow = launches[1][2]
+    assert slow.code == 0, slow.stderr
+    flagged = [obj for _, obj in slow.lines if obj["phase"] == "cuda_graph" and "capture" in obj["reason"]
+               and "slower than usual" in obj["reason"]]  # fmt: skip
+    assert flagged, [obj["reason"] for _, obj in slow.lines if obj["phase"] == "cuda_graph"][-3:]
+    print("flagged:", flagged[0]["reason"])
+    final = slow.lines[-1][1]
+    assert "capture was" in final["reason"] and "slower than usual" in final["reason"]  # and in the summary
+    normal = launches[1][1]
+    assert not any("slower than usual" in obj["reason"] for _, obj in normal.lines)
+
+
+def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path: Path) -> None:
+    history = tmp_path / "history.sqlite3"
+    out = watch_launch(tmp_path / "hang", history, fault="hang-weights", wait_args=("--stall-after", "8"))
+    assert out.code == 3, out.stderr  # stalled
+    loading = [(t, obj) for t, obj in out.lines if obj["phase"] == "loading_weights" and obj["shards"]]
+    changes = []  # (time, done) each time the count moved
+    for t, obj in loading:
+        if not changes or obj["shards"]["done"] != changes[-1][1]:
+            changes.append((t, obj["shards"]["done"]))
+    last_t = changes[-1][0]
+    interval = (last_t - changes[1][0]) / (len(changes) - 2)  # from the first moved shard on
+    withdrawn = [(t, obj) for t, obj in loading if "no progress for" in obj["reason"]]
+    assert withdrawn, [obj["reason"] for _, obj in loading][-3:]
+    t_w, first_w = withdrawn[0]
+    print(f"mean shard interval {interval:.2f} s; ETA withdrawn {t_w - last_t:.2f} s after the last shard")
+    assert first_w["eta"]["phase_left_s"] is None and "shards/s" not in first_w["reason"]
+    assert "stalled at 8.0s" in first_w["reason"]
+    # the model's own clock: the silence it reports when it withdrew is past 3 intervals, by at most a tick
+    silent = int(first_w["reason"].split("no progress for ")[1].split(" s")[0])
+    assert silent <= 3 * interval + 2.0
+    final = out.lines[-1][1]
+    assert final["eta"]["ready_in_s"] is None and final["eta"]["phase_left_s"] is None
+    assert final["reason"].startswith("stalled in loading_weights")
+    with HistoryStore(history) as store:
+        assert [r["outcome"] for r in store.launches()] == ["stalled"]

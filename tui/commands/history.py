@@ -1,0 +1,146 @@
+"""`sglang-tui history [HOST] [--json] [--compare A B]`: past launches from the history store.
+
+Each launch with its key, phase durations and outcome, newest first; `--compare A B` puts two launches side by
+side, phase by phase. `--json` prints one object: {"launches": [...]} or {"compare": {...}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from tui.core import fmt
+from tui.history.paths import history_path
+from tui.history.store import HistoryError, HistoryStore
+
+MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup")
+
+
+def run(args: argparse.Namespace) -> int:
+    path = history_path(args)
+    if path is None:
+        print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
+        return 2
+    if not path.exists():
+        print(f"sglang-tui history: no history yet at {path} (watch a launch with the TUI or `wait` first)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    try:
+        with HistoryStore(path) as store:
+            if args.compare:
+                a, b = (store.launch(i) for i in args.compare)
+                missing = [str(i) for i, row in zip(args.compare, (a, b)) if row is None]
+                if missing:
+                    print(f"sglang-tui history: no launch {', '.join(missing)} in {path}; `sglang-tui history` lists them",
+                          file=sys.stderr)  # fmt: skip
+                    return 2
+                return _print(compare_json(a, b) if args.json else None, format_compare(a, b))  # type: ignore[arg-type]
+            rows = store.launches(args.host, limit=max(1, args.limit))
+    except HistoryError as err:
+        print(f"sglang-tui history: {err}", file=sys.stderr)
+        return 2
+    return _print({"launches": rows} if args.json else None, format_launches(rows))
+
+
+def _print(obj: dict[str, object] | None, text: str) -> int:
+    try:
+        print(json.dumps(obj, ensure_ascii=False) if obj is not None else text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return b / a if a and b is not None else None
+
+
+def main_phases(launch: dict[str, object]) -> dict[str, float | None]:
+    """Seconds per main phase (summed when a phase appears twice)."""
+    out: dict[str, float | None] = {}
+    for p in launch["phases"]:  # type: ignore[attr-defined]
+        if p["model"] != "main":
+            continue
+        d = p["duration_s"]
+        out[p["phase"]] = (out.get(p["phase"]) or 0.0) + d if d is not None else out.get(p["phase"])
+    return out
+
+
+def _key_words(key: dict[str, object]) -> str:
+    parts = [f"{key.get('host') or '?'}: {key.get('model') or '?'}"]
+    for name in ("tp", "dp", "pp", "ep", "nnodes"):
+        value = key.get(name)
+        if value not in (None, 1) or name == "tp":
+            parts.append(f"{name}{value if value is not None else '?'}")
+    if key.get("speculative"):
+        parts.append(f"spec {key['speculative']}")
+    for name in ("quantization", "load_format", "version"):
+        if key.get(name) not in (None, "auto"):
+            parts.append(f"{name} {key[name]}")
+    if key.get("args_hash"):
+        parts.append(f"args {key['args_hash']}")
+    return " · ".join(parts)
+
+
+def _outcome(launch: dict[str, object]) -> str:
+    error = launch.get("error")
+    if launch["outcome"] == "failed" and isinstance(error, dict) and error.get("kind"):
+        return f"failed ({error['kind']})"
+    return str(launch["outcome"])
+
+
+def format_launches(rows: list[dict[str, object]]) -> str:
+    if not rows:
+        return "history: no launches recorded"
+    header = ("ID", "HOST", "START", "OUTCOME", "TOTAL", *(p.replace("loading_weights", "weights") for p in MAIN_ORDER))
+    table = [header]
+    keys: list[str] = []
+    for launch in rows:
+        phases = main_phases(launch)
+        start = str(launch["start"]).removeprefix("log ").removeprefix("clock ")
+        table.append((
+            str(launch["id"]), str(launch["host"]), start, _outcome(launch), fmt.duration(launch["total_s"]),  # type: ignore[arg-type]
+            *(fmt.duration(phases.get(p)) for p in MAIN_ORDER),
+        ))  # fmt: skip
+        words = _key_words(launch["key"])  # type: ignore[arg-type]
+        if words not in keys:
+            keys.append(words)
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    lines.append("")
+    lines += [f"key: {k}" for k in keys]
+    return "\n".join(lines)
+
+
+def compare_json(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
+    pa, pb = main_phases(a), main_phases(b)
+    phases = [p for p in MAIN_ORDER if p in pa or p in pb]
+    return {
+        "compare": {
+            "a": a["id"], "b": b["id"], "same_key": a["key_id"] == b["key_id"],
+            "phases": [
+                {"phase": p, "a_s": pa.get(p), "b_s": pb.get(p),
+                 "ratio": _ratio(pa.get(p), pb.get(p))}
+                for p in phases
+            ],
+            "total": {"a_s": a["total_s"], "b_s": b["total_s"]},
+        }
+    }  # fmt: skip
+
+
+def format_compare(a: dict[str, object], b: dict[str, object]) -> str:
+    data = compare_json(a, b)["compare"]
+    rows = [("PHASE", f"#{a['id']}", f"#{b['id']}", "B/A")]
+    for p in data["phases"]:  # type: ignore[index]
+        ratio = f"{p['ratio']:.2f}×" if p["ratio"] is not None else "-"
+        rows.append((p["phase"], fmt.duration(p["a_s"]), fmt.duration(p["b_s"]), ratio))
+    rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))  # type: ignore[arg-type]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if not data["same_key"]:  # type: ignore[index]
+        lines.append("")
+        lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")  # type: ignore[arg-type]
+        lines.append(f"             #{b['id']} {_key_words(b['key'])}")  # type: ignore[arg-type]
+    return "\n".join(lines)

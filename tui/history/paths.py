@@ -1,0 +1,26 @@
+"""Where the history lives: --history PATH, else $SGLANG_TUI_HISTORY, else $XDG_STATE_HOME/sglang-tui/…"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+ENV = "SGLANG_TUI_HISTORY"
+FILENAME = "history.sqlite3"
+
+
+def default_path(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    if env.get(ENV):
+        return Path(env[ENV]).expanduser()
+    state = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "sglang-tui" / FILENAME
+
+
+def history_path(args: argparse.Namespace) -> Path | None:
+    """The history file for these options; None with --no-history (or options without the history flags: the demo)."""
+    if not hasattr(args, "no_history") or args.no_history:
+        return None
+    given = getattr(args, "history", None)
+    return Path(given).expanduser() if given else default_path()

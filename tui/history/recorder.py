@@ -1,0 +1,94 @@
+"""What `wait` and the TUI do with the history: load the past of a launch's key once its server_args are seen
+(handing the core a frozen `Past`), and record the launch once at its outcome (again if the outcome changes)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from tui.core.launchkey import launch_key
+from tui.core.state import Readiness, ServerInfo
+from tui.history.record import outcome_of, start_mark, to_record
+from tui.history.store import HistoryError, HistoryStore
+
+
+class Recorder:
+    """One watcher's link to the history. Every failure of the file is said once and turns history off."""
+
+    def __init__(self, path: Path | None, host: str, source: str, *, warn: bool = True) -> None:
+        self.host = host
+        self.source = source
+        self.warn = warn
+        self.store: HistoryStore | None = None
+        self._server: ServerInfo | None = None
+        self._key: str | None = None
+        self._loaded: tuple[str | None, str | None] | None = None
+        self._recorded: dict[str, str] = {}  # start mark -> outcome recorded
+        self.last_id: int | None = None
+        if path is not None:
+            try:
+                self.store = HistoryStore(path)
+            except HistoryError as err:
+                self._off(err)
+
+    def _off(self, err: Exception) -> None:
+        if self.warn:
+            print(f"sglang-tui: {err}; history is off for this run", file=sys.stderr)
+        if self.store is not None:
+            try:
+                self.store.close()
+            except Exception:
+                pass
+        self.store = None
+
+    def key_of(self, state: Readiness) -> str | None:
+        if state.server is not self._server:
+            self._server = state.server
+            self._key = launch_key(state.server, self.host)
+        return self._key
+
+    def update(self, state: Readiness) -> Readiness:
+        """The state with its key's past attached (loaded when the key or launch changes); records outcomes."""
+        if self.store is None:
+            return state
+        key = self.key_of(state)
+        if key is None:
+            return state
+        mark = start_mark(state)
+        if self._loaded != (key, mark) or (state.past is None or state.past.key != key):
+            try:
+                past = self.store.past(key, exclude_mark=mark)
+            except Exception as err:  # a broken file must never take the watcher down
+                self._off(err)
+                return state
+            self._loaded = (key, mark)
+            state = replace(state, past=past)
+        outcome = outcome_of(state)
+        if outcome is not None and mark is not None and self._recorded.get(mark) != outcome:
+            self.record(state, outcome)
+        return state
+
+    def record(self, state: Readiness, outcome: str | None = None) -> int | None:
+        """Record this state's launch now (at its outcome, or 'unfinished' when the watcher leaves first)."""
+        if self.store is None:
+            return None
+        rec = to_record(state, self.host, self.source, outcome)
+        if rec is None:
+            return None
+        try:
+            self.last_id = self.store.record_launch(rec)
+        except Exception as err:
+            self._off(err)
+            return None
+        self._recorded[rec.start_mark] = rec.outcome
+        return self.last_id
+
+    def finish(self, state: Readiness) -> None:
+        """At exit: a launch seen but with no outcome recorded is 'unfinished'; then close the file."""
+        mark = start_mark(state)
+        if self.store is not None and mark is not None and mark not in self._recorded and self.key_of(state):
+            self.record(state, "unfinished")
+        if self.store is not None:
+            self.store.close()
+            self.store = None

@@ -1,0 +1,264 @@
+"""The history store: stdlib sqlite3 in WAL mode, a schema version with migrations, a busy timeout.
+
+Every write is one transaction, so a writer killed mid-write (kill -9) leaves the file as it was before that
+write; two TUIs (or a TUI and `wait`) writing at once take turns through SQLite's lock (the busy timeout).
+A launch is identified by its key and its start mark (the log time of its first line): recording it again,
+by a second watcher or a later outcome, updates the same row.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui.core.past import Past, PastLaunch
+
+BUSY_TIMEOUT_S = 15.0
+KEEP_PAST = 10  # the ETA uses at most this many earlier ready launches
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: launches, their phase spans, bench results keyed by launch
+    """
+    CREATE TABLE launches (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        key_json TEXT NOT NULL,
+        host TEXT NOT NULL,
+        model TEXT,
+        start_mark TEXT NOT NULL,
+        started_at REAL,
+        recorded_at REAL NOT NULL,
+        source TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        fail_kind TEXT,
+        fail_line TEXT,
+        total_s REAL,
+        shards INTEGER,
+        draft_shards INTEGER,
+        weight_gib_per_rank REAL,
+        startup_timings TEXT,
+        startup_time_s REAL,
+        UNIQUE (key, start_mark)
+    );
+    CREATE INDEX launches_key ON launches (key, started_at);
+    CREATE INDEX launches_host ON launches (host, started_at);
+    CREATE TABLE phases (
+        launch_id INTEGER NOT NULL REFERENCES launches (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        model TEXT NOT NULL,
+        start TEXT,
+        "end" TEXT,
+        duration_s REAL,
+        PRIMARY KEY (launch_id, idx)
+    );
+    CREATE TABLE bench (
+        id INTEGER PRIMARY KEY,
+        launch_id INTEGER NOT NULL REFERENCES launches (id) ON DELETE CASCADE,
+        recorded_at REAL NOT NULL,
+        result TEXT NOT NULL
+    );
+    CREATE INDEX bench_launch ON bench (launch_id, recorded_at);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used: str() is the one line to print."""
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    key: str
+    key_fields: dict[str, object]
+    start_mark: str
+    source: str  # tui | wait | replay
+    outcome: str  # ready | failed | stalled | stopped | unfinished
+    started_at: float | None = None
+    fail_kind: str | None = None
+    fail_line: str | None = None
+    total_s: float | None = None
+    shards: int | None = None
+    draft_shards: int | None = None
+    weight_gib_per_rank: float | None = None
+    phases: tuple[tuple[str, str, str | None, str | None, float | None], ...] = ()  # phase, model, start, end, s
+    startup_timings: dict[str, float] = field(default_factory=dict)
+    startup_time_s: float | None = None
+
+
+class HistoryStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.db.execute("PRAGMA busy_timeout = %d" % int(BUSY_TIMEOUT_S * 1000))
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as err:
+            raise HistoryError(f"history {self.path}: {err}; move the file away or pass --no-history") from None
+        except OSError as err:
+            raise HistoryError(f"history {self.path}: {err.strerror or err}; pass --history PATH or --no-history") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "HistoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------ schema
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"history {self.path} has schema {version}, newer than this sglang-tui's {SCHEMA_VERSION}; upgrade it"
+            )
+        while version < SCHEMA_VERSION:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                current = self.db.execute("PRAGMA user_version").fetchone()[0]  # another writer may have done it
+                if current == version:
+                    for statement in MIGRATIONS[version].split(";"):
+                        if statement.strip():
+                            self.db.execute(statement)
+                    self.db.execute(f"PRAGMA user_version = {version + 1}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    # ------------------------------------------------------------------------------------------- write
+    def record_launch(self, rec: LaunchRecord) -> int:
+        """Insert the launch, or update the row of the same key and start mark; returns its id."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            row = (
+                rec.key, json.dumps(rec.key_fields, sort_keys=True), str(rec.key_fields.get("host") or ""),
+                rec.key_fields.get("model"), rec.start_mark, rec.started_at, time.time(), rec.source, rec.outcome,
+                rec.fail_kind, rec.fail_line, rec.total_s, rec.shards, rec.draft_shards, rec.weight_gib_per_rank,
+                json.dumps(rec.startup_timings) if rec.startup_timings else None, rec.startup_time_s,
+            )  # fmt: skip
+            self.db.execute(
+                "INSERT INTO launches (key, key_json, host, model, start_mark, started_at, recorded_at, source, outcome,"
+                " fail_kind, fail_line, total_s, shards, draft_shards, weight_gib_per_rank, startup_timings,"
+                " startup_time_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (key, start_mark) DO UPDATE SET recorded_at=excluded.recorded_at,"
+                " source=excluded.source, outcome=excluded.outcome, fail_kind=excluded.fail_kind,"
+                " fail_line=excluded.fail_line, total_s=excluded.total_s, shards=excluded.shards,"
+                " draft_shards=excluded.draft_shards,"
+                " weight_gib_per_rank=COALESCE(excluded.weight_gib_per_rank, weight_gib_per_rank),"
+                " startup_timings=COALESCE(excluded.startup_timings, startup_timings),"
+                " startup_time_s=COALESCE(excluded.startup_time_s, startup_time_s)",
+                row,
+            )
+            launch_id = int(
+                self.db.execute(
+                    "SELECT id FROM launches WHERE key = ? AND start_mark = ?", (rec.key, rec.start_mark)
+                ).fetchone()[0]
+            )
+            self.db.execute("DELETE FROM phases WHERE launch_id = ?", (launch_id,))
+            self.db.executemany(
+                'INSERT INTO phases (launch_id, idx, phase, model, start, "end", duration_s) VALUES (?,?,?,?,?,?,?)',
+                [(launch_id, i, *p) for i, p in enumerate(rec.phases)],
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return launch_id
+
+    def record_bench(self, launch_id: int, result_json: dict[str, object]) -> int:
+        """Store a `bench --json` result against a launch; returns its row id."""
+        with_tx = self.db.execute(
+            "INSERT INTO bench (launch_id, recorded_at, result) VALUES (?, ?, ?)",
+            (launch_id, time.time(), json.dumps(result_json, sort_keys=True)),
+        )
+        return int(with_tx.lastrowid or 0)
+
+    # -------------------------------------------------------------------------------------------- read
+    def past(self, key: str, *, exclude_mark: str | None = None, limit: int = KEEP_PAST) -> Past:
+        """The ready launches of `key`, newest first, as the core's frozen value."""
+        rows = self.db.execute(
+            "SELECT id, total_s, weight_gib_per_rank, shards FROM launches WHERE key = ? AND outcome = 'ready'"
+            " AND start_mark IS NOT ? ORDER BY started_at DESC, id DESC LIMIT ?",
+            (key, exclude_mark, limit),
+        ).fetchall()
+        launches = []
+        for launch_id, total, weight, shards in rows:
+            phases = self.db.execute(
+                "SELECT phase, duration_s FROM phases WHERE launch_id = ? AND model = 'main' AND duration_s IS NOT NULL"
+                " ORDER BY idx",
+                (launch_id,),
+            ).fetchall()
+            launches.append(PastLaunch(launch_id, total, tuple((p, float(d)) for p, d in phases), weight, shards))
+        return Past(key=key, launches=tuple(launches))
+
+    def launches(self, host: str | None = None, limit: int = 50) -> list[dict[str, object]]:
+        """Launches, newest first (of one host when given), each with its key fields and phases."""
+        where, params = ("WHERE host = ?", (host, limit)) if host else ("", (limit,))
+        rows = self.db.execute(
+            "SELECT id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s,"
+            " shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
+            f" FROM launches {where} ORDER BY started_at DESC, id DESC LIMIT ?",
+            params,
+        ).fetchall()
+        return [self._launch_dict(row) for row in rows]
+
+    def launch(self, launch_id: int) -> dict[str, object] | None:
+        row = self.db.execute(
+            "SELECT id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s,"
+            " shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
+            " FROM launches WHERE id = ?",
+            (launch_id,),
+        ).fetchone()
+        return self._launch_dict(row) if row else None
+
+    def last_bench(self, key: str) -> dict[str, object] | None:
+        """The newest bench result of any launch of `key`, or None."""
+        row = self.db.execute(
+            "SELECT b.result FROM bench b JOIN launches l ON l.id = b.launch_id WHERE l.key = ?"
+            " ORDER BY b.recorded_at DESC, b.id DESC LIMIT 1",
+            (key,),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def _launch_dict(self, row: tuple[object, ...]) -> dict[str, object]:
+        (launch_id, key_json, host, mark, started, source, outcome, kind, line, total, shards, draft, weight,
+         timings, startup_time, key) = row  # fmt: skip
+        phases = self.db.execute(
+            'SELECT phase, model, start, "end", duration_s FROM phases WHERE launch_id = ? ORDER BY idx', (launch_id,)
+        ).fetchall()
+        return {
+            "id": launch_id,
+            "key": json.loads(str(key_json)),
+            "host": host,
+            "start": mark,
+            "started_at": started,
+            "source": source,
+            "outcome": outcome,
+            "error": {"kind": kind, "line": line} if kind or line else None,
+            "total_s": total,
+            "shards": shards,
+            "draft_shards": draft,
+            "weight_gib_per_rank": weight,
+            "phases": [
+                {"phase": p, "model": m, "start": s, "end": e, "duration_s": d} for p, m, s, e, d in phases
+            ],
+            "startup_timings": json.loads(str(timings)) if timings else None,
+            "startup_time_s": startup_time,
+            "key_id": key,
+        }
