@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
-    replay.add_argument("logfile", metavar="LOGFILE")
+    replay.add_argument("logfile", metavar="LOGFILE", nargs="+", help="one log; several: the nodes of one server, node 0 first")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
 
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
