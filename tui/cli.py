@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
+    simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")
+    simulate.add_argument("--node-rank", type=int, default=0, metavar="R", help="this node's rank (0 serves HTTP)")
+    simulate.add_argument("--dist-init-addr", metavar="HOST:PORT", help="where node 0 listens for the other nodes")
+    simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
+    simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
+                          help="prefill: the bootstrap port (default 8998)")  # fmt: skip
     _sim_options(simulate)
     return parser
 

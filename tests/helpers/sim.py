@@ -94,6 +94,7 @@ def start_sim(
     port: int | None = None,
     traffic: float = 0.0,
     env: dict[str, str] | None = None,
+    extra: list[str] | None = None,
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -109,6 +110,7 @@ def start_sim(
         argv += ["--fault", fault]
     if traffic:
         argv += ["--traffic", str(traffic)]
+    argv += extra or []
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), RUN_MARKER: run_id, **(env or {})}
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -174,3 +176,19 @@ def http_post(port: int, path: str, body: dict[str, object], timeout: float = 30
         return resp.status, resp.read()
     finally:
         conn.close()
+
+
+def start_nodes(tmp_path: Path, nnodes: int = 2, *, tp: int = 16, faults: dict[int, str] | None = None,
+                **kw: object) -> list[SimServer]:  # fmt: skip
+    """A simulated multi-node launch: one simulator per node (tmp_path/nodeR/sim.log, its own GPUs), node 0
+    listening on a free dist-init-addr; all nodes share the HTTP port (only node 0 serves it)."""
+    addr = f"127.0.0.1:{free_port()}"
+    port = free_port()
+    nodes = []
+    for rank in range(nnodes):
+        where = tmp_path / f"node{rank}"
+        where.mkdir(exist_ok=True)
+        extra = ["--nnodes", str(nnodes), "--node-rank", str(rank), "--dist-init-addr", addr]
+        fault = (faults or {}).get(rank)
+        nodes.append(start_sim(where, tp=tp, port=port, fault=fault, extra=extra, **kw))  # type: ignore[arg-type]
+    return nodes

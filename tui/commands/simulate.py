@@ -22,6 +22,11 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         speculative=speculative,
         gpu_state=os.path.abspath(args.gpu_state) if args.gpu_state else None,
         traffic=float(getattr(args, "traffic", 0.0) or 0.0),
+        nnodes=int(getattr(args, "nnodes", 1) or 1),
+        node_rank=int(getattr(args, "node_rank", 0) or 0),
+        dist_init_addr=getattr(args, "dist_init_addr", None),
+        disaggregation_mode=getattr(args, "disaggregation_mode", None),
+        bootstrap_port=int(getattr(args, "disaggregation_bootstrap_port", 8998) or 8998),
     )
 
 
