@@ -60,9 +60,16 @@ def test_server_args_tp_size_is_global_already() -> None:
 
 
 def test_a_nonzero_node_that_runs_ahead_is_not_ready_before_node0() -> None:
-    dep = _two_nodes(_state(Phase.WARMUP), _state(Phase.WARMUP))
+    dep = _two_nodes(_state(Phase.CUDA_GRAPH), _state(Phase.WARMUP))
     assert dm.member_phase(dep, dep.member("node1")) is Phase.CUDA_GRAPH
     assert dm.deployment_phase(dep) is Phase.CUDA_GRAPH
+    dep = _two_nodes(_state(Phase.WARMUP), _state(Phase.CUDA_GRAPH))  # node 0's HTTP is up: every node is done
+    assert dm.member_phase(dep, dep.member("node1")) is Phase.WARMUP
+
+
+def test_a_node_without_a_bar_in_the_same_phase_is_not_waited_for() -> None:
+    dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(10, 64)), _state(Phase.LOADING_WEIGHTS))
+    assert dm.reason(dep) == "node1 still loading weights; node0 still loading weights 10/64"
 
 
 def test_failed_member_fails_the_deployment_and_is_named() -> None:

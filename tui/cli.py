@@ -14,7 +14,11 @@ SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate")
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("host", metavar="HOST", help="user@host, an ~/.ssh/config alias, or `local` (no SSH)")
+    p.add_argument("host", metavar="HOST", nargs="*",
+                   help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
+                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path")  # fmt: skip
+    p.add_argument("--deployment", metavar="FILE",
+                   help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
     p.add_argument("--port", type=int, default=30000, help="the server's port on the host (default 30000)")
     p.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
@@ -93,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    if hasattr(args, "host") and isinstance(args.host, list):
+        hosts = args.host
+        if not hosts and not getattr(args, "deployment", None):
+            parser.error(f"{args.command}: give a HOST (or several, node 0 first), or --deployment FILE")
+        # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
+        args.hosts = hosts
+        args.host = hosts[0] if hosts else None
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))

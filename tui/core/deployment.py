@@ -103,8 +103,9 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
         return Phase.READY if m.router is not None and m.router.up else Phase.STARTING
     if m.role == "node" and m.node_rank not in (None, 0) and s.phase is not Phase.FAILED:
         head = _head_node(dep)
-        if head is not None and head.state.phase in READY_PHASES:
-            return Phase.READY  # node 0 serves only once every node loaded and captured
+        if head is not None and head.state.phase in (Phase.WARMUP, *READY_PHASES):
+            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0
+            return Phase.READY if head.state.phase in READY_PHASES else Phase.WARMUP
         return Phase.CUDA_GRAPH if s.phase in (Phase.WARMUP, *READY_PHASES) else s.phase
     return s.phase
 
@@ -209,6 +210,11 @@ def _waiting(dep: Deployment, m: Member, behind: Member) -> str:
     return f"{m.name} waiting for {behind.name} ({_DOING[phase]})"
 
 
+def _bar_complete(m: Member) -> bool:
+    s = m.state
+    return s.phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0
+
+
 def reason(dep: Deployment) -> str:
     """The one line naming what holds the deployment back (or that it is ready)."""
     phase = deployment_phase(dep)
@@ -227,7 +233,7 @@ def reason(dep: Deployment) -> str:
         for m in dep.members:
             if m is behind:
                 continue
-            if _rank_key(dep, m) > behind_key:
+            if _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
                 parts.append(_waiting(dep, m, behind))
             else:
                 parts.append(f"{m.name} {describe(dep, m)}")
