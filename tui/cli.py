@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
     simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
                           help="prefill: the bootstrap port (default 8998)")  # fmt: skip
+    simulate.add_argument("--router", action="store_true", help="a simulated PD router instead of a server")
+    simulate.add_argument("--prefill", action="append", default=[], metavar="URL[@BOOTSTRAP]",
+                          help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
+    simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
     return parser
 

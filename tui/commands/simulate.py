@@ -31,6 +31,13 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "router", False):
+        from tui.sim.router import run_router
+
+        if not args.prefill and not args.decode:
+            print("sglang-tui simulate: --router needs workers: --prefill URL and/or --decode URL", file=sys.stderr)
+            return 2
+        return run_router(os.path.abspath(args.log), args.port, list(args.prefill), list(args.decode))
     params = params_from_args(args)
     problem = check(params)
     if problem is None:

@@ -65,6 +65,7 @@ class Main:
         self.stopping = False
         self.local = len(params.local_ranks)  # this node's ranks (all of them on a single node)
         self.link: NodeLink | None = None
+        self.bootstrap: asyncio.Server | None = None
         if params.nnodes > 1:
             self.link = NodeLink(params, lambda _name: self.tell_ranks("go"), self.on_shutdown_broadcast,
                                  self.on_head_lost)  # fmt: skip
@@ -240,6 +241,8 @@ class Main:
         if self.link is not None:
             await self.link.start()
         read_fd = self.spawn_children()
+        if self.p.disaggregation_mode == "prefill":
+            await self.start_bootstrap()
         os.set_blocking(read_fd, False)
         loop.add_reader(read_fd, self.on_ready_pipe, read_fd)
         watcher = loop.create_task(self.watch_ranks())
@@ -332,6 +335,15 @@ class Main:
     async def _drain_one(self, prompt: int, max_new: int) -> None:
         async for _ in self.engine.generate(prompt, max_new):
             pass
+
+    async def start_bootstrap(self) -> None:
+        """A prefill server's bootstrap endpoint (PD disaggregation), up while the ranks start."""
+        from tui.sim.router import serve_bootstrap
+
+        try:
+            self.bootstrap = await serve_bootstrap(self.p.bootstrap_port)
+        except OSError as err:
+            self.say(f"Failed to start the bootstrap server on port {self.p.bootstrap_port}: {err.strerror}")
 
     async def follow(self) -> int:
         """A non-zero node once its ranks are up: no HTTP, no tokenizer; wait for rank 0's ShutdownReq."""

@@ -92,7 +92,7 @@ class DeploymentMonitor:
         for spec, host in specs:
             health = None if spec.health else NoHealth(host, spec.port)
             monitor = Monitor(host, log_path=spec.log, port=spec.port, remote_python=remote_python,
-                              sim_gpus=spec.sim_gpus, health=health)  # fmt: skip
+                              sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router")  # fmt: skip
             pairs.append((spec, monitor))
         return cls(pairs)
 
