@@ -138,3 +138,12 @@ def test_router_down_is_starting() -> None:
     dep = _pd(READY, READY, dm.RouterInfo(up=False, detail="refused"))
     assert dm.deployment_phase(dep) is Phase.STARTING
     assert dm.reason(dep).endswith("router not up (refused)")
+
+
+def test_router_workers_from_its_log_count_when_the_endpoint_lists_none() -> None:
+    logged = (dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", True))
+    dep = _pd(READY, READY, dm.RouterInfo(up=True, log_workers=logged))
+    assert dm.deployment_phase(dep) is Phase.READY
+    listed = (dm.WorkerHealth("http://p", "prefill", False),)
+    dep = _pd(READY, READY, dm.RouterInfo(up=True, workers=listed, log_workers=logged))  # the endpoint wins
+    assert dm.deployment_phase(dep) is Phase.WARMUP

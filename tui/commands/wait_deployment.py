@@ -20,7 +20,9 @@ from typing import TextIO
 from tui.commands.wait import EXIT_CONNECT, EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
+from tui.core.events import LogActivity
 from tui.core.readiness import reduce
+from tui.core.routerlog import RouterLog
 from tui.core.state import Readiness
 from tui.sources.deployment import DeploymentMonitor, MemberSpec, node_specs
 from tui.sources.host import Host, HostError
@@ -76,6 +78,7 @@ async def fold_deployment(
 ) -> tuple[Verdict, dm.Deployment]:  # fmt: skip
     start = clock()
     reporter.dep = dep
+    router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
 
     async def fold() -> Verdict | None:
         nonlocal dep
@@ -86,7 +89,7 @@ async def fold_deployment(
                 if not isinstance(event, RouterStatus):
                     state = reduce(state, event, now)
             dep = dep.with_state(name, state)
-            dep = _router_facts(dep, name, batch)
+            dep = _router_facts(dep, name, batch, router_logs.get(name))
             monitor.set_phase(name, state.phase)
             reporter.dep = dep
             whole = dm.combined(dep)
@@ -108,14 +111,19 @@ async def fold_deployment(
     return Verdict(EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {whole.phase.value}: {whole.reason}"), dep
 
 
-def _router_facts(dep: dm.Deployment, name: str, batch: list[object]) -> dm.Deployment:
-    """The router poller's facts: the router member's RouterInfo, the prefill members' bootstrap ports."""
+def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: RouterLog | None = None) -> dm.Deployment:
+    """The router poller's facts (the router's RouterInfo, the prefill members' bootstrap ports) and the
+    router's own worker-health log lines."""
     for item in batch:
+        member = dep.member(name)
+        if log is not None and isinstance(item, LogActivity) and log.feed(item.data) and member.router is not None:
+            dep = dep.with_member(replace(member, router=replace(member.router, log_workers=log.snapshot())))
+            continue
         if not isinstance(item, RouterStatus):
             continue
-        member = dep.member(name)
         if member.role == "router":
-            dep = dep.with_member(replace(member, router=item.info))
+            logged = member.router.log_workers if member.router is not None else ()
+            dep = dep.with_member(replace(member, router=replace(item.info, log_workers=logged)))
         for m in dep.members:
             if item.bootstrap is not None and m.name in item.bootstrap:
                 dep = dep.with_member(replace(m, bootstrap_open=item.bootstrap[m.name]))

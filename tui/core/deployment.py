@@ -50,8 +50,14 @@ class RouterInfo:
     """A router member's own facts: its health endpoint answered, and its workers' health."""
 
     up: bool = False  # GET /health answered 200
-    workers: tuple[WorkerHealth, ...] = ()
+    workers: tuple[WorkerHealth, ...] = ()  # from GET /workers
     detail: str = ""  # the last probe's outcome, e.g. "refused"
+    log_workers: tuple[WorkerHealth, ...] = ()  # from the router's worker-health log lines
+
+    @property
+    def known_workers(self) -> tuple[WorkerHealth, ...]:
+        """The endpoint's answer when it gave one, else what the log said."""
+        return self.workers or self.log_workers
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,7 @@ def router_problem(dep: Deployment) -> str | None:
     roles = {m.role for m in dep.members}
     needed: list[str] = [r for r in ("prefill", "decode") if r in roles] or ["regular"]
     for role in needed:
-        if not any(w.healthy and (w.role == role or role == "regular") for w in info.workers):
+        if not any(w.healthy and (w.role == role or role == "regular") for w in info.known_workers):
             return f"router up but has no healthy {role} worker"
     return None
 
@@ -179,8 +185,9 @@ def describe(dep: Deployment, m: Member) -> str:
         info = m.router or RouterInfo()
         if not info.up:
             return "not up" + (f" ({info.detail})" if info.detail else "")
-        healthy = sum(1 for w in info.workers if w.healthy)
-        return f"up, {healthy}/{len(info.workers)} workers healthy"
+        workers = info.known_workers
+        healthy = sum(1 for w in workers if w.healthy)
+        return f"up, {healthy}/{len(workers)} workers healthy"
     if phase is Phase.FAILED:
         if s.error is not None:
             return f"failed ({s.error.kind}): {s.error.line.strip()}"
