@@ -147,3 +147,15 @@ def test_router_workers_from_its_log_count_when_the_endpoint_lists_none() -> Non
     listed = (dm.WorkerHealth("http://p", "prefill", False),)
     dep = _pd(READY, READY, dm.RouterInfo(up=True, workers=listed, log_workers=logged))  # the endpoint wins
     assert dm.deployment_phase(dep) is Phase.WARMUP
+
+
+def test_gpus_of_all_nodes_in_one_list_grouped_by_node_with_global_indexes() -> None:
+    from tui.core.events import GpuInfo, GpuSnapshot
+
+    snap = GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=i) for i in range(8)))
+    s0 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP0", gpu_index=0),))
+    s1 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP8", gpu_index=0), RankState("TP15", gpu_index=7)))
+    c = dm.combined(_two_nodes(s0, s1))
+    assert c.gpus is not None and [g.index for g in c.gpus.gpus] == list(range(16))
+    assert [g.node for g in c.gpus.gpus] == ["node0"] * 8 + ["node1"] * 8
+    assert {r.name: r.gpu_index for r in c.ranks} == {"TP0": 0, "TP8": 8, "TP15": 15}

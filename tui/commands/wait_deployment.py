@@ -78,19 +78,14 @@ async def fold_deployment(
 ) -> tuple[Verdict, dm.Deployment]:  # fmt: skip
     start = clock()
     reporter.dep = dep
-    router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
+    folder = MemberFolder(dep)
 
     async def fold() -> Verdict | None:
         nonlocal dep
         async for name, batch in monitor.batches():
             now = clock()
-            state = dep.member(name).state
-            for event in batch:
-                if not isinstance(event, RouterStatus):
-                    state = reduce(state, event, now)
-            dep = dep.with_state(name, state)
-            dep = _router_facts(dep, name, batch, router_logs.get(name))
-            monitor.set_phase(name, state.phase)
+            dep = folder(dep, name, batch, now)
+            monitor.set_phase(name, dep.member(name).state.phase)
             reporter.dep = dep
             whole = dm.combined(dep)
             reporter.update(whole, now - start)
@@ -109,6 +104,22 @@ async def fold_deployment(
         await monitor.close()
     whole = dm.combined(dep)
     return Verdict(EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {whole.phase.value}: {whole.reason}"), dep
+
+
+class MemberFolder:
+    """Folds one member's batch into the deployment: reducer events into its Readiness, the router
+    poller's facts and the router's worker-health log lines into RouterInfo (shared by `wait` and the TUI)."""
+
+    def __init__(self, dep: dm.Deployment) -> None:
+        self.router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
+
+    def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
+        state = dep.member(name).state
+        for event in batch:
+            if not isinstance(event, RouterStatus):
+                state = reduce(state, event, now)  # type: ignore[arg-type]
+        dep = dep.with_state(name, state)
+        return _router_facts(dep, name, batch, self.router_logs.get(name))
 
 
 def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: RouterLog | None = None) -> dm.Deployment:

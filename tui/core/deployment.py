@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tui.core.events import GpuSnapshot
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
 
 ROLES = ("node", "prefill", "decode", "router", "server")
@@ -277,16 +278,48 @@ def tp_size(dep: Deployment) -> int | None:
 # ----------------------------------------------------------------------------------- deployment-wide view
 
 
+def gpu_bases(dep: Deployment) -> dict[str, int]:
+    """Where each member's GPUs start in the deployment's one GPU list (members in order, each its own GPUs)."""
+    bases: dict[str, int] = {}
+    base = 0
+    for m in dep.members:
+        bases[m.name] = base
+        gpus = m.state.gpus.gpus if m.state.gpus is not None else ()
+        base += max((g.index for g in gpus), default=-1) + 1
+    return bases
+
+
+def gpus(dep: Deployment) -> GpuSnapshot | None:
+    """Every member's GPUs in one snapshot, grouped by member (GpuInfo.node) with global indexes."""
+    snaps = [(m, m.state.gpus) for m in dep.members if m.state.gpus is not None]
+    if not snaps:
+        return None
+    bases = gpu_bases(dep)
+    merged = tuple(replace(g, index=bases[m.name] + g.index, node=m.name) for m, snap in snaps for g in snap.gpus)
+    errors = [f"{m.name}: {snap.error}" for m, snap in snaps if snap.error]
+    return GpuSnapshot(snaps[0][1].source, merged, "; ".join(errors) or None, snaps[0][1].t)
+
+
+def _gpu_history(dep: Deployment) -> tuple[tuple[int, tuple[float, ...]], ...]:
+    bases = gpu_bases(dep)
+    return tuple((bases[m.name] + i, h) for m in dep.members for i, h in m.state.gpu_history)
+
+
 def _ranks(dep: Deployment) -> tuple[RankState, ...]:
-    """Every member's ranks; multi-node ranks carry global labels already, PD ranks get the member's name."""
+    """Every member's ranks; multi-node ranks carry global labels already, PD ranks get the member's name.
+    A rank's GPU is its index in the deployment's one GPU list (see gpus())."""
     out: list[RankState] = []
     seen: set[str] = set()
+    bases = gpu_bases(dep)
     for m in dep.members:
         for r in m.state.ranks:
+            if m.role == "node" and len(dep.members) > 1 and r.pid is None and r.last_milestone is None:
+                continue  # a placeholder for a rank of the server's tp_size that runs on another node
             name = r.name if m.role == "node" else f"{m.name} {r.name}"
             if name not in seen:
                 seen.add(name)
-                out.append(replace(r, name=name))
+                gpu = bases[m.name] + r.gpu_index if r.gpu_index is not None else None
+                out.append(replace(r, name=name, gpu_index=gpu))
     return tuple(out)
 
 
@@ -315,6 +348,8 @@ def combined(dep: Deployment) -> Readiness:
         shards=shards,
         server=server,
         ranks=_ranks(dep),
+        gpus=gpus(dep) if len(dep.members) > 1 else base.gpus,
+        gpu_history=_gpu_history(dep) if len(dep.members) > 1 else base.gpu_history,
         connection=connection,
         connection_detail=detail,
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
