@@ -230,7 +230,8 @@ def reason(dep: Deployment) -> str:
     if phase in READY_PHASES:
         tp = tp_size(dep)
         if multi_node:
-            return f"ready: {len(dep.members)} nodes" + (f", tp {tp}" if tp is not None else "")
+            count = len(dep.members)
+            return f"ready: {count} node{'s' if count != 1 else ''}" + (f", tp {tp}" if tp is not None else "")
         return "ready: " + ", ".join(f"{m.name} {describe(dep, m)}" for m in dep.members)
     behind = least_advanced(dep)
     if phase is Phase.FAILED:
