@@ -14,7 +14,7 @@ def _state(phase: Phase, *, shards: tuple[int, int] | None = None, ranks: range 
         Readiness(),
         phase=phase,
         shards=BarState(*shards) if shards else None,
-        ranks=tuple(RankState(f"TP{i}") for i in ranks),
+        ranks=tuple(RankState(f"TP{i}", last_milestone="load_begin") for i in ranks),
         server=ServerInfo(tp_size=tp, tp_from_args=tp is not None),
         **kw,  # type: ignore[arg-type]
     )
@@ -153,8 +153,8 @@ def test_gpus_of_all_nodes_in_one_list_grouped_by_node_with_global_indexes() -> 
     from tui.core.events import GpuInfo, GpuSnapshot
 
     snap = GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=i) for i in range(8)))
-    s0 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP0", gpu_index=0),))
-    s1 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP8", gpu_index=0), RankState("TP15", gpu_index=7)))
+    s0 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP0", gpu_index=0, pid=1),))
+    s1 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP8", gpu_index=0, pid=2), RankState("TP15", gpu_index=7, pid=3), RankState("TP1", gpu_index=1)))
     c = dm.combined(_two_nodes(s0, s1))
     assert c.gpus is not None and [g.index for g in c.gpus.gpus] == list(range(16))
     assert [g.node for g in c.gpus.gpus] == ["node0"] * 8 + ["node1"] * 8
