@@ -45,6 +45,7 @@ async def test_two_nodes_in_one_view_to_ready(tmp_path: Path) -> None:
             assert str(gpus.get_row_at(8)[0]) == "node1 8" and str(gpus.get_row_at(15)[1]) == "TP15"
             members = str(app.query_one(MembersPane).render())
             assert "node0" in members and "node1" in members
+            assert members.count("weights ") == 2  # a timeline per node
             assert app.state.reason == "ready: 2 nodes, tp 16" and "TP16" in app.query_one(HeaderPane).shown
             app.save_screenshot(filename="deployment_2x8_ready.svg", path=str(SCREENSHOTS))
     finally:

@@ -21,8 +21,10 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.core import deployment as dm
+from tui.core import fmt
 from tui.core.events import ConnectionState, Event
 from tui.core.loglines import LineSplitter
+from tui.core.timeline import span_duration
 from tui.ui.app import SglangTui, UiSources, split_log_events
 from tui.ui.labels import PHASE_NAMES, PHASE_STYLES
 from tui.ui.panes.gpus import GpuPane
@@ -41,8 +43,24 @@ class MemberEventsReceived(Message):
     live: str | None = None
 
 
-def member_rows(dep: dm.Deployment) -> Text:
-    """The members pane's text: one line per member (name, role, host, phase, what it is doing)."""
+SHORT = {"starting": "start", "init": "init", "loading_weights": "weights", "kv_cache": "kv", "cuda_graph": "graphs",
+         "warmup": "warmup", "ready": "ready", "serving": "serving", "failed": "failed"}  # fmt: skip
+
+
+def member_timeline(m: dm.Member, now: float) -> str:
+    """A member's own timeline in one line: each main-model phase and how long it took (the open one so far)."""
+    parts = []
+    for span in m.state.timeline:
+        if span.model != "main":
+            continue
+        took = span_duration(span, now if span.ended_at is None else None)
+        open_ = "+" if span.ended_at is None else ""
+        parts.append(f"{SHORT.get(span.phase.value, span.phase.value)} {fmt.duration(took)}{open_}")
+    return " · ".join(parts[-6:])
+
+
+def member_rows(dep: dm.Deployment, now: float = 0.0) -> Text:
+    """The members pane's text: two lines per member (name, role, host, phase, what it is doing; its timeline)."""
     out = Text()
     for i, m in enumerate(dep.members):
         phase = dm.member_phase(dep, m)
@@ -52,12 +70,15 @@ def member_rows(dep: dm.Deployment) -> Text:
         out.append(f"{m.role:<8} {m.host:<16} ")
         out.append(f"{PHASE_NAMES[phase]:<20}", style=PHASE_STYLES.get(phase, ""))
         out.append(" " + dm.describe(dep, m), style="dim")
+        line = member_timeline(m, now)
+        if line:
+            out.append(f"\n{'':<10}{line}", style="dim")
     return out
 
 
 class MembersPane(Static):
     DEFAULT_CSS = """
-    MembersPane { height: auto; max-height: 10; border: round $panel; border-title-color: $text-muted; }
+    MembersPane { height: auto; max-height: 12; border: round $panel; border-title-color: $text-muted; }
     """
 
     def on_mount(self) -> None:
@@ -126,6 +147,6 @@ class DeploymentTui(SglangTui):
         if not self.paused:
             self._publish(state, self._shown_clock(now))
             try:
-                self.query_one(MembersPane).update(member_rows(self.dep))
+                self.query_one(MembersPane).update(member_rows(self.dep, now))
             except Exception:  # not mounted yet
                 pass
