@@ -14,7 +14,11 @@ SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "h
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("host", metavar="HOST", help="user@host, an ~/.ssh/config alias, or `local` (no SSH)")
+    p.add_argument("host", metavar="HOST", nargs="*",
+                   help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
+                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path")  # fmt: skip
+    p.add_argument("--deployment", metavar="FILE",
+                   help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
     p.add_argument("--port", type=int, default=30000, help="the server's port on the host (default 30000)")
     p.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
@@ -102,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
-    replay.add_argument("logfile", metavar="LOGFILE")
+    replay.add_argument("logfile", metavar="LOGFILE", nargs="+", help="one log; several: the nodes of one server, node 0 first")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.add_argument("--record", nargs="?", const="local", metavar="HOST",
                         help="add the log's launch to the history, keyed by HOST (default `local`)")
@@ -134,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
                           help="default, or multithread (shards finish in bursts, bytes grow steadily)")
     simulate.add_argument("--slow", default="", metavar="PHASE=FACTOR",
                           help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)")
+    simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")
+    simulate.add_argument("--node-rank", type=int, default=0, metavar="R", help="this node's rank (0 serves HTTP)")
+    simulate.add_argument("--dist-init-addr", metavar="HOST:PORT", help="where node 0 listens for the other nodes")
+    simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
+    simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
+                          help="prefill: the bootstrap port (default 8998)")  # fmt: skip
+    simulate.add_argument("--router", action="store_true", help="a simulated PD router instead of a server")
+    simulate.add_argument("--prefill", action="append", default=[], metavar="URL[@BOOTSTRAP]",
+                          help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
+    simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
     return parser
 
@@ -147,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    if hasattr(args, "host") and isinstance(args.host, list):
+        hosts = args.host
+        if not hosts and not getattr(args, "deployment", None):
+            parser.error(f"{args.command}: give a HOST (or several, node 0 first), or --deployment FILE")
+        # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
+        args.hosts = hosts
+        args.host = hosts[0] if hosts else None
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))

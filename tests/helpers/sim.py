@@ -96,7 +96,7 @@ def start_sim(
     env: dict[str, str] | None = None,
     prefix: list[str] | None = None,
     accept_len: float | str | None = None,
-    extra: tuple[str, ...] = (),
+    extra: tuple[str, ...] | list[str] = (),
 ) -> SimServer:
     """Start `python -m tui simulate` in its own session, logging to tmp_path/sim.log (appending)."""
     port = port or free_port()
@@ -192,3 +192,19 @@ def http_post(port: int, path: str, body: dict[str, object], timeout: float = 30
         return resp.status, resp.read()
     finally:
         conn.close()
+
+
+def start_nodes(tmp_path: Path, nnodes: int = 2, *, tp: int = 16, faults: dict[int, str] | None = None,
+                **kw: object) -> list[SimServer]:  # fmt: skip
+    """A simulated multi-node launch: one simulator per node (tmp_path/nodeR/sim.log, its own GPUs), node 0
+    listening on a free dist-init-addr; all nodes share the HTTP port (only node 0 serves it)."""
+    addr = f"127.0.0.1:{free_port()}"
+    port = free_port()
+    nodes = []
+    for rank in range(nnodes):
+        where = tmp_path / f"node{rank}"
+        where.mkdir(exist_ok=True)
+        extra = ["--nnodes", str(nnodes), "--node-rank", str(rank), "--dist-init-addr", addr]
+        fault = (faults or {}).get(rank)
+        nodes.append(start_sim(where, tp=tp, port=port, fault=fault, extra=extra, **kw))  # type: ignore[arg-type]
+    return nodes

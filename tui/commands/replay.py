@@ -1,4 +1,6 @@
-"""`sglang-tui replay LOGFILE [--json]`: stream a saved log through the parser and the reducer, print the result."""
+"""`sglang-tui replay LOGFILE [LOGFILE …] [--json]`: stream a saved log through the parser and the reducer, print
+the result. Several logs are the nodes of one multi-node server, node 0 first: each replays as its own member
+(on its own log's clock) and the deployment model (tui/core/deployment.py) folds them into one verdict."""
 
 from __future__ import annotations
 
@@ -25,14 +27,17 @@ class ReplayError(Exception):
 
 
 def run(args: argparse.Namespace) -> int:
-    path = args.logfile
+    paths = args.logfile if isinstance(args.logfile, list) else [args.logfile]
+    if len(paths) > 1:
+        return _run_members(paths, bool(args.json))
+    path = paths[0]
     try:
         state = replay_file(path)
     except ReplayError as err:
         print(f"sglang-tui replay: {err}", file=sys.stderr)
         return 2
     if getattr(args, "record", None):
-        problem = record(state, args)
+        problem = record(state, args, path)
         if problem:
             print(f"sglang-tui replay: {problem}", file=sys.stderr)
             return 2
@@ -47,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def record(state: Readiness, args: argparse.Namespace) -> str | None:
+def record(state: Readiness, args: argparse.Namespace, logfile: str) -> str | None:
     """`--record HOST`: add the log's (last) launch to the history; the problem as one line, or None."""
     from tui.history.paths import history_path
     from tui.history.record import to_record
@@ -58,7 +63,7 @@ def record(state: Readiness, args: argparse.Namespace) -> str | None:
         return "--record and --no-history contradict each other; drop one"
     rec = to_record(state, args.record, "replay")
     if rec is None:
-        return f"{args.logfile}: no server_args line, so no launch key to record it under"
+        return f"{logfile}: no server_args line, so no launch key to record it under"
     try:
         with HistoryStore(path) as store:
             launch_id = store.record_launch(rec)
@@ -66,6 +71,31 @@ def record(state: Readiness, args: argparse.Namespace) -> str | None:
         return str(err)
     print(f"sglang-tui replay: recorded launch {launch_id} ({rec.outcome}) in {path}", file=sys.stderr)
     return None
+
+
+def _run_members(paths: list[str], as_json: bool) -> int:
+    """Several logs: one member each (node0, node1, … in the order given), one deployment verdict."""
+    from tui.core import deployment
+
+    dep = deployment.nodes([(f"node{i}", path) for i, path in enumerate(paths)])
+    for member, path in zip(dep.members, paths, strict=True):
+        try:
+            dep = dep.with_state(member.name, replay_file(path))
+        except ReplayError as err:
+            print(f"sglang-tui replay: {err}", file=sys.stderr)
+            return 2
+    try:
+        if as_json:
+            print(json.dumps(deployment.to_json(dep), ensure_ascii=False))
+        else:
+            print(format_report(deployment.combined(dep)))
+            print("members:")
+            for item in deployment.members_json(dep):
+                print(f"  {item['name']:<8} {item['phase']:<16} {item['host']}  {item['reason']}")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 def replay_file(path: str) -> Readiness:

@@ -39,11 +39,23 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         seed=int(getattr(args, "seed", 0) or 0),
         loader=str(getattr(args, "loader", "default") or "default"),
         slow=str(getattr(args, "slow", "") or ""),
+        nnodes=int(getattr(args, "nnodes", 1) or 1),
+        node_rank=int(getattr(args, "node_rank", 0) or 0),
+        dist_init_addr=getattr(args, "dist_init_addr", None),
+        disaggregation_mode=getattr(args, "disaggregation_mode", None),
+        bootstrap_port=int(getattr(args, "disaggregation_bootstrap_port", 8998) or 8998),
         **extra,
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "router", False):
+        from tui.sim.router import run_router
+
+        if not args.prefill and not args.decode:
+            print("sglang-tui simulate: --router needs workers: --prefill URL and/or --decode URL", file=sys.stderr)
+            return 2
+        return run_router(os.path.abspath(args.log), args.port, list(args.prefill), list(args.decode))
     params = params_from_args(args)
     problem = check(params)
     if problem is None:

@@ -59,4 +59,8 @@ async def stop(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
+        from tui.commands import stop_deployment  # every node / member, each confirmed
+
+        return stop_deployment.run(args)
     return asyncio.run(stop(args))

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
+        from tui.commands import watch_deployment  # several nodes, or PD members: the deployment's TUI
+
+        return watch_deployment.run(args)
     return asyncio.run(watch(args))
 
 

@@ -224,6 +224,7 @@ class GpuInfo:
     temp_c: float | None = None
     power_w: float | None = None
     procs: tuple[GpuProcess, ...] = ()
+    node: str = ""  # a deployment's member this GPU belongs to ("" on one host); index is then global
 
 
 @dataclass(frozen=True)

@@ -173,3 +173,13 @@ def warmup_error() -> str:
 def bind_error(host: str, port: int, errno: int = 98, reason: str = "address already in use") -> str:
     """uvicorn's message when it cannot bind (it binds only after the whole model is loaded)."""
     return f"[Errno {errno}] error while attempting to bind on address ('{host}', {port}): {reason}"
+
+
+def head_lost(fmt: LogFormat, t: float, rank: int, addr: str) -> str:
+    """A non-zero node's scheduler when node 0 vanished: its store connection resets (multi-node)."""
+    tb = (
+        "Traceback (most recent call last):\n"
+        + _scheduler_frames(fmt.new)
+        + f"torch.distributed.DistNetworkError: Connection reset by peer: the TCPStore at {addr} (node 0) is gone\n"
+    )
+    return scheduler_exception(fmt, t, rank, tb)

@@ -46,6 +46,21 @@ class SimParams:
     seed: int = 0
     loader: str = "default"  # default | multithread (issue 9: the burst pattern)
     slow: str = ""  # "cuda_graph=2,weights=1.5": phases made slower (issue 9)
+    nnodes: int = 1  # multi-node: tp ranks split evenly over nnodes simulator processes (tui/sim/cluster.py)
+    node_rank: int = 0
+    dist_init_addr: str | None = None  # HOST:PORT node 0 listens on for the other nodes
+    disaggregation_mode: str | None = None  # prefill | decode (PD disaggregation); None: a plain server
+    bootstrap_port: int = 8998  # prefill: where decode servers fetch KV transfer info
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.tp // max(1, self.nnodes)
+
+    @property
+    def local_ranks(self) -> range:
+        """The global TP ranks this node runs (node 1 of 2x8 runs TP8-TP15)."""
+        first = self.node_rank * self.ranks_per_node
+        return range(first, first + self.ranks_per_node)
 
     @property
     def draft_model(self) -> str | None:
@@ -58,7 +73,7 @@ class SimParams:
     @property
     def fault_rank(self) -> int:
         """The rank a per-rank fault hits (TP3 on an 8-GPU launch, like the reference examples)."""
-        return min(3, self.tp - 1)
+        return self.local_ranks.start + min(3, self.ranks_per_node - 1)  # faults apply per node
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -87,6 +102,16 @@ def check(params: SimParams) -> str | None:
     if params.speculative is not None and not 1.0 <= params.accept_len <= MAX_ACCEPT_LEN:
         return (f"--accept-len {params.accept_len}: use 1 to {MAX_ACCEPT_LEN:g} tokens per verify step "
                 "(4 draft tokens), or 0 / none for no speculative decoding")  # fmt: skip
+    if params.nnodes < 1 or params.tp % params.nnodes:
+        return f"--nnodes {params.nnodes}: use a node count that divides --tp {params.tp}"
+    if not 0 <= params.node_rank < params.nnodes:
+        return f"--node-rank {params.node_rank}: use 0 to {params.nnodes - 1}"
+    if params.nnodes > 1 and not _host_port(params.dist_init_addr):
+        return "--dist-init-addr: a multi-node launch needs HOST:PORT (node 0 listens there)"
+    if params.disaggregation_mode not in (None, "prefill", "decode"):
+        return f"--disaggregation-mode {params.disaggregation_mode}: use prefill or decode"
+    if not 1 <= params.bootstrap_port <= 65535:
+        return f"--disaggregation-bootstrap-port {params.bootstrap_port}: use a TCP port between 1 and 65535"
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
     return check_variation(params)
@@ -105,3 +130,15 @@ def check_variation(params: SimParams) -> str | None:
     if params.seed < 0:
         return f"--seed {params.seed}: use 0 (the classic schedule) or a positive integer"
     return None
+
+
+def _host_port(addr: str | None) -> tuple[str, int] | None:
+    host, _, port = (addr or "").rpartition(":")
+    return (host, int(port)) if host and port.isdigit() and 0 < int(port) < 65536 else None
+
+
+def dist_addr(params: SimParams) -> tuple[str, int]:
+    """(host, port) of --dist-init-addr (check() has vetted it)."""
+    found = _host_port(params.dist_init_addr)
+    assert found is not None
+    return found

@@ -48,7 +48,8 @@ class Rank:
         self.parent = parent
         self.clock = SimClock(params.t0, params.speed, real0)
         self.marks = Marks()
-        self.memory = ProcMemory(params.gpu_state, rank, title(rank, params.tp))
+        gpu = rank - params.local_ranks.start  # each node numbers its own GPUs from 0
+        self.memory = ProcMemory(params.gpu_state, gpu, title(rank, params.tp))
 
     def on_term(self, signum: int, _frame: object) -> None:
         self.memory.remove()
@@ -70,13 +71,13 @@ class Rank:
                 self.memory.set(step.mem)
             if step.action:
                 self.memory.flush()
-                self.act(step.action)
+                self.act(step.action, step.at)
                 if step.action == "resync":
                     self.clock.resume_at(step.at)
         self.memory.flush()
         idle()
 
-    def act(self, action: str) -> None:
+    def act(self, action: str, at: float = 0.0) -> None:
         if action == "ready":
             try:
                 os.write(self.ready_fd, f"ready {self.rank}\n".encode())
@@ -93,6 +94,8 @@ class Rank:
             os.kill(os.getpid(), signal.SIGKILL)
         elif action in ("barrier", "resync"):
             self.barrier()
+            if self.params.nnodes > 1:  # waiting for another node is not simulated time: resume in step
+                self.clock.resume_at(max(at, 0.0))
         elif action == "hang":
             idle()
         elif action == "stuck":

@@ -243,6 +243,8 @@ class RankScript:
             else:
                 self._add(begin + 0.01, action="hang")
             return
+        if self.p.nnodes > 1:  # the rendezvous: every node's ranks must join (a node still missing holds it)
+            self._add(begin + 0.02, action="barrier")
         self._say(INIT_AT + 2.0, self.fmt.nccl(), rank0_only=True)
         end = self._jitter(INIT_AT + 2.7, 0.2)
         self._say_elapsed(end, "init", lambda elapsed: self.fmt.init_end(elapsed, 1.02), self.mem.context + 1.02)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Callable
 
 from tui.sim import faults, gpustate, procs, script
+from tui.sim.cluster import NodeLink
 from tui.sim.api import Api
 from tui.sim.clock import SimClock
 from tui.sim.engine import Engine
@@ -62,6 +63,12 @@ class Main:
         self.started_warmup = 0.0
         self.terms = 0
         self.stopping = False
+        self.local = len(params.local_ranks)  # this node's ranks (all of them on a single node)
+        self.link: NodeLink | None = None
+        self.bootstrap: asyncio.Server | None = None
+        if params.nnodes > 1:
+            self.link = NodeLink(params, lambda _name: self.tell_ranks("go"), self.on_shutdown_broadcast,
+                                 self.on_head_lost)  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ writing
     def err(self, text: str) -> None:
@@ -89,7 +96,7 @@ class Main:
         """Start the ranks and the detokenizer; returns the read end of the pipe they report on."""
         read_fd, write_fd = os.pipe()
         base = {"params": self.p.to_json(), "parent": os.getpid()}
-        for rank in range(self.p.tp):
+        for rank in self.p.local_ranks:
             go_read, go_write = os.pipe()
             payload = {**base, "rank": rank, "ready_fd": write_fd, "go_fd": go_read}
             proc = procs.spawn(title(rank, self.p.tp), "rank", payload, pass_fds=(write_fd, go_read))
@@ -97,7 +104,8 @@ class Main:
             self.go_fds.append(go_write)
             self.ranks.append(proc)
             self.children.append(proc)
-        self.children.append(procs.spawn("sglang::detokenizer", "detok", base))
+        if self.p.node_rank == 0:  # non-zero nodes run no tokenizer or detokenizer
+            self.children.append(procs.spawn("sglang::detokenizer", "detok", base))
         os.close(write_fd)
         return read_fd
 
@@ -147,14 +155,19 @@ class Main:
             if what == "at":  # a rank reached a barrier; release all when the last one arrives
                 arrived = self.barriers.setdefault(rest[0], set())
                 arrived.add(int(rank))
-                if len(arrived) >= self.p.tp:
-                    self.tell_ranks("go")
+                if len(arrived) == self.local:
+                    if self.link is not None:
+                        self.link.arrived(rest[0])  # a collective: every node's ranks must get here
+                    else:
+                        self.tell_ranks("go")
             elif what in ("up", "ready"):
                 (self.ready if what == "ready" else self.up).add(int(rank))
-        if len(self.up) >= self.p.tp:
+        if len(self.up) >= self.local:
             self.all_up.set()
-        if len(self.ready) >= self.p.tp:
+        if len(self.ready) >= self.local and not self.all_ready.is_set():
             self.all_ready.set()
+            if self.link is not None:
+                self.link.local_ready()
 
     async def watch_ranks(self) -> None:
         """Notice a scheduler that died without a traceback (polled every 5 s, like 0.5.14+): during init the
@@ -196,6 +209,11 @@ class Main:
 
     def on_term(self, sig: int) -> None:
         self.terms += 1
+        if self.p.node_rank > 0 and self.all_ready.is_set():
+            # SGLang's non-zero nodes: only rank 0's ShutdownReq broadcast stops the schedulers
+            self.say(f"SIGTERM received on node_rank {self.p.node_rank}; waiting for the rank-0 ShutdownReq "
+                     "broadcast to stop the schedulers.")  # fmt: skip
+            return
         if self.p.fault == "orphans" or self.terms > 1 or not self.uvicorn_up:
             self.die_by(sig)
         self.stop.set()
@@ -215,12 +233,16 @@ class Main:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.on_term, sig)
         if self.p.gpu_state:
-            gpustate.write_devices(self.p.gpu_state, max(self.p.tp, 8))
+            gpustate.write_devices(self.p.gpu_state, max(self.local, 8))
             gpustate.sweep_dead(self.p.gpu_state)
         self.err(self.fmt.preamble(self.clock.now(), self.p.speculative is not None))
         await self.sleep_until(script.SPAWN_AT)
         self.err(self.fmt.server_args(self.clock.now(), server_args_fields(self.p)))
+        if self.link is not None:
+            await self.link.start()
         read_fd = self.spawn_children()
+        if self.p.disaggregation_mode == "prefill":
+            await self.start_bootstrap()
         os.set_blocking(read_fd, False)
         loop.add_reader(read_fd, self.on_ready_pipe, read_fd)
         watcher = loop.create_task(self.watch_ranks())
@@ -235,6 +257,10 @@ class Main:
 
     async def after_ranks_ready(self) -> int:
         await self.all_ready.wait()
+        if self.link is not None:
+            if self.p.node_rank > 0:
+                return await self.follow()
+            await self.link.all_ready.wait()  # node 0 serves only once every node loaded and captured
         # printed in real seconds: the schedule's per-phase times compressed by speed, totals as measured
         timings = {k: v / self.p.speed for k, v in script.startup_timings(self.p).items()}
         elapsed = self.clock.elapsed()
@@ -310,8 +336,37 @@ class Main:
         async for _ in self.engine.generate(prompt, max_new):
             pass
 
+    async def start_bootstrap(self) -> None:
+        """A prefill server's bootstrap endpoint (PD disaggregation), up while the ranks start."""
+        from tui.sim.router import serve_bootstrap
+
+        try:
+            self.bootstrap = await serve_bootstrap(self.p.bootstrap_port)
+        except OSError as err:
+            self.say(f"Failed to start the bootstrap server on port {self.p.bootstrap_port}: {err.strerror}")
+
+    async def follow(self) -> int:
+        """A non-zero node once its ranks are up: no HTTP, no tokenizer; wait for rank 0's ShutdownReq."""
+        await self.stop.wait()
+        self.kill_children(signal.SIGTERM)
+        await asyncio.sleep(0.05)
+        self.kill_children()
+        return 0
+
+    def on_shutdown_broadcast(self) -> None:
+        self.stop.set()
+
+    def on_head_lost(self) -> None:
+        """Node 0 went away without a ShutdownReq: the collectives fail, the schedulers raise, the tree dies."""
+        if self.stopping:
+            return
+        self.err(faults.head_lost(self.fmt, self.clock.now(), self.p.local_ranks.start, self.p.dist_init_addr or ""))
+        self.kill_tree_and_self()
+
     async def shutdown(self) -> int:
         """Graceful SIGTERM: drain briefly, stop the schedulers, then uvicorn's shutdown lines; exit 0."""
+        if self.link is not None:
+            self.link.shutdown()
         if self.api.up:
             self.say("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
             self.api.draining = True

@@ -26,14 +26,15 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
         ("gpu_id_step", 1), ("log_level", "info"), ("log_level_http", None), ("log_requests", False),
         ("show_time_cost", False), ("enable_metrics", True), ("decode_log_interval", 40), ("api_key", None),
         ("served_model_name", MODEL), ("dp_size", 1), ("load_balance_method", "round_robin"),
-        ("dist_init_addr", None), ("nnodes", 1), ("node_rank", 0), ("attention_backend", "fa3"),
+        ("dist_init_addr", p.dist_init_addr), ("nnodes", p.nnodes), ("node_rank", p.node_rank), ("attention_backend", "fa3"),
         ("sampling_backend", "flashinfer"), ("speculative_algorithm", spec),
         ("speculative_draft_model_path", p.draft_model), ("speculative_num_steps", 3 if spec else None),
         ("speculative_eagle_topk", 1 if spec else None), ("speculative_num_draft_tokens", 4 if spec else None),
         ("ep_size", 1), ("enable_dp_attention", False), ("disable_cuda_graph", False),
         ("cuda_graph_max_bs", 48 if spec else 256), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
         ("enable_torch_compile", False), ("enable_mixed_chunk", False),
-    ]  # fmt: skip
+    ] + ([("disaggregation_mode", p.disaggregation_mode), ("disaggregation_bootstrap_port", p.bootstrap_port)]
+         if p.disaggregation_mode else [])  # fmt: skip
 
 
 def server_info(p: SimParams, engine: Engine) -> dict[str, object]:

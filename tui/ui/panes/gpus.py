@@ -39,7 +39,7 @@ def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) ->
     else:
         held = "—"
     return (
-        Text(str(gpu.index), style="bold " + dim),
+        Text(f"{gpu.node} {gpu.index}" if gpu.node else str(gpu.index), style="bold " + dim),  # a deployment: by node
         Text(ranks or "—", style=dim),
         memory,
         Text(f"{_gib(gpu.used_bytes):>6} / {_gib(gpu.total_bytes):<6}", style=dim),

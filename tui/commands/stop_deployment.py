@@ -1,0 +1,67 @@
+"""`sglang-tui stop HOST0 HOST1 …` (or `stop --deployment FILE`): stop every member, confirm every GPU.
+
+Each member's server is found first (by port, log writers, pidfile or run marker, as `stop HOST` does), so
+that a node whose processes end on their own is still confirmed. Then node 0 (or, for PD, the router and
+then the servers) is stopped: node 0's graceful stop broadcasts SGLang's ShutdownReq, the only thing that
+stops a non-zero node's schedulers, which ignore SIGTERM. Then every other member is stopped itself:
+whatever remains is signalled, and its GPU memory is confirmed released. Exit 0 only when every member is
+stopped and free, 1 otherwise, 4 when a host cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_OK, report
+from tui.commands.wait_deployment import make_member_host, specs_from_args
+from tui.core.events import ControlResult
+from tui.sources.control import ServerControl
+from tui.sources.deployment import MemberSpec
+from tui.sources.host import HostError
+
+
+def stop_order(specs: list[MemberSpec]) -> list[int]:
+    """Indexes in stop order: node 0 (or the router) first, then the rest as listed."""
+    first = [i for i, s in enumerate(specs) if s.role == "router" or (s.role == "node" and s.node_rank == 0)]
+    return first + [i for i in range(len(specs)) if i not in first]
+
+
+async def _stop(args: argparse.Namespace) -> int:
+    try:
+        specs = specs_from_args(args)
+    except ValueError as err:
+        print(f"sglang-tui stop: {err}", file=sys.stderr)
+        return 2
+    hosts = [make_member_host(args, spec.host) for spec in specs]
+    try:
+        connected = await asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True)
+        for spec, result in zip(specs, connected, strict=True):
+            if isinstance(result, HostError):
+                print(f"sglang-tui stop: cannot connect to {spec.name} ({spec.host}): {result}", file=sys.stderr)
+                return EXIT_CONNECT
+            if isinstance(result, BaseException):
+                raise result
+        controls = [
+            ServerControl(h, port=s.port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
+            for s, h in zip(specs, hosts, strict=True)
+        ]
+        found = await asyncio.gather(*(c.process_state_now() for c in controls), return_exceptions=True)
+        results: dict[int, ControlResult] = {}
+        for i in stop_order(specs):
+            control = controls[i]
+            results[i] = await (control.kill() if args.force else control.terminate())
+    finally:
+        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+    ok = all(r.ok for r in results.values())
+    for i, spec in enumerate(specs):
+        before = found[i]
+        seen = "" if isinstance(before, BaseException) or not before.alive else f" ({len(before.pids)} processes found)"
+        where = f"{spec.name} ({spec.host} port {spec.port}){seen}"
+        print(report(results[i], where, args.force), file=sys.stdout if results[i].ok else sys.stderr)
+    return EXIT_OK if ok else EXIT_NOT_STOPPED
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_stop(args))

@@ -1,0 +1,192 @@
+"""`sglang-tui wait HOST0 HOST1 …` and `wait --deployment FILE`: wait for a whole deployment.
+
+Each member's events fold into that member's own `Readiness` (the single-server reducer); the deployment
+model (tui/core/deployment.py) derives the one state whose phase, reason, stall and error decide the exit,
+with the same codes as `wait HOST`: 0 ready, 1 failed, 2 timed out, 3 stalled, 4 cannot connect.
+With --json every change is one line carrying the `replay --json` keys plus "members".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TextIO
+
+from tui.commands.wait import EXIT_CONNECT, EXIT_TIMEOUT, Reporter, Verdict, verdict
+from tui.core import deployment as dm
+from tui.core import fmt
+from tui.core.events import LogActivity
+from tui.core.readiness import reduce
+from tui.core.routerlog import RouterLog
+from tui.core.state import Readiness
+from tui.sources.deployment import DeploymentMonitor, MemberSpec, node_specs
+from tui.sources.host import Host, HostError
+from tui.sources.router import RouterStatus, router_statuses
+
+
+class DeploymentReporter(Reporter):
+    """`wait`'s reporter, whose JSON lines are the deployment's (with "members")."""
+
+    def __init__(self, json_out: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        super().__init__(json_out, out, err)
+        self.dep: dm.Deployment | None = None
+
+    def emit_json(self, state: Readiness, *, force: bool) -> None:
+        if self.dep is None:
+            return super().emit_json(state, force=force)
+        text = json.dumps(dm.to_json(self.dep), ensure_ascii=False)
+        if text != self._last_json or (force and self._last_json is None):
+            self._write(self.out, text)
+            self._last_json = text
+        return None
+
+
+def specs_from_args(args: argparse.Namespace) -> list[MemberSpec]:
+    """The members named on the command line or in --deployment; ValueError with one line for bad input."""
+    if getattr(args, "deployment", None):
+        from tui.commands.deployment_file import load
+
+        return load(args.deployment, sim_gpus=args.sim_gpus)
+    return node_specs(list(args.hosts), log=args.log, port=args.port, sim_gpus=args.sim_gpus)
+
+
+def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
+    base = Readiness(stall_after=stall_after)
+    return dm.Deployment(tuple(
+        dm.Member(s.name, s.role, s.host, base, node_rank=s.node_rank, bootstrap_port=s.bootstrap_port,
+                  router=dm.RouterInfo() if s.role == "router" else None)
+        for s in specs
+    ))  # fmt: skip
+
+
+def make_member_host(args: argparse.Namespace, host: str) -> Host:
+    from tui.sources.connect import make_host
+
+    one = argparse.Namespace(**vars(args))
+    one.host = host
+    return make_host(one)
+
+
+async def fold_deployment(
+    monitor: DeploymentMonitor, dep: dm.Deployment, reporter: DeploymentReporter, *, timeout: float | None,
+    clock: Callable[[], float] = time.time,
+) -> tuple[Verdict, dm.Deployment]:  # fmt: skip
+    start = clock()
+    reporter.dep = dep
+    folder = MemberFolder(dep)
+
+    async def fold() -> Verdict | None:
+        nonlocal dep
+        async for name, batch in monitor.batches():
+            now = clock()
+            dep = folder(dep, name, batch, now)
+            monitor.set_phase(name, dep.member(name).state.phase)
+            reporter.dep = dep
+            whole = dm.combined(dep)
+            reporter.update(whole, now - start)
+            found = verdict(whole)
+            if found is not None:
+                return found
+        return None
+
+    try:
+        found = await asyncio.wait_for(fold(), timeout)
+        if found is not None:
+            return found, dep
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        await monitor.close()
+    whole = dm.combined(dep)
+    return Verdict(EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {whole.phase.value}: {whole.reason}"), dep
+
+
+class MemberFolder:
+    """Folds one member's batch into the deployment: reducer events into its Readiness, the router
+    poller's facts and the router's worker-health log lines into RouterInfo (shared by `wait` and the TUI)."""
+
+    def __init__(self, dep: dm.Deployment) -> None:
+        self.router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
+
+    def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
+        state = dep.member(name).state
+        for event in batch:
+            if not isinstance(event, RouterStatus):
+                state = reduce(state, event, now)  # type: ignore[arg-type]
+        dep = dep.with_state(name, state)
+        return _router_facts(dep, name, batch, self.router_logs.get(name))
+
+
+def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: RouterLog | None = None) -> dm.Deployment:
+    """The router poller's facts (the router's RouterInfo, the prefill members' bootstrap ports) and the
+    router's own worker-health log lines."""
+    for item in batch:
+        member = dep.member(name)
+        if log is not None and isinstance(item, LogActivity) and log.feed(item.data) and member.router is not None:
+            dep = dep.with_member(replace(member, router=replace(member.router, log_workers=log.snapshot())))
+            continue
+        if not isinstance(item, RouterStatus):
+            continue
+        if member.role == "router":
+            logged = member.router.log_workers if member.router is not None else ()
+            dep = dep.with_member(replace(member, router=replace(item.info, log_workers=logged)))
+        for m in dep.members:
+            if item.bootstrap is not None and m.name in item.bootstrap:
+                dep = dep.with_member(replace(m, bootstrap_open=item.bootstrap[m.name]))
+    return dep
+
+
+def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], hosts: list[Host]) -> None:
+    """One poller for the router's health and workers and the prefill bootstrap ports (when there are any)."""
+    router = next(((s, h) for s, h in zip(specs, hosts, strict=True) if s.role == "router"), None)
+    prefills = [(s.name, h, s.bootstrap_port or 8998) for s, h in zip(specs, hosts, strict=True) if s.role == "prefill"]
+    if router is None and not prefills:
+        return
+    name = router[0].name if router is not None else prefills[0][0]
+    monitor.add_stream(name, router_statuses((router[1], router[0].port) if router else None, prefills))
+
+
+async def _main(args: argparse.Namespace) -> int:
+    reporter = DeploymentReporter(bool(args.json))
+    try:
+        specs = specs_from_args(args)
+    except ValueError as err:
+        reporter.say(f"sglang-tui wait: {err}")
+        return 2
+    hosts = [make_member_host(args, spec.host) for spec in specs]
+    started = time.monotonic()
+    try:
+        results = await asyncio.wait_for(
+            asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True), args.timeout
+        )
+    except asyncio.TimeoutError:
+        reporter.say("sglang-tui wait: timed out connecting to " + ", ".join(s.host for s in specs))
+        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+        return EXIT_TIMEOUT
+    try:
+        for spec, result in zip(specs, results, strict=True):
+            if isinstance(result, HostError):
+                reporter.say(f"sglang-tui wait: cannot connect to {spec.name} ({spec.host}): {result}")
+                return EXIT_CONNECT
+            if isinstance(result, BaseException):
+                raise result
+        monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
+        add_router_pollers(monitor, specs, hosts)
+        remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
+        dep = deployment_of(specs, args.stall_after)
+        found, dep = await fold_deployment(monitor, dep, reporter, timeout=remaining)
+        if args.json:
+            reporter.emit_json(dm.combined(dep), force=True)
+        reporter.say(f"sglang-tui wait: {found.line}")
+        return found.code
+    finally:
+        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_main(args))

@@ -1,0 +1,386 @@
+"""The whole deployment: several members (the nodes of one multi-node server, or PD prefill/decode servers
+behind a router), each with its own `Readiness`, and the one verdict derived from all of them.
+
+Every member's state is built by the existing reducer from that member's events alone; this module only
+reads those states. It decides:
+- each member's effective phase (a non-zero node prints no "fired up" and answers no real /health: it is
+  ready when node 0 is, since node 0 serves only once every node has loaded and captured);
+- the deployment's phase: failed if any member failed, else the least advanced member's phase, and ready
+  only when every member is ready and the router (if any) has a healthy worker of each kind it needs;
+- the one line naming what holds the startup back, e.g.
+  "node1 still loading weights; node0 loaded 64/64, waiting for it";
+- the deployment-wide `Readiness` the existing views and `wait`'s exit rules read (tp_size summed over nodes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tui.core.events import GpuSnapshot
+from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
+
+ROLES = ("node", "prefill", "decode", "router", "server")
+SERVER_ROLES = ("node", "prefill", "decode", "server")
+READY_PHASES = (Phase.READY, Phase.SERVING)
+_ORDER = {phase: i for i, phase in enumerate(PHASE_ORDER)}
+
+_DOING = {
+    Phase.STARTING: "not started yet",
+    Phase.INIT: "in NCCL init",
+    Phase.LOADING_WEIGHTS: "loading weights",
+    Phase.KV_CACHE: "allocating the KV cache",
+    Phase.CUDA_GRAPH: "capturing CUDA graphs",
+    Phase.WARMUP: "warming up",
+    Phase.READY: "ready",
+    Phase.SERVING: "serving",
+    Phase.FAILED: "failed",
+}
+
+
+@dataclass(frozen=True)
+class WorkerHealth:
+    """One worker as the router sees it (from its worker-health log lines or its /workers answer)."""
+
+    url: str
+    role: str = "regular"  # prefill | decode | regular
+    healthy: bool = False
+
+
+@dataclass(frozen=True)
+class RouterInfo:
+    """A router member's own facts: its health endpoint answered, and its workers' health."""
+
+    up: bool = False  # GET /health answered 200
+    workers: tuple[WorkerHealth, ...] = ()  # from GET /workers
+    detail: str = ""  # the last probe's outcome, e.g. "refused"
+    log_workers: tuple[WorkerHealth, ...] = ()  # from the router's worker-health log lines
+
+    @property
+    def known_workers(self) -> tuple[WorkerHealth, ...]:
+        """The endpoint's answer when it gave one, else what the log said."""
+        return self.workers or self.log_workers
+
+
+@dataclass(frozen=True)
+class Member:
+    """One process group of the deployment, on one host. `state` is that member's own `Readiness`."""
+
+    name: str
+    role: str = "server"  # node | prefill | decode | router | server
+    host: str = "local"
+    state: Readiness = Readiness()
+    node_rank: int | None = None  # role node: its --node-rank (0 serves HTTP)
+    router: RouterInfo | None = None  # role router only
+    bootstrap_port: int | None = None  # role prefill: the disaggregation bootstrap port
+    bootstrap_open: bool | None = None  # None: not checked yet
+
+
+@dataclass(frozen=True)
+class Deployment:
+    members: tuple[Member, ...]
+
+    def member(self, name: str) -> Member:
+        return next(m for m in self.members if m.name == name)
+
+    def with_state(self, name: str, state: Readiness) -> Deployment:
+        return self.with_member(replace(self.member(name), state=state))
+
+    def with_member(self, member: Member) -> Deployment:
+        return Deployment(tuple(member if m.name == member.name else m for m in self.members))
+
+
+def nodes(names_hosts: list[tuple[str, str]]) -> Deployment:
+    """A multi-node deployment: node0, node1, … in the order given (node 0 first)."""
+    return Deployment(tuple(Member(name, "node", host, node_rank=i) for i, (name, host) in enumerate(names_hosts)))
+
+
+# ------------------------------------------------------------------------------------------------ phases
+
+
+def _head_node(dep: Deployment) -> Member | None:
+    return next((m for m in dep.members if m.role == "node" and m.node_rank == 0), None)
+
+
+def member_phase(dep: Deployment, m: Member) -> Phase:
+    """The member's phase as the deployment sees it."""
+    s = m.state
+    if m.role == "router":
+        if s.phase is Phase.FAILED:
+            return Phase.FAILED
+        return Phase.READY if m.router is not None and m.router.up else Phase.STARTING
+    if m.role == "node" and m.node_rank not in (None, 0) and s.phase is not Phase.FAILED:
+        head = _head_node(dep)
+        if head is not None and head.state.phase in (Phase.WARMUP, *READY_PHASES):
+            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0
+            return Phase.READY if head.state.phase in READY_PHASES else Phase.WARMUP
+        return Phase.CUDA_GRAPH if s.phase in (Phase.WARMUP, *READY_PHASES) else s.phase
+    return s.phase
+
+
+def _progress(m: Member) -> float:
+    """How far into its current phase a member is, 0..1 (a bar's fraction; 0 when no bar is known)."""
+    s = m.state
+    bar: BarState | None = s.shards if s.phase is Phase.LOADING_WEIGHTS else s.capture if s.phase is Phase.CUDA_GRAPH else None
+    if bar is None or bar.total <= 0:
+        return 0.0
+    return min(1.0, bar.done / bar.total)
+
+
+def _rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
+    return (_ORDER[member_phase(dep, m)], _progress(m))
+
+
+def least_advanced(dep: Deployment) -> Member:
+    """The member furthest behind (a failed member first; ties: the first listed)."""
+    failed = [m for m in dep.members if member_phase(dep, m) is Phase.FAILED]
+    if failed:
+        return failed[0]
+    return min(dep.members, key=lambda m: _rank_key(dep, m))
+
+
+def router_problem(dep: Deployment) -> str | None:
+    """Why the router cannot route yet (None when it can, or when there is no router)."""
+    router = next((m for m in dep.members if m.role == "router"), None)
+    if router is None:
+        return None
+    info = router.router or RouterInfo()
+    if not info.up:
+        return "router not up" + (f" ({info.detail})" if info.detail else "")
+    roles = {m.role for m in dep.members}
+    needed: list[str] = [r for r in ("prefill", "decode") if r in roles] or ["regular"]
+    for role in needed:
+        if not any(w.healthy and (w.role == role or role == "regular") for w in info.known_workers):
+            return f"router up but has no healthy {role} worker"
+    return None
+
+
+def deployment_phase(dep: Deployment) -> Phase:
+    phases = [member_phase(dep, m) for m in dep.members]
+    if Phase.FAILED in phases:
+        return Phase.FAILED
+    if all(p in READY_PHASES for p in phases):
+        if router_problem(dep) is not None or _bootstrap_problem(dep) is not None:
+            return Phase.WARMUP
+        servers = [p for m, p in zip(dep.members, phases, strict=True) if m.role in SERVER_ROLES]
+        return Phase.SERVING if servers and all(p is Phase.SERVING for p in servers) else Phase.READY
+    return min(phases, key=lambda p: _ORDER[p])
+
+
+def _bootstrap_problem(dep: Deployment) -> str | None:
+    for m in dep.members:
+        if m.role == "prefill" and m.bootstrap_open is False:
+            return f"{m.name} ready but its bootstrap port {m.bootstrap_port or 8998} is closed"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------- verdict
+
+
+def describe(dep: Deployment, m: Member) -> str:
+    """What one member is doing, in a few words: "still loading weights 40/64", "ready", "stalled in …"."""
+    s = m.state
+    phase = member_phase(dep, m)
+    if m.role == "router":
+        if phase is Phase.FAILED:
+            return "failed" + (f" ({s.error.kind})" if s.error is not None else "")
+        info = m.router or RouterInfo()
+        if not info.up:
+            return "not up" + (f" ({info.detail})" if info.detail else "")
+        workers = info.known_workers
+        healthy = sum(1 for w in workers if w.healthy)
+        return f"up, {healthy}/{len(workers)} workers healthy"
+    if phase is Phase.FAILED:
+        if s.error is not None:
+            return f"failed ({s.error.kind}): {s.error.line.strip()}"
+        return f"failed: {s.reason}"
+    if s.connection in ("reconnecting", "failed"):
+        return f"link {s.connection}" + (f" ({s.connection_detail})" if s.connection_detail else "")
+    if phase in READY_PHASES:
+        return _DOING[phase]
+    words = _DOING[phase]
+    if phase is Phase.LOADING_WEIGHTS and s.shards is not None:
+        words += f" {s.shards.done}/{s.shards.total}"
+    elif phase is Phase.CUDA_GRAPH and s.capture is not None:
+        words += f" {s.capture.done}/{s.capture.total}"
+    if s.stall is not None:
+        return f"stalled {words}" + (f" ({s.stall.detail})" if s.stall.detail else "")
+    return f"still {words}" if phase is not Phase.STARTING else words
+
+
+def _waiting(dep: Deployment, m: Member, behind: Member) -> str:
+    """A node ahead of the one behind waits for it in a collective: say where."""
+    phase = member_phase(dep, m)
+    s = m.state
+    if phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0:
+        return f"{m.name} loaded {s.shards.done}/{s.shards.total}, waiting for {behind.name}"
+    if phase in (Phase.STARTING, Phase.INIT):
+        return f"{m.name} waiting for {behind.name} in NCCL init"
+    return f"{m.name} waiting for {behind.name} ({_DOING[phase]})"
+
+
+def _bar_complete(m: Member) -> bool:
+    s = m.state
+    return s.phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0
+
+
+def reason(dep: Deployment) -> str:
+    """The one line naming what holds the deployment back (or that it is ready)."""
+    phase = deployment_phase(dep)
+    multi_node = all(m.role == "node" for m in dep.members)
+    if phase in READY_PHASES:
+        tp = tp_size(dep)
+        if multi_node:
+            count = len(dep.members)
+            return f"ready: {count} node{'s' if count != 1 else ''}" + (f", tp {tp}" if tp is not None else "")
+        return "ready: " + ", ".join(f"{m.name} {describe(dep, m)}" for m in dep.members)
+    behind = least_advanced(dep)
+    if phase is Phase.FAILED:
+        return f"{behind.name} {describe(dep, behind)}"
+    if multi_node:
+        parts = [f"{behind.name} {describe(dep, behind)}"]
+        behind_key = _rank_key(dep, behind)
+        for m in dep.members:
+            if m is behind:
+                continue
+            if _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
+                parts.append(_waiting(dep, m, behind))
+            else:
+                parts.append(f"{m.name} {describe(dep, m)}")
+        return "; ".join(parts)
+    # PD / servers behind a router: every member in the order listed, servers first, the router's problem last
+    parts = [f"{m.name} {describe(dep, m)}" for m in dep.members if m.role != "router"]
+    problem = router_problem(dep) or _bootstrap_problem(dep)
+    router = next((m for m in dep.members if m.role == "router"), None)
+    if problem is not None:
+        parts.append(problem)
+    elif router is not None:
+        parts.append(f"{router.name} {describe(dep, router)}")
+    return ", ".join(parts)
+
+
+def tp_size(dep: Deployment) -> int | None:
+    """Multi-node: the tensor-parallel size of the whole server (server_args' tp_size is already global; the
+    ranks each node showed are summed when a node's server_args are missing). PD: the first server's."""
+    servers = [m for m in dep.members if m.role in SERVER_ROLES]
+    if not servers:
+        return None
+    if all(m.role == "node" for m in servers):
+        from_args = [m.state.server.tp_size for m in servers if m.state.server.tp_from_args]
+        if from_args and all(t is not None for t in from_args):
+            return max(t for t in from_args if t is not None)
+        counts = [len(m.state.ranks) for m in servers]
+        if all(counts):
+            return sum(counts)
+        sizes = [m.state.server.tp_size for m in servers if m.state.server.tp_size is not None]
+        return max(sizes) if sizes else None
+    return servers[0].state.server.tp_size
+
+
+# ----------------------------------------------------------------------------------- deployment-wide view
+
+
+def gpu_bases(dep: Deployment) -> dict[str, int]:
+    """Where each member's GPUs start in the deployment's one GPU list (members in order, each its own GPUs)."""
+    bases: dict[str, int] = {}
+    base = 0
+    for m in dep.members:
+        bases[m.name] = base
+        gpus = m.state.gpus.gpus if m.state.gpus is not None else ()
+        base += max((g.index for g in gpus), default=-1) + 1
+    return bases
+
+
+def gpus(dep: Deployment) -> GpuSnapshot | None:
+    """Every member's GPUs in one snapshot, grouped by member (GpuInfo.node) with global indexes."""
+    snaps = [(m, m.state.gpus) for m in dep.members if m.state.gpus is not None]
+    if not snaps:
+        return None
+    bases = gpu_bases(dep)
+    merged = tuple(replace(g, index=bases[m.name] + g.index, node=m.name) for m, snap in snaps for g in snap.gpus)
+    errors = [f"{m.name}: {snap.error}" for m, snap in snaps if snap.error]
+    return GpuSnapshot(snaps[0][1].source, merged, "; ".join(errors) or None, snaps[0][1].t)
+
+
+def _gpu_history(dep: Deployment) -> tuple[tuple[int, tuple[float, ...]], ...]:
+    bases = gpu_bases(dep)
+    return tuple((bases[m.name] + i, h) for m in dep.members for i, h in m.state.gpu_history)
+
+
+def _ranks(dep: Deployment) -> tuple[RankState, ...]:
+    """Every member's ranks; multi-node ranks carry global labels already, PD ranks get the member's name.
+    A rank's GPU is its index in the deployment's one GPU list (see gpus())."""
+    out: list[RankState] = []
+    seen: set[str] = set()
+    bases = gpu_bases(dep)
+    for m in dep.members:
+        for r in m.state.ranks:
+            if m.role == "node" and len(dep.members) > 1 and r.pid is None and r.last_milestone is None:
+                continue  # a placeholder for a rank of the server's tp_size that runs on another node
+            name = r.name if m.role == "node" else f"{m.name} {r.name}"
+            if name not in seen:
+                seen.add(name)
+                gpu = bases[m.name] + r.gpu_index if r.gpu_index is not None else None
+                out.append(replace(r, name=name, gpu_index=gpu))
+    return tuple(out)
+
+
+def combined(dep: Deployment) -> Readiness:
+    """One `Readiness` for the whole deployment, read by `wait`'s exit rules and the JSON report: the phase,
+    the reason, the error and stall of the member that holds it back, and connection failures of any member."""
+    behind = least_advanced(dep)
+    head = dep.members[0]
+    base = head.state if head.role in SERVER_ROLES else behind.state
+    phase = deployment_phase(dep)
+    stall = behind.state.stall if phase not in READY_PHASES and phase is not Phase.FAILED else None
+    failed_link = next((m for m in dep.members if m.state.connection == "failed"), None)
+    connection, detail = base.connection, base.connection_detail
+    if failed_link is not None:
+        connection, detail = "failed", f"{failed_link.name} ({failed_link.host}): {failed_link.state.connection_detail}"
+    shards = behind.state.shards if behind.state.shards is not None else base.shards
+    if behind.role == "node" and behind.state.shards is None:
+        shards = base.shards  # a non-zero node prints no bar: node 0's is the model's
+    server: ServerInfo = replace(base.server, tp_size=tp_size(dep))
+    return replace(
+        base,
+        phase=phase,
+        reason=reason(dep),
+        error=behind.state.error if phase is Phase.FAILED else None,
+        stall=replace(stall, detail=f"{behind.name}: {stall.detail}" if stall.detail else behind.name) if stall else None,
+        shards=shards,
+        server=server,
+        ranks=_ranks(dep),
+        gpus=gpus(dep) if len(dep.members) > 1 else base.gpus,
+        gpu_history=_gpu_history(dep) if len(dep.members) > 1 else base.gpu_history,
+        connection=connection,
+        connection_detail=detail,
+        log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
+        health_ready=phase in READY_PHASES,
+    )
+
+
+def members_json(dep: Deployment) -> list[dict[str, object]]:
+    """The `"members"` list of `wait --json` / `replay --json` (DESIGN.md)."""
+    out: list[dict[str, object]] = []
+    for m in dep.members:
+        s = m.state
+        out.append(
+            {
+                "name": m.name,
+                "role": m.role,
+                "host": m.host,
+                "phase": member_phase(dep, m).value,
+                "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
+                "error": {"kind": s.error.kind, "line": s.error.line.rstrip()} if s.error is not None else None,
+                "reason": describe(dep, m),
+            }
+        )
+    return out
+
+
+def to_json(dep: Deployment) -> dict[str, object]:
+    """The report's keys for the whole deployment, plus "members"."""
+    from tui.core.report import to_json as single
+
+    report = single(combined(dep))
+    report["members"] = members_json(dep)
+    return report
