@@ -13,7 +13,7 @@ TITLES = {11: "sglang::scheduler_TP0", 12: "sglang::scheduler_TP1"}
 
 def _sample(cpu: tuple[float, float], reads: tuple[int, int] = (0, 0), compilers: int = 0,
             download: int | None = None) -> HostActivity:
-    procs = tuple(ProcCounters(pid, 10, TITLES[pid], c, r) for pid, c, r in zip((11, 12), cpu, reads))
+    procs = tuple(ProcCounters(pid, 10, TITLES[pid], c, r) for pid, c, r in zip((11, 12), cpu, reads, strict=True))
     comps = tuple(CompilerProc(100 + i, 11, "nvcc", "/usr/local/cuda/bin/nvcc -c /root/.cache/flashinfer/x.cu")
                   for i in range(compilers))
     return HostActivity(procs, comps, download, 2 if download is not None else 0, "/hf/hub")

@@ -90,7 +90,10 @@ def test_disagreeing_sources_are_called_out() -> None:
     assert any("disagree" in line for line in render(odd))
 
 
-def result(accept: float | None, tok_s: float, ttft: float = 0.2, sampling: Sampling = Sampling()) -> BenchResult:
+DEFAULT_SAMPLING = Sampling()
+
+
+def result(accept: float | None, tok_s: float, ttft: float = 0.2, sampling: Sampling = DEFAULT_SAMPLING) -> BenchResult:
     return BenchResult(16, 0, ttft, ttft * 2, tok_s, tok_s * 4, accept, ("meta_info",) if accept else (), sampling=sampling)
 
 

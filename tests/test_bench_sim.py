@@ -240,3 +240,21 @@ def test_prompts_from_a_file_are_sent(tmp_path: Path, sim_bad_drafter: SimServer
     obj, err = bench_json(sim_bad_drafter, "--prompts", str(good), "--requests", "4", "--max-tokens", "32")
     assert obj["requests"] == {"ok": 4, "failed": 0} and obj["output_tokens"] == 4 * 32
     assert f"2 prompts from {good}" in err
+
+
+def test_a_second_bench_of_the_same_launch_shows_the_change(sim_bad_drafter: SimServer) -> None:
+    """Results go into the history (a real SQLite file: conftest gives each test its own) with the host's newest
+    launch; the next bench of that launch's key says what changed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    recorded = subprocess.run([sys.executable, "-m", "tui", "replay", "--record", "local", str(sim_bad_drafter.log)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    first = bench("local", "--port", str(sim_bad_drafter.port), "--requests", "4")
+    assert first.returncode == 0, first.stderr
+    assert "last launch" not in first.stderr  # nothing to compare with yet
+    second = bench("local", "--port", str(sim_bad_drafter.port), "--requests", "4", "--json")
+    assert second.returncode == 0, second.stderr
+    change = next(ln for ln in second.stderr.splitlines() if "last launch" in ln)
+    assert change.startswith("sglang-tui bench: accept len 1.") and "tok/s" in change
+    nohist = bench("local", "--port", str(sim_bad_drafter.port), "--requests", "2", "--no-history")
+    assert nohist.returncode == 0 and "last launch" not in nohist.stderr

@@ -104,7 +104,7 @@ def _log_gaps(log: Path) -> list[float]:
     pattern = rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
     stamps = [time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
               for m in re.finditer(pattern, log.read_bytes(), re.M)]
-    return [b - a for a, b in zip(stamps, stamps[1:])]
+    return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
 
 
 def test_jit_compile_is_ready_not_stalled_and_says_it_is_compiling(runs: dict[str, Run]) -> None:

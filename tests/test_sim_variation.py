@@ -46,11 +46,11 @@ def test_bad_slow_is_one_line(slow: str, words: str) -> None:
 def test_multithread_loader_bursts_while_memory_grows_steadily() -> None:
     p = params(loader="multithread", seed=3)
     done = Schedule.build(p).shard_done
-    gaps = [b - a for a, b in zip(done, done[1:])]
+    gaps = [b - a for a, b in zip(done, done[1:], strict=False)]
     big = [g for g in gaps if g > 20.0]  # between waves: nothing for most of a wave
     assert len(big) == 32 // THREADS - 1 and sum(1 for g in gaps if g < 8.0) == len(gaps) - len(big)
     steps = RankScript(p, 0).steps
     load = [s for s in steps if s.mem is not None and done[0] - 50 < s.at <= done[-1]]  # from the first wave on
     mems = [s.mem for s in load]
     assert mems == sorted(mems)  # never shrinks
-    assert max(b.at - a.at for a, b in zip(load, load[1:])) <= 1.0 + 1e-9  # a memory step at least every second
+    assert max(b.at - a.at for a, b in zip(load, load[1:], strict=False)) <= 1.0 + 1e-9  # a memory step at least every second

@@ -16,7 +16,7 @@ import sys
 import time
 
 from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
-from tui.core.benchstats import render
+from tui.core.benchstats import BenchResult, compare, render
 from tui.sources.bench import BenchPlan, BenchRunner, NotReady
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
@@ -65,6 +65,29 @@ def _stop_on_signals() -> None:
             pass
 
 
+def against_history(args: argparse.Namespace, result: BenchResult) -> str | None:
+    """Store the result with the host's newest launch in the history (issue 9's store); the change against the
+    last bench of that launch's key ("accept len 1.52, last launch 3.10; …"), None with no earlier bench."""
+    from tui.history.paths import history_path
+    from tui.history.store import HistoryError, HistoryStore
+
+    path = history_path(args)
+    if path is None or result.ok == 0:
+        return None
+    try:
+        with HistoryStore(path) as store:
+            newest = store.newest(args.host)
+            if newest is None:
+                return None
+            launch_id, key = newest
+            previous = store.last_bench(key)
+            store.record_bench(launch_id, result.to_json())
+    except HistoryError as err:
+        _say(f"history not updated: {err}")
+        return None
+    return compare(BenchResult.from_json(previous), result) if previous is not None else None
+
+
 async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
     _stop_on_signals()
     host = make_host(args)
@@ -98,10 +121,13 @@ async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
             raise
         finally:
             ticker.cancel()
+        change = against_history(args, result)
         if args.json:
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
         else:
             print("\n".join(render(result)), flush=True)
+        if change:
+            _say(change)
         if result.ok == 0:
             _say(f"every request failed ({result.errors[0] if result.errors else 'no reason'})")
             return EXIT_NOT_READY

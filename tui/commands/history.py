@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         with HistoryStore(path) as store:
             if args.compare:
                 a, b = (store.launch(i) for i in args.compare)
-                missing = [str(i) for i, row in zip(args.compare, (a, b)) if row is None]
+                missing = [str(i) for i, row in zip(args.compare, (a, b), strict=True) if row is None]
                 if missing:
                     print(f"sglang-tui history: no launch {', '.join(missing)} in {path}; `sglang-tui history` lists them",
                           file=sys.stderr)  # fmt: skip
@@ -108,7 +108,7 @@ def format_launches(rows: list[dict[str, object]]) -> str:
         if words not in keys:
             keys.append(words)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in table]
     lines.append("")
     lines += [f"key: {k}" for k in keys]
     return "\n".join(lines)
@@ -138,7 +138,7 @@ def format_compare(a: dict[str, object], b: dict[str, object]) -> str:
         rows.append((p["phase"], fmt.duration(p["a_s"]), fmt.duration(p["b_s"]), ratio))
     rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))  # type: ignore[arg-type]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     if not data["same_key"]:  # type: ignore[index]
         lines.append("")
         lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")  # type: ignore[arg-type]

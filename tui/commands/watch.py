@@ -11,6 +11,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from tui.core.benchstats import BenchResult
 from tui.core.state import Readiness
 
 if TYPE_CHECKING:
@@ -93,6 +94,13 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
         return recorder.update(state)
 
     sources.state_hook = hook
+
+    def previous_bench() -> BenchResult | None:
+        found = recorder.last_bench()
+        return BenchResult.from_json(found) if found is not None else None
+
+    sources.previous_bench = previous_bench
+    sources.record_bench = lambda result: recorder.record_bench(result.to_json())
     app = SglangTui(sources, read_only=args.read_only, initial=start)
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, monitor

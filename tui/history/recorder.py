@@ -48,6 +48,20 @@ class Recorder:
             self._key = launch_key(state.server, self.host)
         return self._key
 
+    def last_bench(self) -> dict[str, object] | None:
+        """The newest bench of the current launch's key (None: no store, no key yet, or none)."""
+        if self.store is None or self._key is None:
+            return None
+        return self.store.last_bench(self._key)
+
+    def record_bench(self, result: dict[str, object]) -> None:
+        """Keep a bench result with the current launch (recorded now if it was not yet)."""
+        if self.store is None or self._key is None:
+            return
+        launch_id = self.last_id if self.last_id is not None else (self.store.newest(self.host) or (None, ""))[0]
+        if launch_id is not None:
+            self.store.record_bench(launch_id, result)
+
     def update(self, state: Readiness) -> Readiness:
         """The state with its key's past attached (loaded when the key or launch changes); records outcomes."""
         if self.store is None:

@@ -96,7 +96,7 @@ class HistoryStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self.db.execute("PRAGMA busy_timeout = %d" % int(BUSY_TIMEOUT_S * 1000))
+            self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -226,6 +226,13 @@ class HistoryStore:
             (launch_id,),
         ).fetchone()
         return self._launch_dict(row) if row else None
+
+    def newest(self, host: str) -> tuple[int, str] | None:
+        """(id, key) of the host's newest launch, or None."""
+        row = self.db.execute(
+            "SELECT id, key FROM launches WHERE host = ? ORDER BY started_at DESC, id DESC LIMIT 1", (host,)
+        ).fetchone()
+        return (int(row[0]), str(row[1])) if row else None
 
     def last_bench(self, key: str) -> dict[str, object] | None:
         """The newest bench result of any launch of `key`, or None."""

@@ -84,6 +84,8 @@ class UiSources:
     """A new bench runner for the `b` key (None: no bench)."""
     previous_bench: Callable[[], BenchResult | None] | None = None
     """The last launch's bench of the same launch key, from the history store (None: no store wired)."""
+    record_bench: Callable[[BenchResult], None] | None = None
+    """Keep a finished bench with this launch in the history store (None: no store wired)."""
     state_hook: Callable[[Readiness], Readiness] | None = None
     """Each folded state passes through it (the launch history: the key's past attached, outcomes recorded)."""
 
@@ -535,6 +537,11 @@ class SglangTui(App[None]):
                 previous = self.sources.previous_bench()
             except Exception as err:  # a history read must not lose the result
                 self.log.error(f"previous bench: {err}")
+        if self.sources.record_bench is not None:
+            try:
+                self.sources.record_bench(result)
+            except Exception as err:  # nor a history write
+                self.log.error(f"record bench: {err}")
         if not isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
             self.push_screen(BenchResultScreen(result, self._bench_where(), previous, self.sources.previous_bench is not None))
 
