@@ -18,8 +18,7 @@ from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_OK, report
 from tui.commands.wait_deployment import make_member_host, specs_from_args
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
-from tui.sources.deployment import MemberSpec
-from tui.sources.host import HostError
+from tui.sources.deployment import MemberSpec, connect_members
 
 
 def stop_order(specs: list[MemberSpec]) -> list[int]:
@@ -36,13 +35,10 @@ async def _stop(args: argparse.Namespace) -> int:
         return 2
     hosts = [make_member_host(args, spec.host) for spec in specs]
     try:
-        connected = await asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True)
-        for spec, result in zip(specs, connected, strict=True):
-            if isinstance(result, HostError):
-                print(f"sglang-tui stop: cannot connect to {spec.name} ({spec.host}): {result}", file=sys.stderr)
-                return EXIT_CONNECT
-            if isinstance(result, BaseException):
-                raise result
+        problem = await connect_members(specs, hosts)
+        if problem is not None:
+            print(f"sglang-tui stop: {problem}", file=sys.stderr)
+            return EXIT_CONNECT
         controls = [
             ServerControl(h, port=s.port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
             for s, h in zip(specs, hosts, strict=True)

@@ -24,8 +24,8 @@ from tui.core.events import LogActivity
 from tui.core.readiness import reduce
 from tui.core.routerlog import RouterLog
 from tui.core.state import Readiness
-from tui.sources.deployment import DeploymentMonitor, MemberSpec, node_specs
-from tui.sources.host import Host, HostError
+from tui.sources.deployment import DeploymentMonitor, MemberSpec, connect_members, node_specs
+from tui.sources.host import Host
 from tui.sources.router import RouterStatus, router_statuses
 
 
@@ -161,20 +161,15 @@ async def _main(args: argparse.Namespace) -> int:
     hosts = [make_member_host(args, spec.host) for spec in specs]
     started = time.monotonic()
     try:
-        results = await asyncio.wait_for(
-            asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True), args.timeout
-        )
+        problem = await asyncio.wait_for(connect_members(specs, hosts), args.timeout)
     except asyncio.TimeoutError:
         reporter.say("sglang-tui wait: timed out connecting to " + ", ".join(s.host for s in specs))
         await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
         return EXIT_TIMEOUT
     try:
-        for spec, result in zip(specs, results, strict=True):
-            if isinstance(result, HostError):
-                reporter.say(f"sglang-tui wait: cannot connect to {spec.name} ({spec.host}): {result}")
-                return EXIT_CONNECT
-            if isinstance(result, BaseException):
-                raise result
+        if problem is not None:
+            reporter.say(f"sglang-tui wait: {problem}")
+            return EXIT_CONNECT
         monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
         add_router_pollers(monitor, specs, hosts)
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))

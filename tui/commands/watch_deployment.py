@@ -18,8 +18,7 @@ from tui.commands.wait_deployment import (
     specs_from_args,
 )
 from tui.core import deployment as dm
-from tui.sources.deployment import DeploymentMonitor
-from tui.sources.host import HostError
+from tui.sources.deployment import DeploymentMonitor, connect_members
 
 
 async def watch(args: argparse.Namespace) -> int:
@@ -33,13 +32,10 @@ async def watch(args: argparse.Namespace) -> int:
         return 2
     hosts = [make_member_host(args, spec.host) for spec in specs]
     try:
-        connected = await asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True)
-        for spec, result in zip(specs, connected, strict=True):
-            if isinstance(result, (HostError, OSError, ValueError)):
-                print(f"sglang-tui: cannot connect to {spec.name} ({spec.host}): {result}", file=sys.stderr)
-                return 4
-            if isinstance(result, BaseException):
-                raise result
+        problem = await connect_members(specs, hosts)
+        if problem is not None:
+            print(f"sglang-tui: {problem}", file=sys.stderr)
+            return 4
         monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
         add_router_pollers(monitor, specs, hosts)
         dep = deployment_of(specs, getattr(args, "stall_after", None))

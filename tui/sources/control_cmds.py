@@ -340,14 +340,21 @@ class Proc:
         return self.state not in ("Z", "X")
 
 
+def _cmdline_line(line: str, names: dict[int, str]) -> bool:
+    """A `C PID cmdline` line: its command line kept under its pid in `names` (True), else False."""
+    parts = line.split(" ", 2)
+    if len(parts) < 2 or parts[0] != "C" or not parts[1].isdigit():
+        return False
+    names[int(parts[1])] = (parts[2] if len(parts) > 2 else "").strip()
+    return True
+
+
 def parse_scan(text: str) -> dict[int, Proc]:
     """Output of scan_command as pid -> Proc (lines that do not parse are skipped)."""
     procs: dict[int, Proc] = {}
     names: dict[int, str] = {}
     for line in text.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) >= 2 and parts[0] == "C" and parts[1].isdigit():
-            names[int(parts[1])] = (parts[2] if len(parts) > 2 else "").strip()
+        if _cmdline_line(line, names):
             continue
         fields = line.split()
         if len(fields) == 7 and fields[0] == "P":
@@ -409,9 +416,7 @@ def _parse_visibility(text: str) -> dict[str, object]:
     log_uid = my_uid = None
     names: dict[int, str] = {}
     for line in text.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) >= 2 and parts[0] == "C" and parts[1].isdigit():
-            names[int(parts[1])] = (parts[2] if len(parts) > 2 else "").strip()
+        if _cmdline_line(line, names):
             continue
         fields = line.split()
         if not all(f.isdigit() for f in fields[1:]) or len(fields) < 2:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
-from tui.sources.host import Host
+from tui.sources.host import Host, HostError
 from tui.sources.monitor import Monitor
 
 
@@ -127,3 +127,16 @@ class DeploymentMonitor:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(m.close() for _, m in self.members), return_exceptions=True)
+
+
+async def connect_members(specs: list[MemberSpec], hosts: list[Host]) -> str | None:
+    """Connect every member's host at once: None when all connected, else the first failure as one line
+    ("cannot connect to node1 (host): …"); anything but a connection problem is raised."""
+    results = await asyncio.gather(*(h.connect() for h in hosts), return_exceptions=True)
+    for spec, result in zip(specs, results, strict=True):
+        if isinstance(result, (HostError, OSError, ValueError)):
+            return f"cannot connect to {spec.name} ({spec.host}): {result}"
+        if isinstance(result, BaseException):
+            raise result
+    return None
+
