@@ -37,6 +37,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("search", "slash", "search", "Search the log", "search"),
     Action("search-next", "n", "search_next", "Next match", show=False),
     Action("search-previous", "N", "search_previous", "Previous match", show=False),
+    Action("next-problem", "e", "next_problem", "Jump to the next error or warning line", "error", show=False),
+    Action("previous-problem", "E", "previous_problem", "Jump to the previous error or warning line", show=False),
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
@@ -58,6 +60,11 @@ CONTROL_VERBS: dict[str, str] = {
     "terminate_server": "terminate",
     "kill_server": "kill",
 }
+
+
+def by_id(action_id: str) -> Action | None:
+    """The registry entry with this id (None for an unknown id)."""
+    return next((a for a in ACTIONS if a.id == action_id), None)
 
 
 def bindings() -> list[Binding]:

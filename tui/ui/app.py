@@ -14,7 +14,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual import events
 
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
 from tui.core.loglines import LineSplitter
@@ -27,6 +27,7 @@ from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
+from tui.ui.panes.keybar import KeyBar
 from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
@@ -38,6 +39,7 @@ DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window 
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
+SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
 PANES: dict[str, str] = {"log": "#log", "shards": "#shards", "gpus": "#gpus", "health": "#health"}
@@ -130,8 +132,8 @@ class SglangTui(App[None]):
     TITLE = "sglang-tui"
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
-    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, Footer"  # a maximized pane keeps the phase and the keys in view
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, KeyBar"  # a maximized pane keeps the phase and the keys in view
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     state: var[Readiness] = var(Readiness(), init=False)
@@ -186,7 +188,7 @@ class SglangTui(App[None]):
             yield HealthPane(id="health").data_bind(view)
         yield GpuPane(id="gpus").data_bind(view)
         yield LogPane(max_lines=self.max_log_lines, id="log")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     @property
     def log_pane(self) -> LogPane:
@@ -194,10 +196,46 @@ class SglangTui(App[None]):
 
     def on_mount(self) -> None:
         self.log_pane.view.focus()
+        self.watch(self.screen, "focused", self._refresh_keys, init=False)
+        self.watch(self.screen, "maximized", self._apply_layout, init=False)
+        self.call_after_refresh(self._apply_layout)
         self.set_interval(self.tick_s, self._tick)
         self._consume()
         if self.sources.launch_if_absent and not self.read_only and self.sources.control is not None:
             self._launch_if_absent()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._apply_layout)
+
+    def _apply_layout(self, *_: object) -> None:
+        """Fold what a short terminal cannot hold: ranks on one grouped line, no routine last-action line."""
+        screen = self.screen_stack[0] if self.screen_stack else None
+        if screen is None:
+            return
+        short = self.size.height < SHORT_BELOW
+        shards, header = screen.query_one(ShardsPane), screen.query_one(HeaderPane)
+        wanted = (short and screen.maximized is not shards, short)
+        for pane, compact in zip((shards, header), wanted):
+            if pane.compact != compact:
+                pane.compact = compact
+                pane._drawn = None
+                pane.redraw()
+        self._refresh_keys()
+
+    def _refresh_keys(self, *_: object) -> None:
+        """The footer for the focused pane and what the log view is doing."""
+        try:
+            bar = self.screen_stack[0].query_one(KeyBar)
+        except Exception:  # not mounted yet, or shutting down
+            return
+        focused = self.screen_stack[0].focused
+        name = ""
+        for pane_name, selector in PANES.items():
+            pane = self.screen_stack[0].query_one(selector)
+            if focused is not None and (focused is pane or pane in focused.ancestors):
+                name = pane_name
+        bar.show_for(read_only=self.read_only, has_control=self.sources.control is not None, focused=name,
+                     searching=bool(self.log_pane.view.search_term))
 
     # ------------------------------------------------------------------------------ data in (one way)
 
@@ -356,9 +394,19 @@ class SglangTui(App[None]):
 
     def action_search_next(self) -> None:
         self.log_pane.search_next()
+        self._refresh_keys()
 
     def action_search_previous(self) -> None:
         self.log_pane.search_next(backwards=True)
+        self._refresh_keys()
+
+    def action_next_problem(self) -> None:
+        if not self.log_pane.next_problem():
+            self.notify("no error or warning line in the log", timeout=3)
+
+    def action_previous_problem(self) -> None:
+        if not self.log_pane.next_problem(backwards=True):
+            self.notify("no error or warning line in the log", timeout=3)
 
     def action_rank_filter(self) -> None:
         rank = self.log_pane.cycle_rank_filter()

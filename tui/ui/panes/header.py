@@ -45,6 +45,8 @@ class HeaderPane(StatePane):
         self.host_label = host_label
         self.read_only = read_only
         self.port = port
+        self.compact = False
+        """Short terminal: a successful launch or restart is not repeated on a line of its own (the log has it)."""
 
     def watch_paused(self) -> None:
         self.redraw()
@@ -124,7 +126,8 @@ class HeaderPane(StatePane):
                 + (f": {state.stall.detail}" if state.stall.detail else ""),
                 style="yellow",
             )
-        if state.last_control is not None:
+        routine = state.last_control is not None and state.last_control.ok and state.last_control.action in ("launch", "restart")
+        if state.last_control is not None and not (self.compact and routine):
             text.append("\n")
             ok = state.last_control.ok
             text.append(" last action: ", style="bold")

@@ -144,6 +144,11 @@ class LogPane(Vertical):
             event.stop()
             self.close_search()
 
+    def next_problem(self, backwards: bool = False) -> bool:
+        found = self.view.find_problem(backwards=backwards)
+        self._refresh_status()
+        return found
+
     def search_next(self, backwards: bool = False) -> bool:
         if not self.view.search_term:
             return False

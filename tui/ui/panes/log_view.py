@@ -316,6 +316,22 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return False
 
+    def find_problem(self, *, backwards: bool = False) -> bool:
+        """Select the next (or previous) error or warning line after the cursor (or from the end), wrapping around."""
+        candidates = [self._base + i for i, line in enumerate(self._lines) if self._passes(line) and line.kind in ("error", "warning")]
+        if not candidates:
+            return False
+        if self.cursor is None:
+            target = candidates[-1] if backwards or self.following else candidates[0]
+        elif backwards:
+            pos = bisect_left(candidates, self.cursor) - 1
+            target = candidates[pos % len(candidates)]
+        else:
+            pos = bisect_left(candidates, self.cursor + 1)
+            target = candidates[pos % len(candidates)]
+        self.select_line(target)
+        return True
+
     def match_count(self) -> int:
         if not self.search_term:
             return 0

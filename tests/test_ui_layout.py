@@ -1,0 +1,70 @@
+"""The responsive layout: at every size from 80×24 up the verdict, the bars with their ETA, every rank (or a
+"+N") and the dangerous keys stay on screen; panes fold before anything is clipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.ui_fakes import FakeBatchSource, FakeClock, FakeControl, make_app, play, startup_to_loading
+from tui.ui.panes.keybar import KeyBar, fit, hints
+
+SIZES = [(80, 24), (100, 30), (120, 40), (160, 45), (200, 50)]
+
+
+def screen_text(app) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_every_size_keeps_verdict_eta_ranks_and_dangerous_keys(size: tuple[int, int]) -> None:
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    async with app.run_test(size=size) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "LOADING WEIGHTS" in text
+        assert "57/64" in text and "ETA" in text
+        # every rank: named in a cell or a grouped range ("TP0–7"), or a "+N" pointing to them
+        assert all(f"TP{i} " in text for i in range(8)) or "TP0–7" in text or "+" in text
+        footer = app.query_one(KeyBar)
+        keys = [h.keys for h in footer.shown]
+        assert {"r", "T", "K"} <= set(keys), keys
+        bottom = text.splitlines()[-1]
+        assert " r restart" in bottom and " T terminate" in bottom and " K kill" in bottom
+        # nothing runs off the screen: the screen itself never scrolls
+        assert app.screen.max_scroll_y == 0
+
+
+async def test_80x24_names_all_eight_ranks_on_one_line_and_counts_hidden_gpus() -> None:
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "ranks   TP0–7 load…" in text
+        gpus_rows = [line for line in text.splitlines() if "sglang::scheduler" in line]
+        hidden = 8 - len(gpus_rows)
+        assert hidden == 0 or f"+{hidden} more" in text
+
+
+async def test_ranks_at_different_milestones_are_grouped_by_neighbours() -> None:
+    from tui.core.state import RankState
+    from tui.ui.panes.shards import rank_groups
+
+    ranks = tuple(RankState(f"TP{i}", "load_end" if i < 6 else "load_begin") for i in range(8))
+    assert rank_groups(ranks) == [("TP0–5", "load✓"), ("TP6–7", "load…")]
+    assert rank_groups((RankState("DP0 TP1", "kv_alloc"), RankState("DP1 TP0", "kv_alloc"))) == [("DP0 TP1", "kv…"), ("DP1 TP0", "kv…")]
+
+
+def test_footer_drops_the_least_important_keys_first_and_never_the_dangerous_ones() -> None:
+    entries = hints(read_only=False, has_control=True, focused="log", searching=True, width=60)
+    kept = fit(entries, 60)
+    assert [e.keys for e in kept if e.dangerous] == ["r", "T", "K"]
+    assert "n/N" in [e.keys for e in kept]  # a search is on: its keys come before the rest
+    assert "w" not in [e.keys for e in kept]
+    wide = fit(hints(read_only=False, has_control=True, focused="log", searching=False, width=200), 200)
+    assert {"1-4", "w", "p", "e/E"} <= {e.keys for e in wide}
+    read_only = fit(hints(read_only=True, has_control=True, focused="log", searching=False, width=200), 200)
+    assert not any(e.dangerous for e in read_only)
