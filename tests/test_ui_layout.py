@@ -68,3 +68,14 @@ def test_footer_drops_the_least_important_keys_first_and_never_the_dangerous_one
     assert {"1-4", "w", "p", "e/E"} <= {e.keys for e in wide}
     read_only = fit(hints(read_only=True, has_control=True, focused="log", searching=False, width=200), 200)
     assert not any(e.dangerous for e in read_only)
+
+
+def test_user_facing_words_for_phases_and_error_kinds() -> None:
+    from tui.core.state import ErrorInfo, Phase
+    from tui.ui.labels import error_badge, kind_words, people_words, phase_words
+
+    assert phase_words(Phase.LOADING_WEIGHTS) == "loading weights"
+    assert people_words("stalled in loading_weights: no shard for 5m") == "stalled in loading weights: no shard for 5m"
+    assert [kind_words(k) for k in ("oom", "nccl", "port_in_use")] == ["out of memory", "NCCL", "port in use"]
+    assert error_badge(ErrorInfo("other", "something broke"))[0] == " ✗ FAILED "  # never "✗ OTHER"
+    assert error_badge(ErrorInfo("port_in_use", "Errno 98"))[0] == " ✗ PORT IN USE "

@@ -21,7 +21,7 @@ from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
-from tui.ui.labels import control_summary, stopped_by_us
+from tui.ui.labels import control_summary, kind_words, stopped_by_tool, verdict_words
 from tui.ui.messages import ControlFinished, EventsReceived
 from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpus import GpuPane
@@ -171,6 +171,7 @@ class SglangTui(App[None]):
         """Monitor batches folded so far (tests wait on it)."""
         self.control_results: list[ControlResult] = []
         """Every ControlResult that came back (newest last)."""
+        self._control_in_flight: str | None = None  # the restart/terminate/kill running now
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
         self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
@@ -278,7 +279,12 @@ class SglangTui(App[None]):
 
     def on_events_received(self, message: EventsReceived) -> None:
         self.batches_seen += 1
-        self._fold(message.events)
+        events = message.events
+        if self._control_in_flight is not None:
+            # While our own restart/terminate/kill runs, "no process left" is what we are doing, not a failure:
+            # its ControlResult says how it ended (no flash of "failed: server process exited").
+            events = tuple(e for e in events if not (isinstance(e, ServerProcess) and not e.alive))
+        self._fold(events)
         self._show_lines(message.lines, message.live)
 
     def _show_lines(self, lines: Iterable[LogLine], live: str | None) -> None:
@@ -293,6 +299,7 @@ class SglangTui(App[None]):
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
+        self._control_in_flight = None
         self.control_results.append(result)
         self._fold((result,))
         live = self._held_live if self.paused else self.log_pane.live
@@ -340,11 +347,11 @@ class SglangTui(App[None]):
             self.bell()
             facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
             self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
-        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_us(new.error):
-            self.notify(new.reason, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
+        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
+            self.notify(verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
-            why = f"{new.error.kind}: {new.error.line}" if new.error else new.reason
+            why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()
@@ -481,6 +488,7 @@ class SglangTui(App[None]):
     async def _run_control(self, verb: str, command: str) -> None:
         control = self.sources.control
         assert control is not None
+        self._control_in_flight = verb
         try:
             result = await getattr(control, verb)()
         except Exception as err:  # the failure is a result to show, not a crash

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tui.core.state import Readiness
-from tui.ui.labels import control_summary
+from tui.ui.labels import control_summary, health_is_old
 from tui.ui.panes.base import StatePane, set_titles
 from tui.core.fmt import ago
 from tui.ui.text import sparkline
@@ -26,7 +26,8 @@ class HealthPane(StatePane, can_focus=True):
         self.border_title = "health · decode"
 
     def select(self, state: Readiness) -> object:
-        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection)
+        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection,
+                state.timeline[:1], state.launches)
 
     def draw(self, state: Readiness, now: float) -> Text:
         set_titles(self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)"))
@@ -39,7 +40,8 @@ class HealthPane(StatePane, can_focus=True):
                 text.append("\n")
             text.append(f"{result.endpoint:<13}", style="bold" if result.endpoint == "/health" else "")
             answer = result.outcome + (f" {result.status}" if result.status is not None else "")
-            text.append(f"{answer:<12}", style=_OUTCOME_STYLES.get(result.outcome, ""))
+            old = health_is_old(state, result.endpoint)  # the old server's answer: never green for this launch
+            text.append(f"{answer:<12}", style="dim strike" if old else _OUTCOME_STYLES.get(result.outcome, ""))
             latency = f"{result.latency_s * 1000:.0f} ms" if result.latency_s is not None else "—"
             text.append(f"{latency:>7}")
             at = checked.get(result.endpoint)

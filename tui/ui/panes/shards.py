@@ -7,7 +7,7 @@ import re
 from rich.text import Text
 
 from tui.core.state import BarState, Phase, RankState, Readiness
-from tui.ui.labels import MILESTONE_SHORT
+from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
 from tui.ui.panes.base import StatePane
 from tui.core.fmt import eta, rate
 from tui.ui.text import bar
@@ -107,7 +107,7 @@ class ShardsPane(StatePane, can_focus=True):
         """Ranks on one grouped line (short terminals), instead of one cell per rank."""
 
     def select(self, state: Readiness) -> object:
-        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED)
+        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED, stopped_by_tool(state) is not None, self.compact)
 
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80
@@ -115,6 +115,8 @@ class ShardsPane(StatePane, can_focus=True):
         per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
         halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
+        if halted == "failed" and stopped_by_tool(state) is not None:
+            halted = "stopped"
         _bar_line(text, "weights", state.shards, "shards", width, halted=halted)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
