@@ -110,7 +110,17 @@ async def demo(args: argparse.Namespace) -> int:
         return await run_tui(running.host, running.watch_args(args.read_only), host_label=f"local demo :{running.port}",
                              initial=initial, control=running.control)
     finally:
-        stopped = await stop_demo(running)  # nothing of the demo server may outlive the demo
-        print(f"sglang-tui demo: simulated server {control_summary(stopped)}", file=sys.stderr)
+        # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
+        # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it
+        stopped = await asyncio.shield(stop_demo(running))
+        _say(f"sglang-tui demo: simulated server {control_summary(stopped)}")
         if running.workdir.exists():
-            print(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}", file=sys.stderr)
+            _say(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}")
+
+
+def _say(line: str) -> None:
+    """A line on stderr; a terminal that was closed (SIGHUP) is no reason to fail the cleanup."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
