@@ -91,3 +91,14 @@ def _drain(fd: int) -> None:
                 return
         except OSError:
             return
+
+
+def test_demo_stall_limit_scales_with_speed_and_takes_stall_after() -> None:
+    from tui.cli import build_parser
+    from tui.commands.demo import SIM_STALL_S, demo_stall_after
+
+    assert demo_stall_after(10.0, None) == SIM_STALL_S / 10 == 30.0
+    assert demo_stall_after(100.0, None) == 3.0
+    assert demo_stall_after(10.0, 7.5) == 7.5
+    args = build_parser().parse_args(["demo", "--speed", "20", "--stall-after", "12"])
+    assert args.stall_after == 12.0 and args.speed == 20.0

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
+    demo.add_argument("--stall-after", type=float, metavar="S",
+                      help="call it stalled after S real seconds with no progress (default: 5 simulated minutes / --speed)")
 
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
