@@ -32,7 +32,7 @@ from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
-from tui.ui.screens.confirm import ConfirmScreen
+from tui.ui.screens.confirm import ConfirmScreen, summary_lines
 from tui.ui.screens.help import HelpScreen
 
 DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
@@ -482,7 +482,8 @@ class SglangTui(App[None]):
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
-        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command), answered)
+        summary = summary_lines(verb, self.sources.host_label, self._live)
+        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command, summary), answered)
 
     @work(exclusive=True, group="control", exit_on_error=False)
     async def _run_control(self, verb: str, command: str) -> None:
