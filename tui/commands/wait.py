@@ -3,6 +3,11 @@
 Exit 0 ready, 1 failed, 2 timed out, 3 stalled, 4 cannot connect/auth. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
 line being the final state.
+
+`--launch CMD` starts the server first when no process of it is found (as the TUI does: ServerControl.launch,
+its own session, a PID file and a run marker); `--stop-on-fail` then stops what it launched on any verdict but
+ready and says whether the GPU memory came back. `--on-ready CMD` / `--on-fail CMD` run locally at the end
+with the verdict in the environment (SGLANG_TUI_VERDICT, SGLANG_TUI_EXIT, SGLANG_TUI_REASON, SGLANG_TUI_HOST).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -19,6 +25,7 @@ from typing import Callable, TextIO
 from tui.core import fmt
 from tui.core.readiness import reduce
 from tui.core.report import to_json
+from tui.core.events import ControlResult
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
@@ -111,11 +118,13 @@ class Reporter:
 
 async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, launched: ControlResult | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
-    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT."""
+    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. `launched`: our own launch, folded first."""
     start = clock()
     state = Readiness(stall_after=stall_after)
+    if launched is not None:
+        state = reduce(state, launched, start)
     try:
         async with asyncio.timeout(timeout):
             async for batch in monitor.batches():
@@ -147,17 +156,80 @@ async def _main(args: argparse.Namespace) -> int:
         except asyncio.TimeoutError:
             reporter.say(f"sglang-tui wait: timed out connecting to {args.host}")
             return EXIT_TIMEOUT
-        monitor = Monitor(
-            host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus
-        )
+        control = None
+        launched: ControlResult | None = None
+        if getattr(args, "launch", None):
+            from tui.sources.control import ServerControl
+
+            control = ServerControl(host, port=args.port, log_path=args.log, launch=args.launch, cwd=args.cwd,
+                                    remote_python=args.remote_python, sim_gpus=args.sim_gpus)
+            launched, line = await launch_if_absent(control)
+            reporter.say(f"sglang-tui wait: {line}")
+            if launched is not None and not launched.ok:
+                found = Verdict(EXIT_FAILED, f"failed: launch: {launched.detail or 'the server did not start'}")
+                reporter.say(f"sglang-tui wait: {found.line}")
+                run_hook(args, found)
+                return found.code
+        monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
+                          control=control)
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        found, state = await wait_for(monitor, reporter, stall_after=args.stall_after, timeout=remaining)
+        found, state = await wait_for(monitor, reporter, stall_after=args.stall_after, timeout=remaining, launched=launched)
         if args.json:
             reporter.emit_json(state, force=True)
         reporter.say(f"sglang-tui wait: {found.line}")
+        if found.code != EXIT_READY and getattr(args, "stop_on_fail", False) and control is not None and launched is not None:
+            stopped = await control.terminate()
+            reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
+            if not stopped.ok or stopped.survivors or stopped.gpu_held:
+                found = Verdict(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
+        run_hook(args, found)
         return found.code
     finally:
         await host.close()
+
+
+async def launch_if_absent(control: object) -> tuple[ControlResult | None, str]:
+    """Launch the server unless a process of it runs already (then it is only waited for)."""
+    try:
+        found = await control.process_state_now()  # type: ignore[attr-defined]
+    except Exception as err:  # an unknown state is no licence to launch a second server
+        return ControlResult("launch", False, f"process state unknown ({type(err).__name__}: {err}): not launching"), "not launching"
+    if found.alive:
+        return None, f"a server process runs already ({len(found.pids)} pid(s)): waiting for it, not launching"
+    result = await control.launch()  # type: ignore[attr-defined]
+    return result, (f"launched: {result.detail}" if result.ok else f"launch failed: {result.detail}")
+
+
+def stop_words(result: ControlResult) -> str:
+    """What a stop did, in the TUI's words (survivors, GPU memory still held or released)."""
+    from tui.ui.labels import control_summary  # words only: no Textual is imported
+
+    return control_summary(result)
+
+
+VERDICT_WORDS = {EXIT_READY: "ready", EXIT_FAILED: "failed", EXIT_TIMEOUT: "timeout", EXIT_STALLED: "stalled",
+                 EXIT_CONNECT: "connect"}
+
+
+def hook_env(args: argparse.Namespace, found: Verdict) -> dict[str, str]:
+    """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
+    return dict(os.environ, SGLANG_TUI_VERDICT=VERDICT_WORDS.get(found.code, str(found.code)),
+                SGLANG_TUI_EXIT=str(found.code), SGLANG_TUI_REASON=found.line, SGLANG_TUI_HOST=str(args.host),
+                SGLANG_TUI_PORT=str(args.port))
+
+
+def run_hook(args: argparse.Namespace, found: Verdict) -> None:
+    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said."""
+    command = getattr(args, "on_ready", None) if found.code == EXIT_READY else getattr(args, "on_fail", None)
+    if not command:
+        return
+    try:
+        done = subprocess.run(command, shell=True, env=hook_env(args, found), check=False)
+    except OSError as err:
+        print(f"sglang-tui wait: could not run {command!r}: {err}", file=sys.stderr)
+        return
+    if done.returncode:
+        print(f"sglang-tui wait: {command!r} exited {done.returncode}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
