@@ -79,3 +79,61 @@ def test_user_facing_words_for_phases_and_error_kinds() -> None:
     assert [kind_words(k) for k in ("oom", "nccl", "port_in_use")] == ["out of memory", "NCCL", "port in use"]
     assert error_badge(ErrorInfo("other", "something broke"))[0] == " ✗ FAILED "  # never "✗ OTHER"
     assert error_badge(ErrorInfo("port_in_use", "Errno 98"))[0] == " ✗ PORT IN USE "
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> None:
+    from tui.ui.actions import visible_actions
+    from tui.ui.screens.help import HelpScreen, key_rows
+
+    app = make_app(FakeBatchSource(), control=FakeControl())
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.pause()
+        text = screen_text(app)
+        rows = key_rows(False)
+        assert {k for k, _, _ in rows} >= {"r", "T", "K", "n N", "e E", "1 2 3 4"}
+        assert len(rows) < len(visible_actions(False))  # n/N, e/E and 1-4 share rows
+        for keys, words, _ in rows:  # every key on screen at once, from 80x24 up
+            assert words[:30] in text, words
+        if size == (200, 50):  # and the legend too
+            assert "legend" in text and "■" in text
+        await pilot.press("slash", "k", "i", "l", "l")
+        await pilot.pause()
+        shown = app.screen.shown  # type: ignore[attr-defined]
+        assert "Kill the server" in shown and "Follow the log" not in shown
+        await pilot.press("escape")  # clears the filter first
+        assert isinstance(app.screen, HelpScreen) and "Follow the log" in app.screen.shown  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_search_counts_takes_a_regex_filters_and_esc_clears() -> None:
+    from tests.helpers.ui_fakes import log_bytes
+    from tui.ui.panes.log_pane import LogStatus
+
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    lines = [f"[2025-11-29 10:00:0{i % 10} TP{i % 2}] line {i} {'WARNING low mem' if i % 4 == 0 else 'ok'}" for i in range(12)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        from tests.helpers.ui_fakes import Step
+
+        await play(pilot, source, clock, [Step(clock.t, [log_bytes(lines)])])
+        await pilot.press("slash", *"warn.*mem", "enter")
+        await pilot.pause()
+        view = app.log_pane.view
+        assert view.match_position() == (3, 3)  # found from the end: the last of three
+        status = str(app.log_pane.query_one(LogStatus).render())
+        assert "3/3" in status
+        await pilot.press("n")
+        assert view.match_position()[0] == 1
+        await pilot.press("F")
+        await pilot.pause()
+        assert all("WARNING" in t for t in view.visible_texts() if t)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert view.search_term is None and not view.only_matches
+        assert sum(1 for t in view.visible_texts() if t.startswith("[")) == 12
+        await pilot.press("e")
+        assert view.selected_text() is not None and "WARNING" in view.selected_text()  # type: ignore[operator]

@@ -407,6 +407,10 @@ class SglangTui(App[None]):
         self.log_pane.search_next(backwards=True)
         self._refresh_keys()
 
+    def action_search_filter(self) -> None:
+        if not self.log_pane.toggle_only_matches():
+            self.notify("search first (/), then F shows only the matching lines", timeout=3)
+
     def action_next_problem(self) -> None:
         if not self.log_pane.next_problem():
             self.notify("no error or warning line in the log", timeout=3)
