@@ -39,6 +39,7 @@ DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window 
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
+READY_CLOCK_TICKS = 5  # once up, ages and "in phase" step every 5 ticks (the idle TUI's CPU; events still redraw at once)
 SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
@@ -331,7 +332,8 @@ class SglangTui(App[None]):
     def _shown_clock(self, now: float) -> float:
         """The clock the panes draw with: it steps about once a tick, so every age and "in phase" on screen
         changes in the same repaint instead of one repaint per batch (what a quiet server costs in CPU)."""
-        if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s:
+        ticks = READY_CLOCK_TICKS if self._live.phase in _UP and self._live.stall is None else 1
+        if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s * ticks:
             return now
         return self.now
 
