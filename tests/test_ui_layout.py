@@ -137,3 +137,21 @@ async def test_search_counts_takes_a_regex_filters_and_esc_clears() -> None:
         assert sum(1 for t in view.visible_texts() if t.startswith("[")) == 12
         await pilot.press("e")
         assert view.selected_text() is not None and "WARNING" in view.selected_text()  # type: ignore[operator]
+
+
+async def test_once_ready_the_clock_texts_can_step_every_few_ticks() -> None:
+    """The real TUI (watch) steps ages every READY_CLOCK_TICKS once up: the idle screen repaints less."""
+    from tests.helpers.ui_fakes import Step, startup_to_ready
+    from tui.core.events import Tick
+    from tui.ui.panes.header import HeaderPane
+
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, clock=clock, ready_clock_ticks=5)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        await play(pilot, source, clock, [Step(clock.t + 5.0, [Tick()])])
+        t, before = clock.t, app.query_one(HeaderPane).shown
+        await play(pilot, source, clock, [Step(t + 1.2, [Tick()]), Step(t + 3.0, [Tick()])])
+        assert app.query_one(HeaderPane).shown == before
+        await play(pilot, source, clock, [Step(t + 4.6, [Tick()])])
+        assert app.query_one(HeaderPane).shown != before

@@ -46,7 +46,7 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
-    from tui.ui.app import SglangTui, UiSources
+    from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
     sim_gpus = getattr(args, "sim_gpus", None)
     if control is None:
@@ -62,7 +62,7 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
-    return SglangTui(sources, read_only=args.read_only, initial=start), monitor
+    return SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS), monitor
 
 
 async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,

@@ -39,7 +39,7 @@ DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window 
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
-READY_CLOCK_TICKS = 5  # once up, ages and "in phase" step every 5 ticks (the idle TUI's CPU; events still redraw at once)
+READY_CLOCK_TICKS = 5  # the real TUI: once up, ages and "in phase" step every 5 ticks (idle CPU; events redraw at once)
 SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
@@ -156,8 +156,11 @@ class SglangTui(App[None]):
         max_log_lines: int = 20_000,
         tick_s: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
+        ready_clock_ticks: int = 1,
     ) -> None:
         super().__init__()
+        self.ready_clock_ticks = max(1, ready_clock_ticks)
+        """Once ready, the shown clock steps every this many ticks (watch passes READY_CLOCK_TICKS)."""
         self.sources = sources
         self.read_only = read_only
         self.clock = clock
@@ -332,7 +335,7 @@ class SglangTui(App[None]):
     def _shown_clock(self, now: float) -> float:
         """The clock the panes draw with: it steps about once a tick, so every age and "in phase" on screen
         changes in the same repaint instead of one repaint per batch (what a quiet server costs in CPU)."""
-        ticks = READY_CLOCK_TICKS if self._live.phase in _UP and self._live.stall is None else 1
+        ticks = self.ready_clock_ticks if self._live.phase in _UP and self._live.stall is None else 1
         if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s * ticks:
             return now
         return self.now

@@ -21,6 +21,8 @@ def _health_words(state: Readiness, now: float) -> str:
             age = dict(state.health_checked_at).get("/health")
             when = f", {ago(now - age)}" if age is not None else ""
             old = "before this launch: " if health_is_old(state, "/health") else ""
+            if not old and state.phase is Phase.FAILED and age is not None and state.phase_since is not None and age <= state.phase_since:
+                old = "before it stopped: " if stopped_by_tool(state) is not None else "before it failed: "
             return f"{old}{result.outcome}{status}{when}"
     return "not probed yet"
 
@@ -103,7 +105,8 @@ class HeaderPane(StatePane):
         text.append(" log says: ")
         text.append("fired up" if state.log_ready else "not ready", style="green" if state.log_ready else "")
         text.append("   health says: ")
-        text.append(_health_words(state, now), style="green" if state.health_ready else "")
+        # green only while it is this launch's answer and the launch is alive (never after a stop or a failure)
+        text.append(_health_words(state, now), style="green" if state.health_ready and state.phase is not Phase.FAILED else "")
         if state.process_alive is not None:
             text.append("   process: ")
             if state.process_alive:
