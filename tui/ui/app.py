@@ -40,6 +40,7 @@ HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
 READY_CLOCK_TICKS = 5  # the real TUI: once up, ages and "in phase" step every 5 ticks (idle CPU; events redraw at once)
+TOAST_CHARS = 140  # a failure toast longer than this would cover half of an 80x24 screen
 SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
@@ -357,6 +358,7 @@ class SglangTui(App[None]):
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
             why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
+            why = why if len(why) <= TOAST_CHARS else why[: TOAST_CHARS - 1] + "…"  # the header and log have it whole
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()

@@ -24,7 +24,7 @@ def summary_lines(verb: str, host: str, state: Readiness) -> list[str]:
     pids = state.process_pids
     procs = f"{len(pids)} process{'es' if len(pids) != 1 else ''}" if pids else "its processes (none seen yet)"
     lines = [f"host:    {host}", f"server:  {procs}" + (f" (pid {pids[0]}…)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else ""))]
-    held: list[tuple[int, str]] = []
+    held: list[tuple[int, int]] = []
     gpus = state.gpus.gpus if state.gpus is not None else ()
     ours = set(pids)
     # by PID when the probe saw the server's own PIDs on the GPUs, else its processes by title (sglang::…)
@@ -33,11 +33,15 @@ def summary_lines(verb: str, host: str, state: Readiness) -> list[str]:
         mine = [p for p in gpu.procs if (p.pid in ours if by_pid else (p.name or "").startswith("sglang"))]
         total = sum(p.used_bytes or 0 for p in mine)
         if total:
-            held.append((gpu.index, gib_bytes(total)))
-    if len(held) > 1 and len({g for _, g in held}) == 1:
-        words = f"{held[0][1]} on each of {len(held)} GPUs ({', '.join(str(i) for i, _ in held)})"
+            held.append((gpu.index, total))
+    sizes = [n for _, n in held]
+    gpus_named = ", ".join(str(i) for i, _ in held)
+    if len(held) > 1 and max(sizes) - min(sizes) <= 0.02 * max(sizes):  # about the same on each: one phrase
+        low, high = gib_bytes(min(sizes)), gib_bytes(max(sizes))
+        amount = low if low == high else f"{low.split()[0]}–{high}"
+        words = f"{amount} on each of {len(held)} GPUs ({gpus_named})"
     else:
-        words = ", ".join(f"GPU{i} {g}" for i, g in held) or "no GPU memory seen"
+        words = ", ".join(f"GPU{i} {gib_bytes(n)}" for i, n in held) or "no GPU memory seen"
     lines.append("holds:   " + words)
     lines.append(f"will:    {_WHAT_HAPPENS.get(verb, verb)}")
     return lines
