@@ -130,7 +130,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         argv.insert(0, "watch")
     parser = build_parser()
+    try:
+        from tui.ui.settings import SettingsError, load
+
+        settings = load()
+    except SettingsError as err:
+        print(f"sglang-tui: {err}", file=sys.stderr)
+        return 2
+    for sub in parser._subparsers._group_actions[0].choices.values() if parser._subparsers else ():  # type: ignore[union-attr]
+        known = {a.dest for a in sub._actions}
+        sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
     args = parser.parse_args(argv)
+    args.settings = settings
     if not args.command:
         parser.print_help()
         return 2

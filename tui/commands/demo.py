@@ -120,7 +120,9 @@ async def demo(args: argparse.Namespace) -> int:
         return 1
     try:
         initial = reduce(Readiness(), running.launched, time.time())
-        return await run_tui(running.host, running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after)), host_label=f"local demo :{running.port}",
+        watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))
+        watch_args.settings = getattr(args, "settings", None)
+        return await run_tui(running.host, watch_args, host_label=f"local demo :{running.port}",
                              initial=initial, control=running.control)
     finally:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and

@@ -62,7 +62,9 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only)
-    return SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS), monitor
+    settings = getattr(args, "settings", None)
+    return SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS,
+                     keymap=settings.keys if settings else None, theme=settings.theme if settings else None), monitor
 
 
 async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,

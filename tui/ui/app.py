@@ -158,8 +158,12 @@ class SglangTui(App[None]):
         tick_s: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
         ready_clock_ticks: int = 1,
+        keymap: dict[str, str] | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
+        self._keymap = dict(keymap or {})
+        self._theme_wanted = theme
         self.ready_clock_ticks = max(1, ready_clock_ticks)
         """Once ready, the shown clock steps every this many ticks (watch passes READY_CLOCK_TICKS)."""
         self.sources = sources
@@ -201,6 +205,17 @@ class SglangTui(App[None]):
         return self.query_one(LogPane)
 
     def on_mount(self) -> None:
+        from tui.ui.panes import keybar
+
+        keybar.KEYMAP.clear()  # one app per process in use; tests run many: each starts from its own remaps
+        keybar.KEYMAP.update(self._keymap)
+        if self._keymap:
+            self.set_keymap(self._keymap)
+        if self._theme_wanted:
+            if self._theme_wanted in self.available_themes:
+                self.theme = self._theme_wanted
+            else:
+                self.notify(f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)", severity="warning", timeout=10)
         self.log_pane.view.focus()
         self.watch(self.screen, "focused", self._refresh_keys, init=False)
         self.watch(self.screen, "maximized", self._apply_layout, init=False)

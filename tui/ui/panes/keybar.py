@@ -22,10 +22,19 @@ class KeyHint:
     dangerous: bool = False
 
 
+KEYMAP: dict[str, str] = {}
+"""Remapped keys by action id (the settings' [keys]), set by the app: the footer shows what to type."""
+
+
 def _key(action_id: str) -> str:
-    """The first key of a registry action, as typed (`?`, `/`, `r`)."""
+    """The first key of a registry action, as typed (`?`, `/`, `r`), after any remap."""
     a = actions.by_id(action_id)
-    return a.display_key.split(" / ")[0].strip("`") if a is not None else "?"
+    if a is None:
+        return "?"
+    spec = KEYMAP.get(action_id)
+    if spec:
+        a = actions.Action(a.id, spec, a.action, a.description)
+    return a.display_key.split(" / ")[0].strip("`")
 
 
 def hints(*, read_only: bool, has_control: bool, focused: str, searching: bool, width: int) -> list[KeyHint]:
