@@ -68,3 +68,32 @@ async def test_a_remapped_key_runs_its_action_and_the_footer_shows_it() -> None:
         assert not isinstance(app.screen, ConfirmScreen)  # the old key no longer kills
         await pilot.press("ctrl+k")
         assert isinstance(app.screen, ConfirmScreen)
+
+
+async def test_save_log_and_copy_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.ui_fakes import FakeClock, play, startup_failed_oom
+
+    monkeypatch.chdir(tmp_path)
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await play(pilot, source, clock, startup_failed_oom())
+        await pilot.press("ctrl+s")
+        assert app.last_saved is not None and app.last_saved.parent == tmp_path
+        saved = app.last_saved.read_text().splitlines()
+        assert saved == [line.text for line in app.log_pane.view.lines] and any("OutOfMemoryError" in t for t in saved)
+        await pilot.press("C")
+        report = app.clipboard
+        assert report.startswith("## sglang-tui: gpu-node-7") and "**FAILED**" in report
+        assert "### Root cause: ✗ OUT OF MEMORY (out of memory)" in report and "| CUDA graph capture |" in report
+
+
+def test_desktop_notifications_pick_the_terminals_escape_and_strip_log_escapes() -> None:
+    from tui.ui.notify import osc_notification
+
+    body = "failed\x1b]52;c;evil\x07 now"
+    assert osc_notification({"TERM_PROGRAM": "iTerm.app"}, "gpu1: failed", body) == "\x1b]9;gpu1: failed: failed ]52;c;evil  now\x07"
+    wez = osc_notification({"TERM_PROGRAM": "WezTerm"}, "a;b", "ok")
+    assert wez == "\x1b]777;notify;a,b;ok\x07"
+    assert osc_notification({"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}, "t", "b") is None
+    assert osc_notification({"TERM": "xterm-256color"}, "t", "b") is None

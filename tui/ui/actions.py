@@ -43,6 +43,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
+    Action("copy-report", "C", "copy_report", "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard", show=False),
+    Action("save-log", "ctrl+s", "save_log", "Save the log seen so far to a file in the current directory", show=False),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),
     Action("pane-shards", "2", "pane('shards')", "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore", "shards", show=False),

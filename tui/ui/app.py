@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from functools import partial
 from typing import AsyncIterator, Callable, ClassVar, Iterable, Protocol
@@ -181,6 +182,8 @@ class SglangTui(App[None]):
         self.control_results: list[ControlResult] = []
         """Every ControlResult that came back (newest last)."""
         self._control_in_flight: str | None = None  # the restart/terminate/kill running now
+        self.last_saved: Path | None = None
+        """Where ctrl+s last wrote the log."""
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
         self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
@@ -362,10 +365,26 @@ class SglangTui(App[None]):
         self.state = state
         self.view = StateAt(state, now)
 
+    def _desktop_notify(self, title: str, body: str) -> None:
+        """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""
+        import os
+
+        from tui.ui.notify import osc_notification
+
+        seq = osc_notification(dict(os.environ), title, body)
+        driver = getattr(self, "_driver", None)
+        if seq is None or driver is None or self.is_headless:
+            return
+        try:
+            driver.write(seq)
+        except Exception as err:  # a terminal that refuses it still has the bell and the toast
+            self.log.error(f"desktop notification failed: {err}")
+
     def _announce(self, old: Readiness, new: Readiness) -> None:
-        """Bell and toast when the server turns ready, fails or stalls."""
+        """Bell, toast and (where the terminal has them) a desktop notification when it turns ready, fails or stalls."""
         if new.phase in _UP and old.phase not in _UP:
             self.bell()
+            self._desktop_notify(f"{self.sources.host_label}: the server is ready", new.reason)
             facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
             self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
@@ -374,9 +393,11 @@ class SglangTui(App[None]):
             self.bell()
             why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
             why = why if len(why) <= TOAST_CHARS else why[: TOAST_CHARS - 1] + "…"  # the header and log have it whole
+            self._desktop_notify(f"{self.sources.host_label}: the server failed", why)
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()
+            self._desktop_notify(f"{self.sources.host_label}: stalled", new.reason)
             self.notify(new.reason, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
     # -------------------------------------------------------------------------------- keys → intents
@@ -460,6 +481,25 @@ class SglangTui(App[None]):
             return
         self.copy_to_clipboard(text)
         self.notify(f"copied the {what} ({len(text)} chars)", timeout=3)
+
+    def action_copy_report(self) -> None:
+        from tui.ui.report import markdown_report
+
+        text = markdown_report(self._live, self.clock(), self.sources.host_label)
+        self.copy_to_clipboard(text)  # OSC 52: reaches the clipboard over SSH and tmux (set-clipboard on)
+        self.notify(f"copied a Markdown report ({len(text.splitlines())} lines)", timeout=3)
+
+    def action_save_log(self) -> None:
+        lines = [line.text for line in self.log_pane.view.lines]
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.sources.host_label)[:40]
+        path = Path.cwd() / f"sglang-tui-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        try:
+            path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        except OSError as err:
+            self.notify(f"cannot save the log: {err.strerror or err}", severity="error", timeout=10)
+            return
+        self.last_saved = path
+        self.notify(f"saved {len(lines)} lines to {path}", timeout=5)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

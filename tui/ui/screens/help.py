@@ -20,7 +20,7 @@ LEGEND: tuple[tuple[str, str, str], ...] = (
     ("STALE", "bold yellow", "data older than 5 s (link down or slow)"),
     ("+N", "bold yellow", "more rows than fit: the pane's key (2, 3) zooms it"),
 )
-INTRO = "log says and health says are two facts; r, T and K ask first and show the exact command."
+INTRO = "r, T and K ask first and show the exact command; log says and health says are two facts."
 
 
 #: Actions shown on one row together (by id): the row's keys and words.
@@ -62,7 +62,7 @@ def help_text(read_only: bool, term: str, width: int) -> Text:
     """The keys in one column, or two when the screen is wide enough, then the legend."""
     rows = key_rows(read_only, term)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(INTRO + "\n\n", style="italic")
+    text.append(INTRO + "\n", style="italic")
     if not rows:
         text.append(f"no key matches {term!r}\n", style="yellow")
     key_w = max((len(k) for k, _, _ in rows), default=4) + 2
