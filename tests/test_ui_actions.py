@@ -178,3 +178,28 @@ async def test_keys_answer_while_a_kill_is_still_running() -> None:
         assert isinstance(app.screen, HelpScreen) and app.log_pane.view.wrap is True
         await pilot.press("escape", "T")
         assert not isinstance(app.screen, ConfirmScreen)  # one action at a time: the second is refused, not queued
+
+
+async def test_confirm_dialog_leads_with_a_summary_and_folds_the_commands() -> None:
+    """Issue 14: host, N processes, GiB held per GPU and what will happen come first; the commands are folded."""
+    from textual.widgets import Collapsible
+
+    from tests.helpers.ui_fakes import play, startup_to_loading
+
+    source, clock = FakeBatchSource(), FakeClock()
+    control = FakeControl()
+    app = make_app(source, control=control, clock=clock, monotonic=FakeClock(0.0))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        await pilot.press("K")
+        assert isinstance(app.screen, ConfirmScreen)
+        summary = str(app.screen.query_one("#confirm-summary", Static).render())
+        lines = summary.splitlines()
+        assert lines[0] == f"host:    {HOST}"
+        assert lines[1].startswith("server:  1 process")
+        assert lines[2] == "holds:   16.2 GiB on each of 8 GPUs (0, 1, 2, 3, 4, 5, 6, 7)"
+        assert lines[3].startswith("will:    SIGKILL to every process")
+        assert app.screen.query_one(Collapsible).collapsed  # the exact commands are there, folded
+        assert control.describe("kill") in str(app.screen.query_one("#confirm-command", Static).render())
+        focused = app.focused
+        assert isinstance(focused, Button) and focused.id == "no"

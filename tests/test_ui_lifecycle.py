@@ -30,6 +30,7 @@ from tui.ui.panes.health import HealthPane
 from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogView
 from tui.ui.panes.shards import ShardsPane
+from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.confirm import ConfirmScreen
 
 SIZE = (160, 48)
@@ -153,12 +154,17 @@ async def test_kill_shows_stopped_by_sglang_tui_and_the_result() -> None:
         await play(pilot, source, clock, [Step(clock.t + 1, [ServerProcess(False, detail="server processes gone")])])
         header = app.query_one(HeaderPane).shown
         assert app.state.phase is Phase.FAILED
-        assert "FAILED" in header and "■ STOPPED  stopped by sglang-tui (kill)" in header and "process: gone" in header
+        # issue 14: our own kill reads STOPPED, never FAILED, and says what was done and whether GPU memory came back
+        assert " STOPPED " in header and "FAILED" not in header and "stopped by sglang-tui (kill)" in header
+        assert "■ STOPPED  kill done: no server process left; GPU memory released" in header and "process: gone" in header
         assert "✗" not in header  # our own kill is not shown as the server's failure
         titles = [m.notification.title for m in seen if isinstance(m, Notify)]
         assert f"{HOST}: the server stopped" in titles and f"{HOST}: the server failed" not in titles
-        assert "last action: kill done: no server process left" in header
-        assert "stopped" in app.query_one(ShardsPane).shown or "failed" in app.query_one(ShardsPane).shown
+        assert "kill done: no server process left" in header
+        shards = app.query_one(ShardsPane).shown
+        assert "stopped" in shards and "failed" not in shards
+        timeline = app.query_one(TimelinePane).shown
+        assert "■ " in timeline and "stopped (by sglang-tui)" in timeline and "✗" not in timeline
         assert any("sglang-tui kill done" in t for t in _log_texts(app))
 
 
@@ -213,3 +219,26 @@ def test_pane_keys_are_in_the_registry_help_and_key_table() -> None:
     for key, word in (("1", "log"), ("2", "weights"), ("3", "GPUs"), ("4", "health")):
         row = next(line for line in table.splitlines() if line.startswith(f"| `{key}` |"))
         assert word in row
+
+
+async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> None:
+    """While our restart runs, the old processes going away is not "failed: server process exited"; after it,
+    the old server's /health answer is not shown as this launch's (issue 14)."""
+    from tests.helpers.ui_fakes import startup_to_ready
+    from tui.core.events import HealthResult, Tick
+
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, control=FakeControl(delay_s=1.0), clock=clock, monotonic=FakeClock(0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        await play(pilot, source, clock, [Step(clock.t + 1, [HealthResult("/health", "ok", 200, 0.01)])])
+        assert app.state.phase in (Phase.READY, Phase.SERVING)
+        await pilot.press("r", "y")
+        await _until(pilot, lambda: app._control_in_flight == "restart")
+        await play(pilot, source, clock, [Step(clock.t + 1, [ServerProcess(False, detail="server processes gone")])])
+        assert app.state.phase is not Phase.FAILED and "exited" not in app.query_one(HeaderPane).shown
+        await _until(pilot, lambda: app.control_results)
+        await play(pilot, source, clock, [Step(clock.t + 1, [Tick()])])
+        header = app.query_one(HeaderPane).shown
+        assert app.state.phase is Phase.STARTING
+        assert "health says: before this launch: ok 200" in header

@@ -62,7 +62,7 @@ async def test_search_finds_newest_match_then_n_and_shift_n_move() -> None:
         await pilot.press("n")
         assert "line 150 NCCL" in (view.selected_text() or "")
         assert any("line 150" in t for t in view.visible_texts())  # brought into view
-        assert "3 lines" in str(app.log_pane.query_one(LogStatus).render())
+        assert "2/3" in str(app.log_pane.query_one(LogStatus).render())  # issue 14: which match of how many
         await pilot.press("c")
         assert app.clipboard == view.selected_text()
 

@@ -144,7 +144,12 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await play(pilot, source, clock, startup_failed_oom())
         header = app.query_one(HeaderPane).shown
-        assert "FAILED" in header and "OOM" in header and OOM_LINE in header
+        # issue 14: the kind in words ("out of memory", not "OOM"), and the phase it failed in named
+        assert "FAILED" in header and "OUT OF MEMORY" in header and OOM_LINE in header
+        assert "failed in CUDA graph capture (out of memory)" in header
+        timeline = app.query_one(TimelinePane).shown.splitlines()
+        assert any(line.startswith("✗") and "CUDA graph capture" in line for line in timeline)  # not a green ✓
+        assert not any(line.startswith("✓") and "CUDA graph capture" in line for line in timeline)
         assert "process: gone" in header
         graphs = next(line for line in app.query_one(ShardsPane).shown.splitlines() if line.startswith("graphs"))
         assert "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs  # no false promise

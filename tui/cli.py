@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tui import __version__
@@ -13,7 +14,8 @@ from tui.sim.params import FAULTS
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
 
 
-def _host_options(p: argparse.ArgumentParser) -> None:
+def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
+    """The host and SSH options; `watching=False` (stop) leaves out what only a watch means."""
     p.add_argument("host", metavar="HOST", nargs="*",
                    help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
                         "multi-node server, node 0 first, each HOST or HOST:/abs/log/path")  # fmt: skip
@@ -26,14 +28,16 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identity", metavar="FILE", help="SSH private key")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify the host key against")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
+    p.add_argument("--remote-python", metavar="PATH", default="python3", help="interpreter for the GPU probe")
+    p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
+    if not watching:
+        return
     p.add_argument("--launch", metavar="CMD", help="command that starts the server (enables launch/restart)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for --launch")
-    p.add_argument("--remote-python", metavar="PATH", default="python3", help="interpreter for the GPU probe")
     p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
     p.add_argument("--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)")
     p.add_argument("--no-health", action="store_true",
                    help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
-    p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
     _history_options(p)
 
 
@@ -77,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument("--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)")
 
+    wait.add_argument("--stop-on-fail", action="store_true",
+                      help="with --launch: stop what it launched on any verdict but ready (and check GPU memory came back)")
+    wait.add_argument("--on-ready", metavar="CMD", help="run CMD locally when ready (SGLANG_TUI_VERDICT etc. in its environment)")
+    wait.add_argument("--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)")
+
+
     stop = sub.add_parser(
         "stop", help="headless terminate (or kill) of the server on --port",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -87,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  4  cannot connect to the host, or authentication failed\n"
         "  5  cannot see the server's processes (another user's; run as that user or root)",
     )  # fmt: skip
-    _host_options(stop)
+    _host_options(stop, watching=False)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
@@ -122,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
+    demo.add_argument("--stall-after", type=float, metavar="S",
+                      help="call it stalled after S real seconds with no progress (default: 5 simulated minutes / --speed)")
 
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
@@ -152,12 +164,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _ssh_aliases(argv: list[str]) -> set[str]:
+    """The plain `Host` names of the ssh config (--ssh-config FILE, else ~/.ssh/config); patterns are left out."""
+    path = os.path.expanduser("~/.ssh/config")
+    for i, word in enumerate(argv):
+        if word == "--ssh-config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif word.startswith("--ssh-config="):
+            path = word.split("=", 1)[1]
+    names: set[str] = set()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if len(words) >= 2 and words[0].lower() == "host":
+                    names.update(w for w in words[1:] if not any(c in w for c in "*?!"))
+    except OSError:
+        pass
+    return names
+
+
+def _etc_hosts() -> set[str]:
+    try:
+        with open("/etc/hosts", encoding="utf-8", errors="replace") as f:
+            return {w for line in f for w in line.split("#", 1)[0].split()[1:]}
+    except OSError:
+        return set()
+
+
+def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
+    """A first word that cannot be a host: no dot, @ or colon, not `local`, no ssh alias, not in /etc/hosts."""
+    if any(c in word for c in ".@:") or word in ("local", "localhost"):
+        return False
+    return word not in _ssh_aliases(argv) and word not in _etc_hosts()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] != "watch" and not argv[0].startswith("-"):
+        if looks_like_a_mistyped_command(argv[0], argv):
+            print(f"sglang-tui: unknown command or host: {argv[0]} (commands: watch, {', '.join(SUBCOMMANDS)}; "
+                  "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)", file=sys.stderr)
+            return 2
         argv.insert(0, "watch")
     parser = build_parser()
+    try:
+        from tui.ui.settings import SettingsError, load
+
+        settings = load()
+    except SettingsError as err:
+        print(f"sglang-tui: {err}", file=sys.stderr)
+        return 2
+    for sub in parser._subparsers._group_actions[0].choices.values() if parser._subparsers else ():  # type: ignore[union-attr]
+        known = {a.dest for a in sub._actions}
+        sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
     args = parser.parse_args(argv)
+    args.settings = settings
     if not args.command:
         parser.print_help()
         return 2

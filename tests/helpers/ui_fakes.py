@@ -335,6 +335,9 @@ SCENES: tuple[Scene, ...] = (
     Scene("restarted", startup_to_loading, press=("r", "y"), after=restarted_run),
     Scene("killed", startup_to_ready, press=("K", "y"), after=killed_run),
     Scene("gpus_maximized", startup_to_loading, press=("3", "3")),
+    Scene("killed_80x24", startup_to_ready, press=("K", "y"), after=killed_run, size=(80, 24)),
+    Scene("failed_oom_120x40", startup_failed_oom, size=(120, 40)),
+    Scene("help_80x24", startup_to_loading, press=("question_mark",), size=(80, 24)),
 )
 
 

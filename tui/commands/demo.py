@@ -21,6 +21,15 @@ from tui.sources.local import LocalHost
 STOP_GRACE_S = 5.0  # the simulator drains at once; a real server gets ServerControl's default
 PROJECT_ROOT = str(Path(tui.__file__).resolve().parent.parent)  # the launch runs here, so `-m tui` imports this tree
 DEMO_TRAFFIC = 20  # background requests per simulated minute once ready, so the decode figures move
+#: With no --stall-after, the demo calls a silence a stall after this many *simulated* seconds (divided by --speed):
+#: the simulated startup has no silent stretch this long, and a hang fault shows as STALLED in 30 s at speed 10
+#: instead of the real per-phase limits (3-20 minutes of wall clock, whatever the speed).
+SIM_STALL_S = 5 * 60.0
+
+
+def demo_stall_after(speed: float, stall_after: float | None) -> float:
+    """The stall limit the demo watches with, in real seconds: --stall-after as given, else scaled by --speed."""
+    return stall_after if stall_after is not None else SIM_STALL_S / speed
 
 
 class DemoError(Exception):
@@ -40,10 +49,10 @@ class Demo:
     control: ServerControl
     launched: ControlResult
 
-    def watch_args(self, read_only: bool) -> argparse.Namespace:
+    def watch_args(self, read_only: bool, stall_after: float | None = None) -> argparse.Namespace:
         """The options `sglang-tui local …` would take to watch it."""
         return argparse.Namespace(log=str(self.log), port=self.port, remote_python=sys.executable, sim_gpus=str(self.gpu_dir),
-                                  read_only=read_only, launch=self.launch, cwd=PROJECT_ROOT, stall_after=None)
+                                  read_only=read_only, launch=self.launch, cwd=PROJECT_ROOT, stall_after=stall_after)
 
 
 def free_port() -> int:
@@ -103,6 +112,10 @@ async def demo(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
         return 2
+    stall_after = getattr(args, "stall_after", None)
+    if stall_after is not None and stall_after <= 0:
+        print("sglang-tui demo: --stall-after must be above 0 seconds", file=sys.stderr)
+        return 2
     try:
         running = await start_demo(args.speed, args.fault, getattr(args, "accept_len", None))
     except DemoError as err:
@@ -110,10 +123,22 @@ async def demo(args: argparse.Namespace) -> int:
         return 1
     try:
         initial = reduce(Readiness(), running.launched, time.time())
-        return await run_tui(running.host, running.watch_args(args.read_only), host_label=f"local demo :{running.port}",
+        watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))
+        watch_args.settings = getattr(args, "settings", None)
+        return await run_tui(running.host, watch_args, host_label=f"local demo :{running.port}",
                              initial=initial, control=running.control)
     finally:
-        stopped = await stop_demo(running)  # nothing of the demo server may outlive the demo
-        print(f"sglang-tui demo: simulated server {control_summary(stopped)}", file=sys.stderr)
+        # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
+        # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it
+        stopped = await asyncio.shield(stop_demo(running))
+        _say(f"sglang-tui demo: simulated server {control_summary(stopped)}")
         if running.workdir.exists():
-            print(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}", file=sys.stderr)
+            _say(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}")
+
+
+def _say(line: str) -> None:
+    """A line on stderr; a terminal that was closed (SIGHUP) is no reason to fail the cleanup."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass

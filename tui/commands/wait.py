@@ -5,6 +5,11 @@ Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the
 process instead. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
 line being the final state.
+
+`--launch CMD` starts the server first when no process of it is found (as the TUI does: ServerControl.launch,
+its own session, a PID file and a run marker); `--stop-on-fail` then stops what it launched on any verdict but
+ready and says whether the GPU memory came back. `--on-ready CMD` / `--on-fail CMD` run locally at the end
+with the verdict in the environment (SGLANG_TUI_VERDICT, SGLANG_TUI_EXIT, SGLANG_TUI_REASON, SGLANG_TUI_HOST).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -22,6 +28,7 @@ from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.report import to_json
+from tui.core.events import ControlResult
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.health import HealthPoller
@@ -127,11 +134,14 @@ async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
     clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
     log_watched: bool | None = None, recorder: Recorder | None = None, weights: WeightFilesProbe | None = None,
+    launched: ControlResult | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
-    recorder (history) sees every state."""
+    recorder (history) sees every state; `launched`: our own launch, folded first."""
     start = clock()
     state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
+    if launched is not None:
+        state = reduce(state, launched, start)
 
     async def fold() -> Verdict | None:
         nonlocal state
@@ -174,16 +184,30 @@ async def _main(args: argparse.Namespace) -> int:
         except asyncio.TimeoutError:
             reporter.say(f"sglang-tui wait: timed out connecting to {args.host}")
             return EXIT_TIMEOUT
+        control = None
+        launched: ControlResult | None = None
+        if getattr(args, "launch", None):
+            from tui.sources.control import ServerControl
+
+            control = ServerControl(host, port=args.port, log_path=args.log, launch=args.launch, cwd=args.cwd,
+                                    remote_python=args.remote_python, sim_gpus=args.sim_gpus)
+            launched, line = await launch_if_absent(control)
+            reporter.say(f"sglang-tui wait: {line}")
+            if launched is not None and not launched.ok:
+                found = Verdict(EXIT_FAILED, f"failed: launch: {launched.detail or 'the server did not start'}")
+                reporter.say(f"sglang-tui wait: {found.line}")
+                run_hook(args, found)
+                return found.code
         probe = not getattr(args, "no_health", False)
         monitor = Monitor(
             host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
-            health=HealthPoller(host, args.port, enabled=probe),
+            health=HealthPoller(host, args.port, enabled=probe), control=control,
         )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
         recorder = Recorder(history_path(args), args.host, "wait")
         found, state = await wait_for(
             monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
-            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host),
+            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host), launched=launched,
         )  # fmt: skip
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
@@ -191,6 +215,12 @@ async def _main(args: argparse.Namespace) -> int:
         reporter.say(f"sglang-tui wait: {found.line}")
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
+        if found.code != EXIT_READY and getattr(args, "stop_on_fail", False) and control is not None and launched is not None:
+            stopped = await control.terminate()
+            reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
+            if not stopped.ok or stopped.survivors or stopped.gpu_held:
+                found = Verdict(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
+        run_hook(args, found)
         return found.code
     finally:
         await host.close()
@@ -213,6 +243,50 @@ async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Repor
         reporter.say(f"sglang-tui wait: dump: {result.error}")
     if path is not None:
         reporter.say(f"sglang-tui wait: dump saved to {path}")
+
+
+async def launch_if_absent(control: object) -> tuple[ControlResult | None, str]:
+    """Launch the server unless a process of it runs already (then it is only waited for)."""
+    try:
+        found = await control.process_state_now()  # type: ignore[attr-defined]
+    except Exception as err:  # an unknown state is no licence to launch a second server
+        return ControlResult("launch", False, f"process state unknown ({type(err).__name__}: {err}): not launching"), "not launching"
+    if found.alive:
+        return None, f"a server process runs already ({len(found.pids)} pid(s)): waiting for it, not launching"
+    result = await control.launch()  # type: ignore[attr-defined]
+    return result, (f"launched: {result.detail}" if result.ok else f"launch failed: {result.detail}")
+
+
+def stop_words(result: ControlResult) -> str:
+    """What a stop did, in the TUI's words (survivors, GPU memory still held or released)."""
+    from tui.ui.labels import control_summary  # words only: no Textual is imported
+
+    return control_summary(result)
+
+
+VERDICT_WORDS = {EXIT_READY: "ready", EXIT_FAILED: "failed", EXIT_TIMEOUT: "timeout", EXIT_STALLED: "stalled",
+                 EXIT_CONNECT: "connect"}
+
+
+def hook_env(args: argparse.Namespace, found: Verdict) -> dict[str, str]:
+    """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
+    return dict(os.environ, SGLANG_TUI_VERDICT=VERDICT_WORDS.get(found.code, str(found.code)),
+                SGLANG_TUI_EXIT=str(found.code), SGLANG_TUI_REASON=found.line, SGLANG_TUI_HOST=str(args.host),
+                SGLANG_TUI_PORT=str(args.port))
+
+
+def run_hook(args: argparse.Namespace, found: Verdict) -> None:
+    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said."""
+    command = getattr(args, "on_ready", None) if found.code == EXIT_READY else getattr(args, "on_fail", None)
+    if not command:
+        return
+    try:
+        done = subprocess.run(command, shell=True, env=hook_env(args, found), check=False)
+    except OSError as err:
+        print(f"sglang-tui wait: could not run {command!r}: {err}", file=sys.stderr)
+        return
+    if done.returncode:
+        print(f"sglang-tui wait: {command!r} exited {done.returncode}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from dataclasses import replace
 from functools import partial
@@ -63,7 +64,7 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
-    from tui.ui.app import SglangTui, UiSources
+    from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
     sim_gpus = getattr(args, "sim_gpus", None)
     if control is None:
@@ -101,7 +102,9 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
 
     sources.previous_bench = previous_bench
     sources.record_bench = lambda result: recorder.record_bench(result.to_json())
-    app = SglangTui(sources, read_only=args.read_only, initial=start)
+    settings = getattr(args, "settings", None)
+    app = SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS,
+                    keymap=settings.keys if settings else None, theme=settings.theme if settings else None)
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, monitor
 
@@ -120,13 +123,46 @@ def _dumper(host: Host, control: ServerControl, remote_python: str, where: str):
 
 async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
                   control: ServerControl | None = None) -> int:
-    """Run the app until the user quits, then close the Monitor."""
+    """Run the app until the user quits or a SIGHUP/SIGTERM/SIGINT comes (the terminal closed, a kill, ctrl+c from
+    outside), then close the Monitor; a signal exits 128+signal, after the caller's cleanup (`finally`) has run."""
     app, monitor = build_app(host, args, host_label=host_label, initial=initial, control=control)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    caught: list[int] = []
+    timers: list[asyncio.TimerHandle] = []
+
+    def on_signal(signum: int) -> None:
+        if caught:
+            return
+        caught.append(signum)
+        app.exit()
+        if task is not None:  # a terminal that is gone can block the app's way out: do not wait for ever
+            timers.append(loop.call_later(EXIT_GRACE_S, task.cancel))
+
+    installed = []
+    for signum in EXIT_SIGNALS:
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no such signal here
+            pass
     try:
-        await app.run_async()
+        try:
+            await app.run_async()
+        except asyncio.CancelledError:
+            if not caught:
+                raise
     finally:
+        for timer in timers:  # the app left in time: the cleanup after it must not be cancelled
+            timer.cancel()
+        for signum in installed:
+            loop.remove_signal_handler(signum)
         await monitor.close()
         recorder = getattr(app, "history_recorder", None)
         if recorder is not None:
             recorder.finish(getattr(app, "_live", None) or Readiness())
-    return 0
+    return 128 + caught[0] if caught else 0
+
+
+EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+EXIT_GRACE_S = 3.0  # after a signal, the app gets this long to leave before its task is cancelled

@@ -39,13 +39,18 @@ ACTIONS: tuple[Action, ...] = (
     Action("help", "question_mark,f1", "help", "Show the keys and what they do", "help"),
     Action("command-palette", "ctrl+p", "command_palette", "Command palette", show=False, builtin=True),
     Action("follow", "f,end", "follow", "Follow the log (jump to the newest line)", "follow"),
-    Action("search", "slash", "search", "Search the log", "search"),
+    Action("search", "slash", "search", "Search the log (a regex; esc clears)", "search"),
     Action("search-next", "n", "search_next", "Next match", show=False),
     Action("search-previous", "N", "search_previous", "Previous match", show=False),
+    Action("search-filter", "F", "search_filter", "Show only the lines the search matches (again: all lines)", show=False),
+    Action("next-problem", "e", "next_problem", "Jump to the next error or warning line", "error", show=False),
+    Action("previous-problem", "E", "previous_problem", "Jump to the previous error or warning line", show=False),
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
     Action("hide-probes", "h", "hide_probes", "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)", "probes", show=False),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
+    Action("copy-report", "C", "copy_report", "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard", show=False),
+    Action("save-log", "ctrl+s", "save_log", "Save the log seen so far to a file in the current directory", show=False),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
     Action("dump", "d", "dump", "Dump every rank's Python stack (py-spy on the host) and name the odd ones; saved to a file", "dump"),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),
@@ -68,6 +73,11 @@ CONTROL_VERBS: dict[str, str] = {
     "terminate_server": "terminate",
     "kill_server": "kill",
 }
+
+
+def by_id(action_id: str) -> Action | None:
+    """The registry entry with this id (None for an unknown id)."""
+    return next((a for a in ACTIONS if a.id == action_id), None)
 
 
 def bindings() -> list[Binding]:

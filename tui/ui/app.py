@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, AsyncIterator, Awaitable, Callable, ClassVar, Iterable, Protocol
@@ -14,33 +15,37 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual import events
 
 from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
-from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, Tick
+from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
 from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
-from tui.ui.labels import control_summary, stopped_by_us
+from tui.ui.labels import control_summary, kind_words, stopped_by_tool, stopped_by_us, verdict_words
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
 from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
+from tui.ui.panes.keybar import KeyBar
 from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.bench import BenchResultScreen
-from tui.ui.screens.confirm import ConfirmScreen
+from tui.ui.screens.confirm import ConfirmScreen, summary_lines
 from tui.ui.screens.help import HelpScreen
 
 DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
 CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (under 1: the tick timer's jitter)
 _UP = (Phase.READY, Phase.SERVING)
+READY_CLOCK_TICKS = 5  # the real TUI: once up, ages and "in phase" step every 5 ticks (idle CPU; events redraw at once)
+TOAST_CHARS = 140  # a failure toast longer than this would cover half of an 80x24 screen
+SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
 PANES: dict[str, str] = {"log": "#log", "shards": "#shards", "gpus": "#gpus", "health": "#health"}
@@ -137,8 +142,8 @@ class SglangTui(App[None]):
     TITLE = "sglang-tui"
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
-    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, Footer"  # a maximized pane keeps the phase and the keys in view
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, KeyBar"  # a maximized pane keeps the phase and the keys in view
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     state: var[Readiness] = var(Readiness(), init=False)
@@ -160,8 +165,15 @@ class SglangTui(App[None]):
         max_log_lines: int = 20_000,
         tick_s: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
+        ready_clock_ticks: int = 1,
+        keymap: dict[str, str] | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
+        self._keymap = dict(keymap or {})
+        self._theme_wanted = theme
+        self.ready_clock_ticks = max(1, ready_clock_ticks)
+        """Once ready, the shown clock steps every this many ticks (watch passes READY_CLOCK_TICKS)."""
         self.sources = sources
         self.read_only = read_only
         self.clock = clock
@@ -178,6 +190,9 @@ class SglangTui(App[None]):
         """Every ControlResult that came back (newest last)."""
         self.bench_results: list[BenchFinished] = []
         """Every bench that came back, finished or stopped (newest last)."""
+        self._control_in_flight: str | None = None  # the restart/terminate/kill running now
+        self.last_saved: Path | None = None
+        """Where ctrl+s last wrote the log."""
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
         self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
@@ -195,18 +210,65 @@ class SglangTui(App[None]):
             yield HealthPane(id="health").data_bind(view)
         yield GpuPane(id="gpus").data_bind(view)
         yield LogPane(max_lines=self.max_log_lines, id="log")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     @property
     def log_pane(self) -> LogPane:
         return self.query_one(LogPane)
 
     def on_mount(self) -> None:
+        from tui.ui.panes import keybar
+
+        keybar.KEYMAP.clear()  # one app per process in use; tests run many: each starts from its own remaps
+        keybar.KEYMAP.update(self._keymap)
+        if self._keymap:
+            self.set_keymap(self._keymap)
+        if self._theme_wanted:
+            if self._theme_wanted in self.available_themes:
+                self.theme = self._theme_wanted
+            else:
+                self.notify(f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)", severity="warning", timeout=10)
         self.log_pane.view.focus()
+        self.watch(self.screen, "focused", self._refresh_keys, init=False)
+        self.watch(self.screen, "maximized", self._apply_layout, init=False)
+        self.call_after_refresh(self._apply_layout)
         self.set_interval(self.tick_s, self._tick)
         self._consume()
         if self.sources.launch_if_absent and not self.read_only and self.sources.control is not None:
             self._launch_if_absent()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._apply_layout)
+
+    def _apply_layout(self, *_: object) -> None:
+        """Fold what a short terminal cannot hold: ranks on one grouped line, no routine last-action line."""
+        screen = self.screen_stack[0] if self.screen_stack else None
+        if screen is None:
+            return
+        short = self.size.height < SHORT_BELOW
+        shards, header = screen.query_one(ShardsPane), screen.query_one(HeaderPane)
+        wanted = (short and screen.maximized is not shards, short)
+        for pane, compact in zip((shards, header), wanted):
+            if pane.compact != compact:
+                pane.compact = compact
+                pane._drawn = None
+                pane.redraw()
+        self._refresh_keys()
+
+    def _refresh_keys(self, *_: object) -> None:
+        """The footer for the focused pane and what the log view is doing."""
+        try:
+            bar = self.screen_stack[0].query_one(KeyBar)
+        except Exception:  # not mounted yet, or shutting down
+            return
+        focused = self.screen_stack[0].focused
+        name = ""
+        for pane_name, selector in PANES.items():
+            pane = self.screen_stack[0].query_one(selector)
+            if focused is not None and (focused is pane or pane in focused.ancestors):
+                name = pane_name
+        bar.show_for(read_only=self.read_only, has_control=self.sources.control is not None, focused=name,
+                     searching=bool(self.log_pane.view.search_term))
 
     # ------------------------------------------------------------------------------ data in (one way)
 
@@ -249,7 +311,12 @@ class SglangTui(App[None]):
 
     def on_events_received(self, message: EventsReceived) -> None:
         self.batches_seen += 1
-        self._fold(message.events)
+        events = message.events
+        if self._control_in_flight is not None:
+            # While our own restart/terminate/kill runs, "no process left" is what we are doing, not a failure:
+            # its ControlResult says how it ended (no flash of "failed: server process exited").
+            events = tuple(e for e in events if not (isinstance(e, ServerProcess) and not e.alive))
+        self._fold(events)
         self._show_lines(message.lines, message.live)
 
     def _show_lines(self, lines: Iterable[LogLine], live: str | None) -> None:
@@ -264,6 +331,7 @@ class SglangTui(App[None]):
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
+        self._control_in_flight = None
         self.control_results.append(result)
         self._fold((result,))
         live = self._held_live if self.paused else self.log_pane.live
@@ -300,7 +368,8 @@ class SglangTui(App[None]):
     def _shown_clock(self, now: float) -> float:
         """The clock the panes draw with: it steps about once a tick, so every age and "in phase" on screen
         changes in the same repaint instead of one repaint per batch (what a quiet server costs in CPU)."""
-        if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s:
+        ticks = self.ready_clock_ticks if self._live.phase in _UP and self._live.stall is None else 1
+        if now < self.now or now - self.now >= CLOCK_STEP * self.tick_s * ticks:
             return now
         return self.now
 
@@ -310,20 +379,39 @@ class SglangTui(App[None]):
         self.state = state
         self.view = StateAt(state, now)
 
+    def _desktop_notify(self, title: str, body: str) -> None:
+        """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""
+        import os
+
+        from tui.ui.notify import osc_notification
+
+        seq = osc_notification(dict(os.environ), title, body)
+        driver = getattr(self, "_driver", None)
+        if seq is None or driver is None or self.is_headless:
+            return
+        try:
+            driver.write(seq)
+        except Exception as err:  # a terminal that refuses it still has the bell and the toast
+            self.log.error(f"desktop notification failed: {err}")
+
     def _announce(self, old: Readiness, new: Readiness) -> None:
-        """Bell and toast when the server turns ready, fails or stalls."""
+        """Bell, toast and (where the terminal has them) a desktop notification when it turns ready, fails or stalls."""
         if new.phase in _UP and old.phase not in _UP:
             self.bell()
+            self._desktop_notify(f"{self.sources.host_label}: the server is ready", new.reason)
             facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
             self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
-        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_us(new.error):
-            self.notify(new.reason, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
+        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
+            self.notify(verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
-            why = f"{new.error.kind}: {new.error.line}" if new.error else new.reason
+            why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
+            why = why if len(why) <= TOAST_CHARS else why[: TOAST_CHARS - 1] + "…"  # the header and log have it whole
+            self._desktop_notify(f"{self.sources.host_label}: the server failed", why)
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()
+            self._desktop_notify(f"{self.sources.host_label}: stalled", new.reason)
             self.notify(new.reason, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
     # -------------------------------------------------------------------------------- keys → intents
@@ -374,9 +462,23 @@ class SglangTui(App[None]):
 
     def action_search_next(self) -> None:
         self.log_pane.search_next()
+        self._refresh_keys()
 
     def action_search_previous(self) -> None:
         self.log_pane.search_next(backwards=True)
+        self._refresh_keys()
+
+    def action_search_filter(self) -> None:
+        if not self.log_pane.toggle_only_matches():
+            self.notify("search first (/), then F shows only the matching lines", timeout=3)
+
+    def action_next_problem(self) -> None:
+        if not self.log_pane.next_problem():
+            self.notify("no error or warning line in the log", timeout=3)
+
+    def action_previous_problem(self) -> None:
+        if not self.log_pane.next_problem(backwards=True):
+            self.notify("no error or warning line in the log", timeout=3)
 
     def action_rank_filter(self) -> None:
         rank = self.log_pane.cycle_rank_filter()
@@ -401,6 +503,25 @@ class SglangTui(App[None]):
             return
         self.copy_to_clipboard(text)
         self.notify(f"copied the {what} ({len(text)} chars)", timeout=3)
+
+    def action_copy_report(self) -> None:
+        from tui.ui.report import markdown_report
+
+        text = markdown_report(self._live, self.clock(), self.sources.host_label)
+        self.copy_to_clipboard(text)  # OSC 52: reaches the clipboard over SSH and tmux (set-clipboard on)
+        self.notify(f"copied a Markdown report ({len(text.splitlines())} lines)", timeout=3)
+
+    def action_save_log(self) -> None:
+        lines = [line.text for line in self.log_pane.view.lines]
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.sources.host_label)[:40]
+        path = Path.cwd() / f"sglang-tui-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        try:
+            path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        except OSError as err:
+            self.notify(f"cannot save the log: {err.strerror or err}", severity="error", timeout=10)
+            return
+        self.last_saved = path
+        self.notify(f"saved {len(lines)} lines to {path}", timeout=5)
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -467,7 +588,8 @@ class SglangTui(App[None]):
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
-        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command), answered)
+        summary = summary_lines(verb, self.sources.host_label, self._live)
+        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command, summary), answered)
 
     # ------------------------------------------------------------------------------------------- bench
 
@@ -549,6 +671,7 @@ class SglangTui(App[None]):
     async def _run_control(self, verb: str, command: str) -> None:
         control = self.sources.control
         assert control is not None
+        self._control_in_flight = verb
         try:
             result = await getattr(control, verb)()
         except Exception as err:  # the failure is a result to show, not a crash

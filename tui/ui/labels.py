@@ -48,8 +48,88 @@ MILESTONE_SHORT: dict[str, str] = {
 }
 
 
+#: Error kinds (tui.core.state.ErrorInfo.kind) as people say them.
+ERROR_KINDS: dict[str, str] = {
+    "oom": "out of memory",
+    "nccl": "NCCL",
+    "port_in_use": "port in use",
+    "model_not_found": "model not found",
+    "exception": "exception",
+    "other": "error",
+}
+
+_STOP_ACTIONS = ("terminate", "kill", "stop")
+
+
+def kind_words(kind: str) -> str:
+    """An error kind in words ("out of memory"); an unknown kind without its underscores."""
+    return ERROR_KINDS.get(kind, kind.replace("_", " "))
+
+
+def phase_words(phase: Phase) -> str:
+    """A phase as people say it ("loading weights"), never the enum's name."""
+    return PHASE_NAMES.get(phase, phase.value.replace("_", " "))
+
+
+def stopped_by_tool(state: Readiness) -> ControlResult | None:
+    """The stop by sglang-tui that ended this launch (what was done, what is left), or None when the server
+    failed or exited by itself. The one place the views ask "stopped by us?" (ErrorInfo.stopped_by answers)."""
+    if state.phase is not Phase.FAILED or not stopped_by_us(state.error):
+        return None
+    c = state.last_control
+    if c is not None and c.action in _STOP_ACTIONS:
+        return c
+    action = state.error.line.removeprefix(STOPPED_BY_TOOL + " (").rstrip(")") if state.error else "stop"
+    return ControlResult(action, ok=True)
+
+
+def failed_phase(state: Readiness) -> Phase | None:
+    """The phase the launch was in when it failed or was stopped (the span before the FAILED one)."""
+    if state.phase is not Phase.FAILED:
+        return None
+    main = [s for s in state.timeline if s.model == "main"]
+    for span in reversed(main):
+        if span.phase is not Phase.FAILED:
+            return span.phase
+    return None
+
+
+def people_words(text: str) -> str:
+    """The model's sentences with phase ids said as words ("stalled in loading_weights" → "… loading weights")."""
+    for phase in Phase:
+        if "_" in phase.value:
+            for before in ("in ", "shows ", "during "):
+                text = text.replace(before + phase.value, before + phase_words(phase))
+    return text
+
+
+def verdict_words(state: Readiness, reason: str) -> str:
+    """The header's reason, worded for people: a stop says what was done; a failure names its kind in words."""
+    reason = people_words(reason)
+    stop = stopped_by_tool(state)
+    if stop is not None:
+        where = failed_phase(state)
+        during = f" during {phase_words(where)}" if where is not None else ""
+        return f"stopped by sglang-tui ({stop.action}){during}"
+    error = state.error
+    if state.phase is Phase.FAILED and error is not None and reason.startswith(f"failed ({error.kind}): "):
+        where = failed_phase(state)
+        during = f" in {phase_words(where)}" if where is not None else ""
+        return f"failed{during} ({kind_words(error.kind)}): " + reason.removeprefix(f"failed ({error.kind}): ")
+    return reason
+
+
+def health_is_old(state: Readiness, endpoint: str) -> bool:
+    """The endpoint's last answer came before this launch began (the old server's, after a restart)."""
+    checked = dict(state.health_checked_at).get(endpoint)
+    began = state.timeline[0].started_at if state.timeline else None
+    return checked is not None and began is not None and state.launches + (state.last_control is not None) > 0 and checked < began
+
+
 def phase_label(state: Readiness) -> str:
-    """The headline: the phase, or STALLED in it."""
+    """The headline: the phase, STOPPED (by us), or STALLED in it."""
+    if stopped_by_tool(state) is not None:
+        return "STOPPED"
     name = PHASE_NAMES.get(state.phase, state.phase.value).upper()
     if state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING):
         return f"STALLED in {name}"
@@ -58,7 +138,7 @@ def phase_label(state: Readiness) -> str:
 
 def stopped_by_us(error: ErrorInfo | None) -> bool:
     """The failure is sglang-tui's own terminate/kill/stop (the reducer's line), not the server's doing."""
-    return error is not None and (error.stopped_by == "sglang-tui" or error.line.startswith(STOPPED_BY_TOOL + " ("))
+    return error is not None and error.stopped_by == "sglang-tui"
 
 
 def error_badge(error: ErrorInfo) -> tuple[str, str]:
@@ -67,7 +147,9 @@ def error_badge(error: ErrorInfo) -> tuple[str, str]:
         return " ■ STOPPED ", "bold reverse yellow"
     if error.line == PROCESS_EXITED:
         return " ✗ EXITED ", "bold reverse red"
-    return f" ✗ {error.kind.upper()} ", "bold reverse red"
+    if error.kind == "other":
+        return " ✗ FAILED ", "bold reverse red"
+    return f" ✗ {kind_words(error.kind).upper()} ", "bold reverse red"
 
 
 def control_summary(result: ControlResult) -> str:

@@ -41,6 +41,7 @@ class StatePane(Static):
     """The readiness state and the clock (bound to the app's; the clock ticks once a second)."""
 
     uses_clock: ClassVar[bool] = True  # False: the pane never shows a time, so ticks never redraw it
+    compact: bool = False  # folded for a short terminal (the panes that fold draw less when set)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

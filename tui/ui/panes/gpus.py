@@ -64,8 +64,36 @@ class GpuPane(DataTable[Text]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="none", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "GPUs"
+        self._title = "GPUs"
+        self._error: str | None = None
         self._shown: dict[str, tuple[Text, ...]] = {}
         self._rows_from: object = None  # what the rows were last built from: same inputs, nothing to compare
+
+    def hidden_rows(self) -> tuple[int, int]:
+        """(rows above the view, rows below it): what a "+N" in the border points to."""
+        visible = max(0, self.scrollable_content_region.height - 1)  # the column header row is fixed
+        if not self.row_count or not visible or self.row_count <= visible:
+            return 0, 0
+        top = round(self.scroll_y)
+        return top, max(0, self.row_count - top - visible)
+
+    def _show_titles(self) -> None:
+        above, below = self.hidden_rows()
+        more = []
+        if above:
+            more.append(f"↑{above}")
+        if below:
+            more.append(f"+{below} more ↓ (3)")
+        note = " ".join(more) or None
+        subtitle = " · ".join(p for p in (self._error, note) if p) or None
+        set_titles(self, self._title, subtitle)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._show_titles()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_titles)
 
     def on_mount(self) -> None:
         for name in COLUMNS:
@@ -87,7 +115,9 @@ class GpuPane(DataTable[Text]):
             title += f" ({snapshot.source})"
         if stale:
             title += f" STALE: last sample {ago(age) if age is not None else 'never'}"
-        set_titles(self, title, f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None)
+        self._title = title
+        self._error = f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None
+        self._show_titles()
         # A clock tick changes at most the title above; the rows change only with a sample, ranks or staleness.
         rows_from = (snapshot, state.gpu_history, state.ranks, stale)
         if rows_from == self._rows_from:
@@ -109,6 +139,7 @@ class GpuPane(DataTable[Text]):
             for key, cells in wanted.items():
                 self.add_row(*cells, key=key)
                 self._shown[key] = cells
+            self.call_after_refresh(self._show_titles)
             return
         with self.app.batch_update():
             for key, cells in wanted.items():

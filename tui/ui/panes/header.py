@@ -8,7 +8,7 @@ from textual.reactive import var
 from tui.core.eta import estimate, eta_words
 from tui.core.explain import explain
 from tui.core.state import Phase, Readiness
-from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, phase_label, stopped_by_us
+from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, health_is_old, people_words, phase_label, stopped_by_tool, stopped_by_us, verdict_words
 from tui.ui.panes.base import StatePane
 from tui.core.fmt import ago, duration
 
@@ -21,7 +21,10 @@ def _health_words(state: Readiness, now: float) -> str:
             status = f" {result.status}" if result.status is not None else ""
             age = dict(state.health_checked_at).get("/health")
             when = f", {ago(now - age)}" if age is not None else ""
-            return f"{result.outcome}{status}{when}"
+            old = "before this launch: " if health_is_old(state, "/health") else ""
+            if not old and state.phase is Phase.FAILED and age is not None and state.phase_since is not None and age <= state.phase_since:
+                old = "before it stopped: " if stopped_by_tool(state) is not None else "before it failed: "
+            return f"{old}{result.outcome}{status}{when}"
     return "not probed yet"
 
 
@@ -46,6 +49,8 @@ class HeaderPane(StatePane):
         self.host_label = host_label
         self.read_only = read_only
         self.port = port
+        self.compact = False
+        """Short terminal: a successful launch or restart is not repeated on a line of its own (the log has it)."""
 
     def watch_paused(self) -> None:
         self.redraw()
@@ -85,7 +90,9 @@ class HeaderPane(StatePane):
         text.append("\n")
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
-        style = "bold reverse yellow" if stalled else PHASE_STYLES.get(state.phase, "bold reverse")
+        stop = stopped_by_tool(state)
+        reason = verdict_words(state, reason)
+        style = "bold reverse yellow" if stalled or stop is not None else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
         text.append(f"  {duration(now - since) if since is not None else '—'} in phase")
@@ -102,7 +109,8 @@ class HeaderPane(StatePane):
         text.append(" log says: ")
         text.append("fired up" if state.log_ready else "not ready", style="green" if state.log_ready else "")
         text.append("   health says: ")
-        text.append(_health_words(state, now), style="green" if state.health_ready else "")
+        # green only while it is this launch's answer and the launch is alive (never after a stop or a failure)
+        text.append(_health_words(state, now), style="green" if state.health_ready and state.phase is not Phase.FAILED else "")
         if state.process_alive is not None:
             text.append("   process: ")
             if state.process_alive:
@@ -113,9 +121,14 @@ class HeaderPane(StatePane):
                 port = state.server.port or self.port
                 text.append(f"no server process found on :{port}" if port else "no server process found", style="bold yellow")
         if evidence:
-            text.append("   evidence: " + "; ".join(evidence), style="dim")
+            text.append("   evidence: " + people_words("; ".join(evidence)), style="dim")
         # line 4: the cause, the stall, or the result of the last action
-        if state.error is not None:
+        if stop is not None:
+            text.append("\n")
+            clean = stop.ok and not stop.survivors and not stop.gpu_held
+            text.append(" ■ STOPPED ", style="bold reverse yellow")
+            text.append(f" {control_summary(stop)}", style="yellow" if clean else "bold red")
+        elif state.error is not None:
             text.append("\n")
             badge, badge_style = error_badge(state.error)
             text.append(badge, style=badge_style)
@@ -128,7 +141,8 @@ class HeaderPane(StatePane):
                 + (f": {state.stall.detail}" if state.stall.detail else ""),
                 style="yellow",
             )
-        if state.last_control is not None:
+        routine = state.last_control is not None and state.last_control.ok and state.last_control.action in ("launch", "restart")
+        if state.last_control is not None and state.last_control is not stop and not (self.compact and routine):
             text.append("\n")
             ok = state.last_control.ok
             text.append(" last action: ", style="bold")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tui.core.state import Readiness
-from tui.ui.labels import control_summary, source_failure
+from tui.core.state import Phase, Readiness
+from tui.ui.labels import control_summary, health_is_old, source_failure
 from tui.ui.panes.base import StatePane, set_titles
 from tui.core.fmt import ago
 from tui.ui.text import sparkline
@@ -27,7 +27,7 @@ class HealthPane(StatePane, can_focus=True):
 
     def select(self, state: Readiness) -> object:
         return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection,
-                state.source_failures)
+                state.source_failures, state.timeline[:1], state.launches, state.phase, state.phase_since)
 
     def draw(self, state: Readiness, now: float) -> Text:
         set_titles(self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)"))
@@ -40,10 +40,12 @@ class HealthPane(StatePane, can_focus=True):
                 text.append("\n")
             text.append(f"{result.endpoint:<13}", style="bold" if result.endpoint == "/health" else "")
             answer = result.outcome + (f" {result.status}" if result.status is not None else "")
-            text.append(f"{answer:<12}", style=_OUTCOME_STYLES.get(result.outcome, ""))
+            at = checked.get(result.endpoint)
+            ended = state.phase is Phase.FAILED and at is not None and state.phase_since is not None and at <= state.phase_since
+            old = ended or health_is_old(state, result.endpoint)  # an answer from before a stop or restart: never green
+            text.append(f"{answer:<12}", style="dim strike" if old else _OUTCOME_STYLES.get(result.outcome, ""))
             latency = f"{result.latency_s * 1000:.0f} ms" if result.latency_s is not None else "—"
             text.append(f"{latency:>7}")
-            at = checked.get(result.endpoint)
             text.append(f"  {ago(now - at) if at is not None else ''}", style="dim")
         decode = state.decode
         if decode is not None or state.decode_history:

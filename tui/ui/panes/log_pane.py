@@ -41,7 +41,7 @@ class LogPane(Vertical):
     def compose(self) -> ComposeResult:
         yield LogStatus(id="log-status")
         yield LogView(max_lines=self._max_lines, id="log-view")
-        yield Input(placeholder="search the log (enter: find, escape: close)", id="log-search")
+        yield Input(placeholder="search the log: a regex, any case (enter: find, escape: close)", id="log-search")
 
     @property
     def view(self) -> LogView:
@@ -95,7 +95,10 @@ class LogPane(Vertical):
         if view.hide_probes:
             text.append("   probes hidden")
         if view.search_term:
-            text.append(f"   /{view.search_term}  {view.match_count()} lines  n/N")
+            at, count = view.match_position()
+            where = f"{at}/{count}" if at else f"{count} matching"
+            text.append(f"   /{view.search_term}  {where}", style="bold")
+            text.append("  n/N: next/previous  F: " + ("all lines" if view.only_matches else "only these") + "  esc: clear")
         self.query_one(LogStatus).update(text)
 
     # ------------------------------------------------------------------------------------- intents (keys)
@@ -151,6 +154,30 @@ class LogPane(Vertical):
         if event.key == "escape" and self.has_class("-searching"):
             event.stop()
             self.close_search()
+        elif event.key == "escape" and self.view.search_term:
+            event.stop()
+            self.clear_search()
+
+    def clear_search(self) -> None:
+        """Esc: the search term, its highlight and its filter are gone."""
+        self.view.clear_search()
+        self._refresh_status()
+        refresh_keys = getattr(self.app, "_refresh_keys", None)
+        if refresh_keys is not None:  # the footer drops n/N
+            refresh_keys()
+
+    def toggle_only_matches(self) -> bool:
+        """Show only the lines the search matches, or every line again; False when there is no search."""
+        if not self.view.search_term:
+            return False
+        self.view.set_only_matches(not self.view.only_matches)
+        self._refresh_status()
+        return True
+
+    def next_problem(self, backwards: bool = False) -> bool:
+        found = self.view.find_problem(backwards=backwards)
+        self._refresh_status()
+        return found
 
     def search_next(self, backwards: bool = False) -> bool:
         if not self.view.search_term:

@@ -68,6 +68,14 @@ def display_text(text: str) -> str:
     return _CONTROL.sub("�", text)
 
 
+def search_pattern(term: str) -> re.Pattern[str]:
+    """The search as a case-insensitive regex; a term that is not a valid regex is searched for literally."""
+    try:
+        return re.compile(term, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(term), re.IGNORECASE)
+
+
 def _rank_sort_key(rank: str) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank))
 
@@ -113,6 +121,8 @@ class LogView(ScrollView, can_focus=True):
         self.rank_filter: str | None = None
         self.hide_probes = False  # leave out sglang-tui's own probe lines
         self.search_term: str | None = None
+        self._pattern: re.Pattern[str] | None = None
+        self.only_matches = False  # show only the lines the search matches
         self.cursor: int | None = None  # absolute line number of the selected line
         self.total_received = 0
         self.live: str | None = None  # the open line (a progress bar mid-flight), drawn after the last row
@@ -154,7 +164,7 @@ class LogView(ScrollView, can_focus=True):
         widest = max(len(line.text) for line in new)
         if widest > self._max_width:
             self._max_width = widest
-        if self.rank_filter is None and not self.wrap and not self.hide_probes:
+        if self.rank_filter is None and not self.wrap and not self.hide_probes and not self.only_matches:
             self._rows.extend((first + offset, 0, len(line.text)) for offset, line in enumerate(new))
         else:
             for offset, line in enumerate(new):
@@ -198,7 +208,9 @@ class LogView(ScrollView, can_focus=True):
     def _passes(self, line: LogLine) -> bool:
         if self.hide_probes and line.is_probe:
             return False
-        return self.rank_filter is None or line.rank == self.rank_filter
+        if self.rank_filter is not None and line.rank != self.rank_filter:
+            return False
+        return not (self.only_matches and self._pattern is not None) or self._pattern.search(line.text) is not None
 
     def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
         if not self._passes(line):
@@ -308,14 +320,44 @@ class LogView(ScrollView, can_focus=True):
         """Kept lines that are sglang-tui's own probes."""
         return sum(1 for line in self._lines if line.is_probe)
 
+    def set_only_matches(self, on: bool) -> None:
+        """Show only the lines the search matches (off again: every line)."""
+        self.only_matches = on
+        self._rebuild_rows()
+
+    def clear_search(self) -> None:
+        """No search term, no highlight, no match filter."""
+        self.search_term = None
+        self._pattern = None
+        self._cache.clear()
+        if self.only_matches:
+            self.only_matches = False
+            self._rebuild_rows()
+        self.refresh()
+
+    def match_position(self) -> tuple[int, int]:
+        """(which match the cursor is on, 1-based; 0 when not on one, how many lines match)."""
+        if self._pattern is None:
+            return 0, 0
+        matching = [self._base + i for i, line in enumerate(self._lines) if self._passes(line) and self._pattern.search(line.text)]
+        if self.cursor is None or not matching:
+            return 0, len(matching)
+        pos = bisect_left(matching, self.cursor)
+        return (pos + 1 if pos < len(matching) and matching[pos] == self.cursor else 0), len(matching)
+
     def find(self, term: str, *, backwards: bool = False, from_cursor: bool = True) -> bool:
-        """Select the next (or previous) line containing `term` (case-insensitive), wrapping around."""
+        """Select the next (or previous) line the regex `term` matches (case-insensitive), wrapping around."""
+        if term != self.search_term:
+            self._pattern = search_pattern(term) if term else None
+            if self.only_matches:
+                self.search_term = term or None
+                self._rebuild_rows()
         self.search_term = term or None
         self._cache.clear()
         if not term:
             self.refresh()
             return False
-        needle = term.lower()
+        pattern = self._pattern or search_pattern(term)
         candidates = [self._base + i for i, line in enumerate(self._lines) if self._passes(line)]
         if not candidates:
             self.refresh()
@@ -329,17 +371,30 @@ class LogView(ScrollView, can_focus=True):
         step = -1 if backwards else 1
         for k in range(count):
             abs_line = candidates[(start + step * k) % count]
-            if needle in self._lines[abs_line - self._base].text.lower():
+            if pattern.search(self._lines[abs_line - self._base].text):
                 self.select_line(abs_line)
                 return True
         self.refresh()
         return False
 
+    def find_problem(self, *, backwards: bool = False) -> bool:
+        """Select the next (or previous) error or warning line after the cursor (or from the end), wrapping around."""
+        candidates = [self._base + i for i, line in enumerate(self._lines) if self._passes(line) and line.kind in ("error", "warning")]
+        if not candidates:
+            return False
+        if self.cursor is None:
+            target = candidates[-1] if backwards or self.following else candidates[0]
+        elif backwards:
+            pos = bisect_left(candidates, self.cursor) - 1
+            target = candidates[pos % len(candidates)]
+        else:
+            pos = bisect_left(candidates, self.cursor + 1)
+            target = candidates[pos % len(candidates)]
+        self.select_line(target)
+        return True
+
     def match_count(self) -> int:
-        if not self.search_term:
-            return 0
-        needle = self.search_term.lower()
-        return sum(1 for line in self._lines if self._passes(line) and needle in line.text.lower())
+        return self.match_position()[1]
 
     def select_line(self, abs_line: int) -> None:
         """Put the cursor on a line and bring it into view (which stops following)."""
@@ -401,8 +456,9 @@ class LogView(ScrollView, can_focus=True):
             text.stylize(self.get_component_rich_style(f"log--{line.kind}", partial=True))
         if abs_line == self.cursor:
             text.stylize(self.get_component_rich_style("log--cursor", partial=True))
-        if self.search_term:
+        if self.search_term and self._pattern is not None:
             match_style = self.get_component_rich_style("log--match", partial=True)
-            for match in re.finditer(re.escape(self.search_term), text.plain, re.IGNORECASE):
-                text.stylize(match_style, match.start(), match.end())
+            for match in self._pattern.finditer(text.plain):
+                if match.end() > match.start():
+                    text.stylize(match_style, match.start(), match.end())
         return Strip(text.render(self.app.console), text.cell_len)

@@ -2,16 +2,70 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 
-from tui.core.state import BarState, Phase, Readiness
-from tui.ui.labels import MILESTONE_SHORT
+from tui.core.state import BarState, Phase, RankState, Readiness
+from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
 from tui.ui.panes.base import StatePane
 from tui.core.eta import bar_left
 from tui.core.fmt import duration, eta, rate
 from tui.ui.text import bar
 
 RANK_CELL = 21  # "  TP12 graph…  25.7G"
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def _rank_word(kind: str) -> str:
+    draft = kind.startswith("draft ")
+    word = MILESTONE_SHORT.get(kind.removeprefix("draft "), kind or "—")
+    return f"d:{word}" if draft else word
+
+
+def _word_style(word: str) -> str:
+    return "green" if word.endswith("✓") or word in ("ready", "http", "up") else ("yellow" if "!" in word or "slow" in word else "")
+
+
+def rank_groups(ranks: tuple[RankState, ...]) -> list[tuple[str, str]]:
+    """Neighbouring ranks at the same milestone, as ("TP0–5", "load✓"): every rank named in a few words."""
+    groups: list[tuple[str, int | None, int | None, str]] = []  # (prefix, first, last, word); numbers None: a name
+    for rank in ranks:
+        word = _rank_word(rank.last_milestone or "")
+        m = _NUMBERED.match(rank.name)
+        prefix, n = (m.group(1), int(m.group(2))) if m else (rank.name, None)
+        if groups and n is not None:
+            p, first, last, w = groups[-1]
+            if p == prefix and w == word and last is not None and n == last + 1:
+                groups[-1] = (p, first, n, w)
+                continue
+        groups.append((prefix, n, n, word))
+    out = []
+    for prefix, first, last, word in groups:
+        if first is None:
+            name = prefix
+        elif first == last:
+            name = f"{prefix}{first}"
+        else:
+            name = f"{prefix}{first}–{last}"
+        out.append((name, word))
+    return out
+
+
+def compact_ranks(text: Text, ranks: tuple[RankState, ...], width: int) -> None:
+    """One line naming every rank by group ("ranks TP0–5 load✓  TP6–7 load…"), or "+N" for what does not fit."""
+    text.append(f"{'ranks':<8}", style="bold")
+    groups = rank_groups(ranks)
+    used = 8
+    for i, (name, word) in enumerate(groups):
+        piece = f"{name} {word}  "
+        rest = len(groups) - i
+        if used + len(piece) > width - (0 if rest == 1 else 8):
+            text.append(f"+{rest} more (2)", style="bold yellow")
+            return
+        text.append(f"{name} ", style="bold")
+        text.append(f"{word}  ", style=_word_style(word))
+        used += len(piece)
 
 
 def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", halted: str | None = None,
@@ -58,9 +112,11 @@ class ShardsPane(StatePane, can_focus=True):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.border_title = "weights · cuda graphs · ranks"
+        self.compact = False
+        """Ranks on one grouped line (short terminals), instead of one cell per rank."""
 
     def select(self, state: Readiness) -> object:
-        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED)
+        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED, stopped_by_tool(state) is not None, self.compact)
 
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80
@@ -68,6 +124,8 @@ class ShardsPane(StatePane, can_focus=True):
         per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
         halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
+        if halted == "failed" and stopped_by_tool(state) is not None:
+            halted = "stopped"
         _bar_line(text, "weights", state.shards, "shards", width, halted=halted, now=now)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
@@ -84,16 +142,15 @@ class ShardsPane(StatePane, can_focus=True):
         if extra:  # the batch size and free memory: on the bar's line when they fit, else under it
             fits = len(text.plain) - line_start + len(extra) <= pane_width
             text.append(extra if fits else "\n" + " " * 8 + extra.strip(), style="dim")
-        if state.ranks:
+        if state.ranks and self.compact:
+            text.append("\n")
+            compact_ranks(text, state.ranks, pane_width)
+        elif state.ranks:
             for i, rank in enumerate(state.ranks):
                 text.append("\n" if i % per_row == 0 else "  ")
-                kind = rank.last_milestone or ""
-                draft = kind.startswith("draft ")
-                word = MILESTONE_SHORT.get(kind.removeprefix("draft "), kind or "—")
-                word = f"d:{word}" if draft else word
-                style = "green" if word.endswith("✓") or word in ("ready", "http", "up") else ("yellow" if "!" in word or "slow" in word else "")
+                word = _rank_word(rank.last_milestone or "")
                 text.append(f"{rank.name:>5} ", style="bold")
-                text.append(f"{word:<7}", style=style)
+                text.append(f"{word:<7}", style=_word_style(word))
                 mem = f"{rank.avail_mem_gb:>5.1f}G" if rank.avail_mem_gb is not None else "     —"
                 text.append(mem, style="dim")
         else:

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from tui.core.state import Phase, Readiness
 from tui.core.timeline import span_duration
-from tui.ui.labels import PHASE_NAMES
+from tui.ui.labels import PHASE_NAMES, failed_phase, stopped_by_tool
 from tui.ui.panes.base import StatePane
 from tui.core import fmt
 from tui.core.eta import estimate
@@ -55,7 +55,8 @@ class TimelinePane(StatePane):
         self.border_title = "timeline"
 
     def select(self, state: Readiness) -> object:
-        return (state.phase, state.timeline, state.shards, state.capture, state.stall, state.past, state.weights_mem)
+        return (state.phase, state.timeline, state.shards, state.capture, state.stall, state.past, state.weights_mem,
+                state.error)
 
     def draw(self, state: Readiness, now: float) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -66,6 +67,8 @@ class TimelinePane(StatePane):
             phases.append(Phase.SERVING)
         if state.phase is Phase.FAILED:
             phases.append(Phase.FAILED)
+        stopped = stopped_by_tool(state) is not None
+        broken = failed_phase(state)  # ✗ (red) where it failed, ■ (yellow) where we stopped it: never a ✓
         first = True
         for phase in phases:
             spans = [s for s in main if s.phase is phase]
@@ -73,10 +76,12 @@ class TimelinePane(StatePane):
                 text.append("\n")
             first = False
             name = PHASE_NAMES[phase]
+            if phase is Phase.FAILED and stopped:
+                name = "stopped (by sglang-tui)"
             if phase is state.phase and not (spans and spans[-1].ended_at is not None):
                 current = spans[-1] if spans else None
-                style = "bold red" if phase is Phase.FAILED else ("bold yellow" if state.stall else "bold")
-                text.append("▶ ", style=style)
+                style = ("bold yellow" if stopped else "bold red") if phase is Phase.FAILED else ("bold yellow" if state.stall else "bold")
+                text.append("■ " if phase is Phase.FAILED and stopped else ("✗ " if phase is Phase.FAILED else "▶ "), style=style)
                 text.append(f"{_clock(current.start if current else state.phase_since_log)} ", style="dim")
                 text.append(f"{name:<19}", style=style)
                 if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
@@ -87,9 +92,13 @@ class TimelinePane(StatePane):
                         text.append(f" {fmt.eta(eta)}", style="cyan")
             elif spans:
                 seconds = sum(span_duration(s, now) or 0.0 for s in spans)
-                text.append("✓ ", style="green")
+                if phase is broken:
+                    mark, style = ("■ ", "bold yellow") if stopped else ("✗ ", "bold red")
+                else:
+                    mark, style = "✓ ", "green"
+                text.append(mark, style=style)
                 text.append(f"{_clock(spans[0].start)} ", style="dim")
-                text.append(f"{name:<19}{duration(seconds):>7}")
+                text.append(f"{name:<19}{duration(seconds):>7}", style="" if phase is not broken else style)
             else:
                 text.append("·          ", style="dim")
                 usual = _usual(state, phase)

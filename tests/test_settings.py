@@ -1,0 +1,99 @@
+"""Settings in $XDG_CONFIG_HOME/sglang-tui/config.toml: key remaps by action id, theme, option defaults; a bad
+file is one clear line naming the key (issue 14)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app
+from tui.ui.panes.keybar import KeyBar
+from tui.ui.screens.confirm import ConfirmScreen
+from tui.ui.settings import SettingsError, config_path, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_parse_reads_keys_theme_and_defaults() -> None:
+    s = parse('theme = "nord"\n[defaults]\nport = 31000\nremote_python = "/opt/py"\n[keys]\nkill-server = "ctrl+k"\n')
+    assert s.theme == "nord" and s.keys == {"kill-server": "ctrl+k"}
+    assert s.defaults == {"port": 31000, "remote_python": "/opt/py"}
+    assert config_path({"XDG_CONFIG_HOME": "/x"}) == Path("/x/sglang-tui/config.toml")
+
+
+@pytest.mark.parametrize("text, named", [
+    ("colour = 1\n", "'colour'"),
+    ("[keys]\nfrob = \"x\"\n", "[keys] frob"),
+    ("[keys]\nkill-server = 3\n", "[keys] kill-server"),
+    ("[defaults]\nport = \"high\"\n", "[defaults] port"),
+    ("[defaults]\nport = 70000\n", "[defaults] port 70000"),
+    ("[defaults]\nlog = \"x\"\n", "[defaults] log"),
+    ("theme = \n", "not valid TOML"),
+])  # fmt: skip
+def test_a_bad_setting_is_named(text: str, named: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        parse(text, "cfg.toml")
+    assert named in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path) -> None:
+    conf = tmp_path / "sglang-tui" / "config.toml"
+    conf.parent.mkdir()
+    conf.write_text("[keys]\nkill = \"k\"\n")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "tui", "replay", "/dev/null"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "[keys] kill: no action has this id" in done.stderr
+    conf.write_text("[defaults]\nport = 31234\n")
+
+    probe = subprocess.run([sys.executable, "-c", (
+        "import sys, tui.cli as c\n"
+        "import tui.commands.wait as w\n"
+        "w.run = lambda args: print('port', args.port) or 0\n"
+        "sys.exit(c.main(['wait', 'local']))\n")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and "port 31234" in probe.stdout, probe.stderr
+
+
+async def test_a_remapped_key_runs_its_action_and_the_footer_shows_it() -> None:
+    control = FakeControl()
+    app = make_app(FakeBatchSource(), control=control, keymap={"kill-server": "ctrl+k"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "ctrl+k" in [h.keys for h in app.query_one(KeyBar).shown]
+        await pilot.press("K")
+        assert not isinstance(app.screen, ConfirmScreen)  # the old key no longer kills
+        await pilot.press("ctrl+k")
+        assert isinstance(app.screen, ConfirmScreen)
+
+
+async def test_save_log_and_copy_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.ui_fakes import FakeClock, play, startup_failed_oom
+
+    monkeypatch.chdir(tmp_path)
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await play(pilot, source, clock, startup_failed_oom())
+        await pilot.press("ctrl+s")
+        assert app.last_saved is not None and app.last_saved.parent == tmp_path
+        saved = app.last_saved.read_text().splitlines()
+        assert saved == [line.text for line in app.log_pane.view.lines] and any("OutOfMemoryError" in t for t in saved)
+        await pilot.press("C")
+        report = app.clipboard
+        assert report.startswith("## sglang-tui: gpu-node-7") and "**FAILED**" in report
+        assert "### Root cause: ✗ OUT OF MEMORY (out of memory)" in report and "| CUDA graph capture |" in report
+
+
+def test_desktop_notifications_pick_the_terminals_escape_and_strip_log_escapes() -> None:
+    from tui.ui.notify import osc_notification
+
+    body = "failed\x1b]52;c;evil\x07 now"
+    assert osc_notification({"TERM_PROGRAM": "iTerm.app"}, "gpu1: failed", body) == "\x1b]9;gpu1: failed: failed ]52;c;evil  now\x07"
+    wez = osc_notification({"TERM_PROGRAM": "WezTerm"}, "a;b", "ok")
+    assert wez == "\x1b]777;notify;a,b;ok\x07"
+    assert osc_notification({"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}, "t", "b") is None
+    assert osc_notification({"TERM": "xterm-256color"}, "t", "b") is None

@@ -1,0 +1,95 @@
+"""Settings from $XDG_CONFIG_HOME/sglang-tui/config.toml: key remaps by action id, the theme, option defaults.
+
+    theme = "nord"
+    [defaults]
+    port = 30000
+    remote_python = "/opt/sglang/.venv/bin/python"
+    [keys]
+    kill-server = "ctrl+k"     # an action id from the key table; several keys: "x,ctrl+x"
+
+A bad file gives one line naming the key (SettingsError); parsing is pure, reading the file is `load`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover  (3.10: the tomli backport, a dependency there)
+    import tomli as tomllib
+
+_TOP = {"theme", "defaults", "keys"}
+_DEFAULTS = {"port": int, "remote_python": str}
+
+
+class SettingsError(Exception):
+    """The config file is wrong; str() is one line naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    theme: str | None = None
+    keys: dict[str, str] = field(default_factory=dict)  # action id -> Textual key spec
+    defaults: dict[str, object] = field(default_factory=dict)  # option dest (port, remote_python) -> value
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/sglang-tui/config.toml (default ~/.config)."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME", os.path.expanduser("~")), ".config")
+    return Path(base) / "sglang-tui" / "config.toml"
+
+
+def parse(text: str, where: str = "config.toml") -> Settings:
+    """Settings out of the file's text; the first wrong key raises SettingsError naming it."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise SettingsError(f"{where}: not valid TOML: {err}") from None
+    for key in data:
+        if key not in _TOP:
+            raise SettingsError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(_TOP))})")
+    theme = data.get("theme")
+    if theme is not None and (not isinstance(theme, str) or not theme):
+        raise SettingsError(f"{where}: theme must be a theme's name, e.g. theme = \"nord\"")
+    keys = _table(data, "keys", where)
+    from tui.ui.actions import ACTIONS  # only when keys are remapped: `replay` never loads Textual
+
+    ids = {a.id for a in ACTIONS if not a.builtin} if keys else set()
+    for action_id, spec in keys.items():
+        if action_id not in ids:
+            raise SettingsError(f"{where}: [keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})")
+        if not isinstance(spec, str) or not spec.strip():
+            raise SettingsError(f"{where}: [keys] {action_id} must be a key, e.g. {action_id} = \"ctrl+k\"")
+    defaults = _table(data, "defaults", where)
+    for name, value in defaults.items():
+        kind = _DEFAULTS.get(name)
+        if kind is None:
+            raise SettingsError(f"{where}: [defaults] {name}: unknown (known: {', '.join(sorted(_DEFAULTS))})")
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise SettingsError(f"{where}: [defaults] {name} must be a {'number' if kind is int else 'string'}")
+        if name == "port" and not 0 < int(value) < 65536:  # type: ignore[call-overload]
+            raise SettingsError(f"{where}: [defaults] port {value} is not a TCP port (1-65535)")
+    return Settings(theme=theme, keys={k: str(v).strip() for k, v in keys.items()}, defaults=dict(defaults))
+
+
+def _table(data: dict[str, object], name: str, where: str) -> dict[str, object]:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise SettingsError(f"{where}: {name} must be a table ([{name}])")
+    return table
+
+
+def load(path: Path | None = None) -> Settings:
+    """The settings file, or the defaults when there is none; SettingsError when it is there but wrong."""
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    except OSError as err:
+        raise SettingsError(f"{path}: cannot read it: {err.strerror or err}") from None
+    return parse(text, str(path))
