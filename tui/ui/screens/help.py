@@ -25,7 +25,11 @@ INTRO = "r, T and K ask first and show the exact command; log says and health sa
 
 #: Actions shown on one row together (by id): the row's keys and words.
 PAIRS: dict[tuple[str, ...], str] = {
+    ("quit", "help"): "Quit (the server keeps running) / show these keys",
+    ("search", "search-filter"): "Search the log (a regex; esc clears) / show only the matching lines",
     ("search-next", "search-previous"): "Next / previous match",
+    ("rank-filter", "wrap"): "Show one rank's log lines (cycles) / wrap long lines",
+    ("copy", "copy-report"): "Copy the selected line (or the error line) / a Markdown report, to the clipboard",
     ("next-problem", "previous-problem"): "Next / previous error or warning line",
     ("pane-log", "pane-shards", "pane-gpus", "pane-health"): "Focus log / weights / GPUs / health; again: maximize; again: restore",
 }
