@@ -1,0 +1,87 @@
+"""The TUI idle at ready in a real terminal (a script, not a test): CPU per minute of `sglang-tui local` in tmux,
+watching the simulator once it is ready and quiet, against `tail -F` of the same log in the same terminal.
+
+    python bench/bench_tui_idle_tmux.py [--seconds 60] [--size 200x50]
+
+The TUI's figure is its whole process tree (the app and the host-side loops it starts: tail, GPU probe, process
+watch), read from /proc (utime + stime) over the window, after a settling period.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_common import CLK_TCK, PY, ROOT, md_table, section, sim_ready, tree_cpu_s, tree_pids
+
+SETTLE_S = 15.0  # the first seconds after ready: /model_info, the last log lines, history writes
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def _pane_pid(session: str) -> int:
+    return int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+
+
+def _measure(session: str, command: str, size: tuple[int, int], seconds: float, ready_text: str | None) -> float:
+    """CPU seconds per minute of the pane's process tree over `seconds`, once `ready_text` shows (if given)."""
+    _tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+    try:
+        deadline = time.monotonic() + 120
+        while ready_text is not None and ready_text not in _tmux("capture-pane", "-p", "-t", session):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{session}: {ready_text!r} never showed:\n" + _tmux("capture-pane", "-p", "-t", session))
+            time.sleep(0.5)
+        time.sleep(SETTLE_S)
+        root = _pane_pid(session)
+        before = tree_cpu_s(root)
+        time.sleep(seconds)
+        after = tree_cpu_s(root)
+        if not tree_pids(root):
+            raise SystemExit(f"{session}: the process left during the window")
+        return (after - before) * 60.0 / seconds
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="measuring window (default 60)")
+    parser.add_argument("--size", default="200x50", help="terminal size, COLSxROWS (default 200x50)")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("bench_tui_idle_tmux: needs tmux (apt-get install tmux)", file=sys.stderr)
+        return 2
+    cols, rows = (int(x) for x in args.size.lower().split("x"))
+    with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
+        sim = sim_ready(Path(tmp), tp=8, shards=64)
+        try:
+            state = Path(tmp) / "state"
+            tui = (f"env XDG_STATE_HOME={state} XDG_CONFIG_HOME={state} PYTHONPATH={ROOT} {PY} -m tui local "
+                   f"--log {sim.log} --port {sim.port} --sim-gpus {sim.gpu_state}")
+            tui_cpu = _measure("bench-idle-tui", tui, (cols, rows), args.seconds, "READY")
+            tail_cpu = _measure("bench-idle-tail", f"tail -F {sim.log}", (cols, rows), args.seconds, None)
+        finally:
+            sim.stop()
+    rows_out = [
+        ("sglang-tui local (the TUI at ready, quiet server)", f"{tui_cpu:.2f} s", f"{tui_cpu / 60 * 100:.1f} %"),
+        ("tail -F LOG in the same terminal", f"{tail_cpu:.2f} s", f"{tail_cpu / 60 * 100:.1f} %"),
+    ]
+    print(section(
+        f"The idle TUI at ready in tmux ({cols}x{rows})",
+        md_table(("watcher", "CPU per minute", "of one core"), rows_out),
+        [f"window {args.seconds:g} s after {SETTLE_S:g} s of settling; process tree from /proc (CLK_TCK {CLK_TCK})"],
+        command=f"python bench/bench_tui_idle_tmux.py --seconds {args.seconds:g} --size {args.size}",
+    ))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
