@@ -22,6 +22,7 @@ from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.report import to_json
+from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.health import HealthPoller
@@ -135,6 +136,7 @@ async def wait_for(
 
     async def fold() -> Verdict | None:
         nonlocal state
+        ready_at: float | None = None
         async for batch in monitor.batches():
             now = clock()
             for event in batch:
@@ -146,6 +148,10 @@ async def wait_for(
             monitor.set_phase(state.phase)
             reporter.update(state, now - start)
             verdict_now = verdict(state)
+            if verdict_now is not None and verdict_now.code == EXIT_READY and awaits_server_info(state):
+                ready_at = now if ready_at is None else ready_at
+                if now - ready_at < GRACE_S:  # the one /server_info read (version, startup_time) for the history
+                    continue
             if verdict_now is not None:
                 return verdict_now
         return None

@@ -650,10 +650,11 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
 def _on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
     """The one /server_info read: the version (what answers knows it best) and 0.5.23's startup_time figures.
     An answer naming another model is not this launch's (the identity probe decides whose the 200 is)."""
+    s = _with(s, server_info=ev.outcome)
     if ev.outcome != "ok":
         return s
     if ev.model_path and s.server.model and not same_model(ev.model_path, s.server.model):
-        return s
+        return _with(s, server_info="foreign")
     server = replace(s.server, version=ev.version) if ev.version and ev.version != s.server.version else s.server
     return _with(s, server=server, startup_time=ev.startup_time or s.startup_time)
 

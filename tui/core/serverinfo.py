@@ -8,7 +8,20 @@ from __future__ import annotations
 
 import json
 
+from tui.core.answerer import identity
+from tui.core.state import Phase, Readiness
+
 MAX_FIGURES = 32
+GRACE_S = 6.0  # how long `wait` stays after ready for that one answer (the probe's own timeout is 5 s)
+
+
+def awaits_server_info(s: Readiness) -> bool:
+    """Ready, and the one /server_info read is still to come: the health probe asks it right after the /health
+    200 whose identity answer was SGLang's (tui.sources.health)."""
+    if s.server_info is not None or not s.health_probed or s.phase not in (Phase.READY, Phase.SERVING):
+        return False
+    ident = identity(s)
+    return ident is not None and ident.outcome == "ok"
 
 
 def parse_server_info(content: bytes) -> tuple[str | None, tuple[tuple[str, float], ...], str | None] | None:

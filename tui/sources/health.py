@@ -9,7 +9,7 @@ When `/health` turns 200, one identity probe (`/model_info`, or `/get_model_info
 0.4.x) asks what answers, before that 200 is handed on: the reducer decides from its `model_path` whether the
 200 is this server's (tui.core.answerer). At most IDENTITY_TRIES such probes per run of 200s.
 Once the identity answer is SGLang's, one `/server_info` (`/get_server_info` where that is 404) per run of 200s
-reads the version and 0.5.23's startup_time (tui.core.serverinfo), handed on before that 200 too; never polled.
+reads the version and 0.5.23's startup_time (tui.core.serverinfo), handed on right after that 200; never polled.
 Every request carries `?from=sglang-tui` (in the access line) and `User-Agent: sglang-tui-probe`, so the
 server's access log tells the tool's requests from others.
 """
@@ -290,10 +290,10 @@ class HealthPoller:
                 self._identity_known = ident.outcome in ("ok", "garbage", "http_error")
                 self._identity_ok = ident.outcome == "ok"
                 await queue.put(ident)  # before the 200: the reducer needs it to judge that 200
+            await queue.put(result)
             if result.outcome == "ok" and self._identity_ok and not self._server_info_read:
                 self._server_info_read = True  # once per run of 200s, whatever it answers: never a poll
                 await queue.put(await self.server_info())
-            await queue.put(result)
             await self._sleep(self.health_interval())
 
     async def _models_loop(self, queue: asyncio.Queue[HealthResult | ServerInfoAnswer]) -> None:
