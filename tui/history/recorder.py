@@ -28,6 +28,7 @@ class Recorder:
         self.store: HistoryStore | None = None
         self._server: ServerInfo | None = None
         self._key: str | None = None
+        self._real: tuple[ServerInfo, str] | None = None  # (server, its key with the version it really shows)
         self._loaded: tuple[str | None, str | None] | None = None
         self._recorded: dict[str, tuple[str, str, float | None]] = {}  # start mark -> (outcome, key, startup_time_s)
         self.last_id: int | None = None
@@ -97,7 +98,9 @@ class Recorder:
 
     def _facts(self, state: Readiness, outcome: str) -> tuple[str, str, float | None]:
         """What a record holds that can change after it: outcome, key (the version), /server_info's total."""
-        return (outcome, launch_key(state.server, self.host) or "", dict(state.startup_time).get("tokenizer_e2e"))
+        if self._real is None or self._real[0] is not state.server:  # the TUI folds forever: once per ServerInfo
+            self._real = (state.server, launch_key(state.server, self.host) or "")
+        return (outcome, self._real[1], dict(state.startup_time).get("tokenizer_e2e"))
 
     def record(self, state: Readiness, outcome: str | None = None) -> int | None:
         """Record this state's launch now (at its outcome, or 'unfinished' when the watcher leaves first)."""
