@@ -40,13 +40,19 @@ async def test_read_once_after_the_first_200_with_the_0_4_fallback(server: Scrip
     order = [r.endpoint for r in results if r.endpoint != "/v1/models"]
     assert order[:3] == ["/model_info", "/health", "/get_server_info"], order
     answers = [r for r in results if isinstance(r, ServerInfoAnswer)]
-    assert len(answers) == 1 and (answers[0].outcome, answers[0].version, answers[0].model_path) == ("ok", "0.4.6", "org/m")
+    assert len(answers) == 1 and (answers[0].outcome, answers[0].version, answers[0].model_path) == (
+        "ok",
+        "0.4.6",
+        "org/m",
+    )
     assert answers[0].startup_time == ()  # 0.4.x has none
     paths = [p for _, p in server.requests]
     assert paths.count("/server_info") == 1 and paths.count("/get_server_info") == 1  # never a poll
     assert all(t.endswith("?from=sglang-tui") for t in server.targets if "server_info" in t)
     server.status["/health"] = 503  # a new run of 200s (a restart): read once again
-    await _collect(poller, lambda rs: any(r.endpoint == "/health" and getattr(r, "outcome", "") == "starting" for r in rs))
+    await _collect(
+        poller, lambda rs: any(r.endpoint == "/health" and getattr(r, "outcome", "") == "starting" for r in rs)
+    )
     server.status["/health"] = 200
     await _collect(poller, lambda rs: _oks(rs) >= 3)
     await poller.aclose()

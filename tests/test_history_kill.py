@@ -118,7 +118,10 @@ def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path) -> No
     history = tmp_path / "history.sqlite3"
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-    sims = [start_sim(tmp_path / "a", speed=50.0, tp=2, shards=8), start_sim(tmp_path / "b", speed=50.0, tp=1, shards=8)]
+    sims = [
+        start_sim(tmp_path / "a", speed=50.0, tp=2, shards=8),
+        start_sim(tmp_path / "b", speed=50.0, tp=1, shards=8),
+    ]
     try:
         waits = [start_wait(sims[0], history), start_wait(sims[1], history), start_wait(sims[0], history)]
         for proc in waits:

@@ -104,7 +104,11 @@ def test_the_log_names_the_version_when_a_launch_script_prints_it() -> None:
     assert state.server.version == "0.5.23"
     key = launch_key(state.server, "gpu1")
     assert key is not None and '"version":"0.5.23"' in key
-    plain = [e for e in LogParser().feed(b"[2026-01-01 10:00:00] " + SERVER_ARGS.encode() + b"\n") if isinstance(e, ServerArgs)]
+    plain = [
+        e
+        for e in LogParser().feed(b"[2026-01-01 10:00:00] " + SERVER_ARGS.encode() + b"\n")
+        if isinstance(e, ServerArgs)
+    ]
     assert plain[0].version is None  # SGLang's own log never says it
     assert not [e for e in LogParser().feed(b"the sglang version: is unknown\n") if isinstance(e, ServerArgs)]
 

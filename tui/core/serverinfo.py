@@ -53,7 +53,9 @@ def startup_figures(startup_time: object) -> tuple[tuple[str, float], ...]:
         if isinstance(value, (int, float)):
             out.append((name, float(value)))
         elif name == "cuda_graph" and isinstance(value, dict):
-            graphs = [(str(k), float(v)) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            graphs = [
+                (str(k), float(v)) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            ]
             out += [(f"cuda_graph.{k}", v) for k, v in graphs]
             out.append(("cuda_graph_total", round(sum(v for _, v in graphs), 4)))
     return tuple(out[:MAX_FIGURES])
