@@ -29,6 +29,7 @@ from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.events import ControlResult
+from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
 from tui.sources.connect import make_host
 from tui.sources.health import HealthPoller
@@ -145,6 +146,8 @@ async def wait_for(
 
     async def fold() -> Verdict | None:
         nonlocal state
+        ready_at: float | None = None
+        held: Verdict | None = None  # ready, held back a moment for the /server_info answer
         async for batch in monitor.batches():
             now = clock()
             for event in batch:
@@ -156,16 +159,24 @@ async def wait_for(
             monitor.set_phase(state.phase)
             reporter.update(state, now - start)
             verdict_now = verdict(state)
+            if verdict_now is not None and verdict_now.code == EXIT_READY and awaits_server_info(state):
+                ready_at = now if ready_at is None else ready_at
+                if now - ready_at < GRACE_S:  # the one /server_info read (version, startup_time) for the history
+                    held = verdict_now
+                    continue
             if verdict_now is not None:
                 return verdict_now
-        return None
+            held = None
+        return held
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
         found = await asyncio.wait_for(fold(), timeout)
         if found is not None:
             return found, state
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        pass
+        ready = verdict(state)
+        if ready is not None and ready.code == EXIT_READY:  # timed out while held for the /server_info answer
+            return ready, state
     finally:
         await monitor.close()
     return Verdict(EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"), state

@@ -36,6 +36,7 @@ class ServerArgs:
     load_format: str | None = None
     quantization: str | None = None
     args_hash: str | None = None  # tui.core.launchkey.args_hash of the line
+    version: str | None = None  # SGLang's version, when a line before server_args printed it (`sglang version`)
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,23 @@ class HealthResult:
 
 
 @dataclass(frozen=True)
+class ServerInfoAnswer:
+    """The one `/server_info` (`/get_server_info` in 0.4.x) read when /health first says 200 (issue 9).
+
+    outcome: ok (a JSON object) | any HealthResult outcome otherwise. version: its `version`; startup_time:
+    SGLang 0.5.23's `startup_time` flattened ("load_weight", "kv_cache_allocation", "scheduler_e2e",
+    "tokenizer_e2e", "cuda_graph.<phase>", "cuda_graph_total"), empty before 0.5.23.
+    """
+
+    endpoint: str
+    outcome: str
+    version: str | None = None
+    startup_time: tuple[tuple[str, float], ...] = ()
+    model_path: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class ConnectionState:
     """The link to the host. state: connecting | connected | reconnecting | failed (final: auth / host key)."""
 
@@ -393,6 +411,7 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     LogReset,
     GpuSnapshot,
     HealthResult,
+    ServerInfoAnswer,
     ConnectionState,
     ServerProcess,
     ControlResult,
@@ -429,6 +448,7 @@ __all__ = [
     "ProcCounters",
     "RankSeen",
     "ServerArgs",
+    "ServerInfoAnswer",
     "ServerProcess",
     "SourceFailed",
     "SpeculativeHint",

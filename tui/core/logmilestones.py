@@ -26,6 +26,7 @@ _ACCESS = re.compile(r'"(?P<method>[A-Z]{3,7}) (?P<path>\S+) HTTP/[\d.]+" (?P<st
 _STRAGGLER = re.compile(r"TP rank (\d{1,6}) could finish the model loading", re.ASCII)
 _TIMINGS = re.compile(r"(\w+)=" + _NUM, re.ASCII)
 _GRAPH_TIMINGS = re.compile(r"cuda_graph=\{([^}]{0,2000})\}", re.ASCII)
+_VERSION = re.compile(r"sglang version: (\d{1,4}\.\d{1,4}[\w.+-]{0,40})$", re.ASCII)
 DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
@@ -132,6 +133,14 @@ def _memory(msg: str) -> list[tuple[str, object]]:
     if m:
         out.append(("mem_usage_gb", float(m.group(1))))
     return out
+
+
+def sglang_version(msg: str) -> str | None:
+    """The version in `sglang version: 0.5.23`, the line of SGLang's `sglang version` command (0.5.x cli/main.py)
+    that a launch script may print into the log. SGLang's own startup log never names its version (0.4.6 …
+    0.5.23: `__version__` goes only to /server_info and /get_server_info), so this is the log's one way to say it."""
+    m = _VERSION.match(msg.strip())
+    return m.group(1) if m else None
 
 
 # ------------------------------------------------------------------------------------------------ server_args

@@ -33,6 +33,7 @@ from tui.core.logmilestones import (
     DRAFT_TYPE,
     milestone,
     server_arg,
+    sglang_version,
     server_arg_int,
     speculative_family,
     uvicorn,
@@ -70,6 +71,7 @@ class LogParser:
         self._out: list[Event] = []
         self._run = BatchRun()
         self._server_args_seen = False
+        self._version: str | None = None  # from a `sglang version: X` line (SGLang itself never logs it)
         self._reset_launch()
 
     def _reset_launch(self) -> None:
@@ -247,6 +249,9 @@ class LogParser:
         if msg.startswith("server_args="):
             self._server_args(msg, env.at)
             return
+        if msg.startswith("sglang version"):
+            self._version = sglang_version(msg) or self._version
+            return
         found = milestone(msg)
         if found is not None:
             self._milestone(found[0], found[1], env.rank, env.line, env.at)
@@ -362,6 +367,7 @@ class LogParser:
                 load_format=server_arg(msg, "load_format"),
                 quantization=server_arg(msg, "quantization"),
                 args_hash=args_hash(msg),
+                version=self._version,
             )
         )
 

@@ -32,6 +32,7 @@ from tui.core.events import (
     PortOwner,
     RankSeen,
     ServerArgs,
+    ServerInfoAnswer,
     ServerProcess,
     SourceFailed,
     SpeculativeHint,
@@ -40,7 +41,7 @@ from tui.core.events import (
     WatchdogDump,
     WeightFiles,
 )
-from tui.core.answerer import OURS, answerer
+from tui.core.answerer import OURS, answerer, same_model
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
 from tui.core.weightsmem import weights_memory
@@ -327,7 +328,7 @@ def _on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
             nnodes=_first(ev.nnodes, server.nnodes),
             load_format=_first(ev.load_format, server.load_format),
             quantization=_first(ev.quantization, server.quantization),
-            version=server.version,
+            version=_first(ev.version, server.version),
             args_hash=_first(ev.args_hash, server.args_hash),
         ),
     )
@@ -646,6 +647,18 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     return _maybe_ready(s, None, None, now)
 
 
+def _on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
+    """The one /server_info read: the version (what answers knows it best) and 0.5.23's startup_time figures.
+    An answer naming another model is not this launch's (the identity probe decides whose the 200 is)."""
+    s = _with(s, server_info=ev.outcome)
+    if ev.outcome != "ok":
+        return s
+    if ev.model_path and s.server.model and not same_model(ev.model_path, s.server.model):
+        return _with(s, server_info="foreign")
+    server = replace(s.server, version=ev.version) if ev.version and ev.version != s.server.version else s.server
+    return _with(s, server=server, startup_time=ev.startup_time or s.startup_time)
+
+
 def _http_answer(r: HealthResult) -> bool:
     return r.outcome in HTTP_ANSWERS or (r.outcome == "garbage" and r.status is not None)
 
@@ -795,6 +808,7 @@ _HANDLERS: dict[type, Handler] = {
     LogFile: _on_log_file,  # type: ignore[dict-item]
     GpuSnapshot: _on_gpus,  # type: ignore[dict-item]
     HealthResult: _on_health,  # type: ignore[dict-item]
+    ServerInfoAnswer: _on_server_info,  # type: ignore[dict-item]
     ServerProcess: _on_process,  # type: ignore[dict-item]
     ConnectionState: _on_connection,  # type: ignore[dict-item]
     ControlResult: _on_control,  # type: ignore[dict-item]

@@ -87,7 +87,7 @@ def format_report(state: Readiness) -> str:
     slow = slow_phases(s)
     if slow:
         lines.append("slow:  " + ", ".join(slow_words(p, f) for p, f in slow))
-    if s.startup_timings:
+    if s.startup_timings or s.startup_time:
         differ = crosscheck_words(s)
         lines.append("sglang: " + (differ if differ else "its own startup timings agree with the timeline (within 5%)"))
     facts = []

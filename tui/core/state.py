@@ -237,4 +237,6 @@ class Readiness:
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
     weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
     startup_timings: tuple[tuple[str, float], ...] = ()  # SGLang's own `Engine startup timings (s)` figures
+    startup_time: tuple[tuple[str, float], ...] = ()  # the same from /server_info's `startup_time` (0.5.23), read once
+    server_info: str | None = None  # the outcome of that one /server_info read (ok, http_error, timeout, …); None: none yet
     weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host

@@ -76,6 +76,7 @@ def to_record(state: Readiness, host: str, source: str, outcome: str | None = No
         draft_shards=state.draft_shards.total if state.draft_shards is not None else None,
         weight_gib_per_rank=state.weights_mem.peak_gib if state.weights_mem is not None else None,
         phases=tuple(phases),
-        startup_timings=dict(state.startup_timings),
+        startup_timings=dict(state.startup_timings or state.startup_time),
+        startup_time_s=dict(state.startup_time).get("tokenizer_e2e"),  # /server_info's startup_time (0.5.23)
     )
 

@@ -1,5 +1,10 @@
 """What `wait` and the TUI do with the history: load the past of a launch's key once its server_args are seen
-(handing the core a frozen `Past`), and record the launch once at its outcome (again if the outcome changes)."""
+(handing the core a frozen `Past`), and record the launch once at its outcome (again if the outcome changes).
+
+SGLang's log does not name its version; /server_info does, once the server answers. Until then the past is looked
+up under the version this host's newest launch of the same key ran (HistoryStore.known_version); the launch is
+recorded under the version it really shows (None when nothing showed it), and recorded again, as the same row,
+when /server_info tells the version or startup_time after an earlier record."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from tui.core.launchkey import launch_key
+from tui.core.launchkey import key_fields, launch_key
 from tui.core.state import Readiness, ServerInfo
 from tui.history.record import outcome_of, start_mark, to_record
 from tui.history.store import HistoryError, HistoryStore
@@ -23,8 +28,9 @@ class Recorder:
         self.store: HistoryStore | None = None
         self._server: ServerInfo | None = None
         self._key: str | None = None
+        self._real: tuple[ServerInfo, str] | None = None  # (server, its key with the version it really shows)
         self._loaded: tuple[str | None, str | None] | None = None
-        self._recorded: dict[str, str] = {}  # start mark -> outcome recorded
+        self._recorded: dict[str, tuple[str, str, float | None]] = {}  # start mark -> (outcome, key, startup_time_s)
         self.last_id: int | None = None
         if path is not None:
             try:
@@ -43,9 +49,16 @@ class Recorder:
         self.store = None
 
     def key_of(self, state: Readiness) -> str | None:
+        """The key the past is looked up under: the launch's own, its version presumed while none is known."""
         if state.server is not self._server:
             self._server = state.server
-            self._key = launch_key(state.server, self.host)
+            server = state.server
+            if server.version is None and server.model and self.store is not None:
+                try:
+                    server = replace(server, version=self.store.known_version(key_fields(server, self.host)))
+                except Exception as err:  # a broken file must never take the watcher down
+                    self._off(err)
+            self._key = launch_key(server, self.host)
         return self._key
 
     def last_bench(self) -> dict[str, object] | None:
@@ -79,9 +92,15 @@ class Recorder:
             self._loaded = (key, mark)
             state = replace(state, past=past)
         outcome = outcome_of(state)
-        if outcome is not None and mark is not None and self._recorded.get(mark) != outcome:
+        if outcome is not None and mark is not None and self._recorded.get(mark) != self._facts(state, outcome):
             self.record(state, outcome)
         return state
+
+    def _facts(self, state: Readiness, outcome: str) -> tuple[str, str, float | None]:
+        """What a record holds that can change after it: outcome, key (the version), /server_info's total."""
+        if self._real is None or self._real[0] is not state.server:  # the TUI folds forever: once per ServerInfo
+            self._real = (state.server, launch_key(state.server, self.host) or "")
+        return (outcome, self._real[1], dict(state.startup_time).get("tokenizer_e2e"))
 
     def record(self, state: Readiness, outcome: str | None = None) -> int | None:
         """Record this state's launch now (at its outcome, or 'unfinished' when the watcher leaves first)."""
@@ -90,12 +109,13 @@ class Recorder:
         rec = to_record(state, self.host, self.source, outcome)
         if rec is None:
             return None
+        before = self._recorded.get(rec.start_mark)
         try:
-            self.last_id = self.store.record_launch(rec)
+            self.last_id = self.store.record_launch(rec, replaces_key=before[1] if before is not None else None)
         except Exception as err:
             self._off(err)
             return None
-        self._recorded[rec.start_mark] = rec.outcome
+        self._recorded[rec.start_mark] = (rec.outcome, rec.key, rec.startup_time_s)
         return self.last_id
 
     def finish(self, state: Readiness) -> None:

@@ -142,10 +142,20 @@ class HistoryStore:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     # ------------------------------------------------------------------------------------------- write
-    def record_launch(self, rec: LaunchRecord) -> int:
-        """Insert the launch, or update the row of the same key and start mark; returns its id."""
+    def record_launch(self, rec: LaunchRecord, *, replaces_key: str | None = None) -> int:
+        """Insert the launch, or update the row of the same key and start mark; returns its id.
+
+        replaces_key: the key this launch was recorded under before (its SGLang version learnt since, from
+        /server_info): that row takes the new key, in the same transaction, so one launch stays one row."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            if replaces_key is not None and replaces_key != rec.key:
+                self.db.execute(
+                    "UPDATE OR IGNORE launches SET key = ?, key_json = ? WHERE key = ? AND start_mark = ?",
+                    (rec.key, json.dumps(rec.key_fields, sort_keys=True), replaces_key, rec.start_mark),
+                )
+                # left only when a row of the new key was there already (another watcher): one row stays
+                self.db.execute("DELETE FROM launches WHERE key = ? AND start_mark = ?", (replaces_key, rec.start_mark))
             row = (
                 rec.key, json.dumps(rec.key_fields, sort_keys=True), str(rec.key_fields.get("host") or ""),
                 rec.key_fields.get("model"), rec.start_mark, rec.started_at, time.time(), rec.source, rec.outcome,
@@ -226,6 +236,21 @@ class HistoryStore:
             (launch_id,),
         ).fetchone()
         return self._launch_dict(row) if row else None
+
+    def known_version(self, key_fields: dict[str, object], scan: int = 200) -> str | None:
+        """The SGLang version of the newest launch whose key is these fields but for the version (None: none, or
+        not known for it): what a launch whose log does not name its version most likely runs, until /server_info says."""
+        want = {k: v for k, v in key_fields.items() if k != "version"}
+        rows = self.db.execute(
+            "SELECT key_json FROM launches WHERE host = ? AND model IS ? ORDER BY started_at DESC, id DESC LIMIT ?",
+            (str(key_fields.get("host") or ""), key_fields.get("model"), scan),
+        ).fetchall()
+        for (key_json,) in rows:
+            fields = json.loads(str(key_json))
+            version = fields.pop("version", None)
+            if fields == want:  # the newest such launch decides, even one recorded with no version
+                return str(version) if version else None
+        return None
 
     def newest(self, host: str) -> tuple[int, str] | None:
         """(id, key) of the host's newest launch, or None."""

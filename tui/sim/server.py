@@ -28,7 +28,7 @@ from tui.sim.logformat import LogFormat
 from tui.sim.memory import RankMemory
 from tui.sim.params import SimParams
 from tui.sim.rank import title
-from tui.sim.serverargs import HOST, server_args_fields, server_info
+from tui.sim.serverargs import HOST, server_args_fields, server_info, startup_time_answer
 
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
@@ -58,7 +58,8 @@ class Main:
         mem = RankMemory(params.tp, params.speculative is not None)
         self.engine = Engine(self.fmt, self.clock, self.err, speculative=params.speculative is not None,
                              max_tokens=mem.tokens, seed=params.seed, accept_len=params.accept_len)  # fmt: skip
-        self.api = Api(params, self.engine, lambda: server_info(params, self.engine), self.say)
+        self.startup_time: dict[str, object] | None = None  # SGLang 0.5.23's /server_info `startup_time`
+        self.api = Api(params, self.engine, lambda: server_info(params, self.engine, self.startup_time), self.say)
         self.uvicorn_up = False
         self.started_warmup = 0.0
         self.terms = 0
@@ -270,6 +271,11 @@ class Main:
         self.say(self.fmt.startup_timings(timings.get("load_weight", 0.0), timings.get("kv_cache_allocation", 0.0),
                                           (elapsed - script.INIT_AT) / self.p.speed, graphs,
                                           (elapsed - script.SPAWN_AT) / self.p.speed))  # fmt: skip
+        if self.fmt.new:  # 0.5.23: the same numbers in /server_info (engine.py `_set_startup_time`)
+            self.startup_time = startup_time_answer(
+                timings.get("load_weight", 0.0), timings.get("kv_cache_allocation", 0.0),
+                (elapsed - script.INIT_AT) / self.p.speed, graphs, (elapsed - script.SPAWN_AT) / self.p.speed,
+            )
         await asyncio.sleep(self.clock.real(0.6))
         self.uv(f"Started server process [{os.getpid()}]")
         self.uv("Waiting for application startup.")

@@ -37,8 +37,19 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
          if p.disaggregation_mode else [])  # fmt: skip
 
 
-def server_info(p: SimParams, engine: Engine) -> dict[str, object]:
-    """What /server_info answers: the resolved args, token capacity, version and per-scheduler state."""
+GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+
+
+def startup_time_answer(load: float, kv: float, sched: float, graphs: dict[str, float], tok: float) -> dict[str, object]:
+    """SGLang 0.5.23's `startup_time` (engine.py `_set_startup_time`): the figures of `Engine startup timings`."""
+    return {"load_weight": round(load, 4), "kv_cache_allocation": round(kv, 4), "scheduler_e2e": round(sched, 4),
+            "cuda_graph": {n: round(graphs.get(n, 0.0), 4) for n in GRAPH_PHASES},
+            "tokenizer_e2e": round(tok, 4)}  # fmt: skip
+
+
+def server_info(p: SimParams, engine: Engine, startup_time: dict[str, object] | None = None) -> dict[str, object]:
+    """What /server_info answers: the resolved args, token capacity, version and per-scheduler state; 0.5.23 adds
+    `startup_time` (None until the schedulers are up, as in SGLang) and `frontend`."""
     mem = RankMemory(p.tp, p.speculative is not None)
     state: dict[str, object] = {
         "last_gen_throughput": round(engine.last_throughput, 2),
@@ -50,4 +61,6 @@ def server_info(p: SimParams, engine: Engine) -> dict[str, object]:
     info: dict[str, object] = dict(server_args_fields(p))
     info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": p.fmt,
                  "internal_states": [state]})  # fmt: skip
+    if p.fmt == "0.5.23":
+        info.update({"startup_time": startup_time, "frontend": "python"})
     return info

@@ -8,6 +8,8 @@ it answers 200: each /health costs the server an access line and a prefill (tui.
 When `/health` turns 200, one identity probe (`/model_info`, or `/get_model_info` where that is 404, as in
 0.4.x) asks what answers, before that 200 is handed on: the reducer decides from its `model_path` whether the
 200 is this server's (tui.core.answerer). At most IDENTITY_TRIES such probes per run of 200s.
+Once the identity answer is SGLang's, one `/server_info` (`/get_server_info` where that is 404) per run of 200s
+reads the version and 0.5.23's startup_time (tui.core.serverinfo), handed on right after that 200; never polled.
 Every request carries `?from=sglang-tui` (in the access line) and `User-Agent: sglang-tui-probe`, so the
 server's access log tells the tool's requests from others.
 """
@@ -21,14 +23,16 @@ from typing import AsyncIterator, Callable
 
 import httpx
 
-from tui.core.events import HealthResult
+from tui.core.events import HealthResult, ServerInfoAnswer
 from tui.core.probes import probe_path
+from tui.core.serverinfo import parse_server_info
 from tui.sources.host import Host, HostAuthError, HostError
 
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
 MODELS_TIMEOUT_S = 5.0
 READY_INTERVAL_S = 30.0  # once /health says ok, liveness comes from the log, the port and the process watch
 IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
+SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second: 0.4.x, a deprecated alias in 0.5.x
 IDENTITY_TRIES = 3  # identity probes per run of /health 200s, until one gets an answer
 PROBE_HEADERS = {"User-Agent": "sglang-tui-probe"}
 FAST_PHASES = frozenset({"warmup", "ready", "serving"})
@@ -112,6 +116,8 @@ class HealthPoller:
         self.enabled = enabled  # False (--no-health): no probe at all; results() yields nothing
         self._identity_tries = 0  # identity probes in this run of /health 200s
         self._identity_known = False  # one got an answer (ok, garbage, HTTP error) in this run
+        self._identity_ok = False  # that answer was SGLang's (a model_path)
+        self._server_info_read = False  # /server_info was asked in this run of /health 200s
         self._phase = "starting"
         self._uvicorn_up = False
         self._last_health: str | None = None
@@ -201,10 +207,38 @@ class HealthPoller:
             result = await self.probe(IDENTITY_ENDPOINTS[1])
         return result
 
+    async def server_info(self) -> ServerInfoAnswer:
+        """One read of /server_info (or /get_server_info where that is 404): version and startup_time."""
+        answer = await self._server_info(SERVER_INFO_ENDPOINTS[0])
+        if answer.outcome == "http_error" and answer.detail == "HTTP 404":
+            answer = await self._server_info(SERVER_INFO_ENDPOINTS[1])
+        return answer
+
+    async def _server_info(self, endpoint: str) -> ServerInfoAnswer:
+        try:
+            client = await self._http()
+            response = await client.get(probe_path(endpoint), timeout=httpx.Timeout(MODELS_TIMEOUT_S, connect=5.0))
+        except HostAuthError:
+            raise
+        except HostError as exc:
+            return ServerInfoAnswer(endpoint, "error", detail=str(exc))
+        except httpx.HTTPError as exc:
+            return ServerInfoAnswer(endpoint, classify_error(exc)[0], detail=classify_error(exc)[1])
+        except (OSError, ValueError) as exc:
+            return ServerInfoAnswer(endpoint, "error", detail=f"{type(exc).__name__}: {exc}")
+        if not 200 <= response.status_code < 300:
+            return ServerInfoAnswer(endpoint, "http_error", detail=f"HTTP {response.status_code}")
+        parsed = parse_server_info(response.content)
+        if parsed is None:
+            return ServerInfoAnswer(endpoint, "garbage", detail=f"not a JSON object: {response.content[:80]!r}")
+        version, startup_time, model_path = parsed
+        return ServerInfoAnswer(endpoint, "ok", version, startup_time, model_path)
+
     def _wants_identity(self, health: HealthResult) -> bool:
         """A /health 200 with no identity answer yet in this run of 200s (a non-200 starts a new run)."""
         if health.outcome != "ok":
             self._identity_tries, self._identity_known = 0, False
+            self._identity_ok = self._server_info_read = False
             return False
         return not self._identity_known and self._identity_tries < IDENTITY_TRIES
 
@@ -216,13 +250,13 @@ class HealthPoller:
         finally:
             self.in_flight -= 1
 
-    async def results(self) -> AsyncIterator[HealthResult]:
+    async def results(self) -> AsyncIterator[HealthResult | ServerInfoAnswer]:
         """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then).
 
         A /health 200 comes after the identity result it prompted. Disabled: nothing, ever."""
         if not self.enabled:
             await asyncio.Event().wait()
-        queue: asyncio.Queue[HealthResult] = asyncio.Queue()
+        queue: asyncio.Queue[HealthResult | ServerInfoAnswer] = asyncio.Queue()
         models = asyncio.ensure_future(self._models_loop(queue))
         health = asyncio.ensure_future(self._health_loop(queue))
         try:
@@ -242,7 +276,7 @@ class HealthPoller:
             await asyncio.gather(health, models, return_exceptions=True)
             await self.aclose()
 
-    async def _health_loop(self, queue: asyncio.Queue[HealthResult]) -> None:
+    async def _health_loop(self, queue: asyncio.Queue[HealthResult | ServerInfoAnswer]) -> None:
         while True:
             result = await self._probe_health()  # awaited: the next one starts only after this one ends
             self._last_health = result.outcome
@@ -254,11 +288,15 @@ class HealthPoller:
                 self._identity_tries += 1
                 ident = await self.identify()
                 self._identity_known = ident.outcome in ("ok", "garbage", "http_error")
+                self._identity_ok = ident.outcome == "ok"
                 await queue.put(ident)  # before the 200: the reducer needs it to judge that 200
             await queue.put(result)
+            if result.outcome == "ok" and self._identity_ok and not self._server_info_read:
+                self._server_info_read = True  # once per run of 200s, whatever it answers: never a poll
+                await queue.put(await self.server_info())
             await self._sleep(self.health_interval())
 
-    async def _models_loop(self, queue: asyncio.Queue[HealthResult]) -> None:
+    async def _models_loop(self, queue: asyncio.Queue[HealthResult | ServerInfoAnswer]) -> None:
         refreshed_at_ready = False  # once /health is ok, one more probe so the pane shows no stale "refused"
         while True:
             ready = self._last_health == "ok"
