@@ -52,6 +52,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("copy-report", "C", "copy_report", "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard", show=False),
     Action("save-log", "ctrl+s", "save_log", "Save the log seen so far to a file in the current directory", show=False),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
+    Action("process-tree", "P", "process_tree", "Show the server's process tree: PID, state, CPU, RSS, GPU memory (esc closes)", "procs",
+           show=False),
     Action("dump", "d", "dump", "Dump every rank's Python stack (py-spy on the host) and name the odd ones; saved to a file", "dump"),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),
     Action("pane-shards", "2", "pane('shards')", "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore", "shards", show=False),

@@ -439,6 +439,12 @@ class SglangTui(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.read_only))
 
+    def action_process_tree(self) -> None:
+        from tui.ui.screens.proctree import ProcTreeScreen
+
+        if not isinstance(self.screen, ProcTreeScreen):
+            self.push_screen(ProcTreeScreen(self.sources.host_label, lambda: self._live))
+
     def action_pane(self, name: str) -> None:
         """Focus a pane; pressed again on the focused pane: maximize it; again: restore the layout."""
         if self.screen is not self.screen_stack[0] or name not in PANES:
