@@ -45,6 +45,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("search-filter", "F", "search_filter", "Show only the lines the search matches (again: all lines)", show=False),
     Action("next-problem", "e", "next_problem", "Jump to the next error or warning line", "error", show=False),
     Action("previous-problem", "E", "previous_problem", "Jump to the previous error or warning line", show=False),
+    Action("severity-filter", "s", "severity_filter", "Show only errors and warnings, then only errors, then all lines (cycles)", "severity",
+           show=False),
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
     Action("hide-probes", "h", "hide_probes", "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)", "probes", show=False),

@@ -486,6 +486,12 @@ class SglangTui(App[None]):
         if not self.log_pane.next_problem(backwards=True):
             self.notify("no error or warning line in the log", timeout=3)
 
+    def action_severity_filter(self) -> None:
+        from tui.ui.panes.log_pane import SEVERITY_WORDS
+
+        severity = self.log_pane.cycle_severity()
+        self.notify(f"log: {SEVERITY_WORDS[severity]}" if severity else "log: all lines", timeout=2)
+
     def action_rank_filter(self) -> None:
         rank = self.log_pane.cycle_rank_filter()
         self.notify(f"log: rank {rank} only" if rank else "log: all ranks", timeout=2)
