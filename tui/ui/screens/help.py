@@ -27,6 +27,8 @@ INTRO = "r, T and K ask first and show the exact command; log says and health sa
 PAIRS: dict[tuple[str, ...], str] = {
     ("search-next", "search-previous"): "Next / previous match",
     ("next-problem", "previous-problem"): "Next / previous error or warning line",
+    ("severity-filter", "rank-filter"): "Log filters (cycle): warnings and errors / errors only / all; one rank's lines",
+    ("process-tree", "dump"): "Process tree (PID, state, CPU, RSS, GPU memory); dump every rank's stack (py-spy)",
     ("pane-log", "pane-shards", "pane-gpus", "pane-health"): "Focus log / weights / GPUs / health; again: maximize; again: restore",
 }
 
