@@ -193,3 +193,35 @@ async def test_the_tools_own_probe_lines_are_dimmed_and_h_hides_them() -> None:
         assert view.visible_texts()[-2:] == [other_probe, "[2025-11-29 10:00:09] after"]
         await pilot.press("h")
         assert len(view.visible_texts()) == 7  # all five, the probe again, and "after"
+
+
+async def test_severity_filter_cycles_and_combines_with_rank_and_search_filters() -> None:
+    clock, source = FakeClock(T0), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        lines = _lines(20, 0, "TP0") + _lines(20, 0, "TP1")
+        lines += ["[2025-11-29 10:01:00 TP0] WARNING: slow NCCL init", "[2025-11-29 10:01:01 TP1] WARNING: slow disk",
+                  "[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory",
+                  "[2025-11-29 10:01:03 TP1] RuntimeError: NCCL error"]
+        await _feed(pilot, source, clock, lines + ["Multi-thread loading shards:  50% Completed | 32/64"])
+        view, pane = app.log_pane.view, app.log_pane
+        await pilot.press("s")
+        assert view.severity == "warning" and pane.border_title == "log · warnings and errors"
+        assert len(view.visible_texts()) == 4  # the open progress line is not a warning either
+        await pilot.press("s")
+        assert view.severity == "error" and pane.border_title == "log · errors only"
+        assert [t.split("] ")[1] for t in view.visible_texts()] == ["RuntimeError: CUDA out of memory", "RuntimeError: NCCL error"]
+        await pilot.press("t")  # rank TP0 and errors only
+        assert view.rank_filter == "TP0" and view.visible_texts() == ["[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory"]
+        await pilot.press("t", "s")  # TP1, then all severities again: TP1's 22 lines
+        assert view.severity is None and pane.border_title == "log" and len(view.visible_texts()) == 22
+        await pilot.press("s")  # warnings and errors of every rank that match a search, shown alone
+        await pilot.press("t")
+        assert view.rank_filter is None
+        await pilot.press("slash", *"nccl", "enter")
+        await pilot.press("F")
+        await pilot.pause()
+        assert view.only_matches and sorted(t.split("] ")[1] for t in view.visible_texts()) == [
+            "RuntimeError: NCCL error", "WARNING: slow NCCL init"]
+        await pilot.press("s", "s")
+        assert view.severity is None and len(view.visible_texts()) == 2  # the search filter stays

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
     _host_options(watch)
+    watch.add_argument("--on-ready", metavar="CMD",
+                       help="run CMD locally once, when it turns ready (SGLANG_TUI_VERDICT etc. in its environment)")
+    watch.add_argument("--on-fail", metavar="CMD", help="run CMD locally once, when it fails or stalls")
 
     wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
     _host_options(wait)

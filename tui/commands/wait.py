@@ -286,18 +286,39 @@ def hook_env(args: argparse.Namespace, found: Verdict) -> dict[str, str]:
                 SGLANG_TUI_PORT=str(args.port))
 
 
-def run_hook(args: argparse.Namespace, found: Verdict) -> None:
-    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said."""
+def run_hook(args: argparse.Namespace, found: Verdict, *, say: Callable[[str], None] | None = None,
+             quiet: bool = False) -> None:
+    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said
+    (to stderr, or to `say`). quiet: its stdin, stdout and stderr on /dev/null (the TUI owns the terminal)."""
     command = getattr(args, "on_ready", None) if found.code == EXIT_READY else getattr(args, "on_fail", None)
     if not command:
         return
+    tell = say or (lambda line: print(f"sglang-tui wait: {line}", file=sys.stderr))
+    io = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if quiet else {}
     try:
-        done = subprocess.run(command, shell=True, env=hook_env(args, found), check=False)
+        done = subprocess.run(command, shell=True, env=hook_env(args, found), check=False, **io)  # type: ignore[call-overload]
     except OSError as err:
-        print(f"sglang-tui wait: could not run {command!r}: {err}", file=sys.stderr)
+        tell(f"could not run {command!r}: {err}")
         return
     if done.returncode:
-        print(f"sglang-tui wait: {command!r} exited {done.returncode}", file=sys.stderr)
+        tell(f"{command!r} exited {done.returncode}")
+
+
+def tui_hook(args: argparse.Namespace) -> Callable[[Readiness], str | None] | None:
+    """--on-ready / --on-fail for the TUI: runs the one its state's verdict calls for (blocking: the app runs it
+    in a thread worker) and returns what went wrong, or None. None when neither option is given."""
+    if not (getattr(args, "on_ready", None) or getattr(args, "on_fail", None)):
+        return None
+
+    def hook(state: Readiness) -> str | None:
+        found = verdict(state)
+        if found is None:
+            return None
+        said: list[str] = []
+        run_hook(args, found, say=said.append, quiet=True)
+        return "; ".join(said) or None
+
+    return hook
 
 
 def run(args: argparse.Namespace) -> int:

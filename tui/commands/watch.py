@@ -65,6 +65,7 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
+    from tui.commands.wait import tui_hook
 
     sim_gpus = getattr(args, "sim_gpus", None)
     if control is None:
@@ -85,7 +86,8 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
                         host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
                         launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
                         dump=_dumper(host, control, args.remote_python, host_label),
-                        bench=partial(_bench_runner, host, args.port, args.log))
+                        bench=partial(_bench_runner, host, args.port, args.log),
+                        verdict_hook=tui_hook(args))
     recorder = Recorder(history_path(args), host_label, "tui")
     weights = WeightFilesProbe(host)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tui.core.events import HostActivity
+from tui.core.events import HostActivity, ProcCounters
 
 BUSY_CPU_FRACTION = 0.05  # a rank using 5% of a core or more between two samples is working
 BUSY_READ_BYTES = 1 << 20  # a rank that read 1 MiB or more from disk between two samples is loading
@@ -34,6 +34,8 @@ class ActivityState:
     busy: tuple[str, ...] = ()  # ranks whose CPU or disk reads moved since the sample before
     moved: str = ""  # what moved since the sample before ("" when nothing did)
     cache_dir: str = ""
+    procs: tuple[ProcCounters, ...] = ()  # the server's processes in the last sample (the process tree, key P)
+    cpu_pct: tuple[tuple[int, float], ...] = ()  # (pid, % of one core) between the last two samples
 
 
 def rank_of(title: str) -> str | None:
@@ -93,6 +95,9 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float, named: str | 
         download_rate=rate,
         busy=tuple(sorted(busy)),
         cache_dir=ev.cache_dir,
+        procs=ev.procs,
+        cpu_pct=tuple((p.pid, 100.0 * (p.cpu_s - old_cpu[p.pid]) / dt) for p in ev.procs
+                      if dt and p.cpu_s is not None and p.pid in old_cpu),
     )
     moved = [compiling_text(state)] if state.compilers else []
     if changed:

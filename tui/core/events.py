@@ -290,6 +290,8 @@ class ProcCounters:
     name: str = ""  # its title from the scans (`sglang::scheduler_TP3`), else the kernel's short name
     cpu_s: float | None = None  # utime + stime
     read_bytes: int | None = None  # /proc/PID/io read_bytes (None: not readable)
+    state: str = ""  # the kernel's state letter (R, S, D, T…; "" when the watch did not send it)
+    rss_bytes: int | None = None  # resident memory (/proc/PID/stat rss × page size)
 
 
 @dataclass(frozen=True)

@@ -249,9 +249,9 @@ done"""
 # (HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME/hub, HOME/.cache/huggingface/hub), else this shell's HOME.
 # `act`, at every check: ONE awk that walks the server's tree from the known pids (every thread's
 # /proc/PID/task/TID/children, then the main threads' of what it finds) and prints, per process,
-# `R pid ppid cpu_ticks read_bytes comm`, and `J pid ppid comm cmdline` for compilers; then, only when
+# `R pid ppid cpu_ticks read_bytes comm state rss_pages`, and `J pid ppid comm cmdline` for compilers; then, only when
 # `*.incomplete` blobs exist in the cache, one `wc -c` for their sizes: `H bytes files DIR`.
-# The block starts with `A` and the clock tick rate (`A 100`) and ends with `.`.
+# The block starts with `A`, the clock tick rate and the page size (`A 100 4096`) and ends with `.`.
 COMPILERS = ("nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "gcc", "g++", "c++", "cc", "cudafe++",
              "fatbinary", "nvlink", "ld", "as")
 _COMPILE_WORKERS = ("compile_worker", "deep_gemm", "deepgemm", "flashinfer")  # python that drives them
@@ -271,7 +271,7 @@ BEGIN { n = split(pids, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, ":");
     r = l; sub(/^.*\) /, "", r); split(r, s, " ")
     if (s[1] == "Z" || s[1] == "X") continue
     rb = "-"; f = "/proc/" p "/io"; while ((getline l < f) > 0) if (l ~ /^read_bytes: /) rb = substr(l, 13); close(f)
-    print "R", p, s[2], s[12] + s[13], rb, comm
+    print "R", p, s[2], s[12] + s[13], rb, comm, s[1], s[22]
     if ((p in known) && !(comm in comp)) continue
     cmd = ""; f = "/proc/" p "/cmdline"; if ((getline cmd < f) > 0) {} close(f)
     gsub(/\000/, " ", cmd); gsub(/[^ -~]/, "?", cmd); cmd = substr(cmd, 1, 240)
@@ -293,7 +293,7 @@ _HUB_AWK = r"""BEGIN { RS = "\000"; n = split(pids, a, " ")
 _ACT_FUNCS = (f"hubdir() {{ hub=$(awk -v pids=\"$known\" {q(_HUB_AWK)} < /dev/null); "
               "[ -n \"$hub\" ] || hub=\"$HOME/.cache/huggingface/hub\"; }\n"
               "act() { ts=; for ps in $known; do for f in /proc/${ps%%:*}/task/*/children; do ts=\"$ts $f\"; done; done\n"
-              "  echo \"A $clk\"\n"
+              "  echo \"A $clk $pg\"\n"
               f"  awk -v pids=\"$known\" -v tasks=\"$ts\" -v cc={q(' '.join(COMPILERS))} "
               f"-v cw={q(' '.join(_COMPILE_WORKERS))} {q(_ACT_AWK)} < /dev/null\n"
               "  set -- \"$hub\"/*--*/blobs/*.incomplete\n"
@@ -304,7 +304,7 @@ _ACT_FUNCS = (f"hubdir() {{ hub=$(awk -v pids=\"$known\" {q(_HUB_AWK)} < /dev/nu
 
 def watch_activity_funcs() -> str:
     """The sh functions `hubdir` and `act` (see above), and the clock tick rate, read once."""
-    return "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); hub=\n" + _ACT_FUNCS
+    return "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); pg=$(getconf PAGESIZE 2>/dev/null || echo 4096); hub=\n" + _ACT_FUNCS
 
 
 def watch_find_command(port: int, log_path: str | None, *, every_s: float) -> str:
@@ -480,7 +480,7 @@ def parse_activity(text: str, names: dict[int, str] | None = None) -> HostActivi
     """Output of `act` (the block, its `A CLK_TCK` line first) as a HostActivity; names: pid -> title from the
     scans (the kernel's short name stops at 15 bytes: `sglang::schedul`)."""
     names = names or {}
-    clk = 100.0
+    clk, page = 100.0, 4096
     procs: list[ProcCounters] = []
     compilers: list[CompilerProc] = []
     download: int | None = None
@@ -490,10 +490,14 @@ def parse_activity(text: str, names: dict[int, str] | None = None) -> HostActivi
         try:
             if f[0] == WATCH_ACTIVITY and len(f) >= 2:
                 clk = float(f[1]) or 100.0
+                page = int(f[2]) if len(f) >= 3 and f[2].isdigit() else page
             elif f[0] == "R" and len(f) >= 6:
                 pid = int(f[1])
-                procs.append(ProcCounters(pid, int(f[2]), names.get(pid) or f[5], int(f[3]) / clk,
-                                          int(f[4]) if f[4].isdigit() else None))
+                rest = f[5].split(" ")  # comm (no spaces), then state and RSS pages where the watch sent them
+                procs.append(ProcCounters(pid, int(f[2]), names.get(pid) or rest[0], int(f[3]) / clk,
+                                          int(f[4]) if f[4].isdigit() else None,
+                                          state=rest[1] if len(rest) > 1 else "",
+                                          rss_bytes=int(rest[2]) * page if len(rest) > 2 and rest[2].isdigit() else None))
             elif f[0] == "J" and len(f) >= 5:
                 compilers.append(CompilerProc(int(f[1]), int(f[2]), f[3], " ".join(f[4:]).strip()))
             elif f[0] == "H" and len(f) >= 3:

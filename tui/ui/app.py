@@ -92,6 +92,9 @@ class UiSources:
     record_bench: Callable[[BenchResult], None] | None = None
     """Keep a finished bench with this launch in the history store (None: no store wired)."""
     state_hook: Callable[[Readiness], Readiness] | None = None
+    verdict_hook: Callable[[Readiness], str | None] | None = None
+    """--on-ready / --on-fail: run once per kind ("ready", "fail") when the state turns ready, or failed or
+    stalled; blocking, so the app calls it in a thread worker; returns what went wrong (shown), or None."""
     """Each folded state passes through it (the launch history: the key's past attached, outcomes recorded)."""
 
 
@@ -192,6 +195,9 @@ class SglangTui(App[None]):
         """Every bench that came back, finished or stopped (newest last)."""
         self._control_in_flight: str | None = None  # the restart/terminate/kill running now
         self.last_saved: Path | None = None
+        self._hooks_run: set[str] = set()  # the --on-ready / --on-fail kinds started so far
+        self.hooks_done: list[str] = []
+        """The verdict hooks that finished ("ready", "fail"; tests wait on it)."""
         """Where ctrl+s last wrote the log."""
         self.set_reactive(SglangTui.state, self._live)
         self.set_reactive(SglangTui.now, clock())
@@ -362,6 +368,7 @@ class SglangTui(App[None]):
             except Exception as err:  # a source's hook must not take the screen down
                 self.log.error(f"phase_changed hook failed: {err}")
         self._announce(before, state)
+        self._verdict_hook(before, state)
         if not self.paused:
             self._publish(state, self._shown_clock(now))
 
@@ -414,6 +421,34 @@ class SglangTui(App[None]):
             self._desktop_notify(f"{self.sources.host_label}: stalled", new.reason)
             self.notify(new.reason, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
+    def _verdict_hook(self, old: Readiness, new: Readiness) -> None:
+        """--on-ready when it turns ready, --on-fail when it fails or stalls (not on a stop asked for); once each."""
+        hook = self.sources.verdict_hook
+        if hook is None:
+            return
+        if new.phase in _UP and old.phase not in _UP:
+            kind = "ready"
+        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is None:
+            kind = "fail"
+        elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
+            kind = "fail"
+        else:
+            return
+        if kind in self._hooks_run:
+            return
+        self._hooks_run.add(kind)
+
+        def work() -> None:
+            try:
+                trouble = hook(new)
+            except Exception as err:  # a hook that cannot run must not take the screen down
+                trouble = f"could not run the hook: {err}"
+            self.hooks_done.append(kind)
+            if trouble:
+                self.call_from_thread(self.notify, trouble, title=f"--on-{kind}", severity="warning", timeout=15)
+
+        self.run_worker(work, thread=True, group="verdict-hook", exit_on_error=False)
+
     # -------------------------------------------------------------------------------- keys → intents
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -438,6 +473,12 @@ class SglangTui(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.read_only))
+
+    def action_process_tree(self) -> None:
+        from tui.ui.screens.proctree import ProcTreeScreen
+
+        if not isinstance(self.screen, ProcTreeScreen):
+            self.push_screen(ProcTreeScreen(self.sources.host_label, lambda: self._live))
 
     def action_pane(self, name: str) -> None:
         """Focus a pane; pressed again on the focused pane: maximize it; again: restore the layout."""
@@ -479,6 +520,12 @@ class SglangTui(App[None]):
     def action_previous_problem(self) -> None:
         if not self.log_pane.next_problem(backwards=True):
             self.notify("no error or warning line in the log", timeout=3)
+
+    def action_severity_filter(self) -> None:
+        from tui.ui.panes.log_pane import SEVERITY_WORDS
+
+        severity = self.log_pane.cycle_severity()
+        self.notify(f"log: {SEVERITY_WORDS[severity]}" if severity else "log: all lines", timeout=2)
 
     def action_rank_filter(self) -> None:
         rank = self.log_pane.cycle_rank_filter()

@@ -14,6 +14,9 @@ from textual.widgets import Input, Static
 from tui.ui.panes.log_view import LogLine, LogView
 
 
+SEVERITY_WORDS = {"warning": "warnings and errors", "error": "errors only"}
+
+
 class LogStatus(Static):
     """One line under the log title: what the view is doing."""
 
@@ -116,6 +119,14 @@ class LogPane(Vertical):
         self.view.set_hide_probes(not self.view.hide_probes)
         self._refresh_status()
         return self.view.hide_probes
+
+    def cycle_severity(self) -> str | None:
+        """All lines → warnings and errors → errors only → all lines; the pane's title says which."""
+        nxt = {None: "warning", "warning": "error"}.get(self.view.severity)
+        self.view.set_severity(nxt)
+        self.border_title = "log" + (f" · {SEVERITY_WORDS[nxt]}" if nxt else "")
+        self._refresh_status()
+        return nxt
 
     def cycle_rank_filter(self) -> str | None:
         """All ranks → first rank → … → last rank → all ranks."""

@@ -119,6 +119,7 @@ class LogView(ScrollView, can_focus=True):
         self._programmatic_scroll = False
         self.wrap = False
         self.rank_filter: str | None = None
+        self.severity: str | None = None  # None: every line; "warning": warnings and errors; "error": errors only
         self.hide_probes = False  # leave out sglang-tui's own probe lines
         self.search_term: str | None = None
         self._pattern: re.Pattern[str] | None = None
@@ -164,7 +165,8 @@ class LogView(ScrollView, can_focus=True):
         widest = max(len(line.text) for line in new)
         if widest > self._max_width:
             self._max_width = widest
-        if self.rank_filter is None and not self.wrap and not self.hide_probes and not self.only_matches:
+        if (self.rank_filter is None and self.severity is None and not self.wrap and not self.hide_probes
+                and not self.only_matches):
             self._rows.extend((first + offset, 0, len(line.text)) for offset, line in enumerate(new))
         else:
             for offset, line in enumerate(new):
@@ -210,6 +212,8 @@ class LogView(ScrollView, can_focus=True):
             return False
         if self.rank_filter is not None and line.rank != self.rank_filter:
             return False
+        if self.severity is not None and not (line.kind == "error" or (self.severity == "warning" and line.kind == "warning")):
+            return False
         return not (self.only_matches and self._pattern is not None) or self._pattern.search(line.text) is not None
 
     def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
@@ -237,7 +241,7 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def _shows_live(self) -> bool:
-        return self.live is not None and self.rank_filter is None
+        return self.live is not None and self.rank_filter is None and self.severity is None
 
     def _set_virtual_size(self) -> None:
         width = self.size.width if self.wrap else max(self._max_width, len(self.live or "")) + 1
@@ -310,6 +314,11 @@ class LogView(ScrollView, can_focus=True):
 
     def set_rank_filter(self, rank: str | None) -> None:
         self.rank_filter = rank
+        self._rebuild_rows()
+
+    def set_severity(self, severity: str | None) -> None:
+        """None: every line; "warning": warnings and errors; "error": errors only."""
+        self.severity = severity
         self._rebuild_rows()
 
     def set_hide_probes(self, hide: bool) -> None:

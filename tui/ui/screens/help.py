@@ -31,6 +31,8 @@ PAIRS: dict[tuple[str, ...], str] = {
     ("rank-filter", "wrap"): "Show one rank's log lines (cycles) / wrap long lines",
     ("copy", "copy-report"): "Copy the selected line (or the error line) / a Markdown report, to the clipboard",
     ("next-problem", "previous-problem"): "Next / previous error or warning line",
+    ("severity-filter", "rank-filter"): "Log filters (cycle): warnings and errors / errors only / all; one rank's lines",
+    ("process-tree", "dump"): "Process tree (PID, state, CPU, RSS, GPU memory); dump every rank's stack (py-spy)",
     ("pane-log", "pane-shards", "pane-gpus", "pane-health"): "Focus log / weights / GPUs / health; again: maximize; again: restore",
 }
 

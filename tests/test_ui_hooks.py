@@ -1,0 +1,82 @@
+"""--on-ready / --on-fail in the TUI: run locally once when the verdict turns ready / failed, with the verdict in
+the environment, in a thread worker (the screen keeps folding batches while the hook runs)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from tests.helpers.ui_fakes import (
+    HOST,
+    FakeBatchSource,
+    FakeClock,
+    Step,
+    gpus,
+    play,
+    startup_failed_oom,
+    startup_to_ready,
+)
+from tui.cli import build_parser
+from tui.commands.wait import tui_hook
+from tui.ui.app import SglangTui, UiSources
+
+
+def _app(source: FakeBatchSource, clock: FakeClock, args: argparse.Namespace) -> SglangTui:
+    sources = UiSources(batches=source.batches, host_label=HOST, port=30000, verdict_hook=tui_hook(args))
+    return SglangTui(sources, clock=clock)
+
+
+async def _until(pilot: object, condition, tries: int = 3000) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.01)  # type: ignore[attr-defined]
+    raise AssertionError("condition not met")
+
+
+def _args(tmp_path: Path, **hooks: str) -> argparse.Namespace:
+    argv = ["watch", "gpu-node-7", "--port", "30000"]
+    for name, cmd in hooks.items():
+        argv += [f"--{name.replace('_', '-')}", cmd]
+    args = build_parser().parse_args(argv)
+    args.host = args.host[0]  # as cli.main leaves it for one HOST
+    return args
+
+
+def test_no_hook_without_the_options(tmp_path: Path) -> None:
+    assert tui_hook(_args(tmp_path)) is None
+
+
+async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen(tmp_path: Path) -> None:
+    go, out = tmp_path / "go", tmp_path / "env"
+    cmd = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; env > {shlex.quote(str(out))}"
+    args = _args(tmp_path, on_ready=cmd, on_fail=f"touch {shlex.quote(str(tmp_path / 'failed'))}")
+    source, clock = FakeBatchSource(), FakeClock()
+    app = _app(source, clock, args)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        assert app.state.phase.value in ("ready", "serving")
+        before = app.batches_seen
+        await play(pilot, source, clock, [Step(clock.t + 1, [gpus(115.0)]), Step(clock.t + 2, [gpus(116.0)])])
+        assert app.batches_seen == before + 2 and app.hooks_done == []  # folded while the hook still waits
+        go.touch()
+        await _until(pilot, lambda: app.hooks_done == ["ready"])
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert env["SGLANG_TUI_VERDICT"] == "ready" and env["SGLANG_TUI_EXIT"] == "0"
+    assert (env["SGLANG_TUI_HOST"], env["SGLANG_TUI_PORT"]) == ("gpu-node-7", "30000")
+    assert not (tmp_path / "failed").exists()
+
+
+async def test_on_fail_runs_on_a_failure_and_a_failing_hook_is_said(tmp_path: Path) -> None:
+    out = tmp_path / "env"
+    args = _args(tmp_path, on_fail=f"env > {shlex.quote(str(out))}; exit 3")
+    source, clock = FakeBatchSource(), FakeClock()
+    app = _app(source, clock, args)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await play(pilot, source, clock, startup_failed_oom())
+        await _until(pilot, lambda: app.hooks_done == ["fail"])
+        await _until(pilot, lambda: any("exited 3" in n.message for n in app._notifications))
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert env["SGLANG_TUI_VERDICT"] == "failed" and env["SGLANG_TUI_EXIT"] == "1"
+    assert "oom" in env["SGLANG_TUI_REASON"]
