@@ -28,10 +28,9 @@ PAIRS: dict[tuple[str, ...], str] = {
     ("quit", "help"): "Quit (the server keeps running) / show these keys",
     ("search", "search-filter"): "Search the log (a regex; esc clears) / show only the matching lines",
     ("search-next", "search-previous"): "Next / previous match",
-    ("rank-filter", "wrap"): "Show one rank's log lines (cycles) / wrap long lines",
     ("copy", "copy-report"): "Copy the selected line (or the error line) / a Markdown report, to the clipboard",
     ("next-problem", "previous-problem"): "Next / previous error or warning line",
-    ("severity-filter", "rank-filter"): "Log filters (cycle): warnings and errors / errors only / all; one rank's lines",
+    ("severity-filter", "rank-filter", "wrap"): "Log: warnings+errors / errors only / all (cycles); one rank's lines; wrap",
     ("process-tree", "dump"): "Process tree (PID, state, CPU, RSS, GPU memory); dump every rank's stack (py-spy)",
     ("pane-log", "pane-shards", "pane-gpus", "pane-health"): "Focus log / weights / GPUs / health; again: maximize; again: restore",
 }
