@@ -39,6 +39,7 @@ from tui.sources.monitor import Monitor
 from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
+EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 
@@ -158,6 +159,9 @@ async def wait_for(
             verdict_now = verdict(state)
             if verdict_now is not None:
                 return verdict_now
+            if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
+                return Verdict(EXIT_BAD_ARGS, f"--log {state.log_file.path} is a directory, not a file; "
+                                              "pass the log file inside it")  # fmt: skip
         return None
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
