@@ -28,6 +28,8 @@ def test_the_tui_refuses_a_port_outside_1_65535_in_one_line() -> None:
     run = _sglang_tui("local", "--port", "0")
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr == "sglang-tui: --port 0 is not a TCP port (1-65535)\n"
+    run = _sglang_tui("local", "--stall-after", "-5")
+    assert run.returncode == 2 and run.stderr == "sglang-tui: --stall-after must be above 0 seconds\n"
 
 
 def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]

@@ -139,6 +139,15 @@ def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tm
     assert "log path is a directory" in str(out.last_json()["reason"])
 
 
+def test_a_stall_after_of_zero_or_less_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """QA pass: `wait --stall-after -5` was taken (the demo refused it)."""
+    for value in ("-5", "0"):
+        out = run_wait(None, "--log", str(tmp_path / "x.log"), "--port", str(free_port()), "--stall-after", value,
+                       "--timeout", "30")  # fmt: skip
+        assert out.code == 2 and out.stdout == ""
+        assert out.stderr == "sglang-tui wait: --stall-after must be above 0 seconds\n"
+
+
 def _one_clear_line(out: Outcome) -> str:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
