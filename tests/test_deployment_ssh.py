@@ -76,6 +76,9 @@ def test_clean_2x8_launch_is_ready_with_tp16_and_stop_frees_both_nodes(two_nodes
         assert [p for ps in pids for p in ps if alive(p)] == []
         assert not nodes[0].alive() and not nodes[1].alive()
         assert all(alive(b.pid) for b in bystanders)  # the same-titled bystander on each node is untouched
+        again = _tui("stop", *_targets(nodes), *_common(two_nodes, nodes))  # QA pass: this said "stopped …", exit 0
+        assert again.returncode == 3 and again.stdout == "", again.stdout + again.stderr
+        assert again.stderr.count("nothing stopped") == 2 and "no server found on node1 (node1 port" in again.stderr
     finally:
         for node in nodes:
             node.stop()

@@ -106,6 +106,20 @@ def test_slow_phase_is_flagged_against_two_or_more_launches() -> None:
     assert "slower than usual" not in one.reason  # one earlier launch is not a "usual"
 
 
+def test_a_phase_past_its_median_with_no_progress_gives_no_ready_in() -> None:
+    """QA pass: `wait` on the hang-capture fault said "ready in ~0.3s" for 15 s of a capture that never moved:
+    past the median, with no progress signal, the history's 0 s left plus the later phases was shown as an ETA."""
+    base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
+                + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
+    s = replace(base, past=past())
+    early = estimate(s, T0 + 62 + 10)  # 10 s of a 30 s median: the history still knows
+    assert early.basis == "history" and early.ready_in_s is not None and abs(early.ready_in_s - 25.0) < 1.0
+    late = estimate(s, T0 + 62 + 40)  # 40 s of a 30 s median, no capture bar: nothing says what is left
+    assert late.ready_in_s is None and late.phase_left_s is None and late.launches == 3
+    assert not eta_words(late).startswith("ready in")
+    assert to_json(reduce(s, Tick(), T0 + 62 + 40))["eta"]["ready_in_s"] is None
+
+
 def test_stall_budget_comes_from_history() -> None:
     base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
                 + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip

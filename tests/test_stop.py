@@ -116,6 +116,14 @@ def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict) -> None
     assert main.poll() is None
 
 
+def test_a_port_outside_1_65535_is_one_line_and_exit_2() -> None:
+    """QA pass: `stop --port 0` (or 70000) looked for a server there and said "no server found" (exit 3)."""
+    for port in ("0", "70000"):
+        run = stop("local", "--port", port)
+        assert run.returncode == 2, run.stderr
+        assert run.stderr == f"sglang-tui stop: --port {port} is not a TCP port (1-65535)\n" and run.stdout == ""
+
+
 def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
     main = scene["start"]()
     run = stop("local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(tmp_path / "nowhere"))

@@ -46,6 +46,8 @@ async def test_two_nodes_in_one_view_to_ready(tmp_path: Path) -> None:
             members = str(app.query_one(MembersPane).render())
             assert "node0" in members and "node1" in members
             assert members.count("weights ") == 2  # a timeline per node
+            rows = members.splitlines()  # QA pass: node1's own log ends in capture (no "fired up" on a
+            assert rows[2].startswith("node1") and "+" not in rows[3], members  # non-zero node): not ticking on
             assert app.state.reason == "ready: 2 nodes, tp 16" and "TP16" in app.query_one(HeaderPane).shown
             app.save_screenshot(filename="deployment_2x8_ready.svg", path=str(SCREENSHOTS))
     finally:

@@ -23,6 +23,15 @@ def _sglang_tui(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
+def test_the_tui_refuses_a_port_outside_1_65535_in_one_line() -> None:
+    """QA pass: `sglang-tui local --port 0` opened the TUI and probed port 0 forever."""
+    run = _sglang_tui("local", "--port", "0")
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == "sglang-tui: --port 0 is not a TCP port (1-65535)\n"
+    run = _sglang_tui("local", "--stall-after", "-5")
+    assert run.returncode == 2 and run.stderr == "sglang-tui: --stall-after must be above 0 seconds\n"
+
+
 def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
     done = _sglang_tui("127.0.0.1", "--ssh-port", str(sshd.port), "--user", sshd.user, "--identity", str(sshd.wrong_identity),
                        "--known-hosts", str(sshd.known_hosts), "--log", "/tmp/none.log")

@@ -128,6 +128,26 @@ def test_timeout_exits_2(sshd: Sshd, tmp_path: Path) -> None:
     assert "timed out" in out.stderr.splitlines()[-1]
 
 
+def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tmp_path: Path) -> None:
+    """QA pass: `wait --log DIR` waited out the whole --timeout (30 min in the README's example) for a path that
+    can never become the log; now it ends at the first look, over SSH as locally, with exit 2 and one line."""
+    out = run_wait(sshd, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "600", "--json", timeout=60)
+    assert out.code == 2, out.stderr
+    assert out.stderr.splitlines()[-1] == (f"sglang-tui wait: --log {tmp_path} is a directory, not a file; "
+                                           "pass the log file inside it")
+    assert "Traceback" not in out.stderr and "timed out" not in out.stderr
+    assert "log path is a directory" in str(out.last_json()["reason"])
+
+
+def test_a_stall_after_of_zero_or_less_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """QA pass: `wait --stall-after -5` was taken (the demo refused it)."""
+    for value in ("-5", "0"):
+        out = run_wait(None, "--log", str(tmp_path / "x.log"), "--port", str(free_port()), "--stall-after", value,
+                       "--timeout", "30")  # fmt: skip
+        assert out.code == 2 and out.stdout == ""
+        assert out.stderr == "sglang-tui wait: --stall-after must be above 0 seconds\n"
+
+
 def _one_clear_line(out: Outcome) -> str:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr

@@ -19,6 +19,9 @@ MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        print(f"sglang-tui history: --limit {args.limit}: use 1 or more launches", file=sys.stderr)
+        return 2
     path = history_path(args)
     if path is None:
         print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
@@ -41,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
         return 2
+    if not rows and args.host and not args.json:  # launches of other hosts may be there: name the host
+        print(f"history: no launches recorded for {args.host}")
+        return 0
     return _print({"launches": rows} if args.json else None, format_launches(rows))
 
 

@@ -59,6 +59,9 @@ async def stop(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.port is not None and not 0 < args.port < 65536:
+        print(f"sglang-tui stop: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
     if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
         from tui.commands import stop_deployment  # every node / member, each confirmed
 

@@ -5,7 +5,7 @@ that a node whose processes end on their own is still confirmed. Then node 0 (or
 then the servers) is stopped: node 0's graceful stop broadcasts SGLang's ShutdownReq, the only thing that
 stops a non-zero node's schedulers, which ignore SIGTERM. Then every other member is stopped itself:
 whatever remains is signalled, and its GPU memory is confirmed released. Exit 0 only when every member is
-stopped and free, 1 otherwise, 4 when a host cannot be reached.
+stopped and free, 1 otherwise, 3 when no member had a server, 4 when a host cannot be reached.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import sys
 
-from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_OK, report
+from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
 from tui.commands.wait_deployment import make_member_host, specs_from_args
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
@@ -55,7 +55,16 @@ async def _stop(args: argparse.Namespace) -> int:
         before = found[i]
         seen = "" if isinstance(before, BaseException) or not before.alive else f" ({len(before.pids)} processes found)"
         where = f"{spec.name} ({spec.host} port {spec.port}){seen}"
+        if results[i].found == "nothing" and not seen:  # as `stop HOST`: nothing found is not "stopped"
+            log = f" / log {spec.log}" if spec.log else ""
+            print(f"sglang-tui stop: no server found on {spec.name} ({spec.host} port {spec.port}{log}): "
+                  "nothing stopped", file=sys.stderr)  # fmt: skip
+            continue
         print(report(results[i], where, args.force), file=sys.stdout if results[i].ok else sys.stderr)
+    if all(r.found == "nothing" for r in results.values()) and not any(
+        not isinstance(before, BaseException) and before.alive for before in found
+    ):  # fmt: skip
+        return EXIT_NOTHING
     return EXIT_OK if ok else EXIT_NOT_STOPPED
 
 

@@ -40,6 +40,7 @@ from tui.sources.monitor import Monitor
 from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
+EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 
@@ -166,6 +167,9 @@ async def wait_for(
                     continue
             if verdict_now is not None:
                 return verdict_now
+            if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
+                return Verdict(EXIT_BAD_ARGS, f"--log {state.log_file.path} is a directory, not a file; "
+                                              "pass the log file inside it")  # fmt: skip
             held = None
         return held
 
@@ -327,6 +331,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_TIMEOUT
     if args.port is not None and not 0 < args.port < 65536:
         print(f"sglang-tui wait: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
+    if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
+        print("sglang-tui wait: --stall-after must be above 0 seconds", file=sys.stderr)
         return 2
     if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
         from tui.commands import wait_deployment  # several nodes, or PD members: the deployment model

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "port", None) is not None and not 0 < args.port < 65536:
+        print(f"sglang-tui: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
+    if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
+        print("sglang-tui: --stall-after must be above 0 seconds", file=sys.stderr)
+        return 2
     if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
         from tui.commands import watch_deployment  # several nodes, or PD members: the deployment's TUI
 

@@ -84,6 +84,8 @@ def estimate(state: Readiness, now: float) -> Eta:
             return Eta(launches=launches, totals=spread, slow=slow)
         return Eta(phase_left_s=left, basis="progress", launches=launches, source=source, totals=spread, slow=slow)
     by_history = max(0.0, median - elapsed)
+    if left is None and elapsed > median:  # running late with nothing that moves: "ready in ~0s" would be a guess
+        return Eta(launches=launches, totals=spread, slow=slow)
     if left is None:
         phase_left = by_history
         source = "history"

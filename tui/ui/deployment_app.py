@@ -24,6 +24,7 @@ from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.events import ConnectionState, Event
 from tui.core.loglines import LineSplitter
+from tui.core.state import Phase
 from tui.core.timeline import span_duration
 from tui.ui.app import SglangTui, UiSources, split_log_events
 from tui.ui.labels import PHASE_NAMES, PHASE_STYLES
@@ -47,16 +48,26 @@ SHORT = {"starting": "start", "init": "init", "loading_weights": "weights", "kv_
          "warmup": "warmup", "ready": "ready", "serving": "serving", "failed": "failed"}  # fmt: skip
 
 
-def member_timeline(m: dm.Member, now: float) -> str:
-    """A member's own timeline in one line: each main-model phase and how long it took (the open one so far)."""
+def member_timeline(m: dm.Member, now: float, up_at: float | None = None) -> str:
+    """A member's own timeline in one line: each main-model phase and how long it took (the open one so far).
+    up_at: when the deployment came up, for a member whose own log ends before (a non-zero node prints no
+    "fired up"): its open phase ended then, and is not ticking on."""
     parts = []
     for span in m.state.timeline:
         if span.model != "main":
             continue
-        took = span_duration(span, now if span.ended_at is None else None)
-        open_ = "+" if span.ended_at is None else ""
+        end = now if up_at is None else max(span.started_at, min(now, up_at))
+        took = span_duration(span, end if span.ended_at is None else None)
+        open_ = "+" if span.ended_at is None and up_at is None else ""
         parts.append(f"{SHORT.get(span.phase.value, span.phase.value)} {fmt.duration(took)}{open_}")
     return " · ".join(parts[-6:])
+
+
+def _up_at(dep: dm.Deployment) -> float | None:
+    """When the first member's own log said ready (the deployment's ready moment), None before."""
+    found = [span.started_at for m in dep.members for span in m.state.timeline
+             if span.model == "main" and span.phase is Phase.READY]  # fmt: skip
+    return min(found) if found else None
 
 
 def member_rows(dep: dm.Deployment, now: float = 0.0) -> Text:
@@ -70,7 +81,8 @@ def member_rows(dep: dm.Deployment, now: float = 0.0) -> Text:
         out.append(f"{m.role:<8} {m.host:<16} ")
         out.append(f"{PHASE_NAMES[phase]:<20}", style=PHASE_STYLES.get(phase, ""))
         out.append(" " + dm.describe(dep, m), style="dim")
-        line = member_timeline(m, now)
+        up = phase in (Phase.READY, Phase.SERVING) and m.state.phase not in (Phase.READY, Phase.SERVING)
+        line = member_timeline(m, now, _up_at(dep) if up else None)
         if line:
             out.append(f"\n{'':<10}{line}", style="dim")
     return out
