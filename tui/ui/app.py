@@ -644,7 +644,8 @@ class SglangTui(App[None]):
         return any(w.group == "bench" and w.is_running for w in self.workers)
 
     def _bench_where(self) -> str:
-        return f"{self.sources.host_label} port {self.sources.port}" if self.sources.port else self.sources.host_label
+        label, port = self.sources.host_label, self.sources.port
+        return f"{label} port {port}" if port and not label.endswith(f":{port}") else label  # the demo's names it
 
     def action_bench(self) -> None:
         """Once ready: confirm with the numbers (what will be sent, the caps), then run it in a worker."""
