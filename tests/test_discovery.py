@@ -57,7 +57,10 @@ def test_parse_prefers_a_file_and_refuses_pipes_devnull_and_deleted_files() -> N
 def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(sshd: Sshd, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    sims = [start_sim(tmp_path / "a", speed=20.0, tp=2, shards=8), start_sim(tmp_path / "b", speed=20.0, tp=2, shards=8)]
+    sims = [
+        start_sim(tmp_path / "a", speed=20.0, tp=2, shards=8),
+        start_sim(tmp_path / "b", speed=20.0, tp=2, shards=8),
+    ]
     try:
         for sim in sims:
             wait_for_log(sim, b"Load weight begin", timeout=30)
@@ -82,6 +85,13 @@ def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(sshd: Sshd, tm
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "SGLang servers found" in lines[0] and "--port" in lines[0]
         assert all(f"port {sim.port}" in lines[0] for sim in sims)
+        # the TUI asks on the terminal before it starts; with no terminal to ask on, the same line and exit 2
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "127.0.0.1", *sshd.ssh_args(), "--no-history"],
+            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "SGLang servers found" in proc.stderr and all(f"port {sim.port}" in proc.stderr for sim in sims)
     finally:
         for sim in sims:
             sim.stop()
@@ -100,7 +110,9 @@ def test_the_chosen_server_gives_wait_its_port_and_log(tmp_path: Path) -> None:
             host = LocalHost()
             await host.connect()
             try:  # other simulators may run on this machine: pick ours as the user would
-                return await find(host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == sim.pid))
+                return await find(
+                    host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == sim.pid)
+                )
             finally:
                 await host.close()
 
@@ -120,8 +132,13 @@ def test_a_server_writing_to_a_terminal_has_no_log_file() -> None:
         "print('up', flush=True); child.wait()\n"
     )
     leader, follower = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", parent_code, "--port", "41999", "--model-path", "/m/x"],
-                            stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", parent_code, "--port", "41999", "--model-path", "/m/x"],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
     os.close(follower)
     try:
         seen = b""
@@ -145,3 +162,30 @@ def test_a_server_writing_to_a_terminal_has_no_log_file() -> None:
         os.killpg(proc.pid, 9)
         proc.wait()
         os.close(leader)
+
+
+def test_the_cli_discovers_only_when_neither_port_nor_log_is_given(monkeypatch: object) -> None:
+    import tui.cli as cli
+    import tui.commands.stop as stop
+    import tui.commands.wait as wait
+
+    seen: list[argparse.Namespace] = []
+    monkeypatch.setattr(wait, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
+    monkeypatch.setattr(stop, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
+    for argv in (
+        ["wait", "local"],
+        ["wait", "local", "--port", "30000"],
+        ["wait", "local", "--log", "/x.log"],
+        ["wait", "local", "--launch", "true"],
+        ["stop", "local"],
+        ["wait", "local", "--port", "31000"],
+    ):
+        assert cli.main(argv) == 0
+    assert [(a.port, bool(getattr(a, "discover", False))) for a in seen] == [
+        (30000, True),
+        (30000, False),
+        (30000, False),
+        (30000, False),
+        (30000, False),
+        (31000, False),
+    ]

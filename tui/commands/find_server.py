@@ -24,8 +24,13 @@ def adopt(args: argparse.Namespace, server: FoundServer) -> str:
     return f"found an SGLang server: {server.summary()}"
 
 
-async def find(host: Host, args: argparse.Namespace, *, say: Callable[[str], None],
-               choose: Callable[[list[FoundServer]], FoundServer | None] | None = None) -> int | None:
+async def find(
+    host: Host,
+    args: argparse.Namespace,
+    *,
+    say: Callable[[str], None],
+    choose: Callable[[list[FoundServer]], FoundServer | None] | None = None,
+) -> int | None:
     """Resolve args.port/args.log from the servers on the host; None to go on, else an exit code (2: several
     and no choice made). `choose` picks one of several (the TUI's prompt); without it several is exit 2."""
     args.port = DEFAULT_PORT

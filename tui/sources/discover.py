@@ -15,13 +15,13 @@ from tui.sources.host import Host
 DISCOVER_COMMAND = (
     "for f in $(grep -lsz -- '^sglang::' /proc/[0-9]*/cmdline 2>/dev/null); do p=${f#/proc/}; p=${p%/cmdline}; m=$p\n"
     "  while :; do pp=$(sed 's/^.*) //' /proc/$m/stat 2>/dev/null | cut -d' ' -f2)\n"
-    "    [ -n \"$pp\" ] && [ \"$pp\" -gt 1 ] || break\n"
+    '    [ -n "$pp" ] && [ "$pp" -gt 1 ] || break\n'
     "    m=$pp; grep -qsz -- '^sglang::' /proc/$pp/cmdline || break; done\n"
-    "  echo \"$m\"\n"
+    '  echo "$m"\n'
     "done | sort -un | while read -r p; do\n"
     "  grep -qsz -- '^sglang::' /proc/$p/cmdline && continue\n"
     f"  printf 'A %s ' \"$p\"; tr '\\0\\n' '{SEP} ' < /proc/$p/cmdline 2>/dev/null | head -c 4000; echo\n"
-    "  for fd in 1 2; do printf 'O %s %s %s\\n' \"$p\" \"$fd\" \"$(readlink /proc/$p/fd/$fd 2>/dev/null)\"; done\n"
+    '  for fd in 1 2; do printf \'O %s %s %s\\n\' "$p" "$fd" "$(readlink /proc/$p/fd/$fd 2>/dev/null)"; done\n'
     "done; true"
 )
 

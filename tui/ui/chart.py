@@ -22,8 +22,18 @@ class Series:
     style: str = "cyan"
 
 
-def chart(series: Sequence[Series], times: Sequence[float], *, width: int, height: int, lo: float, hi: float,
-          label: Callable[[float], str], title: str = "", pad: int = 0) -> list[Text]:
+def chart(
+    series: Sequence[Series],
+    times: Sequence[float],
+    *,
+    width: int,
+    height: int,
+    lo: float,
+    hi: float,
+    label: Callable[[float], str],
+    title: str = "",
+    pad: int = 0,
+) -> list[Text]:
     """`height` plot rows plus the x axis and its labels; the y axis labels (from `label`) at the top,
     middle and bottom rows, right-aligned in at least `pad` cells. `width` counts the whole line."""
     ys = [label(hi), label((lo + hi) / 2), label(lo)]
@@ -40,7 +50,7 @@ def chart(series: Sequence[Series], times: Sequence[float], *, width: int, heigh
         return plot_w - 1 - round((newest - t) / span_t * (plot_w - 1))
 
     for s in series:
-        recent = s.values[-len(times):] if times else ()
+        recent = s.values[-len(times) :] if times else ()
         offset = len(times) - len(recent)
         for i, v in enumerate(recent):
             if v is None or hi <= lo:
