@@ -22,7 +22,9 @@ def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     p.add_argument("--deployment", metavar="FILE",
                    help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
-    p.add_argument("--port", type=int, default=30000, help="the server's port on the host (default 30000)")
+    p.add_argument("--port", type=int, default=None,
+                   help="the server's port on the host (default 30000; with neither --port nor --log, `watch` and "
+                        "`wait` find the SGLang server running on the host)")  # fmt: skip
     p.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
     p.add_argument("--user", metavar="U", help="SSH user (default: from ~/.ssh/config)")
     p.add_argument("--identity", metavar="FILE", help="SSH private key")
@@ -233,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
+    if hasattr(args, "port") and args.command != "simulate" and args.port is None:
+        # neither --port nor a settings default: watch/wait of one HOST without --log find the server there
+        args.discover = (args.command in ("watch", "wait") and len(args.hosts) == 1 and not args.log
+                         and not getattr(args, "deployment", None) and not getattr(args, "launch", None))
+        args.port = 30000
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))

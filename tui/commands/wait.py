@@ -199,6 +199,12 @@ async def _main(args: argparse.Namespace) -> int:
         except asyncio.TimeoutError:
             reporter.say(f"sglang-tui wait: timed out connecting to {args.host}")
             return EXIT_TIMEOUT
+        if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
+            from tui.commands.find_server import find
+
+            code = await find(host, args, say=lambda line: reporter.say(f"sglang-tui wait: {line}"))
+            if code is not None:
+                return code
         control = None
         launched: ControlResult | None = None
         if getattr(args, "launch", None):

@@ -49,6 +49,13 @@ async def watch(args: argparse.Namespace) -> int:
         print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
         return 4
     try:
+        if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
+            from tui.commands.find_server import ask_on_terminal, find
+
+            code = await find(host, args, say=lambda line: print(f"sglang-tui: {line}", file=sys.stderr),
+                              choose=ask_on_terminal)
+            if code is not None:
+                return code
         return await run_tui(host, args, host_label=args.host)
     finally:
         await host.close()

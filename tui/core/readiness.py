@@ -225,6 +225,8 @@ def _fresh_launch(
         gpus=s.gpus,
         gpus_at=s.gpus_at,
         gpu_history=s.gpu_history,
+        gpu_util_history=s.gpu_util_history,
+        gpu_history_at=s.gpu_history_at,
         connection=s.connection,
         connection_detail=s.connection_detail,
         connection_since=s.connection_since,
@@ -618,6 +620,8 @@ def _on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if ev.error is not None or not ev.gpus:
         return _with(s, gpus=ev, gpus_at=now)
     changes: dict[str, object] = {"gpus": ev, "gpus_at": now, "gpu_history": _gpu_history(s.gpu_history, ev)}
+    changes["gpu_util_history"] = _gpu_util_history(s.gpu_util_history, ev)
+    changes["gpu_history_at"] = (s.gpu_history_at + (now,))[-GPU_HISTORY:]
     if _memory_moved(s.gpus, ev):
         changes["last_progress_at"] = now
         changes["last_progress"] = "GPU memory"
@@ -931,4 +935,13 @@ def _gpu_history(history: tuple[tuple[int, tuple[float, ...]], ...], snap: GpuSn
         if g.used_bytes is None or not g.total_bytes:
             continue
         table[g.index] = (table.get(g.index, ()) + (g.used_bytes / g.total_bytes,))[-GPU_HISTORY:]
+    return tuple(sorted(table.items()))
+
+
+def _gpu_util_history(history: tuple[tuple[int, tuple[float | None, ...]], ...],
+                      snap: GpuSnapshot) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
+    """Each GPU's recent utilisation (%), one value per sample (None where the probe had none), bounded."""
+    table = dict(history)
+    for g in snap.gpus:
+        table[g.index] = (table.get(g.index, ()) + (g.util_pct,))[-GPU_HISTORY:]
     return tuple(sorted(table.items()))

@@ -185,6 +185,8 @@ class Readiness:
     gpus: GpuSnapshot | None = None
     gpus_at: float | None = None
     gpu_history: tuple[tuple[int, tuple[float, ...]], ...] = ()  # (gpu index, recent used fractions), bounded
+    gpu_util_history: tuple[tuple[int, tuple[float | None, ...]], ...] = ()  # (gpu index, recent util %), bounded
+    gpu_history_at: tuple[float, ...] = ()  # when each of the recent samples came (the newest last), bounded
     connection: str = "connecting"  # connecting | connected | reconnecting | failed
     connection_detail: str = ""
     connection_since: float | None = None

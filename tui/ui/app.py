@@ -27,6 +27,7 @@ from tui.ui import actions
 from tui.ui.labels import control_summary, kind_words, stopped_by_tool, stopped_by_us, verdict_words
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
 from tui.ui.panes.base import StateAt
+from tui.ui.panes.gpu_chart import GpuChart
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
@@ -145,7 +146,7 @@ class SglangTui(App[None]):
     TITLE = "sglang-tui"
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
-    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, KeyBar"  # a maximized pane keeps the phase and the keys in view
+    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, KeyBar, GpuChart"  # the phase and the keys stay in view (the chart: only under maximized GPUs)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
@@ -215,6 +216,7 @@ class SglangTui(App[None]):
             yield ShardsPane(id="shards").data_bind(view)
             yield HealthPane(id="health").data_bind(view)
         yield GpuPane(id="gpus").data_bind(view)
+        yield GpuChart(id="gpu-chart").data_bind(view)
         yield LogPane(max_lines=self.max_log_lines, id="log")
         yield KeyBar(id="keys")
 
@@ -259,6 +261,8 @@ class SglangTui(App[None]):
                 pane.compact = compact
                 pane._drawn = None
                 pane.redraw()
+        chart = screen.query_one(GpuChart)
+        chart.active = screen.maximized is screen.query_one(GpuPane)  # the GPUs over time, under the maximized table
         self._refresh_keys()
 
     def _refresh_keys(self, *_: object) -> None:

@@ -1,4 +1,5 @@
-"""GPUs: one row per GPU (any number), its rank, memory bar, util, holding process and memory history."""
+"""GPUs: one row per GPU (any number), its rank, memory bar, util, temperature and power (when the probe has
+them), holding process and memory history."""
 
 from __future__ import annotations
 
@@ -16,6 +17,25 @@ STALE_AFTER_S = 5.0
 BAR_WIDTH = 14
 SPARK_WIDTH = 16
 COLUMNS = ("gpu", "rank", "memory", "used / total GiB", "util", "held by", "history")
+EXTRA_AT = len(COLUMNS)  # temperature and power, when the probe has them, come last (the other columns keep their place)
+
+
+def columns_for(gpus: tuple[GpuInfo, ...]) -> tuple[str, ...]:
+    """COLUMNS, plus `temp` and `power` where any GPU of the sample has them (NVML; not the simulator)."""
+    extra = tuple(name for name, has in (("temp", any(g.temp_c is not None for g in gpus)),
+                                         ("power", any(g.power_w is not None for g in gpus))) if has)  # fmt: skip
+    return COLUMNS[:EXTRA_AT] + extra + COLUMNS[EXTRA_AT:]
+
+
+def _extra_cells(gpu: GpuInfo, columns: tuple[str, ...], stale: bool) -> tuple[Text, ...]:
+    dim = "dim" if stale else ""
+    cells = []
+    if "temp" in columns:
+        hot = gpu.temp_c is not None and gpu.temp_c >= 85
+        cells.append(Text(f"{gpu.temp_c:>3.0f}°C" if gpu.temp_c is not None else "  N/A", style="red" if hot and not stale else dim))
+    if "power" in columns:
+        cells.append(Text(f"{gpu.power_w:>4.0f} W" if gpu.power_w is not None else "  N/A", style=dim))
+    return tuple(cells)
 
 
 def _gib(n: int | None) -> str:
@@ -96,6 +116,7 @@ class GpuPane(DataTable[Text]):
         self.call_after_refresh(self._show_titles)
 
     def on_mount(self) -> None:
+        self._columns: tuple[str, ...] = COLUMNS
         for name in COLUMNS:
             self.add_column(name, key=name)
         self.redraw()
@@ -132,7 +153,17 @@ class GpuPane(DataTable[Text]):
             if rank.gpu_index is not None:
                 ranks_by_gpu.setdefault(rank.gpu_index, []).append(rank.name)
         history = dict(state.gpu_history)
-        wanted = {f"gpu{g.index}": _cells(g, ",".join(ranks_by_gpu.get(g.index, [])), history.get(g.index, ()), stale) for g in gpus}
+        columns = columns_for(gpus)
+        wanted = {}
+        for g in gpus:
+            cells = _cells(g, ",".join(ranks_by_gpu.get(g.index, [])), history.get(g.index, ()), stale)
+            wanted[f"gpu{g.index}"] = cells[:EXTRA_AT] + _extra_cells(g, columns, stale) + cells[EXTRA_AT:]
+        if columns != self._columns:  # the probe gained (or lost) temperature or power: the columns change once
+            self.clear(columns=True)
+            self._columns = columns
+            for name in columns:
+                self.add_column(name, key=name)
+            self._shown = {}
         if list(wanted) != list(self._shown):
             self.clear()
             self._shown = {}
@@ -144,7 +175,7 @@ class GpuPane(DataTable[Text]):
         with self.app.batch_update():
             for key, cells in wanted.items():
                 before = self._shown[key]
-                for column, old_cell, new_cell in zip(COLUMNS, before, cells, strict=True):
+                for column, old_cell, new_cell in zip(self._columns, before, cells, strict=True):
                     if old_cell != new_cell:
                         # Measuring widths ends in a layout pass of the whole screen: only when the width changed.
                         self.update_cell(key, column, new_cell, update_width=old_cell.cell_len != new_cell.cell_len)

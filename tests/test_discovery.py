@@ -1,0 +1,191 @@
+"""Finding the SGLang server on a host with neither --port nor --log: the pure parser, then real simulators
+started as users start SGLang (`python -m tui simulate … > log 2>&1`), found over the real sshd, and a
+titled `sglang::` process whose parent writes to a pty (no log file)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers.sim import ROOT, start_sim, wait_for_log
+from tests.helpers.sshd import Sshd, ssh_host
+from tui.core.discovery import DEFAULT_PORT, SEP, parse_discovery, several_line
+from tui.sources.discover import discover
+from tui.sources.local import LocalHost
+
+
+def _a(pid: int, *argv: str) -> str:
+    return f"A {pid} " + SEP.join(argv) + SEP
+
+
+def test_parse_takes_port_model_and_log_from_the_main_process() -> None:
+    text = "\n".join([
+        _a(41, "python3", "-m", "sglang.launch_server", "--model-path", "/m/Llama 3", "--port=31000"),
+        "O 41 1 /var/log/sgl.log", "O 41 2 /var/log/sgl.log",
+        _a(77, "python", "-m", "sglang.launch_server", "--model", "Qwen/Qwen3-8B"),
+        "O 77 1 /dev/pts/4", "O 77 2 /dev/pts/4",
+        "garbage line", "O x 1 /nope",
+    ])  # fmt: skip
+    first, second = parse_discovery(text)
+    assert (first.pid, first.port, first.model, first.log) == (41, 31000, "/m/Llama 3", "/var/log/sgl.log")
+    assert not first.terminal
+    assert (second.pid, second.port, second.model, second.log) == (77, DEFAULT_PORT, "Qwen/Qwen3-8B", None)
+    assert second.terminal and "terminal /dev/pts/4" in second.summary()
+    line = several_line([first, second])
+    assert "2 SGLang servers" in line and "port 31000" in line and "port 30000" in line and "--port" in line
+
+
+def test_parse_prefers_a_file_and_refuses_pipes_devnull_and_deleted_files() -> None:
+    text = "\n".join([
+        _a(5, "python", "--port", "1"), "O 5 1 pipe:[123]", "O 5 2 /tmp/err.log",
+        _a(6, "python"), "O 6 1 /dev/null", "O 6 2 /dev/null",
+        _a(7, "python"), "O 7 1 /tmp/gone.log (deleted)", "O 7 2 ",
+        _a(8, "python"),
+    ])  # fmt: skip
+    by_pid = {s.pid: s for s in parse_discovery(text)}
+    assert by_pid[5].log == "/tmp/err.log"
+    assert by_pid[6].log is None and "/dev/null" in by_pid[6].summary()
+    assert by_pid[7].log is None
+    assert by_pid[8].log is None and by_pid[8].output == "" and "cannot be seen" in by_pid[8].summary()
+
+
+def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(sshd: Sshd, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    sims = [
+        start_sim(tmp_path / "a", speed=20.0, tp=2, shards=8),
+        start_sim(tmp_path / "b", speed=20.0, tp=2, shards=8),
+    ]
+    try:
+        for sim in sims:
+            wait_for_log(sim, b"Load weight begin", timeout=30)
+
+        async def found() -> dict[int, object]:
+            host = ssh_host(sshd)
+            await host.connect()
+            try:
+                return {s.pid: s for s in await discover(host)}
+            finally:
+                await host.close()
+
+        servers = asyncio.run(found())
+        for sim in sims:
+            mine = servers[sim.pid]
+            assert mine.port == sim.port and mine.log == str(sim.log)  # type: ignore[attr-defined]
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "wait", "127.0.0.1", *sshd.ssh_args(), "--timeout", "60", "--no-history"],
+            cwd=ROOT, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "SGLang servers found" in lines[0] and "--port" in lines[0]
+        assert all(f"port {sim.port}" in lines[0] for sim in sims)
+        # the TUI asks on the terminal before it starts; with no terminal to ask on, the same line and exit 2
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "127.0.0.1", *sshd.ssh_args(), "--no-history"],
+            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "SGLang servers found" in proc.stderr and all(f"port {sim.port}" in proc.stderr for sim in sims)
+    finally:
+        for sim in sims:
+            sim.stop()
+
+
+def test_the_chosen_server_gives_wait_its_port_and_log(tmp_path: Path) -> None:
+    from tui.commands.find_server import find
+
+    sim = start_sim(tmp_path, speed=20.0, tp=2, shards=8)
+    try:
+        wait_for_log(sim, b"Load weight begin", timeout=30)
+        args = argparse.Namespace(host="local", port=30000, log=None)
+        said: list[str] = []
+
+        async def go() -> int | None:
+            host = LocalHost()
+            await host.connect()
+            try:  # other simulators may run on this machine: pick ours as the user would
+                return await find(
+                    host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == sim.pid)
+                )
+            finally:
+                await host.close()
+
+        assert asyncio.run(go()) is None
+        assert (args.port, args.log) == (sim.port, str(sim.log))
+        assert said and f"port {sim.port}" in said[0]
+    finally:
+        sim.stop()
+
+
+def test_a_server_writing_to_a_terminal_has_no_log_file() -> None:
+    """A parent python on a pty with a `sglang::scheduler` child, as `python -m sglang.launch_server` in a shell."""
+    parent_code = (
+        f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from tui.sim.procs import spawn_titled_python\n"
+        "child = spawn_titled_python('sglang::scheduler', 'import time; time.sleep(120)')\n"
+        "print('up', flush=True); child.wait()\n"
+    )
+    leader, follower = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", parent_code, "--port", "41999", "--model-path", "/m/x"],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 30
+        while b"up" not in seen and time.monotonic() < deadline:
+            seen += os.read(leader, 100)
+
+        async def found() -> list[object]:
+            host = LocalHost()
+            await host.connect()
+            try:
+                return [s for s in await discover(host) if s.pid == proc.pid]
+            finally:
+                await host.close()
+
+        (mine,) = asyncio.run(found())
+        assert mine.port == 41999 and mine.model == "/m/x"  # type: ignore[attr-defined]
+        assert mine.log is None and mine.terminal  # type: ignore[attr-defined]
+        assert "terminal /dev/pts/" in mine.summary()  # type: ignore[attr-defined]
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        os.close(leader)
+
+
+def test_the_cli_discovers_only_when_neither_port_nor_log_is_given(monkeypatch: object) -> None:
+    import tui.cli as cli
+    import tui.commands.stop as stop
+    import tui.commands.wait as wait
+
+    seen: list[argparse.Namespace] = []
+    monkeypatch.setattr(wait, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
+    monkeypatch.setattr(stop, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
+    for argv in (
+        ["wait", "local"],
+        ["wait", "local", "--port", "30000"],
+        ["wait", "local", "--log", "/x.log"],
+        ["wait", "local", "--launch", "true"],
+        ["stop", "local"],
+        ["wait", "local", "--port", "31000"],
+    ):
+        assert cli.main(argv) == 0
+    assert [(a.port, bool(getattr(a, "discover", False))) for a in seen] == [
+        (30000, True),
+        (30000, False),
+        (30000, False),
+        (30000, False),
+        (30000, False),
+        (31000, False),
+    ]
