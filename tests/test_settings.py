@@ -97,3 +97,41 @@ def test_desktop_notifications_pick_the_terminals_escape_and_strip_log_escapes()
     assert wez == "\x1b]777;notify;a,b;ok\x07"
     assert osc_notification({"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}, "t", "b") is None
     assert osc_notification({"TERM": "xterm-256color"}, "t", "b") is None
+
+
+def test_with_theme_replaces_or_adds_the_top_level_key_and_keeps_the_rest() -> None:
+    from tui.ui.settings import with_theme
+
+    text = 'theme = "nord"\n[defaults]\nport = 31000\n[keys]\nkill-server = "ctrl+k"\n'
+    assert with_theme(text, "gruvbox") == text.replace('"nord"', '"gruvbox"')
+    added = with_theme("[defaults]\nport = 31000\n", "dracula")
+    assert added.startswith('theme = "dracula"\n') and parse(added).defaults == {"port": 31000}
+    assert parse(with_theme("", 'odd"name')).theme == 'odd"name'  # quoted as TOML
+
+
+async def test_a_theme_chosen_in_the_app_sticks_in_the_config_file(tmp_path: Path) -> None:
+    """The palette sets App.theme; the config file (a real file) then holds it, other settings kept; next start
+    reads it back."""
+    path = tmp_path / "sglang-tui" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[defaults]\nport = 31000\n[keys]\nkill-server = "ctrl+k"\n', encoding="utf-8")
+    app = make_app(FakeBatchSource(), control=FakeControl(), theme_file=path)
+    async with app.run_test() as pilot:
+        chosen = next(name for name in app.available_themes if name != app.theme)
+        app.theme = chosen
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if chosen in path.read_text(encoding="utf-8"):
+                break
+    settings = parse(path.read_text(encoding="utf-8"))
+    assert settings.theme == chosen
+    assert settings.defaults == {"port": 31000} and settings.keys == {"kill-server": "ctrl+k"}
+
+
+async def test_without_a_theme_file_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    app = make_app(FakeBatchSource(), control=FakeControl())
+    async with app.run_test() as pilot:
+        app.theme = next(name for name in app.available_themes if name != app.theme)
+        await pilot.pause(0.2)
+    assert not config_path().exists()

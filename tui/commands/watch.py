@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from tui.core.benchstats import BenchResult
 from tui.core.state import Readiness
+from tui.ui.settings import config_path
 
 if TYPE_CHECKING:
     from tui.sources.bench import BenchRunner
@@ -119,7 +120,8 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources.record_bench = lambda result: recorder.record_bench(result.to_json())
     settings = getattr(args, "settings", None)
     app = SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS,
-                    keymap=settings.keys if settings else None, theme=settings.theme if settings else None)
+                    keymap=settings.keys if settings else None, theme=settings.theme if settings else None,
+                    theme_file=config_path())
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, monitor
 

@@ -172,10 +172,13 @@ class SglangTui(App[None]):
         ready_clock_ticks: int = 1,
         keymap: dict[str, str] | None = None,
         theme: str | None = None,
+        theme_file: Path | None = None,
     ) -> None:
         super().__init__()
         self._keymap = dict(keymap or {})
         self._theme_wanted = theme
+        self._theme_file = theme_file  # where a theme chosen from the palette is kept (None: not kept)
+        self._theme_kept: str | None = None
         self.ready_clock_ticks = max(1, ready_clock_ticks)
         """Once ready, the shown clock steps every this many ticks (watch passes READY_CLOCK_TICKS)."""
         self.sources = sources
@@ -236,6 +239,9 @@ class SglangTui(App[None]):
                 self.theme = self._theme_wanted
             else:
                 self.notify(f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)", severity="warning", timeout=10)
+        if self._theme_file is not None:
+            self._theme_kept = self.theme
+            self.theme_changed_signal.subscribe(self, self._keep_theme)
         self.log_pane.view.focus()
         self.watch(self.screen, "focused", self._refresh_keys, init=False)
         self.watch(self.screen, "maximized", self._apply_layout, init=False)
@@ -646,6 +652,18 @@ class SglangTui(App[None]):
 
     def _bench_running(self) -> bool:
         return any(w.group == "bench" and w.is_running for w in self.workers)
+
+    def _keep_theme(self, theme: object) -> None:
+        """A theme chosen in the app (the palette) sticks: written to the config file, once per change."""
+        name = str(getattr(theme, "name", theme))
+        if self._theme_file is None or name == self._theme_kept:
+            return
+        from tui.ui.settings import save_theme
+
+        self._theme_kept = name
+        problem = save_theme(name, self._theme_file)
+        if problem:
+            self.notify(problem, severity="warning", timeout=10)
 
     def _bench_where(self) -> str:
         label, port = self.sources.host_label, self.sources.port

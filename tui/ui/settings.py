@@ -93,3 +93,38 @@ def load(path: Path | None = None) -> Settings:
     except OSError as err:
         raise SettingsError(f"{path}: cannot read it: {err.strerror or err}") from None
     return parse(text, str(path))
+
+
+def with_theme(text: str, theme: str) -> str:
+    """The config text with its top-level `theme` set (replaced in place, else added first); the rest kept."""
+    line = f"theme = {_toml_string(theme)}"
+    lines = text.splitlines()
+    for i, old in enumerate(lines):
+        stripped = old.strip()
+        if stripped.startswith("["):  # the first table: top-level keys end here
+            break
+        if stripped.split("=", 1)[0].strip() == "theme" and "=" in stripped:
+            lines[i] = line
+            return "\n".join(lines) + "\n"
+    return "\n".join([line, *lines]) + "\n"
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def save_theme(theme: str, path: Path | None = None) -> str | None:
+    """Keep a theme chosen in the app (ctrl+p) in the config file, atomically; the problem as one line, or None."""
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        new = with_theme(text, theme)
+        parse(new, str(path))  # never write a file that would not load
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(new, encoding="utf-8")
+        os.replace(tmp, path)
+    except (OSError, SettingsError) as err:
+        return f"theme not saved to {path}: {err}"
+    return None
+
