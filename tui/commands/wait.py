@@ -127,11 +127,13 @@ async def wait_for(
     monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
     clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
     log_watched: bool | None = None, recorder: Recorder | None = None, weights: WeightFilesProbe | None = None,
+    process_watched: bool | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
     recorder (history) sees every state."""
     start = clock()
-    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
+    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched,
+                      process_watched=process_watched)
 
     async def fold() -> Verdict | None:
         nonlocal state
@@ -183,7 +185,7 @@ async def _main(args: argparse.Namespace) -> int:
         recorder = Recorder(history_path(args), args.host, "wait")
         found, state = await wait_for(
             monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
-            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host),
+            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host), process_watched=True,
         )  # fmt: skip
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:

@@ -1,7 +1,8 @@
 """Whose /health 200 is it: this server's, something else's on its port, or not known yet.
 
 A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
-up, or a log that prints no INFO milestone at all), the port's listener being one of the server's processes
+up, or a log that prints no INFO milestone at all; where a process watch can see, once it found the log's
+server alive), the port's listener being one of the server's processes
 (the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
 names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
 server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
@@ -46,6 +47,9 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is False and owner.pid is not None:
         command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
+    if owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
     ident = identity(s)
     if ident is not None:
         if ident.outcome == "garbage":
@@ -59,7 +63,10 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
-    if s.log_ready or (m is not None and m.kind in LOG_UP_KINDS):
+    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
+    if (log_up or (m is None and (s.shards is not None or s.capture is not None))) and finding_the_writer(s):
+        return UNKNOWN, "finding the server that writes the log first (a finished run's log vouches for nothing)"
+    if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
@@ -80,6 +87,18 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def finding_the_writer(s: Readiness) -> bool:
+    """A process watch that can see runs and has not found the log's server alive (yet): the log alone does not
+    vouch for a 200 then. Not found within the grace is dead (readiness fails it); what it cannot see, the log
+    and the identity probe decide."""
+    return _writer_watched(s) and s.process_alive is not True
+
+
+def _writer_watched(s: Readiness) -> bool:
+    """A process watch that can see looks for the writer of a watched log."""
+    return s.process_watched is True and s.log_watched is True and s.process_visible
 
 
 def _log_not_read_yet(s: Readiness) -> bool:

@@ -235,6 +235,7 @@ def _fresh_launch(
         health_probed=s.health_probed,
         health_port=s.health_port,
         log_watched=s.log_watched,
+        process_watched=s.process_watched,
         port_owner=s.port_owner,
         launched=launched,
         last_log_at=at or s.last_log_at,
