@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.crossuid import SYSTEM_PYTHON
+from tests.helpers.crossuid import CANNOT_SEE, SYSTEM_PYTHON
 from tests.helpers.sim import ROOT, start_sim, wait_ready
 from tests.helpers.sshd import Sshd, free_port
 from tests.helpers.verdicts import LOOKALIKE, MODEL, Listener, finished_log, run_wait
+from tui.sim.params import MODEL as SIM_MODEL
 
 NOT_READY = {"ready", "serving"}
 
@@ -31,9 +32,9 @@ def watcher(where: str, request: pytest.FixtureRequest) -> tuple[Sshd | None, st
     return request.getfixturevalue("user_sshd"), SYSTEM_PYTHON, request.getfixturevalue("shared_dir")
 
 
-def old_log(where: Path, port: int, name: str = "old.log") -> Path:
+def old_log(where: Path, port: int, name: str = "old.log", model: str = MODEL) -> Path:
     log = where / name
-    log.write_text(finished_log(port))
+    log.write_text(finished_log(port, model=model))
     log.chmod(0o644)
     return log
 
@@ -54,6 +55,9 @@ def test_a_lookalike_naming_the_logs_model_with_a_previous_runs_log_is_not_ready
     if where != "another_user":  # root sees that nothing writes the log and who listens
         assert f"something else answers on port {lookalike.port}: PID " in out.verdict(), out.verdict()
         assert "no process writes the log (a finished run's log?)" in out.verdict()
+    else:  # it cannot see; a live SGLang would log the probe's request, this log stays as it was
+        assert "the log has shown nothing since /health said 200" in out.verdict(), out.verdict()
+        assert CANNOT_SEE in out.verdict()
 
 
 @pytest.mark.parametrize("where", ["local", "another_user"])
@@ -75,7 +79,7 @@ def test_a_symlinked_log_of_another_run_with_a_live_server_on_the_port_is_not_re
         where: str, request: pytest.FixtureRequest) -> None:  # fmt: skip
     sshd, python, base = watcher(where, request)
     sim = start_sim(base, speed=400.0, tp=2, shards=4)
-    old = old_log(base, sim.port)
+    old = old_log(base, sim.port, model=SIM_MODEL)  # the same model: only the log's writer tells them apart
     link = base / "link.log"
     link.symlink_to(old)
     try:
@@ -84,8 +88,10 @@ def test_a_symlinked_log_of_another_run_with_a_live_server_on_the_port_is_not_re
                        "--timeout", "25", remote_python=python)  # fmt: skip
     finally:
         sim.stop()
-    assert f"log is a symlink to {old}" in out.stderr, out.stderr
     assert out.code != 0 and not out.phases() & NOT_READY, out.stderr
+    assert f"log path {link} is a symlink to {old}" in out.verdict(), out.verdict()
+    if where != "another_user":
+        assert "no process writes the log (a finished run's log?)" in out.verdict(), out.verdict()
 
 
 @pytest.mark.parametrize("where", ["local", "another_user"])
@@ -98,18 +104,25 @@ def test_no_health_on_a_dead_servers_log_is_not_ready(where: str, request: pytes
 
 
 @pytest.mark.parametrize("where", ["local", "another_user"])
-def test_no_health_as_another_user_on_a_live_server_is_ready_from_the_log(where: str,
-                                                                         request: pytest.FixtureRequest) -> None:  # fmt: skip
-    """The other side of the one above: a live server's log with --no-health is still ready (log only)."""
+def test_no_health_on_a_live_server_is_ready_only_where_its_process_is_seen(where: str,
+                                                                           request: pytest.FixtureRequest) -> None:  # fmt: skip
+    """The other side of the one above: --no-health rests on the log and a live process. Root sees it (ready,
+    log only); another uid cannot, and nothing else may confirm it: not ready, and it says why."""
     sshd, python, base = watcher(where, request)
     sim = start_sim(base, speed=400.0, tp=2, shards=4)
     try:
         out = run_wait(sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
-                       "--timeout", "60", "--no-health", remote_python=python)  # fmt: skip
+                       "--timeout", "20" if where == "another_user" else "60", "--no-health",
+                       remote_python=python)  # fmt: skip
     finally:
         sim.stop()
-    assert out.code == 0, out.stderr
-    assert out.verdict().startswith("sglang-tui wait: ready: the log says fired up (log only"), out.verdict()
+    if where == "local":
+        assert out.code == 0, out.stderr
+        assert out.verdict().startswith("sglang-tui wait: ready: the log says fired up (log only"), out.verdict()
+    else:
+        assert out.code == 2 and not out.phases() & NOT_READY, out.stderr
+        assert "not confirmed: /health is not probed (--no-health)" in out.verdict(), out.verdict()
+        assert CANNOT_SEE in out.verdict()
 
 
 def test_log_replaced_by_a_directory_mid_load_is_named_and_followed(tmp_path: Path) -> None:

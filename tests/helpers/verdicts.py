@@ -17,11 +17,11 @@ from tests.helpers.sshd import Sshd, free_port
 MODEL = "org/test-model"
 
 
-def finished_log(port: int, *, sigterm: bool = False) -> str:
+def finished_log(port: int, *, sigterm: bool = False, model: str = MODEL) -> str:
     """A 0.5.x startup that reached fired up (and, with sigterm, was then stopped by someone's SIGTERM)."""
     ts = "[2025-11-29 10:0{}]"
     lines = [
-        ("0:00", f"server_args=ServerArgs(model_path='{MODEL}', tokenizer_path='{MODEL}', tp_size=1, port={port}, host='127.0.0.1')"),
+        ("0:00", f"server_args=ServerArgs(model_path='{model}', tokenizer_path='{model}', tp_size=1, port={port}, host='127.0.0.1')"),
         ("0:09", "Init torch distributed begin."),
         ("0:12", "Init torch distributed ends. elapsed=2.71 s, mem usage=1.02 GB"),
         ("0:12", "Load weight begin. avail mem=138.05 GB"),

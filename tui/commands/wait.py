@@ -20,6 +20,7 @@ from typing import Callable, TextIO
 
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
+from tui.core.explain import symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
@@ -190,7 +191,8 @@ async def _main(args: argparse.Namespace) -> int:
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
-        reporter.say(f"sglang-tui wait: {found.line}")
+        link = symlink_line(state.log_file) if state.log_file is not None else ""
+        reporter.say(f"sglang-tui wait: {found.line}" + (f"; {link}" if link else ""))  # the file read may not be the server's
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
         return found.code

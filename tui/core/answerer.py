@@ -66,6 +66,9 @@ def answerer(s: Readiness) -> tuple[str, str]:
     log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
     if (log_up or (m is None and (s.shards is not None or s.capture is not None))) and finding_the_writer(s):
         return UNKNOWN, "finding the server that writes the log first (a finished run's log vouches for nothing)"
+    if (log_up or (m is None and (s.shards is not None or s.capture is not None))) and log_silent_unseen(s):
+        return UNKNOWN, ("the log has shown nothing since /health said 200, and the server's processes cannot be "
+                         "seen: a finished run's log vouches for nothing")
     if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
@@ -94,6 +97,14 @@ def finding_the_writer(s: Readiness) -> bool:
     vouch for a 200 then. Not found within the grace is dead (readiness fails it); what it cannot see, the log
     and the identity probe decide."""
     return _writer_watched(s) and s.process_alive is not True
+
+
+def log_silent_unseen(s: Readiness) -> bool:
+    """Where the server's processes cannot be seen (another uid), the log vouches for a 200 only once it grew
+    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was)."""
+    if s.process_watched is not True or s.log_watched is not True or s.process_visible:
+        return False
+    return s.health_ok_since is None or s.log_grew_at is None or s.log_grew_at <= s.health_ok_since
 
 
 def _writer_watched(s: Readiness) -> bool:
