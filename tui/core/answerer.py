@@ -47,9 +47,6 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is False and owner.pid is not None:
         command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
-    if owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
-        command = f" ({printable(owner.command)})" if owner.command else ""
-        return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
     ident = identity(s)
     if ident is not None:
         if ident.outcome == "garbage":
@@ -64,9 +61,13 @@ def answerer(s: Readiness) -> tuple[str, str]:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
     log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
-    if (log_up or (m is None and (s.shards is not None or s.capture is not None))) and finding_the_writer(s):
+    vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
+    if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
+    if vouching and finding_the_writer(s):
         return UNKNOWN, "finding the server that writes the log first (a finished run's log vouches for nothing)"
-    if (log_up or (m is None and (s.shards is not None or s.capture is not None))) and log_silent_unseen(s):
+    if vouching and log_silent_unseen(s):
         return UNKNOWN, ("the log has shown nothing since /health said 200, and the server's processes cannot be "
                          "seen: a finished run's log vouches for nothing")
     if log_up:
