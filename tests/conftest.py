@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.crossuid import other_user, shared_dir, user_sshd  # noqa: F401 (fixtures, registered here)
 from tests.helpers.sshd import Sshd
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"

@@ -26,6 +26,7 @@ from typing import Callable, TextIO
 
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
+from tui.core.explain import symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.events import ControlResult
@@ -137,11 +138,13 @@ async def wait_for(
     clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
     log_watched: bool | None = None, recorder: Recorder | None = None, weights: WeightFilesProbe | None = None,
     launched: ControlResult | None = None,
+    process_watched: bool | None = None,
 ) -> tuple[Verdict, Readiness]:  # fmt: skip
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
     recorder (history) sees every state; `launched`: our own launch, folded first."""
     start = clock()
-    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched)
+    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched,
+                      process_watched=process_watched)
     if launched is not None:
         state = reduce(state, launched, start)
 
@@ -229,11 +232,13 @@ async def _main(args: argparse.Namespace) -> int:
         found, state = await wait_for(
             monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
             log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host), launched=launched,
+            process_watched=True,
         )  # fmt: skip
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
-        reporter.say(f"sglang-tui wait: {found.line}")
+        link = symlink_line(state.log_file) if state.log_file is not None else ""
+        reporter.say(f"sglang-tui wait: {found.line}" + (f"; {link}" if link else ""))  # the file read may not be the server's
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
         if found.code != EXIT_READY and getattr(args, "stop_on_fail", False) and control is not None and launched is not None:

@@ -91,7 +91,7 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=sim_gpus,
                       control=control, health=HealthPoller(host, args.port, enabled=probe))
     start = initial if initial is not None else Readiness()
-    start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log))
+    start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
         start = replace(start, stall_after=stall_after)

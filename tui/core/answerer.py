@@ -1,7 +1,8 @@
 """Whose /health 200 is it: this server's, something else's on its port, or not known yet.
 
 A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
-up, or a log that prints no INFO milestone at all), the port's listener being one of the server's processes
+up, or a log that prints no INFO milestone at all; where a process watch can see, once it found the log's
+server alive), the port's listener being one of the server's processes
 (the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
 names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
 server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
@@ -59,7 +60,17 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
-    if s.log_ready or (m is not None and m.kind in LOG_UP_KINDS):
+    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
+    vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
+    if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
+        command = f" ({printable(owner.command)})" if owner.command else ""
+        return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
+    if vouching and finding_the_writer(s):
+        return UNKNOWN, "finding the server that writes the log first (a finished run's log vouches for nothing)"
+    if vouching and log_silent_unseen(s):
+        return UNKNOWN, ("the log has shown nothing since /health said 200, and the server's processes cannot be "
+                         "seen: a finished run's log vouches for nothing")
+    if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
@@ -80,6 +91,26 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def finding_the_writer(s: Readiness) -> bool:
+    """A process watch that can see runs and has not found the log's server alive (yet): the log alone does not
+    vouch for a 200 then. Not found within the grace is dead (readiness fails it); what it cannot see, the log
+    and the identity probe decide."""
+    return _writer_watched(s) and s.process_alive is not True
+
+
+def log_silent_unseen(s: Readiness) -> bool:
+    """Where the server's processes cannot be seen (another uid), the log vouches for a 200 only once it grew
+    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was)."""
+    if s.process_watched is not True or s.log_watched is not True or s.process_visible:
+        return False
+    return s.health_ok_since is None or s.log_grew_at is None or s.log_grew_at <= s.health_ok_since
+
+
+def _writer_watched(s: Readiness) -> bool:
+    """A process watch that can see looks for the writer of a watched log."""
+    return s.process_watched is True and s.log_watched is True and s.process_visible
 
 
 def _log_not_read_yet(s: Readiness) -> bool:

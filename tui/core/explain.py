@@ -99,7 +99,10 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
             reason += f"; {waiting}"
     elif s.past is not None:
         reason += _history_suffix(s, now)
-    return reason + _log_file_suffix(s), _evidence(s, now)
+    reason += _log_file_suffix(s)
+    if s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED) and not s.process_visible:
+        reason += _unseen_suffix(s)  # why it cannot tell whether the server still runs
+    return reason, _evidence(s, now)
 
 
 def _beyond_log(s: Readiness, now: float) -> str:
@@ -254,6 +257,8 @@ def _warmup_reason(s: Readiness, now: float) -> str:
         if silent is not None and health is not None:
             why = NO_ANSWER_WHY.get(health.outcome, "its answer is not HTTP")
             return f"up but not answering /health for {fmt.duration(silent)} (last: {last} on {port_words(s)}): {why}"
+        if s.health_probed is False:
+            return "log says fired up; not confirmed: /health is not probed (--no-health) and no server process is seen alive"
         return f"log says fired up; waiting for /health 200 (last: {last})"
     if s.latest_milestone is None:
         return f"uvicorn answers (/v1/models is not a readiness signal); warmup running, {last}"

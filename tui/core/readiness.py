@@ -238,6 +238,7 @@ def _fresh_launch(
         health_probed=s.health_probed,
         health_port=s.health_port,
         log_watched=s.log_watched,
+        process_watched=s.process_watched,
         port_owner=s.port_owner,
         launched=launched,
         last_log_at=at or s.last_log_at,
@@ -597,7 +598,8 @@ def _on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
         return s
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
         s = _with(s, log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
-    return _with(s, log_offset=ev.offset, last_progress_at=now, last_progress="log bytes")
+    grew = now if ev.data else s.log_grew_at
+    return _with(s, log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
 
 
 def _on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
@@ -643,7 +645,8 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     reachable = any(_http_answer(r) for r in results)
     s = _with(s, health=results, health_checked_at=checked, health_reachable=reachable)
     if ev.endpoint == "/health":
-        s = _with(s, health_ready=ev.outcome == "ok")
+        since = (s.health_ok_since if s.health_ready else now) if ev.outcome == "ok" else None
+        s = _with(s, health_ready=ev.outcome == "ok", health_ok_since=since)
     if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
         # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
         # answers before it shows a launch may be a server from before)

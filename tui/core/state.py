@@ -234,6 +234,12 @@ class Readiness:
     health_probed: bool | None = None
     health_port: int | None = None  # set once by the caller: the port the probes ask (for the words)
     log_watched: bool | None = None  # set once by the caller: a --log is tailed (True), none given (False)
+    # set once by the caller: a process watch runs (wait, the TUI). The log's fired up then vouches for a /health
+    # 200 only once the watch found the log's server alive (when it can see it): a finished run's log vouches for
+    # nothing that answers now.
+    process_watched: bool | None = None
+    health_ok_since: float | None = None  # clock time the current run of /health 200s began
+    log_grew_at: float | None = None  # clock time log bytes last arrived
     port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
