@@ -56,7 +56,7 @@ def run(script: str, args: list[str]) -> tuple[str, float]:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return f"### {script}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
     if not proc.stdout.lstrip().startswith("#"):  # another engineer's script printing plain lines
-        doc = (proc.stdout.strip() or "(no output)")
+        doc = proc.stdout.strip() or "(no output)"
         command = f".venv/bin/python bench/{script}{' ' + ' '.join(args) if args else ''}"
         return f"### {script} (as it prints)\n\n```\n{doc}\n```\n- reproduce: `{command}`\n", took
     return proc.stdout, took
@@ -81,8 +81,10 @@ def main() -> int:
     ap.add_argument("--only", metavar="NAME", action="append", help="run only scripts whose name contains NAME")
     args = ap.parse_args()
     print(f"## sglang-tui figures ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)\n")
-    print(f"- machine: {machine()}; everything on 127.0.0.1 (the 'GPU host' is this machine through a real "
-          "OpenSSH sshd on loopback; the server is the project's simulator)")
+    print(
+        f"- machine: {machine()}; everything on 127.0.0.1 (the 'GPU host' is this machine through a real "
+        "OpenSSH sshd on loopback; the server is the project's simulator)"
+    )
     missing = [tool for tool in ("ssh", "curl", "watch", "grep", "tail") if shutil.which(tool) is None]
     if missing:
         print(f"- WARNING: not installed, so the baselines that use them fail: {', '.join(missing)}")

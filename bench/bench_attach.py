@@ -105,8 +105,13 @@ async def whole_file(sshd, sim) -> float:  # type: ignore[no-untyped-def]
                 state = reduce(state, event, now)
                 for item in parser.feed(getattr(event, "data", b"")):
                     state = reduce(state, item, now)
-                if state.phase in (Phase.READY, Phase.SERVING) and state.shards and state.shards.total == 64 \
-                        and state.shards.done == 64 and state.log_ready:
+                if (
+                    state.phase in (Phase.READY, Phase.SERVING)
+                    and state.shards
+                    and state.shards.total == 64
+                    and state.shards.done == 64
+                    and state.log_ready
+                ):
                     return time.monotonic() - started
     finally:
         await host.close()
@@ -128,7 +133,9 @@ def main() -> int:
     tmpdir = Path(tempfile.mkdtemp(prefix="bench-attach-", dir="/tmp"))
     free = shutil.disk_usage(tmpdir).free
     if free < 3 * size:
-        print(f"bench_attach: only {free / 2**30:.1f} GiB free in /tmp; need {3 * size / 2**30:.1f} GiB", file=sys.stderr)
+        print(
+            f"bench_attach: only {free / 2**30:.1f} GiB free in /tmp; need {3 * size / 2**30:.1f} GiB", file=sys.stderr
+        )
         return 1
     rows = []
     try:
@@ -162,8 +169,14 @@ def main() -> int:
         "whole-file row: ready in the log with 64/64 shards); times include the SSH connection",
         "the two sglang-tui rows ran twice each (first attach / again); the file lives in /tmp and is deleted at the end",
     ]
-    print(section("Attach: a 1 GB log whose last launch is near the end", table, notes,
-                  f".venv/bin/python bench/bench_attach.py --gib {args.gib:g}"))
+    print(
+        section(
+            "Attach: a 1 GB log whose last launch is near the end",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_attach.py --gib {args.gib:g}",
+        )
+    )
     return 0
 
 

@@ -76,7 +76,9 @@ def main() -> None:
             gpus = [str(n.gpu_state) for n in nodes]
             rows = []
             for count in (1, 2):
-                used, batches, verdict = asyncio.run(watch(sshd, logs[:count], nodes[0].port, gpus[:count], args.seconds))
+                used, batches, verdict = asyncio.run(
+                    watch(sshd, logs[:count], nodes[0].port, gpus[:count], args.seconds)
+                )
                 per_min = used * 60.0 / args.seconds
                 rows.append((f"{count} node{'s' if count > 1 else ''}", f"{per_min:.2f} s", f"{100 * used / args.seconds:.2f}%",
                              f"{batches * 60.0 / args.seconds:.0f}", verdict))  # fmt: skip
@@ -84,10 +86,17 @@ def main() -> None:
             for node in nodes:
                 node.stop()
     table = md_table(("watching", "CPU per minute", "of one core", "batches per minute", "verdict"), rows)
-    print(section("Laptop CPU: watching two nodes against one", table, (
-        "Headless watch (`wait`'s fold) of quiet simulated nodes at ready, one SSH connection per node to a loopback sshd.",
-        f"Measured over {args.seconds:g} s after a {WARMUP_S:g} s warm-up; the machine is shared, so figures vary.",
-    ), "python bench/bench_deployment_cost.py"))
+    print(
+        section(
+            "Laptop CPU: watching two nodes against one",
+            table,
+            (
+                "Headless watch (`wait`'s fold) of quiet simulated nodes at ready, one SSH connection per node to a loopback sshd.",
+                f"Measured over {args.seconds:g} s after a {WARMUP_S:g} s warm-up; the machine is shared, so figures vary.",
+            ),
+            "python bench/bench_deployment_cost.py",
+        )
+    )
 
 
 if __name__ == "__main__":

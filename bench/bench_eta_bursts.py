@@ -107,6 +107,7 @@ def main() -> int:
         if e_sh is not None:
             errors["shards"].append(abs(e_sh))
         if i % step == 0:
+
             def cell(x: float | None) -> str:
                 return f"{x:7.1f}" if x is not None else "      -"
 

@@ -156,7 +156,11 @@ async def main_async(appends: int) -> str:
         runs = [
             ("`ssh host tail -F LOG` (system OpenSSH client; the floor)", ssh_tail_baseline, 1_000_000),
             ("sglang-tui: SshHost + LogTail + LogParser + reduce", logtail_pipeline, 2_000_000),
-            (f"sglang-tui: whole Monitor (adds its {1000 * BATCH_S:g} ms batching) + reduce", monitor_pipeline, 3_000_000),
+            (
+                f"sglang-tui: whole Monitor (adds its {1000 * BATCH_S:g} ms batching) + reduce",
+                monitor_pipeline,
+                3_000_000,
+            ),
         ]
         for name, run, first in runs:
             lat, missed = await run(sshd, path, appends, first)
@@ -169,8 +173,12 @@ async def main_async(appends: int) -> str:
         "the reduced Readiness shows the line's gen throughput)",
         f"{WARMUP} warm-up appends not counted; 5–20 ms pause between appends",
     ]
-    return section("Seeing an event: log append → readiness model", table, notes,
-                   f".venv/bin/python bench/bench_event_latency.py --appends {appends}")
+    return section(
+        "Seeing an event: log append → readiness model",
+        table,
+        notes,
+        f".venv/bin/python bench/bench_event_latency.py --appends {appends}",
+    )
 
 
 def main() -> int:

@@ -38,8 +38,15 @@ def window(sshd, seconds: float) -> float:  # type: ignore[no-untyped-def]
     return tree_cpu_s(sshd.proc.pid) - before
 
 
-async def sglang_tui(sshd, sim, seconds: float, *, gpus: bool = True, processes: bool = True,  # type: ignore[no-untyped-def]
-                     activity: bool = True) -> tuple[float, str]:
+async def sglang_tui(
+    sshd,
+    sim,
+    seconds: float,
+    *,
+    gpus: bool = True,
+    processes: bool = True,  # type: ignore[no-untyped-def]
+    activity: bool = True,
+) -> tuple[float, str]:
     host = ssh_host(sshd)
     await host.connect()
     monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state),
@@ -136,8 +143,10 @@ def act_cost(sim, n: int = 200) -> tuple[float, int]:  # type: ignore[no-untyped
     main = sim.pid
     pids = [main] + [int(x) for x in Path(f"/proc/{main}/task/{main}/children").read_text().split()]
     known = " ".join(f"{p}:{Path(f'/proc/{p}/stat').read_text().rsplit(')', 1)[1].split()[19]}" for p in pids)
-    script = (control_cmds.watch_activity_funcs() + f"\nknown={shlex.quote(known)}\nhubdir\n"
-              f"i=0; while [ $i -lt {n} ]; do act > /dev/null; i=$((i+1)); done\ntimes")
+    script = (
+        control_cmds.watch_activity_funcs() + f"\nknown={shlex.quote(known)}\nhubdir\n"
+        f"i=0; while [ $i -lt {n} ]; do act > /dev/null; i=$((i+1)); done\ntimes"
+    )
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout.split()
     total = sum(int(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s")) for t in out[-4:])
     return 1000 * total / n, len(pids)
@@ -208,8 +217,14 @@ def main() -> int:
         f"the process scan reads /proc of every process on the host ({sum(1 for p in os.listdir('/proc') if p.isdigit())} "
         "here; more on a busy GPU host), so its cost grows with the host's process count",
     ]
-    print(section("Cost on the GPU host: CPU while watching a ready server", table, notes,
-                  f".venv/bin/python bench/bench_host_cost.py --seconds {w:g}"))
+    print(
+        section(
+            "Cost on the GPU host: CPU while watching a ready server",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_host_cost.py --seconds {w:g}",
+        )
+    )
     return 0
 
 

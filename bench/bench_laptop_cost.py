@@ -49,7 +49,9 @@ def serving_lines(n: int, start: int = 0) -> bytes:
             out.append(f"[{stamp} TP0] Prefill batch, #new-seq: 1, #new-token: {300 + i % 97}, #cached-token: 0, "
                        f"token usage: 0.{i % 90:02d}, #running-req: {i % 40}, #queue-req: 0\n")  # fmt: skip
         elif i % 12 in (5, 11):
-            out.append(f'[{stamp}] INFO:     10.0.0.{i % 256}:{40000 + i % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+            out.append(
+                f'[{stamp}] INFO:     10.0.0.{i % 256}:{40000 + i % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+            )
         else:
             out.append(f"[{stamp} TP0] Decode batch, #running-req: {i % 40}, #token: {i % 90000}, token usage: 0.{i % 90:02d}, "
                        f"accept len: 3.{i % 90:02d}, accept rate: 0.7{i % 10}, cuda graph: True, "
@@ -299,9 +301,15 @@ def main() -> int:
         f"({tui['poured']:,} lines, {int(tui['poured_bytes']) / 2**20:.1f} MiB)",  # type: ignore[call-overload]
         "a terminal's own rendering of `tail -F` (the baseline's real cost at 10,000 lines/s) is not measured",
     ]
-    print(section("Cost on the laptop: the TUI idle, after a million lines, and under a pouring log", table, notes,
-                  f".venv/bin/python bench/bench_laptop_cost.py --idle {args.idle:g} --lines {args.lines} "
-                  f"--pour {args.pour:g}"))
+    print(
+        section(
+            "Cost on the laptop: the TUI idle, after a million lines, and under a pouring log",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_laptop_cost.py --idle {args.idle:g} --lines {args.lines} "
+            f"--pour {args.pour:g}",
+        )
+    )
     return 0
 
 

@@ -21,7 +21,6 @@ from tui.sources.local import LocalHost  # noqa: E402
 from tui.sources.monitor import Monitor  # noqa: E402
 from tui.sources.ssh import SshHost  # noqa: E402
 
-
 PROCS = True  # also poll the server's process state, as `wait` does
 WARMUP_S = 2.0
 
@@ -65,7 +64,9 @@ def main() -> None:
             ]  # fmt: skip
             for label, host in hosts:
                 share, rate = asyncio.run(idle(host, log, args.seconds))
-                print(f"{label:5}  idle monitor: {share * 100:.2f}% of one core, {rate:.1f} batches/s over {args.seconds:g} s")
+                print(
+                    f"{label:5}  idle monitor: {share * 100:.2f}% of one core, {rate:.1f} batches/s over {args.seconds:g} s"
+                )
         finally:
             sshd.stop()
 

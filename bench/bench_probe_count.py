@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from bench_common import PY, md_table, section
+
 from tests.helpers.sim import start_sim
 from tui.core.probes import is_probe_line
 from tui.sources.health import HealthPoller

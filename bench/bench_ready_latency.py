@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from bench_common import FIRED_UP, PY, ROOT, default_of, loopback_sshd, md_table, section, ssh_host
+
 from tests.helpers.sim import start_sim
 from tui.sources.health import HealthPoller
 
@@ -94,8 +95,10 @@ def curl_loop(tmp: Path) -> float:
     """`while :; do curl /health; sleep 1; done`: from ready to the first 200 it prints."""
     sim = start_sim(tmp, speed=SPEED)
     watcher = start_watcher(sim.log)
-    loop = (f"while :; do curl -s -o /dev/null -w '%{{http_code}}\\n' --max-time 30 http://127.0.0.1:{sim.port}/health; "
-            "sleep 1; done")
+    loop = (
+        f"while :; do curl -s -o /dev/null -w '%{{http_code}}\\n' --max-time 30 http://127.0.0.1:{sim.port}/health; "
+        "sleep 1; done"
+    )
     health = subprocess.Popen(["sh", "-c", loop], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert health.stdout is not None
@@ -173,7 +176,9 @@ def main() -> int:
     bad = [code for *_, code in local + remote if code != 0]
     rows.append(["`sglang-tui wait local`: ready JSON line printed", len(local), *fmt_s([x for x, _, _ in local])])
     rows.append(["`sglang-tui wait local`: process exited 0", len(local), *fmt_s([x for _, x, _ in local])])
-    rows.append(["`sglang-tui wait` over sshd: ready JSON line printed", len(remote), *fmt_s([x for x, _, _ in remote])])
+    rows.append(
+        ["`sglang-tui wait` over sshd: ready JSON line printed", len(remote), *fmt_s([x for x, _, _ in remote])]
+    )
     rows.append(["`sglang-tui wait` over sshd: process exited 0", len(remote), *fmt_s([x for _, x, _ in remote])])
     rows.append(["TUI header shows READY (headless, Monitor over sshd)", len(tui), *fmt_s(tui)])
     rows.append(["`while :; do curl /health; sleep 1; done`", len(curls), *fmt_s(curls)])
@@ -192,8 +197,14 @@ def main() -> int:
         notes.append(f"WARNING: `wait` exit codes other than 0: {bad}")
     if tui_error:
         notes.append(f"TUI figure missing: {tui_error}")
-    print(section("Knowing it is ready: /health 200 → the tool says so", table, notes,
-                  f".venv/bin/python bench/bench_ready_latency.py --trials {n}"))
+    print(
+        section(
+            "Knowing it is ready: /health 200 → the tool says so",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_ready_latency.py --trials {n}",
+        )
+    )
     return 0
 
 

@@ -119,7 +119,9 @@ def main() -> int:
 
     print(f"log: {args.lines:,} lines, {size / 2**20:.1f} MiB, {bare_count:,} decode lines")
     print(f"bare loop (count decode lines): best {bare_s:.3f} s CPU of {_runs(bare_times)} (wall {_runs(bare_wall)})")
-    print(f"LogParser replay (64 KiB chunks): best {parse_s:.3f} s CPU of {_runs(parse_times)} (wall {_runs(parse_wall)})")
+    print(
+        f"LogParser replay (64 KiB chunks): best {parse_s:.3f} s CPU of {_runs(parse_times)} (wall {_runs(parse_wall)})"
+    )
     print(f"  {events:,} events, decode lines counted {decode_lines:,}")
     print(f"ratio parser / bare loop (best CPU times): {parse_s / bare_s:.2f}x")
     print(f"peak RSS of this process: {rss_after / 1024:.1f} MiB (before replay {rss_before / 1024:.1f} MiB)")

@@ -63,7 +63,14 @@ def main() -> int:
         f"the replay found phase `{report.get('phase')}`, shards {report.get('shards')}, last decode {report.get('decode')}; "
         "grep and the bare scan only count lines",
     ]
-    print(section("Replay: a 1M-line serving log", table, notes, f".venv/bin/python bench/bench_replay_cli.py --lines {args.lines}"))
+    print(
+        section(
+            "Replay: a 1M-line serving log",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_replay_cli.py --lines {args.lines}",
+        )
+    )
     return 0
 
 

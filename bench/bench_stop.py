@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from bench_common import PY, ROOT, loopback_sshd, md_table, section, sim_ready, ssh_host
+
 from tests.helpers.sim import SimServer, _pids_with_marker
 
 NEVER_S = 10.0  # a baseline that leaves processes behind is given this long, then called "never"
@@ -154,8 +155,10 @@ def main() -> int:
                 gone_text += f" ({never} of {len(gone)} never)"
             elif never:
                 procs, held = max(left)
-                gone_text = (f"never: {procs} process(es) of the server still alive, {held / 2**30:.0f} GiB of GPU memory "
-                             f"held, after {NEVER_S:g} s ({never} of {len(gone)})")
+                gone_text = (
+                    f"never: {procs} process(es) of the server still alive, {held / 2**30:.0f} GiB of GPU memory "
+                    f"held, after {NEVER_S:g} s ({never} of {len(gone)})"
+                )
             rows.append([name, len(gone), gone_text, f"{statistics.fmean(returned):.2f} s", f"{sum(oks)}/{len(oks)}"])
     table = md_table(["stop", "trials", "all processes gone + GPU memory released (mean)", "command returned (mean)",
                       "reported ok / confirmed"], rows)  # fmt: skip
@@ -170,8 +173,14 @@ def main() -> int:
         "over sshd each command (scan, signal+wait, GPU probe) opens a channel and starts the user's login shell: "
         "here bash reading a ~/.bashrc that may be heavy (see the host-cost section's per-command figure)",
     ]
-    print(section("Stop: kill intent → every process gone and GPU memory released", table, notes,
-                  f".venv/bin/python bench/bench_stop.py --trials {args.trials}"))
+    print(
+        section(
+            "Stop: kill intent → every process gone and GPU memory released",
+            table,
+            notes,
+            f".venv/bin/python bench/bench_stop.py --trials {args.trials}",
+        )
+    )
     return 0
 
 

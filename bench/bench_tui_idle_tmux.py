@@ -37,7 +37,9 @@ def _measure(session: str, command: str, size: tuple[int, int], seconds: float, 
         deadline = time.monotonic() + 120
         while ready_text is not None and ready_text not in _tmux("capture-pane", "-p", "-t", session):
             if time.monotonic() > deadline:
-                raise SystemExit(f"{session}: {ready_text!r} never showed:\n" + _tmux("capture-pane", "-p", "-t", session))
+                raise SystemExit(
+                    f"{session}: {ready_text!r} never showed:\n" + _tmux("capture-pane", "-p", "-t", session)
+                )
             time.sleep(0.5)
         time.sleep(SETTLE_S)
         root = _pane_pid(session)
@@ -64,8 +66,10 @@ def main() -> int:
         sim = sim_ready(Path(tmp), tp=8, shards=64)
         try:
             state = Path(tmp) / "state"
-            tui = (f"env XDG_STATE_HOME={state} XDG_CONFIG_HOME={state} PYTHONPATH={ROOT} {PY} -m tui local "
-                   f"--log {sim.log} --port {sim.port} --sim-gpus {sim.gpu_state}")
+            tui = (
+                f"env XDG_STATE_HOME={state} XDG_CONFIG_HOME={state} PYTHONPATH={ROOT} {PY} -m tui local "
+                f"--log {sim.log} --port {sim.port} --sim-gpus {sim.gpu_state}"
+            )
             tui_cpu = _measure("bench-idle-tui", tui, (cols, rows), args.seconds, "READY")
             tail_cpu = _measure("bench-idle-tail", f"tail -F {sim.log}", (cols, rows), args.seconds, None)
         finally:
@@ -74,12 +78,16 @@ def main() -> int:
         ("sglang-tui local (the TUI at ready, quiet server)", f"{tui_cpu:.2f} s", f"{tui_cpu / 60 * 100:.1f} %"),
         ("tail -F LOG in the same terminal", f"{tail_cpu:.2f} s", f"{tail_cpu / 60 * 100:.1f} %"),
     ]
-    print(section(
-        f"The idle TUI at ready in tmux ({cols}x{rows})",
-        md_table(("watcher", "CPU per minute", "of one core"), rows_out),
-        [f"window {args.seconds:g} s after {SETTLE_S:g} s of settling; process tree from /proc (CLK_TCK {CLK_TCK})"],
-        command=f"python bench/bench_tui_idle_tmux.py --seconds {args.seconds:g} --size {args.size}",
-    ))
+    print(
+        section(
+            f"The idle TUI at ready in tmux ({cols}x{rows})",
+            md_table(("watcher", "CPU per minute", "of one core"), rows_out),
+            [
+                f"window {args.seconds:g} s after {SETTLE_S:g} s of settling; process tree from /proc (CLK_TCK {CLK_TCK})"
+            ],
+            command=f"python bench/bench_tui_idle_tmux.py --seconds {args.seconds:g} --size {args.size}",
+        )
+    )
     return 0
 
 

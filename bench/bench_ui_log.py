@@ -17,8 +17,10 @@ BATCHES = 10
 
 def _batch(k: int) -> list[str]:
     base = k * LINES_PER_BATCH
-    return [f"[2025-11-29 10:00:{i % 60:02d} TP{i % 8}] Decode batch. #running-req: 3, #token: {base + i}, gen throughput (token/s): 52.3"
-            for i in range(LINES_PER_BATCH)]
+    return [
+        f"[2025-11-29 10:00:{i % 60:02d} TP{i % 8}] Decode batch. #running-req: 3, #token: {base + i}, gen throughput (token/s): 52.3"
+        for i in range(LINES_PER_BATCH)
+    ]
 
 
 async def main() -> None:
@@ -39,8 +41,10 @@ async def main() -> None:
         await pilot.press("w")
         keys_s = time.perf_counter() - keys_started
     total = LINES_PER_BATCH * BATCHES
-    print(f"{total} lines in {BATCHES} batches: {elapsed:.2f} s, {total / elapsed:,.0f} lines/s "
-          f"(kept {view.line_count}, max_lines 20000); wrap on+off over the kept lines: {keys_s * 1000:.0f} ms")
+    print(
+        f"{total} lines in {BATCHES} batches: {elapsed:.2f} s, {total / elapsed:,.0f} lines/s "
+        f"(kept {view.line_count}, max_lines 20000); wrap on+off over the kept lines: {keys_s * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,7 @@ def main() -> int:
         # The titled process gets PYTHONHOME, not this interpreter's venv or site dirs: re-add them (torch).
         code = f"import sys\nsys.path[:0] = {[p for p in sys.path if p]!r}\n"
         code += CHILD.format(port=port, kernel_s=args.kernel_s)
-        child = spawn_titled_python("sglang::scheduler_TP0", code,
-                                    new_session=True, stdout=out)
+        child = spawn_titled_python("sglang::scheduler_TP0", code, new_session=True, stdout=out)
     try:
         deadline = time.monotonic() + 120
         while b"ready" not in log.read_bytes():

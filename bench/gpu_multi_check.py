@@ -68,8 +68,13 @@ def proc_fields(pid: int) -> dict[str, Any] | None:
         return None
     if stat[0] in ("Z", "X"):
         return None
-    return {"cmdline": cmdline.decode(errors="replace").replace("\0", " ").strip(), "state": stat[0],
-            "ppid": int(stat[1]), "pgid": int(stat[2]), "sid": int(stat[3])}
+    return {
+        "cmdline": cmdline.decode(errors="replace").replace("\0", " ").strip(),
+        "state": stat[0],
+        "ppid": int(stat[1]),
+        "pgid": int(stat[2]),
+        "sid": int(stat[3]),
+    }
 
 
 def marker_of(pid: int) -> str | None:
@@ -99,8 +104,12 @@ def pids_with_marker(run_id: str) -> list[int]:
 def smi_used_mib() -> dict[int, int]:
     """`nvidia-smi --query-gpu=index,memory.used` per GPU ({} with no nvidia-smi: the CPU dry run)."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return {}
     rows = [line.split(",") for line in out.splitlines() if line.strip()]
@@ -111,8 +120,21 @@ def smi_backend_snapshot() -> Any:
     """One tick of the probe's nvidia-smi backend (the fallback when NVML is missing)."""
     from tui.core.gpuparse import parse_probe_line
 
-    out = subprocess.run([sys.executable, str(ROOT / "tui/sources/gpu_probe.py"), "--backend", "nvidia-smi",
-                          "--count", "1", "--interval", "0.2"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tui/sources/gpu_probe.py"),
+            "--backend",
+            "nvidia-smi",
+            "--count",
+            "1",
+            "--interval",
+            "0.2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     lines = [line for line in out.splitlines() if line.strip()]
     return parse_probe_line(lines[-1]) if lines else None
 
@@ -149,8 +171,9 @@ def wait_ranks(state: Path, world: int, step: int, limit_s: float, key: str = "s
         time.sleep(0.1)
 
 
-async def measure_step(control: Any, k: int, args: argparse.Namespace, ranks: dict[int, dict[str, Any]],
-                       world: int) -> dict[str, Any]:
+async def measure_step(
+    control: Any, k: int, args: argparse.Namespace, ranks: dict[int, dict[str, Any]], world: int
+) -> dict[str, Any]:
     """Probe (NVML via LocalHost, nvidia-smi backend) vs nvidia-smi per GPU, and map_ranks, at one step."""
     from tui.core.ranks import map_ranks
 
@@ -160,23 +183,37 @@ async def measure_step(control: Any, k: int, args: argparse.Namespace, ranks: di
     smi_snap = smi_backend_snapshot() if truth else None
     state = await control.process_state()
     rank_pids = {r: s["pid"] for r, s in ranks.items()}
-    row: dict[str, Any] = {"step": k, "allocated_gib_per_rank": k * args.step_gib, "probe_source": snap.source,
-                           "probe_error": snap.error, "server_pids": list(state.pids), "gpus": []}
+    row: dict[str, Any] = {
+        "step": k,
+        "allocated_gib_per_rank": k * args.step_gib,
+        "probe_source": snap.source,
+        "probe_error": snap.error,
+        "server_pids": list(state.pids),
+        "gpus": [],
+    }
     for gpu in snap.gpus:
         smi_gpu = next((g for g in (smi_snap.gpus if smi_snap else ()) if g.index == gpu.index), None)
         used_mib = (gpu.used_bytes or 0) / MIB
         rank_of_gpu = next((r for r, pid in rank_pids.items() if r == gpu.index), None)
         rank_proc = next((p for p in gpu.procs if rank_of_gpu is not None and p.pid == rank_pids[rank_of_gpu]), None)
-        row["gpus"].append({
-            "index": gpu.index, "nvidia_smi_used_mib": truth.get(gpu.index),
-            "probe_nvml_used_mib": round(used_mib, 1),
-            "probe_smi_used_mib": None if smi_gpu is None else round((smi_gpu.used_bytes or 0) / MIB, 1),
-            "nvml_vs_smi_pct": None if gpu.index not in truth else pct(used_mib, truth[gpu.index]),
-            "smi_backend_vs_smi_pct": None if smi_gpu is None or gpu.index not in truth
-            else pct((smi_gpu.used_bytes or 0) / MIB, truth[gpu.index]),
-            "rank_pid_used_mib": None if rank_proc is None or rank_proc.used_bytes is None else round(rank_proc.used_bytes / MIB, 1),
-            "procs": [[p.pid, None if p.used_bytes is None else round(p.used_bytes / MIB, 1), p.name] for p in gpu.procs],
-        })
+        row["gpus"].append(
+            {
+                "index": gpu.index,
+                "nvidia_smi_used_mib": truth.get(gpu.index),
+                "probe_nvml_used_mib": round(used_mib, 1),
+                "probe_smi_used_mib": None if smi_gpu is None else round((smi_gpu.used_bytes or 0) / MIB, 1),
+                "nvml_vs_smi_pct": None if gpu.index not in truth else pct(used_mib, truth[gpu.index]),
+                "smi_backend_vs_smi_pct": None
+                if smi_gpu is None or gpu.index not in truth
+                else pct((smi_gpu.used_bytes or 0) / MIB, truth[gpu.index]),
+                "rank_pid_used_mib": None
+                if rank_proc is None or rank_proc.used_bytes is None
+                else round(rank_proc.used_bytes / MIB, 1),
+                "procs": [
+                    [p.pid, None if p.used_bytes is None else round(p.used_bytes / MIB, 1), p.name] for p in gpu.procs
+                ],
+            }
+        )
     names = [f"TP{r}" for r in range(world)]
     row["map_ranks"] = {k_: list(v) for k_, v in map_ranks(names, snap, world, state.pids).items()}
     row["map_ranks_titles_only"] = {k_: list(v) for k_, v in map_ranks(names, snap, world).items()}
@@ -193,8 +230,12 @@ async def screenshot(out: Path, log: Path, port: int, world: int, control: Any) 
     host = LocalHost()
     await host.connect()
     monitor = Monitor(host, log_path=str(log), port=port, remote_python=sys.executable, control=control)
-    app = SglangTui(UiSources(batches=monitor.batches, control=None, host_label="local",
-                              phase_changed=monitor.set_phase, port=port), read_only=True)
+    app = SglangTui(
+        UiSources(
+            batches=monitor.batches, control=None, host_label="local", phase_changed=monitor.set_phase, port=port
+        ),
+        read_only=True,
+    )
     info: dict[str, Any] = {}
     try:
         async with app.run_test(size=(160, 48)) as pilot:
@@ -207,9 +248,12 @@ async def screenshot(out: Path, log: Path, port: int, world: int, control: Any) 
                     break
             await pilot.pause(1.5)  # one more GPU tick and tick of the clock on screen
             snap = app.state.gpus
-            info = {"phase": app.state.phase.value, "gpus_on_screen": 0 if snap is None else len(snap.gpus),
-                    "probe_source": None if snap is None else snap.source,
-                    "ranks": [[r.name, r.gpu_index, r.pid] for r in app.state.ranks]}
+            info = {
+                "phase": app.state.phase.value,
+                "gpus_on_screen": 0 if snap is None else len(snap.gpus),
+                "probe_source": None if snap is None else snap.source,
+                "ranks": [[r.name, r.gpu_index, r.pid] for r in app.state.ranks],
+            }
             info["files"] = [app.save_screenshot(filename="gpu_pane_real.svg", path=str(out))]
             await pilot.press("3", "3")  # focus the GPU pane, then maximize it
             await pilot.pause(0.5)
@@ -221,12 +265,21 @@ async def screenshot(out: Path, log: Path, port: int, world: int, control: Any) 
 
 
 def cli(*argv: str, timeout: float) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
     begun = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    return {"command": "python -m tui " + shlex.join(argv), "rc": done.returncode, "stdout": done.stdout,
-            "stderr": done.stderr, "seconds": round(time.monotonic() - begun, 2)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return {
+        "command": "python -m tui " + shlex.join(argv),
+        "rc": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "seconds": round(time.monotonic() - begun, 2),
+    }
 
 
 async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
@@ -246,8 +299,9 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
         except Exception as exc:  # noqa: BLE001 (a version string is not worth the run)
             RESULTS["versions"]["nccl"] = f"unknown: {exc}"
     RESULTS["world"] = world
-    RESULTS["nvidia_smi_L"] = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip() \
-        if not args.cpu else None
+    RESULTS["nvidia_smi_L"] = (
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip() if not args.cpu else None
+    )
     detach = world - 1 if world > 1 else -1  # rank 0 serves /health, so another one escapes
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -258,23 +312,46 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
 
     # A same-titled process of someone else's, on GPU 0, in its own session and without our run marker.
     by_env = {k: v for k, v in os.environ.items() if k != MARKER}
-    bystander = gpu_ranks.spawn_titled(gpu_ranks.rank_title(0), "bystander_main",
-                                       {"cpu": args.cpu, "gib": 1, "ready": str(state / "bystander")},
-                                       env=by_env, new_session=True)
+    bystander = gpu_ranks.spawn_titled(
+        gpu_ranks.rank_title(0),
+        "bystander_main",
+        {"cpu": args.cpu, "gib": 1, "ready": str(state / "bystander")},
+        env=by_env,
+        new_session=True,
+    )
     STARTED.append(bystander)
     deadline = time.monotonic() + 60
     while not (state / "bystander").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     RESULTS["bystander"] = {"pid": bystander.pid, "before": proc_fields(bystander.pid)}
 
-    launch = " ".join(shlex.quote(a) for a in [
-        "exec", sys.executable, str(ROOT / "bench/gpu_ranks.py"), "server", "--world", str(world),
-        "--port", str(port), "--state", str(state), "--steps", str(args.steps), "--step-gib", str(args.step_gib),
-        "--detach", str(detach), *(["--cpu"] if args.cpu else [])])
+    launch = " ".join(
+        shlex.quote(a)
+        for a in [
+            "exec",
+            sys.executable,
+            str(ROOT / "bench/gpu_ranks.py"),
+            "server",
+            "--world",
+            str(world),
+            "--port",
+            str(port),
+            "--state",
+            str(state),
+            "--steps",
+            str(args.steps),
+            "--step-gib",
+            str(args.step_gib),
+            "--detach",
+            str(detach),
+            *(["--cpu"] if args.cpu else []),
+        ]
+    )
     host = LocalHost()
     await host.connect()
-    control = ServerControl(host, port=port, log_path=str(log), launch=launch, cwd=str(ROOT),
-                            remote_python=sys.executable)
+    control = ServerControl(
+        host, port=port, log_path=str(log), launch=launch, cwd=str(ROOT), remote_python=sys.executable
+    )
     launched = await control.launch()
     RESULTS["launch"] = {"ok": launched.ok, "detail": launched.detail, "command": launched.command}
     say(f"LAUNCH {launched.ok}: {launched.detail}")
@@ -288,13 +365,19 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
     wait_out = open(work / "wait.stdout", "w")  # noqa: SIM115  (the waiter writes into it; closed once it is done)
     wait_err = open(work / "wait.stderr", "w")  # noqa: SIM115
     wait_argv = ["wait", "local", "--log", str(log), "--port", str(port), "--timeout", "120", "--json"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    waiter = subprocess.Popen([sys.executable, "-m", "tui", *wait_argv], cwd=ROOT, env=env, stdout=wait_out,
-                              stderr=wait_err)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "tui", *wait_argv], cwd=ROOT, env=env, stdout=wait_out, stderr=wait_err
+    )
     STARTED.append(waiter)
 
     ranks = wait_ranks(state, world, 0, 150)
-    RESULTS["ranks"] = {r: {**s, "proc": proc_fields(s["pid"]), "marker": marker_of(s["pid"])} for r, s in ranks.items()}
+    RESULTS["ranks"] = {
+        r: {**s, "proc": proc_fields(s["pid"]), "marker": marker_of(s["pid"])} for r, s in ranks.items()
+    }
     steps = []
     for k in range(args.steps + 1):
         if k:
@@ -311,29 +394,37 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
     wait_out.close()
     wait_err.close()
     json_lines = [line for line in (work / "wait.stdout").read_text().splitlines() if line.strip()]
-    RESULTS["wait"] = {"command": "python -m tui " + shlex.join(wait_argv), "rc": waiter.returncode,
-                       "json_lines": len(json_lines), "last_json": json.loads(json_lines[-1]) if json_lines else None,
-                       "stderr_tail": (work / "wait.stderr").read_text().splitlines()[-6:]}
+    RESULTS["wait"] = {
+        "command": "python -m tui " + shlex.join(wait_argv),
+        "rc": waiter.returncode,
+        "json_lines": len(json_lines),
+        "last_json": json.loads(json_lines[-1]) if json_lines else None,
+        "stderr_tail": (work / "wait.stderr").read_text().splitlines()[-6:],
+    }
     say(f"WAIT rc={waiter.returncode} stderr: {RESULTS['wait']['stderr_tail']}")
 
     try:
-        RESULTS["screenshot"] = await screenshot(out, log, port, world, ServerControl(
-            host, port=port, log_path=str(log), remote_python=sys.executable))
+        RESULTS["screenshot"] = await screenshot(
+            out, log, port, world, ServerControl(host, port=port, log_path=str(log), remote_python=sys.executable)
+        )
     except Exception as exc:  # noqa: BLE001 (the other checks still count)
         RESULTS["screenshot"] = {"error": f"{type(exc).__name__}: {exc}"}
     say("SCREENSHOT " + json.dumps(RESULTS["screenshot"]))
 
     ranks = rank_states(state, world)
     rank_pids = {r: s["pid"] for r, s in ranks.items()}
-    RESULTS["ranks_before_stop"] = {r: {"pid": pid, **(proc_fields(pid) or {}), "marker": marker_of(pid)}
-                                    for r, pid in rank_pids.items()}
+    RESULTS["ranks_before_stop"] = {
+        r: {"pid": pid, **(proc_fields(pid) or {}), "marker": marker_of(pid)} for r, pid in rank_pids.items()
+    }
     titles_ok = all((proc_fields(pid) or {}).get("cmdline") == gpu_ranks.rank_title(r) for r, pid in rank_pids.items())
     server_before = (await control.process_state()).pids
     before_mib = smi_used_mib()
 
     stop_argv = ("stop", "local", "--port", str(port), "--log", str(log))
     RESULTS["stop"] = cli(*stop_argv, timeout=150)
-    say(f"STOP rc={RESULTS['stop']['rc']} ({RESULTS['stop']['seconds']} s)\n{RESULTS['stop']['stdout']}{RESULTS['stop']['stderr']}")
+    say(
+        f"STOP rc={RESULTS['stop']['rc']} ({RESULTS['stop']['seconds']} s)\n{RESULTS['stop']['stdout']}{RESULTS['stop']['stderr']}"
+    )
 
     after = await control.gpu_snapshot()
     after_mib = smi_used_mib()
@@ -343,45 +434,90 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
     by_alive = proc_fields(bystander.pid) is not None
     by_on_gpu = any(p.pid == bystander.pid for g in after.gpus for p in g.procs)
     RESULTS["after_stop"] = {
-        "probe_source": after.source, "probe_error": after.error,
+        "probe_source": after.source,
+        "probe_error": after.error,
         "probe_used_mib": {g.index: round((g.used_bytes or 0) / MIB, 1) for g in after.gpus},
-        "probe_procs": {g.index: [[p.pid, None if p.used_bytes is None else round(p.used_bytes / MIB, 1), p.name]
-                                  for p in g.procs] for g in after.gpus},
-        "nvidia_smi_used_mib_before": before_mib, "nvidia_smi_used_mib_after": after_mib,
-        "server_pids_before": list(server_before), "rank_pids_left": left_ranks, "marker_pids_left": left_marker,
+        "probe_procs": {
+            g.index: [[p.pid, None if p.used_bytes is None else round(p.used_bytes / MIB, 1), p.name] for p in g.procs]
+            for g in after.gpus
+        },
+        "nvidia_smi_used_mib_before": before_mib,
+        "nvidia_smi_used_mib_after": after_mib,
+        "server_pids_before": list(server_before),
+        "rank_pids_left": left_ranks,
+        "marker_pids_left": left_marker,
         "held_by_server": [list(h) for h in held],
-        "bystander_alive": by_alive, "bystander_on_gpu0": by_on_gpu, "bystander_after": proc_fields(bystander.pid),
+        "bystander_alive": by_alive,
+        "bystander_on_gpu0": by_on_gpu,
+        "bystander_after": proc_fields(bystander.pid),
     }
     say("AFTER " + json.dumps(RESULTS["after_stop"]))
 
     # ------------------------------------------------------------------------------------------ verdicts
     rows = RESULTS["steps"]
     expected_sum = world * (world + 1) / 2
-    check("all_reduce", all(s.get("all_reduce") == expected_sum and s.get("ready_sum") == world for s in ranks.values()),
-          {r: s.get("all_reduce") for r, s in ranks.items()})
+    check(
+        "all_reduce",
+        all(s.get("all_reduce") == expected_sum and s.get("ready_sum") == world for s in ranks.values()),
+        {r: s.get("all_reduce") for r, s in ranks.items()},
+    )
     check("titles", titles_ok, {r: d.get("cmdline") for r, d in RESULTS["ranks_before_stop"].items()})
     if detach >= 0:
         d = RESULTS["ranks_before_stop"][detach]
-        check("detached_rank", d.get("sid") == d.get("pid") and d.get("sid") != main_pid and d.get("marker") == run_id,
-              {"pid": d.get("pid"), "sid": d.get("sid"), "ppid": d.get("ppid"), "launcher_sid": main_pid})
+        check(
+            "detached_rank",
+            d.get("sid") == d.get("pid") and d.get("sid") != main_pid and d.get("marker") == run_id,
+            {"pid": d.get("pid"), "sid": d.get("sid"), "ppid": d.get("ppid"), "launcher_sid": main_pid},
+        )
     if not args.cpu:
         check("probe_sees_all_gpus", all(len(r["gpus"]) == world for r in rows), [len(r["gpus"]) for r in rows])
-        check("probe_within_1pct", all(g["nvml_vs_smi_pct"] is not None and g["nvml_vs_smi_pct"] <= 1.0
-                                       and (g["smi_backend_vs_smi_pct"] or 0) <= 1.0 for r in rows for g in r["gpus"]))
-        check("rank_memory_attributed", all(g["rank_pid_used_mib"] is not None and
-                                            g["rank_pid_used_mib"] >= r["allocated_gib_per_rank"] * 1024 * 0.99
-                                            for r in rows[1:] for g in r["gpus"]))
+        check(
+            "probe_within_1pct",
+            all(
+                g["nvml_vs_smi_pct"] is not None
+                and g["nvml_vs_smi_pct"] <= 1.0
+                and (g["smi_backend_vs_smi_pct"] or 0) <= 1.0
+                for r in rows
+                for g in r["gpus"]
+            ),
+        )
+        check(
+            "rank_memory_attributed",
+            all(
+                g["rank_pid_used_mib"] is not None
+                and g["rank_pid_used_mib"] >= r["allocated_gib_per_rank"] * 1024 * 0.99
+                for r in rows[1:]
+                for g in r["gpus"]
+            ),
+        )
         expect = {f"TP{r}": [r, pid] for r, pid in rank_pids.items()}
         check("map_ranks", all(r["map_ranks"] == expect for r in rows[1:]), rows[-1]["map_ranks"])
-        check("gpu_released", not held and after.error is None and all(
-            after_mib.get(i, 0) <= before_mib.get(i, 0) - args.steps * args.step_gib * 1024 * 0.99 for i in range(world)),
-            {"before": before_mib, "after": after_mib})
+        check(
+            "gpu_released",
+            not held
+            and after.error is None
+            and all(
+                after_mib.get(i, 0) <= before_mib.get(i, 0) - args.steps * args.step_gib * 1024 * 0.99
+                for i in range(world)
+            ),
+            {"before": before_mib, "after": after_mib},
+        )
         check("bystander_on_gpu0_after", by_on_gpu)
-    check("wait_ready", waiter.returncode == 0 and (RESULTS["wait"]["last_json"] or {}).get("phase") in ("ready", "serving"),
-          RESULTS["wait"]["stderr_tail"][-1:] or None)
-    check("screenshot", "files" in RESULTS["screenshot"] and (args.cpu or (RESULTS["screenshot"].get("gpus_on_screen") == world)),
-          RESULTS["screenshot"].get("error"))
-    check("stop_exit_0", RESULTS["stop"]["rc"] == 0, RESULTS["stop"]["stdout"].strip() or RESULTS["stop"]["stderr"].strip())
+    check(
+        "wait_ready",
+        waiter.returncode == 0 and (RESULTS["wait"]["last_json"] or {}).get("phase") in ("ready", "serving"),
+        RESULTS["wait"]["stderr_tail"][-1:] or None,
+    )
+    check(
+        "screenshot",
+        "files" in RESULTS["screenshot"] and (args.cpu or (RESULTS["screenshot"].get("gpus_on_screen") == world)),
+        RESULTS["screenshot"].get("error"),
+    )
+    check(
+        "stop_exit_0",
+        RESULTS["stop"]["rc"] == 0,
+        RESULTS["stop"]["stdout"].strip() or RESULTS["stop"]["stderr"].strip(),
+    )
     check("no_process_left", not left_ranks and not left_marker, {"ranks": left_ranks, "marker": left_marker})
     check("bystander_alive", by_alive)
     await host.close()
@@ -407,22 +543,32 @@ def cleanup(work: Path) -> None:
 
 def summary() -> str:
     """The figures as Markdown: per step and GPU, the probe against nvidia-smi; ranks; wait; stop."""
-    lines = ["| step | GiB/rank | GPU | nvidia-smi MiB | probe NVML MiB | diff | probe smi-backend MiB | diff | rank's pid MiB |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| step | GiB/rank | GPU | nvidia-smi MiB | probe NVML MiB | diff | probe smi-backend MiB | diff | rank's pid MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for row in RESULTS.get("steps", []):
         for g in row["gpus"]:
-            lines.append(f"| {row['step']} | {row['allocated_gib_per_rank']:g} | {g['index']} | {g['nvidia_smi_used_mib']} | "
-                         f"{g['probe_nvml_used_mib']} | {g['nvml_vs_smi_pct']}% | {g['probe_smi_used_mib']} | "
-                         f"{g['smi_backend_vs_smi_pct']}% | {g['rank_pid_used_mib']} |")
+            lines.append(
+                f"| {row['step']} | {row['allocated_gib_per_rank']:g} | {g['index']} | {g['nvidia_smi_used_mib']} | "
+                f"{g['probe_nvml_used_mib']} | {g['nvml_vs_smi_pct']}% | {g['probe_smi_used_mib']} | "
+                f"{g['smi_backend_vs_smi_pct']}% | {g['rank_pid_used_mib']} |"
+            )
     if RESULTS.get("steps"):
-        lines += ["", "map_ranks (with the server's pids), last step: " + json.dumps(RESULTS["steps"][-1]["map_ranks"]),
-                  "map_ranks (titles only), last step: " + json.dumps(RESULTS["steps"][-1]["map_ranks_titles_only"])]
+        lines += [
+            "",
+            "map_ranks (with the server's pids), last step: " + json.dumps(RESULTS["steps"][-1]["map_ranks"]),
+            "map_ranks (titles only), last step: " + json.dumps(RESULTS["steps"][-1]["map_ranks_titles_only"]),
+        ]
     for part in ("wait", "stop"):
         if part in RESULTS:
             r = RESULTS[part]
             said = r.get("stderr_tail") or (r.get("stdout", "") + r.get("stderr", "")).strip().splitlines()
-            lines += ["", f"`{r['command']}` -> exit {r['rc']}" + (f" in {r['seconds']} s" if "seconds" in r else ""),
-                      *[f"    {line}" for line in said[-3:]]]
+            lines += [
+                "",
+                f"`{r['command']}` -> exit {r['rc']}" + (f" in {r['seconds']} s" if "seconds" in r else ""),
+                *[f"    {line}" for line in said[-3:]],
+            ]
     lines += ["", "checks: " + ", ".join(f"{k} {'PASS' if c['ok'] else 'FAIL'}" for k, c in RESULTS["checks"].items())]
     return "\n".join(lines) + "\n"
 
@@ -438,8 +584,10 @@ def finish(out: Path, work: Path) -> int:
     RESULTS["ok"] = bool(checks) and all(c["ok"] for c in checks.values()) and "error" not in RESULTS
     (out / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str))
     failed = [name for name, c in checks.items() if not c["ok"]]
-    say(f"RESULT ok={RESULTS['ok']} passed={len(checks) - len(failed)}/{len(checks)} failed={failed}"
-        + (f" error={RESULTS['error']}" if "error" in RESULTS else ""))
+    say(
+        f"RESULT ok={RESULTS['ok']} passed={len(checks) - len(failed)}/{len(checks)} failed={failed}"
+        + (f" error={RESULTS['error']}" if "error" in RESULTS else "")
+    )
     return 0 if RESULTS["ok"] else 1
 
 

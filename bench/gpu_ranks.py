@@ -46,8 +46,15 @@ def rank_title(rank: int) -> str:
 # ------------------------------------------------------------------------------------- titled processes
 
 
-def spawn_titled(title: str, entry: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
-                 new_session: bool = False, stdout: Any = None) -> subprocess.Popen[bytes]:
+def spawn_titled(
+    title: str,
+    entry: str,
+    payload: dict[str, Any],
+    *,
+    env: dict[str, str] | None = None,
+    new_session: bool = False,
+    stdout: Any = None,
+) -> subprocess.Popen[bytes]:
     """Start `gpu_ranks.<entry>(payload)` in a Python whose whole /proc/PID/cmdline is `title`.
 
     Python cannot find its prefix from a bare argv[0], so PYTHONHOME names the base interpreter's and the
@@ -139,8 +146,9 @@ class TorchGroup:
         import torch.distributed as dist
 
         self.torch, self.dist = torch, dist
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-                          LOCAL_RANK=str(rank))
+        os.environ.update(
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank)
+        )
         torch.cuda.set_device(rank)
         self.device = torch.device("cuda", rank)
         dist.init_process_group("nccl", rank=rank, world_size=world, timeout=timedelta(seconds=120))
@@ -166,8 +174,10 @@ class TorchGroup:
 class _Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
-        body = {"/get_model_info": b'{"model_path":"gpu-multi-check"}',
-                "/v1/models": b'{"object":"list","data":[{"id":"gpu-multi-check","object":"model"}]}'}.get(path, b"")
+        body = {
+            "/get_model_info": b'{"model_path":"gpu-multi-check"}',
+            "/v1/models": b'{"object":"list","data":[{"id":"gpu-multi-check","object":"model"}]}',
+        }.get(path, b"")
         code = 200 if path in ("/health", "/health_generate", "/get_model_info", "/v1/models") else 404
         self.send_response(code)
         self.send_header("Content-Length", str(len(body)))
@@ -211,11 +221,17 @@ def rank_main(payload_json: str) -> None:
         blocks.append(None if p["cpu"] else group.allocate(step_gib))
         held += step_gib
         if k == steps - 1 or (steps == 1 and k == 1):
-            log_line(rank, f"Load weight end. elapsed={time.monotonic() - begun:.2f} s, type=GpuMultiCheckForCausalLM, "
-                           f"dtype=torch.bfloat16, avail mem={avail(held):.2f} GB, mem usage={held:.2f} GB.")
+            log_line(
+                rank,
+                f"Load weight end. elapsed={time.monotonic() - begun:.2f} s, type=GpuMultiCheckForCausalLM, "
+                f"dtype=torch.bfloat16, avail mem={avail(held):.2f} GB, mem usage={held:.2f} GB.",
+            )
         if k == steps and steps > 1:
             half = step_gib / 2
-            log_line(rank, f"KV Cache is allocated. #tokens: {int(step_gib * 65536)}, K size: {half:.2f} GB, V size: {half:.2f} GB")
+            log_line(
+                rank,
+                f"KV Cache is allocated. #tokens: {int(step_gib * 65536)}, K size: {half:.2f} GB, V size: {half:.2f} GB",
+            )
             log_line(rank, f"Memory pool end. avail mem={avail(held):.2f} GB")
         me.update(step=k, allocated_gib=held, avail_before=round(before, 2), avail_after=round(avail(held), 2))
         write_state(state, f"rank{rank}.json", me)
@@ -223,8 +239,11 @@ def rank_main(payload_json: str) -> None:
     me.update(ready_sum=ready)
     write_state(state, f"rank{rank}.json", me)
     if rank == 0:
-        log_line(rank, f"max_total_num_tokens={int(step_gib * 65536)}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                       f"max_running_requests=48, context_len=131072, available_gpu_mem={avail(held):.2f} GB")
+        log_line(
+            rank,
+            f"max_total_num_tokens={int(step_gib * 65536)}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            f"max_running_requests=48, context_len=131072, available_gpu_mem={avail(held):.2f} GB",
+        )
         server = ThreadingHTTPServer(("127.0.0.1", int(p["port"])), _Health)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         log_line(None, f"INFO:     Started server process [{os.getpid()}]")
@@ -259,14 +278,25 @@ def server_main(args: argparse.Namespace) -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         master_port = s.getsockname()[1]
-    log_line(None, f"server_args=ServerArgs(model_path='gpu-multi-check', host='127.0.0.1', port={args.port}, "
-                   f"tp_size={args.world}, pp_size=1, dp_size=1, mem_fraction_static=0.88)")
+    log_line(
+        None,
+        f"server_args=ServerArgs(model_path='gpu-multi-check', host='127.0.0.1', port={args.port}, "
+        f"tp_size={args.world}, pp_size=1, dp_size=1, mem_fraction_static=0.88)",
+    )
     env = {**os.environ, **NCCL_SAFE_ENV}
     ranks = []
     for r in range(args.world):
-        payload = {"rank": r, "world": args.world, "master_port": master_port, "port": args.port,
-                   "state": args.state, "steps": args.steps, "step_gib": args.step_gib, "detach": args.detach,
-                   "cpu": args.cpu}
+        payload = {
+            "rank": r,
+            "world": args.world,
+            "master_port": master_port,
+            "port": args.port,
+            "state": args.state,
+            "steps": args.steps,
+            "step_gib": args.step_gib,
+            "detach": args.detach,
+            "cpu": args.cpu,
+        }
         ranks.append(spawn_titled(rank_title(r), "rank_main", payload, env=env))
     while True:
         for r, proc in enumerate(ranks):

@@ -151,7 +151,9 @@ def main() -> int:
             lost = "UNTESTED"
         elif bad or len(passed) < len(found):
             names = ", ".join(n.split("::")[-1] for n in bad[:3]) + ("…" if len(bad) > 3 else "")
-            lost = f"unknown: {len(bad)} failing ({names})" if bad else f"unknown: {len(found) - len(passed)} not passed"
+            lost = (
+                f"unknown: {len(bad)} failing ({names})" if bad else f"unknown: {len(found) - len(passed)} not passed"
+            )
         else:
             lost = category.lost_if_passing
         extra = f" ({len(skipped)} skipped)" if skipped else ""
@@ -161,9 +163,11 @@ def main() -> int:
     print("\n".join(rows))
     print()
     total_ok = sum(1 for n in selected if outcomes.get(n) == "passed")
-    print(f"- {len(selected)} distinct tests of {len(nodeids)} collected fall in these categories (a test may count in "
-          f"two); {'not run' if args.collect_only else f'{total_ok} passed in one run'}; categories are picked by test "
-          "file and name (see CATEGORIES in bench/reliability_table.py)")
+    print(
+        f"- {len(selected)} distinct tests of {len(nodeids)} collected fall in these categories (a test may count in "
+        f"two); {'not run' if args.collect_only else f'{total_ok} passed in one run'}; categories are picked by test "
+        "file and name (see CATEGORIES in bench/reliability_table.py)"
+    )
     print("- reproduce: `.venv/bin/python bench/reliability_table.py`")
     return 0
 

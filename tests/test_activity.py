@@ -11,11 +11,14 @@ from tui.sources.control_cmds import parse_activity
 TITLES = {11: "sglang::scheduler_TP0", 12: "sglang::scheduler_TP1"}
 
 
-def _sample(cpu: tuple[float, float], reads: tuple[int, int] = (0, 0), compilers: int = 0,
-            download: int | None = None) -> HostActivity:
+def _sample(
+    cpu: tuple[float, float], reads: tuple[int, int] = (0, 0), compilers: int = 0, download: int | None = None
+) -> HostActivity:
     procs = tuple(ProcCounters(pid, 10, TITLES[pid], c, r) for pid, c, r in zip((11, 12), cpu, reads, strict=True))
-    comps = tuple(CompilerProc(100 + i, 11, "nvcc", "/usr/local/cuda/bin/nvcc -c /root/.cache/flashinfer/x.cu")
-                  for i in range(compilers))
+    comps = tuple(
+        CompilerProc(100 + i, 11, "nvcc", "/usr/local/cuda/bin/nvcc -c /root/.cache/flashinfer/x.cu")
+        for i in range(compilers)
+    )
     return HostActivity(procs, comps, download, 2 if download is not None else 0, "/hf/hub")
 
 
@@ -68,12 +71,17 @@ def test_nccl_rendezvous_names_the_rank_that_has_not_arrived() -> None:
 
 
 def test_parse_activity_block() -> None:
-    text = ("A 100\nR 11 10 250 4096 sglang::schedul\nR 12 10 30 - sglang::schedul\n"
-            "R 101 11 5 0 nvcc\nJ 101 11 nvcc /usr/local/cuda/bin/nvcc -c /x/deep_gemm/k.cu\n"
-            "H 1073741824 3 /root/.cache/huggingface/hub\n")
+    text = (
+        "A 100\nR 11 10 250 4096 sglang::schedul\nR 12 10 30 - sglang::schedul\n"
+        "R 101 11 5 0 nvcc\nJ 101 11 nvcc /usr/local/cuda/bin/nvcc -c /x/deep_gemm/k.cu\n"
+        "H 1073741824 3 /root/.cache/huggingface/hub\n"
+    )
     a = parse_activity(text, TITLES)
     assert [(p.pid, p.name, p.cpu_s, p.read_bytes) for p in a.procs] == [
-        (11, "sglang::scheduler_TP0", 2.5, 4096), (12, "sglang::scheduler_TP1", 0.3, None), (101, "nvcc", 0.05, 0)]
+        (11, "sglang::scheduler_TP0", 2.5, 4096),
+        (12, "sglang::scheduler_TP1", 0.3, None),
+        (101, "nvcc", 0.05, 0),
+    ]
     assert a.compilers == (CompilerProc(101, 11, "nvcc", "/usr/local/cuda/bin/nvcc -c /x/deep_gemm/k.cu"),)
     assert (a.download_bytes, a.download_files, a.cache_dir) == (1 << 30, 3, "/root/.cache/huggingface/hub")
     assert activity.compiler_kind([c.cmd for c in a.compilers]) == "DeepGEMM"
@@ -82,8 +90,10 @@ def test_parse_activity_block() -> None:
 def test_the_log_names_the_jit_when_the_command_lines_do_not() -> None:
     from tui.core.logparse import LogParser
 
-    line = (b"[2026-12-01 10:00:00 TP0] Entering DeepGEMM JIT Pre-Compile session. It may take a long time "
-            b"(typically 10-20 mins) if you have not run `sglang.compile_deep_gemm`.\n")
+    line = (
+        b"[2026-12-01 10:00:00 TP0] Entering DeepGEMM JIT Pre-Compile session. It may take a long time "
+        b"(typically 10-20 mins) if you have not run `sglang.compile_deep_gemm`.\n"
+    )
     s = _start()
     for ev in LogParser().feed(line * 3):
         s = reduce(s, ev, 2.0)

@@ -8,8 +8,18 @@ import pytest
 
 from tui.core.benchprompts import BUILTIN, PromptsError, kinds, parse_jsonl
 from tui.core.benchstats import (
-    BenchResult, Sample, Sampling, bound, compare, disagreement, log_accept_len, meta_accept_len,
-    metrics_accept_len, percentile, render, summarize,
+    BenchResult,
+    Sample,
+    Sampling,
+    bound,
+    compare,
+    disagreement,
+    log_accept_len,
+    meta_accept_len,
+    metrics_accept_len,
+    percentile,
+    render,
+    summarize,
 )  # fmt: skip
 from tui.sim.engine import accept_weights
 
@@ -58,11 +68,19 @@ def test_metrics_and_log_cross_checks() -> None:
         "[2025-11-29 10:05:05 TP0] Decode batch, #running-req: 4, accept len: 3.50, gen throughput (token/s): 1.0\n"
     )
     assert log_accept_len(log) == pytest.approx(3.25)
-    assert log_accept_len("[2025-11-29 10:05:03 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 9.0\n") is None
+    assert (
+        log_accept_len("[2025-11-29 10:05:03 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 9.0\n")
+        is None
+    )
 
 
 def test_summary_takes_meta_info_first_and_names_every_source() -> None:
-    samples = [ok(0.10, 1.10, 257, 100), ok(0.30, 2.30, 257, 100), Sample(False, error="HTTP 503"), Sample(False, error="HTTP 503")]
+    samples = [
+        ok(0.10, 1.10, 257, 100),
+        ok(0.30, 2.30, 257, 100),
+        Sample(False, error="HTTP 503"),
+        Sample(False, error="HTTP 503"),
+    ]
     result = summarize(samples, elapsed_s=4.0, sampling=Sampling(0.0, 256), planned=5, concurrency=2,
                        log_accept=2.5, metrics_accept=2.6)  # fmt: skip
     obj = result.to_json()
@@ -94,11 +112,15 @@ DEFAULT_SAMPLING = Sampling()
 
 
 def result(accept: float | None, tok_s: float, ttft: float = 0.2, sampling: Sampling = DEFAULT_SAMPLING) -> BenchResult:
-    return BenchResult(16, 0, ttft, ttft * 2, tok_s, tok_s * 4, accept, ("meta_info",) if accept else (), sampling=sampling)
+    return BenchResult(
+        16, 0, ttft, ttft * 2, tok_s, tok_s * 4, accept, ("meta_info",) if accept else (), sampling=sampling
+    )
 
 
 def test_compare_with_the_last_launch() -> None:
-    assert compare(result(3.10, 141.2), result(1.52, 52.4)).startswith("accept len 1.52, last launch 3.10; tok/s 52, last 141")
+    assert compare(result(3.10, 141.2), result(1.52, 52.4)).startswith(
+        "accept len 1.52, last launch 3.10; tok/s 52, last 141"
+    )
     assert compare(None, result(1.52, 52.4)) == "no earlier bench of this launch to compare with"
     line = compare(result(None, 80.0), result(3.2, 200.0, sampling=Sampling(0.7, 128)))
     assert line.startswith("accept len 3.20, last launch none; tok/s 200, last 80")
@@ -121,9 +143,9 @@ def test_prompts_jsonl() -> None:
 @pytest.mark.parametrize(
     "data, words",
     [
-        (b'{"text": "ok"}\n{"text": "broken"\n', 'p.jsonl line 2: not JSON'),
+        (b'{"text": "ok"}\n{"text": "broken"\n', "p.jsonl line 2: not JSON"),
         (b'{"text": "ok"}\n{"txt": "x"}\n', 'p.jsonl line 2: no "text" string'),
-        (b'[1, 2]\n', "p.jsonl line 1: a list, not a prompt"),
+        (b"[1, 2]\n", "p.jsonl line 1: a list, not a prompt"),
         (b'{"text": "  "}\n', "p.jsonl line 1: the prompt is empty"),
         (b"\n\n", "p.jsonl: no prompts in the file"),
         (b"\xff\xfe{}", "p.jsonl: not UTF-8 text"),

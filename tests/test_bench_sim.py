@@ -11,12 +11,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, http_get, http_post, start_sim, wait_ready as _ready
+from tests.helpers.sim import ROOT, SimServer, http_get, http_post, start_sim
+from tests.helpers.sim import wait_ready as _ready
 from tests.helpers.sshd import free_port, ssh_host
 from tui.sources.bench import BenchPlan, BenchRunner
 
@@ -103,20 +104,30 @@ def test_without_speculative_decoding_accept_len_is_null(tmp_path: Path) -> None
 
 
 def test_the_simulator_speaks_sglangs_formats(sim_bad_drafter: SimServer, tmp_path: Path) -> None:
-    status, body = http_post(sim_bad_drafter.port, "/generate", {"text": "Hello", "sampling_params": {"max_new_tokens": 300}})
+    status, body = http_post(
+        sim_bad_drafter.port, "/generate", {"text": "Hello", "sampling_params": {"max_new_tokens": 300}}
+    )
     meta = json.loads(body)["meta_info"]
     assert status == 200 and meta["completion_tokens"] == 300 and meta["prompt_tokens"] >= 1 and meta["e2e_latency"] > 0
     assert meta["spec_verify_ct"] > 0 and meta["spec_accept_length"] == pytest.approx(300 / meta["spec_verify_ct"])
     status, text = http_get(sim_bad_drafter.port, "/metrics")
     lines = text.decode().splitlines()
     assert status == 200 and "# TYPE sglang:spec_accept_length gauge" in lines
-    for name in ("sglang:spec_accept_length{", "sglang:num_running_reqs{", "sglang:gen_throughput{",
-                 "sglang:generation_tokens_total{", "sglang:spec_verify_calls_total{", "sglang:num_requests_total{"):
+    for name in (
+        "sglang:spec_accept_length{",
+        "sglang:num_running_reqs{",
+        "sglang:gen_throughput{",
+        "sglang:generation_tokens_total{",
+        "sglang:spec_verify_calls_total{",
+        "sglang:num_requests_total{",
+    ):
         assert any(line.startswith(name) for line in lines), name
     off = start_sim(tmp_path, tp=2, shards=4, accept_len="none")
     try:
         _ready(off)
-        meta_off = json.loads(http_post(off.port, "/generate", {"text": "Hi", "sampling_params": {"max_new_tokens": 50}})[1])["meta_info"]
+        meta_off = json.loads(
+            http_post(off.port, "/generate", {"text": "Hi", "sampling_params": {"max_new_tokens": 50}})[1]
+        )["meta_info"]
         metrics = http_get(off.port, "/metrics")[1].decode()
     finally:
         off.stop()
@@ -181,10 +192,22 @@ def test_ctrl_c_mid_bench_leaves_no_request_running(tmp_path: Path) -> None:
 
 
 def test_the_time_cap_counts_unfinished_requests_as_failed(sim_bad_drafter: SimServer) -> None:
-    obj, err = bench_json(sim_bad_drafter, "--requests", "400", "--concurrency", "2", "--max-tokens", "4096",
-                          "--timeout", "1", codes=(0, 1))  # fmt: skip  (1: none finished in time, on a busy machine)
+    obj, err = bench_json(
+        sim_bad_drafter,
+        "--requests",
+        "400",
+        "--concurrency",
+        "2",
+        "--max-tokens",
+        "4096",
+        "--timeout",
+        "1",
+        codes=(0, 1),
+    )  # fmt: skip  (1: none finished in time, on a busy machine)
     req = obj["requests"]
-    assert obj["stopped"] == "time cap 1 s" and req["failed"] >= 1 and req["ok"] + req["failed"] + obj["not_sent"] == 400
+    assert (
+        obj["stopped"] == "time cap 1 s" and req["failed"] >= 1 and req["ok"] + req["failed"] + obj["not_sent"] == 400
+    )
     assert any("stopped by the time cap" in e for e in obj["errors"])
     deadline = time.monotonic() + 30
     while stats(sim_bad_drafter)["in_flight"]:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sshd import free_port
 from tui.sources.control import ServerControl, _Target
 from tui.sources.control_cmds import MARKER_VAR
 from tui.sources.local import LocalHost
-from tests.helpers.sshd import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
@@ -74,12 +74,25 @@ class Scene:
         self.state = self.dir / "gpus"
         self.log = self.dir / "server.log"
         self.port = free_port()
-        self.bystander = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(self.state)],
-                                          stdout=subprocess.DEVNULL, start_new_session=True)
+        self.bystander = subprocess.Popen(
+            [sys.executable, str(TREE), "bystander", "--gpu-state", str(self.state)],
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         assert wait_for(lambda: self.bystander.pid in held(self.state))
 
     def command(self, *extra: str) -> str:
-        words = [sys.executable, str(TREE), "--port", str(self.port), "--gpu-state", str(self.state), "--tp", "2", *extra]
+        words = [
+            sys.executable,
+            str(TREE),
+            "--port",
+            str(self.port),
+            "--gpu-state",
+            str(self.state),
+            "--tp",
+            "2",
+            *extra,
+        ]
         return shlex.join(words)
 
     def server_up(self, ranks: int) -> bool:
@@ -110,8 +123,16 @@ async def host():
 
 
 def control(host, scene: Scene, launch: str | None = None, **kw) -> ServerControl:
-    return ServerControl(host, port=scene.port, log_path=str(scene.log), launch=launch, cwd=str(scene.dir),
-                         remote_python=sys.executable, sim_gpus=str(scene.state), **kw)
+    return ServerControl(
+        host,
+        port=scene.port,
+        log_path=str(scene.log),
+        launch=launch,
+        cwd=str(scene.dir),
+        remote_python=sys.executable,
+        sim_gpus=str(scene.state),
+        **kw,
+    )
 
 
 async def test_terminate_sweeps_the_orphan_and_spares_the_bystander(host, scene: Scene) -> None:
@@ -162,8 +183,14 @@ async def test_kill_sends_no_term(host, scene: Scene) -> None:
 async def test_adopts_a_hand_started_server_by_its_log(scene: Scene) -> None:
     """Started by a person (`setsid nohup … > log &`): no run marker, no pidfile; its orphan still writes the log."""
     with open(scene.log, "wb") as log:
-        main = subprocess.Popen(scene.command("--orphan"), shell=True, stdout=log, stderr=log,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        main = subprocess.Popen(
+            scene.command("--orphan"),
+            shell=True,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         assert await asyncio.to_thread(wait_for, lambda: scene.server_up(3))
         ctl = control(LocalHost(), scene)  # no --launch
@@ -255,8 +282,9 @@ async def test_memory_still_held_is_reported_with_gpu_pid_and_size(scene: Scene)
         ok, still, note = await ctl._confirm_gpu(_Target(seen={pid}, names={pid: "sglang::scheduler_TP0"}))
         assert not ok and still == ((0, pid, 10 * GIB),)
         assert note == f"GPU memory still held: GPU 0 10.0 GiB by pid {pid} sglang::scheduler_TP0"
-        broken = ServerControl(host, port=scene.port, remote_python=sys.executable, sim_gpus=str(scene.dir / "none"),
-                               gpu_release_s=0.1)
+        broken = ServerControl(
+            host, port=scene.port, remote_python=sys.executable, sim_gpus=str(scene.dir / "none"), gpu_release_s=0.1
+        )
         ok, still, note = await broken._confirm_gpu(_Target(seen={pid}))
         assert not ok and note.startswith("GPU memory not confirmed: simulated GPU state unreadable")
     finally:

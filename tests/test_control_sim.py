@@ -60,8 +60,14 @@ async def host(request):
         h = LocalHost()
     else:
         sshd = request.getfixturevalue("sshd")
-        h = SshHost("127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-                    known_hosts=str(sshd.known_hosts), agent=False)
+        h = SshHost(
+            "127.0.0.1",
+            port=sshd.port,
+            user=sshd.user,
+            identity=str(sshd.identity),
+            known_hosts=str(sshd.known_hosts),
+            agent=False,
+        )
     await h.connect()
     yield h
     await h.close()
@@ -70,8 +76,11 @@ async def host(request):
 @pytest.fixture
 def bystander(tmp_path: Path):
     """Somebody else's `sglang::scheduler_TP0` on GPU 0 of the same host (another session, no marker)."""
-    proc = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(tmp_path / "gpus")],
-                            stdout=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(TREE), "bystander", "--gpu-state", str(tmp_path / "gpus")],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     yield proc
     proc.kill()
     proc.wait()
@@ -85,8 +94,9 @@ def sim_tree(sim: SimServer) -> set[int]:
 
 
 def controller(host, sim: SimServer, **kw) -> ServerControl:
-    return ServerControl(host, port=sim.port, log_path=str(sim.log), remote_python=sys.executable,
-                         sim_gpus=str(sim.gpu_state), **kw)
+    return ServerControl(
+        host, port=sim.port, log_path=str(sim.log), remote_python=sys.executable, sim_gpus=str(sim.gpu_state), **kw
+    )
 
 
 async def check_clean(ctl: ServerControl, result, before: set[int], bystander: subprocess.Popen[bytes]) -> None:
@@ -98,8 +108,12 @@ async def check_clean(ctl: ServerControl, result, before: set[int], bystander: s
     assert {p.pid for g in snap.gpus for p in g.procs} == {bystander.pid}  # only the bystander holds memory
 
 
-@pytest.mark.parametrize(("host", "escape"), [("local", False), ("local", True), ("ssh", True)],
-                         ids=["local-orphans", "local-orphans-setsid", "ssh-orphans-setsid"], indirect=["host"])
+@pytest.mark.parametrize(
+    ("host", "escape"),
+    [("local", False), ("local", True), ("ssh", True)],
+    ids=["local-orphans", "local-orphans-setsid", "ssh-orphans-setsid"],
+    indirect=["host"],
+)
 async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool) -> None:
     """Orphans ignore TERM and outlive their parent (and with setsid leave its session): swept by marker."""
     sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)

@@ -33,8 +33,7 @@ def test_a_listener_we_can_read_is_not_hidden() -> None:
 
 def test_the_log_writer_wins_over_a_foreign_listener() -> None:
     """A foreign service on the port (not writing the log) is not the server: the log's writer is."""
-    text = ("port 40\nlog 50\nlog 51\n"
-            "S 40 S 1 40 40 100\nS 50 S 1 50 50 200\nS 51 S 50 50 50 210\n")
+    text = "port 40\nlog 50\nlog 51\nS 40 S 1 40 40 100\nS 50 S 1 50 50 200\nS 51 S 50 50 50 210\n"
     found = parse_find(text)
     main = pick_main(found)
     assert main is not None and main.pid == 50

@@ -9,8 +9,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import AsyncIterator, Callable
 
 import pytest
 
@@ -142,8 +142,9 @@ async def test_a_killed_server_is_reported_dead_and_the_watch_leaves_nothing(hos
         assert await gone(scanning, sim.run_id) == set()
         searching = watch_processes(str(sim.log))
         assert searching, "the search loop is not running"
-        await watch.until(lambda s: s.detail.startswith("no server process found"), timeout=10,
-                          after=time.monotonic())  # the search loop just printed: its next print is 5 s away
+        await watch.until(
+            lambda s: s.detail.startswith("no server process found"), timeout=10, after=time.monotonic()
+        )  # the search loop just printed: its next print is 5 s away
     finally:
         closing = asyncio.ensure_future(watch.close())
         # Gone before that next print (whose broken pipe would end it too; close() waits for the channel

@@ -27,8 +27,17 @@ def test_core_modules_import_no_io_or_ui_library() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    expected = {"tui.core.readiness", "tui.core.stall", "tui.core.timeline", "tui.core.fmt", "tui.core.report",
-                "tui.core.events", "tui.core.state", "tui.core.logparse", "tui.core.ranks"}
+    expected = {
+        "tui.core.readiness",
+        "tui.core.stall",
+        "tui.core.timeline",
+        "tui.core.fmt",
+        "tui.core.report",
+        "tui.core.events",
+        "tui.core.state",
+        "tui.core.logparse",
+        "tui.core.ranks",
+    }
     assert expected <= set(result["modules"])
     assert result["loaded"] == []
 
@@ -36,6 +45,8 @@ def test_core_modules_import_no_io_or_ui_library() -> None:
 def test_the_probe_would_see_a_forbidden_import() -> None:
     """The check can fail: the same probe run after importing httpx reports it."""
     code = "import httpx\n" + PROBE
-    proc = subprocess.run([sys.executable, "-c", code, *FORBIDDEN], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *FORBIDDEN], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["loaded"] == ["httpx"]

@@ -23,9 +23,19 @@ def test_the_user_really_cannot_read_roots_fds(shared_dir: Path, other_user: tup
     sim = start_sim(shared_dir, speed=20, tp=2, shards=8)
     try:
         wait_for_log(sim, b"server_args")
-        run = subprocess.run(["runuser", "-u", other_user[0], "--", "sh", "-c",
-                              f"cat /proc/{sim.pid}/stat >/dev/null && ls /proc/{sim.pid}/fd"],
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            [
+                "runuser",
+                "-u",
+                other_user[0],
+                "--",
+                "sh",
+                "-c",
+                f"cat /proc/{sim.pid}/stat >/dev/null && ls /proc/{sim.pid}/fd",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert run.returncode != 0 and "Permission denied" in run.stderr
     finally:
         sim.stop()
@@ -34,8 +44,19 @@ def test_the_user_really_cannot_read_roots_fds(shared_dir: Path, other_user: tup
 def test_wait_as_another_user_reaches_ready_and_never_says_exited(shared_dir: Path, user_sshd: Sshd) -> None:
     sim = start_sim(shared_dir, speed=5, tp=2, shards=8)  # ~30 s to ready: past the 15 s "not found" grace
     try:
-        run = tool("wait", user_sshd, "--log", str(sim.log), "--port", str(sim.port),
-                   "--sim-gpus", str(sim.gpu_state), "--timeout", "120", "--json")
+        run = tool(
+            "wait",
+            user_sshd,
+            "--log",
+            str(sim.log),
+            "--port",
+            str(sim.port),
+            "--sim-gpus",
+            str(sim.gpu_state),
+            "--timeout",
+            "120",
+            "--json",
+        )
         states = json_lines(run.stdout)
         assert run.returncode == 0, run.stderr[-3000:]
         assert [s for s in states if s["phase"] == "failed"] == []
@@ -52,8 +73,17 @@ def test_stop_as_another_user_exits_5_and_stops_nothing(shared_dir: Path, user_s
     sim = start_sim(shared_dir, speed=20, tp=2, shards=8)
     try:
         wait_for_log(sim, b"server_args")
-        run = tool("stop", user_sshd, "--port", str(sim.port), "--log", str(sim.log),
-                   "--sim-gpus", str(sim.gpu_state), timeout=60)
+        run = tool(
+            "stop",
+            user_sshd,
+            "--port",
+            str(sim.port),
+            "--log",
+            str(sim.log),
+            "--sim-gpus",
+            str(sim.gpu_state),
+            timeout=60,
+        )
         assert run.returncode == 5, (run.returncode, run.stdout, run.stderr)
         assert CANNOT_SEE in run.stderr and "nothing to stop" not in run.stdout + run.stderr
         assert sim.alive()
@@ -65,10 +95,31 @@ def test_log_made_unreadable_mid_load_is_named(shared_dir: Path, user_sshd: Sshd
     sim = start_sim(shared_dir, speed=1, tp=2, shards=8)  # slow: the load outlasts the wait
     try:
         wait_for_log(sim, b"server_args")
-        proc = subprocess.Popen([sys.executable, "-m", "tui", "wait", "127.0.0.1", *user_sshd.ssh_args(),
-                                 "--remote-python", SYSTEM_PYTHON, "--log", str(sim.log), "--port", str(sim.port),
-                                 "--sim-gpus", str(sim.gpu_state), "--timeout", "15", "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui",
+                "wait",
+                "127.0.0.1",
+                *user_sshd.ssh_args(),
+                "--remote-python",
+                SYSTEM_PYTHON,
+                "--log",
+                str(sim.log),
+                "--port",
+                str(sim.port),
+                "--sim-gpus",
+                str(sim.gpu_state),
+                "--timeout",
+                "15",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:  # the log is read (some phase past starting), then it becomes unreadable
             if line.startswith("{") and json.loads(line)["phase"] != "starting":

@@ -45,10 +45,24 @@ def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
 def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int) -> None:
     master, slave = pty.openpty()
     os.set_blocking(master, True)
-    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"), TMPDIR=str(tmp_path), TERM="xterm-256color", COLUMNS="100", LINES="30")
+    env = dict(
+        os.environ,
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TMPDIR=str(tmp_path),
+        TERM="xterm-256color",
+        COLUMNS="100",
+        LINES="30",
+    )
     err_file = tmp_path / "demo.err"  # Textual draws on stderr: a file, so a full pipe never blocks the app
-    demo = subprocess.Popen([sys.executable, "-m", "tui", "demo", "--speed", "5"], cwd=ROOT, env=env,
-                            stdin=slave, stdout=slave, stderr=err_file.open("wb"), start_new_session=True)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tui", "demo", "--speed", "5"],
+        cwd=ROOT,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=err_file.open("wb"),
+        start_new_session=True,
+    )
     os.close(slave)
     drained = threading.Thread(target=_drain, args=(master,), daemon=True)
     drained.start()
@@ -62,8 +76,9 @@ def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int) -> N
         rc = demo.wait(timeout=60)
         err = err_file.read_bytes()
         assert rc == 128 + signum, err.decode(errors="replace")[-2000:]
-        assert _wait(lambda: not any(Path(f"/proc/{p}").exists() and _is_ours(p, tmp_path) for p in sims), 20), \
+        assert _wait(lambda: not any(Path(f"/proc/{p}").exists() and _is_ours(p, tmp_path) for p in sims), 20), (
             f"left running: {[p for p in sims if Path(f'/proc/{p}').exists()]}"
+        )
         assert b"simulated server terminate done" in err
     finally:
         if demo.poll() is None:

@@ -26,7 +26,9 @@ def _two_nodes(s0: Readiness, s1: Readiness) -> dm.Deployment:
 
 
 def test_node1_loading_holds_back_and_node0_waits_in_nccl_init() -> None:
-    dep = _two_nodes(_state(Phase.INIT, ranks=range(8)), _state(Phase.LOADING_WEIGHTS, shards=(40, 64), ranks=range(8, 16)))
+    dep = _two_nodes(
+        _state(Phase.INIT, ranks=range(8)), _state(Phase.LOADING_WEIGHTS, shards=(40, 64), ranks=range(8, 16))
+    )
     assert dm.deployment_phase(dep) is Phase.INIT
     assert dm.least_advanced(dep).name == "node0"
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(64, 64)), _state(Phase.LOADING_WEIGHTS, shards=(40, 64)))
@@ -110,22 +112,31 @@ READY = _state(Phase.READY, log_ready=True, health_ready=True)
 
 
 def test_pd_prefill_loading_router_up_is_not_ready_and_names_prefill() -> None:
-    router = dm.RouterInfo(up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", False)))
+    router = dm.RouterInfo(
+        up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", False))
+    )
     dep = _pd(_state(Phase.LOADING_WEIGHTS, shards=(30, 64)), READY, router)
     assert dm.deployment_phase(dep) is Phase.LOADING_WEIGHTS
-    assert dm.reason(dep) == "decode ready, prefill still loading weights 30/64, router up but has no healthy prefill worker"
+    assert (
+        dm.reason(dep)
+        == "decode ready, prefill still loading weights 30/64, router up but has no healthy prefill worker"
+    )
     assert dm.least_advanced(dep).name == "prefill"
 
 
 def test_pd_all_up_but_router_sees_no_healthy_prefill_is_not_ready() -> None:
-    router = dm.RouterInfo(up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", False)))
+    router = dm.RouterInfo(
+        up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", False))
+    )
     dep = _pd(READY, READY, router)
     assert dm.deployment_phase(dep) is Phase.WARMUP
     assert "no healthy prefill worker" in dm.reason(dep)
 
 
 def test_pd_all_up_is_ready() -> None:
-    router = dm.RouterInfo(up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", True)))
+    router = dm.RouterInfo(
+        up=True, workers=(dm.WorkerHealth("http://d", "decode", True), dm.WorkerHealth("http://p", "prefill", True))
+    )
     dep = _pd(READY, READY, router)
     assert dm.deployment_phase(dep) is Phase.READY
     assert dm.reason(dep).startswith("ready: decode ready, prefill ready, router up, 2/2 workers healthy")
@@ -154,7 +165,15 @@ def test_gpus_of_all_nodes_in_one_list_grouped_by_node_with_global_indexes() -> 
 
     snap = GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=i) for i in range(8)))
     s0 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP0", gpu_index=0, pid=1),))
-    s1 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP8", gpu_index=0, pid=2), RankState("TP15", gpu_index=7, pid=3), RankState("TP1", gpu_index=1)))
+    s1 = replace(
+        _state(Phase.INIT),
+        gpus=snap,
+        ranks=(
+            RankState("TP8", gpu_index=0, pid=2),
+            RankState("TP15", gpu_index=7, pid=3),
+            RankState("TP1", gpu_index=1),
+        ),
+    )
     c = dm.combined(_two_nodes(s0, s1))
     assert c.gpus is not None and [g.index for g in c.gpus.gpus] == list(range(16))
     assert [g.node for g in c.gpus.gpus] == ["node0"] * 8 + ["node1"] * 8

@@ -38,7 +38,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    comm = text[text.index("(") + 1:text.rindex(")")]
+    comm = text[text.index("(") + 1 : text.rindex(")")]
     rest = text.rsplit(")", 1)[1].split()
     return comm, int(rest[1]), int(rest[2])  # comm, ppid, pgid
 
@@ -102,8 +102,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 def _log_gaps(log: Path) -> list[float]:
     """Seconds between consecutive timestamped lines of the log."""
     pattern = rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
-    stamps = [time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
-              for m in re.finditer(pattern, log.read_bytes(), re.M)]
+    stamps = [
+        time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
+        for m in re.finditer(pattern, log.read_bytes(), re.M)
+    ]
     return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
 
 
@@ -128,7 +130,10 @@ def test_download_shows_bytes_and_rate_and_no_stall(runs: dict[str, Run]) -> Non
     assert run.incomplete, "the simulator grew no *.incomplete blob in its HF cache"
     lines = [line for line in run.stderr.splitlines() if "loading weights: downloading" in line]
     assert lines, run.stderr[-3000:]
-    assert any(re.search(r"loading weights: downloading [\d.]+ [KMG]iB in \d+ files?, [\d.]+ [KMG]iB/s", line) for line in lines), lines
+    assert any(
+        re.search(r"loading weights: downloading [\d.]+ [KMG]iB in \d+ files?, [\d.]+ [KMG]iB/s", line)
+        for line in lines
+    ), lines
     assert all("loading_weights" in line for line in lines if line.startswith("[")), lines
 
 

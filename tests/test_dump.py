@@ -21,8 +21,14 @@ VENV_PYTHON = str(Path(sys.executable).absolute())  # py-spy is installed next t
 NO_PTRACE = ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace"]  # root without CAP_SYS_PTRACE
 
 
-def dump(target: list[str], sim: SimServer, *extra: str, env: dict[str, str] | None = None,
-         prefix: list[str] | None = None, python: str = VENV_PYTHON) -> subprocess.CompletedProcess[str]:
+def dump(
+    target: list[str],
+    sim: SimServer,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    prefix: list[str] | None = None,
+    python: str = VENV_PYTHON,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "tui", "dump", *target, "--port", str(sim.port), "--log", str(sim.log),
          "--remote-python", python, *extra],
@@ -88,7 +94,9 @@ def test_py_spy_missing_is_one_line(hung: SimServer, tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and "py-spy is not installed on local" in lines[0] and "pip install py-spy" in lines[0], lines
+    assert len(lines) == 1 and "py-spy is not installed on local" in lines[0] and "pip install py-spy" in lines[0], (
+        lines
+    )
 
 
 def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
@@ -99,8 +107,7 @@ def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
     if root and shutil.which("setpriv") is None:
         pytest.fail("setpriv (util-linux) is needed to drop CAP_SYS_PTRACE as root")
     prefix = NO_PTRACE if root else []
-    sim = start_sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"},
-                    prefix=prefix)
+    sim = start_sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"}, prefix=prefix)
     try:
         wait_for_log(sim, b"Capturing batches", timeout=60)
         proc = dump(["local"], sim, "--json", "--out", str(tmp_path / "dump.txt"), prefix=prefix)

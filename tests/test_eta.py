@@ -80,7 +80,9 @@ def test_gpu_memory_eta_from_the_weight_bytes_of_past_launches() -> None:
     gib = 1 << 30
 
     def snap(used_gib: float) -> GpuSnapshot:
-        return GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=int(used_gib * gib), total_bytes=140 * gib) for i in (0, 1)))
+        return GpuSnapshot(
+            "sim", tuple(GpuInfo(i, used_bytes=int(used_gib * gib), total_bytes=140 * gib) for i in (0, 1))
+        )
 
     s = replace(feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2)), past=past(weight_gib=32.0))
     s = reduce(s, snap(2.0), T0 + 3)

@@ -107,7 +107,9 @@ def test_a_nul_prefixed_log_replays_and_waits_like_the_plain_one(tmp_path: Path)
     nul.write_bytes(b"\x00" * 70_000 + plain.read_bytes())  # `: > LOG` under a writer at offset 70000
     assert replay_json(nul) == replay_json(plain)  # no "binary data": the NUL run is nothing
     with ThreadPoolExecutor(2) as pool:
-        a, b = (pool.submit(run_wait, None, "--log", str(p), "--port", str(port), "--timeout", "60") for p in (nul, plain))
+        a, b = (
+            pool.submit(run_wait, None, "--log", str(p), "--port", str(port), "--timeout", "60") for p in (nul, plain)
+        )
         with_nul, without = a.result(), b.result()
     for out in (with_nul, without):
         assert out.code == 1 and not out.phases() & {"ready", "serving"}, out.stderr
@@ -173,7 +175,9 @@ def test_no_health_is_ready_from_the_log_and_probes_nothing(tmp_path: Path) -> N
     finally:
         sim.stop()
     assert out.code == 0, out.stderr
-    assert out.verdict() == "sglang-tui wait: ready: the log says fired up (log only: /health is not probed, --no-health)"
+    assert (
+        out.verdict() == "sglang-tui wait: ready: the log says fired up (log only: /health is not probed, --no-health)"
+    )
     log = sim.log.read_text(errors="replace")
     assert '"GET /health' not in log and '"GET /model_info HTTP/1.1" 200' in log  # only the warmup's own request
     assert log.count("GET /model_info") == 1

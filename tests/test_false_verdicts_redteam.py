@@ -71,7 +71,9 @@ def test_a_server_that_answers_200_then_dies_is_not_ready(where: str, request: p
         flaky.stop()
     assert out.code != 0 and not out.phases() & NOT_READY, out.stderr
     if where == "local":
-        assert out.verdict() == "sglang-tui wait: failed (other): server process exited (no process of the server is left)"
+        assert (
+            out.verdict() == "sglang-tui wait: failed (other): server process exited (no process of the server is left)"
+        )
 
 
 @pytest.mark.parametrize("where", ["local", "ssh", "another_user"])
@@ -147,5 +149,3 @@ def test_log_replaced_by_a_directory_mid_load_is_named_and_followed(tmp_path: Pa
     assert proc.returncode == 0, err[-3000:]
     assert "log deleted; following the server's stdout (pid " in err, err[-3000:]
     assert states[-1]["phase"] == "ready" and states[-1]["shards"] == {"done": 8, "total": 8}
-
-

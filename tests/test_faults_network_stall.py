@@ -50,7 +50,9 @@ def signal_all(pids: list[int], sig: int) -> None:
             pass
 
 
-async def test_stalled_link_is_declared_dead_and_the_tail_resumes_byte_for_byte(fresh_sshd: Sshd, tmp_path: Path) -> None:
+async def test_stalled_link_is_declared_dead_and_the_tail_resumes_byte_for_byte(
+    fresh_sshd: Sshd, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(b"before the stall\n")
     host = SshHost("127.0.0.1", port=fresh_sshd.port, user=fresh_sshd.user, identity=str(fresh_sshd.identity),

@@ -27,7 +27,13 @@ PROBE = str(Path(probe.__file__))
 
 
 def test_smi_cells_na_and_not_supported_are_none() -> None:
-    assert [probe.smi_value(c) for c in (" [N/A]", "[Not Supported]", "N/A", "", " 42 ")] == [None, None, None, None, "42"]
+    assert [probe.smi_value(c) for c in (" [N/A]", "[Not Supported]", "N/A", "", " 42 ")] == [
+        None,
+        None,
+        None,
+        None,
+        "42",
+    ]
     assert probe.smi_number("[N/A]") is None and probe.smi_number(None) is None
     assert probe.smi_number("612.34") == pytest.approx(612.34)
     assert probe.smi_number("bogus") is None
@@ -37,8 +43,16 @@ def test_gpu_line_full() -> None:
     line = "3, GPU-d33d0a1b, NVIDIA H200, 2575, 143771, 616, 87, 41, 612.34\n"
     gpu = probe.parse_smi_gpu_line(line)
     assert gpu == {
-        "index": 3, "uuid": "GPU-d33d0a1b", "name": "NVIDIA H200", "used": 2575 * MIB, "total": 143771 * MIB,
-        "reserved": 616 * MIB, "util": 87.0, "temp": 41.0, "power": pytest.approx(612.34), "procs": [],
+        "index": 3,
+        "uuid": "GPU-d33d0a1b",
+        "name": "NVIDIA H200",
+        "used": 2575 * MIB,
+        "total": 143771 * MIB,
+        "reserved": 616 * MIB,
+        "util": 87.0,
+        "temp": 41.0,
+        "power": pytest.approx(612.34),
+        "procs": [],
     }
 
 
@@ -57,16 +71,25 @@ def test_gpu_line_missing_fields_and_old_driver_field_list() -> None:
 
 
 def test_non_gpu_lines_are_rejected() -> None:
-    for line in ("", "\n", 'Field "memory.reserved" is not a valid field to query.',
-                 "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
-                 "[N/A], GPU-x, name, 1, 2"):
+    for line in (
+        "",
+        "\n",
+        'Field "memory.reserved" is not a valid field to query.',
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+        "[N/A], GPU-x, name, 1, 2",
+    ):
         assert probe.parse_smi_gpu_line(line) is None
 
 
 def test_compute_app_lines_and_attachment() -> None:
     app = probe.parse_smi_app_line("2026/11/29 10:00:00.123, 484, GPU-a, 2566, sglang::scheduler_TP0, extra")
-    assert app == {"pid": 484, "gpu_uuid": "GPU-a", "used": 2566 * MIB,
-                   "name": "sglang::scheduler_TP0, extra", "timestamp": "2026/11/29 10:00:00.123"}
+    assert app == {
+        "pid": 484,
+        "gpu_uuid": "GPU-a",
+        "used": 2566 * MIB,
+        "name": "sglang::scheduler_TP0, extra",
+        "timestamp": "2026/11/29 10:00:00.123",
+    }
     na = probe.parse_smi_app_line("ts, 485, GPU-b, [N/A], [Insufficient Permissions]")
     assert na is not None and na["used"] is None and na["name"] == ""
     assert probe.parse_smi_app_line("No running processes found") is None
@@ -80,13 +103,39 @@ def test_compute_app_lines_and_attachment() -> None:
 
 
 def test_parse_probe_line_round_trip() -> None:
-    line = probe.tick_line("nvml", [{"index": 1, "uuid": "GPU-1", "name": "H200", "used": 5 * GIB, "total": 140 * GIB,
-                                     "reserved": None, "util": 12, "temp": None, "power": 100.5,
-                                     "procs": [{"pid": 7, "used": None, "name": "sglang::scheduler_TP1"}]}])
+    line = probe.tick_line(
+        "nvml",
+        [
+            {
+                "index": 1,
+                "uuid": "GPU-1",
+                "name": "H200",
+                "used": 5 * GIB,
+                "total": 140 * GIB,
+                "reserved": None,
+                "util": 12,
+                "temp": None,
+                "power": 100.5,
+                "procs": [{"pid": 7, "used": None, "name": "sglang::scheduler_TP1"}],
+            }
+        ],
+    )
     snap = parse_probe_line(line)
     assert snap.source == "nvml" and snap.error is None and snap.t is not None
-    assert snap.gpus == (GpuInfo(1, "GPU-1", "H200", 5 * GIB, 140 * GIB, None, 12.0, None, 100.5,
-                                 (GpuProcess(7, None, "sglang::scheduler_TP1"),)),)
+    assert snap.gpus == (
+        GpuInfo(
+            1,
+            "GPU-1",
+            "H200",
+            5 * GIB,
+            140 * GIB,
+            None,
+            12.0,
+            None,
+            100.5,
+            (GpuProcess(7, None, "sglang::scheduler_TP1"),),
+        ),
+    )
 
 
 def test_parse_probe_line_errors_never_raise() -> None:
@@ -99,7 +148,10 @@ def test_parse_probe_line_errors_never_raise() -> None:
 
 
 def test_memory_held_by_pids() -> None:
-    snap = GpuSnapshot("sim", (GpuInfo(0, procs=(GpuProcess(5, 3 * GIB), GpuProcess(6, None))), GpuInfo(1, procs=(GpuProcess(9, GIB),))))
+    snap = GpuSnapshot(
+        "sim",
+        (GpuInfo(0, procs=(GpuProcess(5, 3 * GIB), GpuProcess(6, None))), GpuInfo(1, procs=(GpuProcess(9, GIB),))),
+    )
     assert memory_held(snap, {6, 9}) == ((0, 6, 0), (1, 9, GIB))
     assert memory_held(snap, set()) == ()
 
@@ -120,9 +172,16 @@ def _sim_state(tmp_path: Path) -> tuple[Path, list[subprocess.Popen[bytes]]]:
     """Devices plus three entries: a live process, a dead (reaped) one, and a zombie."""
     state = tmp_path / "gpus"
     state.mkdir()
-    (state / "devices.json").write_text(json.dumps({"gpus": [
-        {"index": 0, "uuid": "GPU-s0", "name": "Sim H200", "total": 140 * GIB},
-        {"index": 1, "uuid": "GPU-s1", "name": "Sim H200", "total": 140 * GIB}]}))
+    (state / "devices.json").write_text(
+        json.dumps(
+            {
+                "gpus": [
+                    {"index": 0, "uuid": "GPU-s0", "name": "Sim H200", "total": 140 * GIB},
+                    {"index": 1, "uuid": "GPU-s1", "name": "Sim H200", "total": 140 * GIB},
+                ]
+            }
+        )
+    )
     live = subprocess.Popen(["sleep", "30"])
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -131,7 +190,9 @@ def _sim_state(tmp_path: Path) -> tuple[Path, list[subprocess.Popen[bytes]]]:
     while probe.pid_alive(zombie.pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     for pid, gpu, used in ((live.pid, 0, 20 * GIB), (dead.pid, 0, 30 * GIB), (zombie.pid, 1, 40 * GIB)):
-        (state / f"proc-{pid}.json").write_text(json.dumps({"pid": pid, "gpu": gpu, "used": used, "name": "sglang::scheduler_TP0"}))
+        (state / f"proc-{pid}.json").write_text(
+            json.dumps({"pid": pid, "gpu": gpu, "used": used, "name": "sglang::scheduler_TP0"})
+        )
     (state / "proc-garbage.json").write_text("{not json")
     return state, [live, zombie]
 
@@ -140,15 +201,20 @@ def test_sim_backend_counts_only_live_processes(tmp_path: Path) -> None:
     state, procs = _sim_state(tmp_path)
     try:
         assert not probe.pid_alive(procs[1].pid)  # the zombie exists in /proc but is not alive
-        run = subprocess.run([sys.executable, PROBE, "--sim", str(state), "--count", "1"], capture_output=True, timeout=30)
+        run = subprocess.run(
+            [sys.executable, PROBE, "--sim", str(state), "--count", "1"], capture_output=True, timeout=30
+        )
         snap = parse_probe_line(run.stdout.splitlines()[-1])
         assert snap.source == "sim" and snap.error is None
         assert [g.used_bytes for g in snap.gpus] == [20 * GIB, 0]
         assert snap.gpus[0].procs == (GpuProcess(procs[0].pid, 20 * GIB, "sglang::scheduler_TP0"),)
         procs[0].kill()
         procs[0].wait()
-        again = parse_probe_line(subprocess.run([sys.executable, PROBE, "--sim", str(state), "--count", "1"],
-                                                capture_output=True, timeout=30).stdout.splitlines()[-1])
+        again = parse_probe_line(
+            subprocess.run(
+                [sys.executable, PROBE, "--sim", str(state), "--count", "1"], capture_output=True, timeout=30
+            ).stdout.splitlines()[-1]
+        )
         assert [g.used_bytes for g in again.gpus] == [0, 0]  # SIGKILL released it, like a driver would
     finally:
         for p in procs:
@@ -157,8 +223,11 @@ def test_sim_backend_counts_only_live_processes(tmp_path: Path) -> None:
 
 
 def test_sim_backend_unreadable_state_is_an_error_line(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, PROBE, "--sim", str(tmp_path / "missing"), "--count", "2", "--interval", "0.05"],
-                         capture_output=True, timeout=30)
+    run = subprocess.run(
+        [sys.executable, PROBE, "--sim", str(tmp_path / "missing"), "--count", "2", "--interval", "0.05"],
+        capture_output=True,
+        timeout=30,
+    )
     snaps = [parse_probe_line(x) for x in run.stdout.splitlines()]
     assert len(snaps) == 2 and all("simulated GPU state unreadable" in (s.error or "") for s in snaps)
 
@@ -189,8 +258,13 @@ def test_smi_backend_uses_two_long_lived_processes(tmp_path: Path, no_reserved: 
     smi.chmod(0o755)
     spawns = tmp_path / "spawns"
     env = dict(os.environ, SPAWNS=str(spawns), NO_RESERVED="1" if no_reserved else "")
-    run = subprocess.run([sys.executable, PROBE, "--backend", "nvidia-smi", "--smi", str(smi), "--interval", "0.1",
-                          "--count", "8"], capture_output=True, text=True, env=env, timeout=30)
+    run = subprocess.run(
+        [sys.executable, PROBE, "--backend", "nvidia-smi", "--smi", str(smi), "--interval", "0.1", "--count", "8"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     snaps = [parse_probe_line(x) for x in run.stdout.splitlines()]
     assert run.returncode == 0 and len(snaps) == 8 and all(s.source == "nvidia-smi" and not s.error for s in snaps)
     assert all([g.index for g in s.gpus] == [0, 1] for s in snaps)
@@ -232,8 +306,12 @@ def test_probe_exits_on_broken_pipe_by_itself(tmp_path: Path) -> None:
     """No kill: the reader closes its end and the probe's next write (EPIPE) ends it."""
     state, procs = _sim_state(tmp_path)
     try:
-        proc = subprocess.Popen([sys.executable, "-u", "-", "--sim", str(state), "--interval", "0.1"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-u", "-", "--sim", str(state), "--interval", "0.1"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert proc.stdin and proc.stdout
         proc.stdin.write(probe_script())
         proc.stdin.close()
@@ -252,7 +330,9 @@ async def test_probe_gone_after_close_local(tmp_path: Path) -> None:
     host = LocalHost()
     try:
         await host.connect()
-        running = await host.start(probe_command(sys.executable, interval=0.2, sim_dir=str(state)), input=probe_script())
+        running = await host.start(
+            probe_command(sys.executable, interval=0.2, sim_dir=str(state)), input=probe_script()
+        )
         assert parse_probe_line((await running.read()).splitlines()[0]).source == "sim"
         assert _probe_pids(str(state))
         await running.close()
@@ -266,11 +346,19 @@ async def test_probe_gone_after_close_local(tmp_path: Path) -> None:
 
 async def test_probe_gone_after_close_ssh(tmp_path: Path, sshd) -> None:
     state, procs = _sim_state(tmp_path)
-    host = SshHost("127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-                   known_hosts=str(sshd.known_hosts), agent=False)
+    host = SshHost(
+        "127.0.0.1",
+        port=sshd.port,
+        user=sshd.user,
+        identity=str(sshd.identity),
+        known_hosts=str(sshd.known_hosts),
+        agent=False,
+    )
     try:
         await host.connect()
-        running = await host.start(probe_command(sys.executable, interval=0.2, sim_dir=str(state)), input=probe_script())
+        running = await host.start(
+            probe_command(sys.executable, interval=0.2, sim_dir=str(state)), input=probe_script()
+        )
         data = await running.read()
         assert parse_probe_line(data.splitlines()[0]).gpus[0].used_bytes == 20 * GIB
         assert _probe_pids(str(state))
@@ -287,6 +375,5 @@ async def test_probe_gone_after_close_ssh(tmp_path: Path, sshd) -> None:
 def test_real_gpu_check(tmp_path: Path) -> None:
     """ON A GPU HOST (`pytest -m gpu`): bench/gpu_probe_check.py's probe-vs-nvidia-smi and stop checks pass."""
     check = Path(__file__).resolve().parent.parent / "bench" / "gpu_probe_check.py"
-    run = subprocess.run([sys.executable, str(check), str(tmp_path)],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -19,8 +19,12 @@ GIB = 2**30
 def _state(tmp_path: Path, used: int) -> Path:
     state = tmp_path / "gpus"
     state.mkdir(exist_ok=True)
-    (state / "devices.json").write_text(json.dumps({"gpus": [{"index": 0, "uuid": "GPU-0", "name": "Sim", "total": 80 * GIB}]}))
-    (state / f"proc-{os.getpid()}.json").write_text(json.dumps({"pid": os.getpid(), "gpu": 0, "used": used, "name": "me"}))
+    (state / "devices.json").write_text(
+        json.dumps({"gpus": [{"index": 0, "uuid": "GPU-0", "name": "Sim", "total": 80 * GIB}]})
+    )
+    (state / f"proc-{os.getpid()}.json").write_text(
+        json.dumps({"pid": os.getpid(), "gpu": 0, "used": used, "name": "me"})
+    )
     return state
 
 
@@ -38,8 +42,10 @@ def _probe_pids(tag: str) -> list[int]:
 
 
 def test_command_quotes_every_word() -> None:
-    assert probe_command("/opt/my env/bin/python", interval=0.5, sim_dir="/tmp/a b") == \
-        "exec '/opt/my env/bin/python' -u - --interval 0.5 --sim '/tmp/a b'"
+    assert (
+        probe_command("/opt/my env/bin/python", interval=0.5, sim_dir="/tmp/a b")
+        == "exec '/opt/my env/bin/python' -u - --interval 0.5 --sim '/tmp/a b'"
+    )
 
 
 async def test_snapshots_follow_the_state_and_one_probe_runs(tmp_path: Path) -> None:
@@ -112,8 +118,14 @@ async def test_no_gpu_host_reports_the_probe_errors() -> None:
 
 async def test_snapshots_over_ssh(tmp_path: Path, sshd) -> None:
     state = _state(tmp_path, 3 * GIB)
-    host = SshHost("127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-                   known_hosts=str(sshd.known_hosts), agent=False)
+    host = SshHost(
+        "127.0.0.1",
+        port=sshd.port,
+        user=sshd.user,
+        identity=str(sshd.identity),
+        known_hosts=str(sshd.known_hosts),
+        agent=False,
+    )
     await host.connect()
     stream = gpu_snapshots(host, remote_python=sys.executable, interval=0.1, sim_dir=str(state))
     try:

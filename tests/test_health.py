@@ -34,7 +34,7 @@ class ScriptedServer:
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
 
-    async def start(self) -> "ScriptedServer":
+    async def start(self) -> ScriptedServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -97,7 +97,9 @@ async def test_nothing_listening_is_refused(host: Host) -> None:
     assert result.latency_s is not None and result.status is None
 
 
-@pytest.mark.parametrize(("status", "outcome"), [(503, "starting"), (200, "ok"), (500, "http_error"), (404, "http_error")])
+@pytest.mark.parametrize(
+    ("status", "outcome"), [(503, "starting"), (200, "ok"), (500, "http_error"), (404, "http_error")]
+)
 async def test_status_codes(host: Host, server: ScriptedServer, status: int, outcome: str) -> None:
     server.status["/health"] = status
     poller = HealthPoller(host, server.port)

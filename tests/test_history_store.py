@@ -83,7 +83,11 @@ def test_schema_wal_and_round_trip(tmp_path: Path) -> None:
         assert store.past("other").count == 0
         rows = store.launches("h")
         assert len(rows) == 3 and rows[0]["phases"][3] == {
-            "phase": "loading_weights", "model": "draft", "start": None, "end": None, "duration_s": 2.0,
+            "phase": "loading_weights",
+            "model": "draft",
+            "start": None,
+            "end": None,
+            "duration_s": 2.0,
         }
     with HistoryStore(path) as store:  # reopened: no migration runs twice
         assert store.schema_version == SCHEMA_VERSION and len(store.launches()) == 3

@@ -38,7 +38,7 @@ async def test_run_returns_bytes_status_and_stderr(host: Host) -> None:
 
 
 async def test_remote_shell_is_sh_and_input_reaches_stdin(host: Host) -> None:
-    result = await host.run("read x; echo \"got $x\"; echo ${0##*/}", input=b"hello\n")
+    result = await host.run('read x; echo "got $x"; echo ${0##*/}', input=b"hello\n")
     assert result.stdout.split(b"\n")[:2] == [b"got hello", b"sh"]
 
 
@@ -70,7 +70,9 @@ async def test_run_timeout_raises(host: Host) -> None:
 async def test_closing_a_process_leaves_nothing_running(host: Host, tmp_path: Path) -> None:
     marker = f"h4-marker-{uuid.uuid4().hex}"
     # The shape LogTail uses: a command that watches its stdin and exits when the channel goes.
-    proc = await host.start(f"exec 3<&0; sleep 300 & t=$!; {{ cat <&3 >/dev/null; kill $t; }} & exec 3<&-; wait $t # {marker}")
+    proc = await host.start(
+        f"exec 3<&0; sleep 300 & t=$!; {{ cat <&3 >/dev/null; kill $t; }} & exec 3<&-; wait $t # {marker}"
+    )
     await asyncio.sleep(0.3)
     await proc.close()
     for _ in range(50):

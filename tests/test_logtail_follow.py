@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -43,8 +43,13 @@ def writer(tmp_path: Path):
 
     def start(log: Path, mode: str = "wb") -> subprocess.Popen[bytes]:
         with open(log, mode) as out:
-            proc = subprocess.Popen([sys.executable, "-c", WRITER], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", WRITER],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         procs.append(proc)
         return proc
 
@@ -114,8 +119,9 @@ async def test_mv_rotation_follows_the_servers_stdout_byte_exact(host: Host, tmp
         await c.close()
 
 
-async def test_rotation_with_a_new_empty_log_keeps_to_the_file_the_server_writes(host: Host, tmp_path: Path,
-                                                                                writer) -> None:
+async def test_rotation_with_a_new_empty_log_keeps_to_the_file_the_server_writes(
+    host: Host, tmp_path: Path, writer
+) -> None:
     log = tmp_path / "server.log"
     writer(log)
     c = Collector(LogTail(host, str(log)))

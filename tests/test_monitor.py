@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
 
 from tests.helpers.sim import start_sim
 from tests.helpers.sshd import Sshd
@@ -196,6 +195,8 @@ async def test_refused_host_key_is_a_failed_connection_event(sshd: Sshd, tmp_pat
         "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(empty), agent=False
     )
     monitor = Monitor(host, log_path="/nonexistent.log", port=1)
-    seen = await collect(monitor, lambda seen: any(isinstance(e, ConnectionState) and e.state == "failed" for e in seen))
+    seen = await collect(
+        monitor, lambda seen: any(isinstance(e, ConnectionState) and e.state == "failed" for e in seen)
+    )
     failed = [e for e in seen if isinstance(e, ConnectionState) and e.state == "failed"]
     assert len(failed) == 1 and "unknown host key" in failed[0].detail

@@ -53,7 +53,9 @@ PIECEWISE = (
     f"{ts(30, 'TP0')} Capture piecewise CUDA graph begin. avail mem=60.12 GB\n"
     f"{ts(30, 'TP1')} Capture piecewise CUDA graph begin. avail mem=60.10 GB\n"
     + frames("", [512, 256, 128, 64], lambda n: f"Compiling num tokens (num_tokens={n})")
-    + frames("", [512, 256, 128, 64], lambda n: f"Capturing num tokens (num_tokens={n} avail_mem={59.8 - n / 1000:.2f} GB)")
+    + frames(
+        "", [512, 256, 128, 64], lambda n: f"Capturing num tokens (num_tokens={n} avail_mem={59.8 - n / 1000:.2f} GB)"
+    )
     + f"{ts(45, 'TP0')} Capture piecewise CUDA graph end. Time elapsed: 14.91 s. mem usage=0.52 GB. avail mem=59.60 GB.\n"
 )
 
@@ -95,27 +97,37 @@ def deepgemm(kernels: int) -> str:
                 "num_groups=1 with all Ms. It only takes a little time (typically 1 sec) if you have run "
                 "`python3 -m sglang.compile_deep_gemm`. \n"
             )
-        text += "".join(
-            f"\rDeepGEMM warmup: {25 * m:3d}%|##        | {m}/4 [00:0{m}<00:0{4 - m},  1.00it/s]" for m in range(5)
-        ) + "\n"
+        text += (
+            "".join(
+                f"\rDeepGEMM warmup: {25 * m:3d}%|##        | {m}/4 [00:0{m}<00:0{4 - m},  1.00it/s]" for m in range(5)
+            )
+            + "\n"
+        )
     return text
 
 
 def test_deepgemm_jit_is_a_compile_step_with_a_count() -> None:
-    head = (
-        f"{ts(10, 'TP0')} Memory pool end. avail mem=60.00 GB\n{ts(10, 'TP1')} Memory pool end. avail mem=60.00 GB\n"
-    )
+    head = f"{ts(10, 'TP0')} Memory pool end. avail mem=60.00 GB\n{ts(10, 'TP1')} Memory pool end. avail mem=60.00 GB\n"
     evs = events(head + deepgemm(3))
     assert kinds(evs).count("jit_kernel") == 6 and kinds(evs).count("jit_begin") == 1
     kernel = next(e for e in evs if isinstance(e, Milestone) and e.kind == "jit_kernel")
-    assert (kernel.get("kernel"), kernel.get("n"), kernel.get("k"), kernel.get("num_groups")) == ("GEMM_NT_F8F8BF16", 4096, 7168, 1)
+    assert (kernel.get("kernel"), kernel.get("n"), kernel.get("k"), kernel.get("num_groups")) == (
+        "GEMM_NT_F8F8BF16",
+        4096,
+        7168,
+        1,
+    )
     assert {b.bar for b in evs if isinstance(b, BarProgress)} == {"jit"}
     assert not any(isinstance(e, Failure) for e in evs)  # the session warning says "long time", not a failure
     s = replay(head + deepgemm(3))
     assert s.phase is Phase.KV_CACHE  # a step inside the phase, not a phase of its own
     assert s.jit_active and s.jit_kernels == 6 and s.jit is not None and s.jit.done == 4
     assert s.reason.startswith("compiling DeepGEMM kernels (JIT): 6 shapes, warmup 4/4")
-    done = replay(head + deepgemm(1) + f"{ts(40, 'TP0')} Capture cuda graph end. Time elapsed: 9.00 s. mem usage=1.00 GB. avail mem=59.00 GB.\n")
+    done = replay(
+        head
+        + deepgemm(1)
+        + f"{ts(40, 'TP0')} Capture cuda graph end. Time elapsed: 9.00 s. mem usage=1.00 GB. avail mem=59.00 GB.\n"
+    )
     assert not done.jit_active and done.jit_kernels == 2
 
 
@@ -128,8 +140,10 @@ def test_hf_snapshot_found_locally() -> None:
         "models--deepseek-ai--DeepSeek-V3/snapshots/abc; skipping download.\n"
     )
     assert s.hf_snapshot == "local"
-    for line in ("Local snapshot incomplete for m: missing model-00002-of-00004.safetensors. Will download missing files.",
-                 "Local HF snapshot at /hf/snapshots/abc has no files matching ['*.safetensors']; will attempt download."):
+    for line in (
+        "Local snapshot incomplete for m: missing model-00002-of-00004.safetensors. Will download missing files.",
+        "Local HF snapshot at /hf/snapshots/abc has no files matching ['*.safetensors']; will attempt download.",
+    ):
         assert replay(f"{ts(1, 'TP0')} {line}\n").hf_snapshot == "download", line  # fmt: skip
 
 
@@ -175,7 +189,10 @@ def test_pd_disaggregation_lines() -> None:
     )
     s = replay(text)
     assert s.pd_bootstrap and s.pd_warmup == "running" and s.phase is Phase.WARMUP
-    ok = replay(text + f"{ts(61)} Disaggregation warmup requests completed for all 2 DP ranks\n{ts(61)} End of disaggregation warmup\n")
+    ok = replay(
+        text
+        + f"{ts(61)} Disaggregation warmup requests completed for all 2 DP ranks\n{ts(61)} End of disaggregation warmup\n"
+    )
     assert ok.pd_warmup == "ok"
     bad = replay(text + f"{ts(62)} Disaggregation warmup failed (mode=prefill), status codes: [500]\n")
     assert bad.pd_warmup == "failed" and bad.phase is Phase.WARMUP  # /health (UnHealthy: 503) decides, not this line
@@ -189,7 +206,7 @@ def test_rust_granian_and_reuseport_servers_are_http_up() -> None:
         ("Starting embedded Granian HTTP/2 server on 0.0.0.0:30000", "granian"),
         ("Uvicorn running on 0.0.0.0:30000 with 4 SO_REUSEPORT workers", "uvicorn"),
     ):
-        text = f"{ts(50)} {line}\n{ts(51)} INFO:     127.0.0.1:5000 - \"GET /model_info HTTP/1.1\" 200 OK\n"
+        text = f'{ts(50)} {line}\n{ts(51)} INFO:     127.0.0.1:5000 - "GET /model_info HTTP/1.1" 200 OK\n'
         evs = events(text)
         assert kinds(evs)[-1] == "warmup_request", line  # access lines after it are the warmup's
         s = replay(text)
@@ -217,9 +234,13 @@ def test_0523_draft_captures_of_new_algorithms_are_the_drafts() -> None:
     )
     begins = [e for e in evs if isinstance(e, Milestone) and e.kind == "graph_begin"]
     assert len(begins) == 3 and all(e.draft for e in begins)
-    s = replay(f"{ts(3, 'TP0')} Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=3.00 GB\n")
+    s = replay(
+        f"{ts(3, 'TP0')} Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=3.00 GB\n"
+    )
     assert s.server.speculative == "unknown"  # a draft model's graph, algorithm not named
-    assert replay(f"{ts(1, 'TP0')} Capture Frozen-KV MTP draft cuda graph begin.\n").server.speculative == "FROZEN_KV_MTP"
+    assert (
+        replay(f"{ts(1, 'TP0')} Capture Frozen-KV MTP draft cuda graph begin.\n").server.speculative == "FROZEN_KV_MTP"
+    )
 
 
 def test_a_draft_worker_in_a_traceback_says_speculative() -> None:
@@ -236,9 +257,14 @@ def test_a_draft_worker_in_a_traceback_says_speculative() -> None:
 
 
 def test_warmup_bars_and_warmups_flag_are_warmup() -> None:
-    text = f"{ts(30)} Running warmup voice_chat\n" + "".join(
-        f"\rWarmup prefill shapes (up to 32K): {10 * i:3d}%|#         | {i}/10 [00:0{i}<00:09,  1.00it/s]" for i in range(4)
-    ) + "\n"
+    text = (
+        f"{ts(30)} Running warmup voice_chat\n"
+        + "".join(
+            f"\rWarmup prefill shapes (up to 32K): {10 * i:3d}%|#         | {i}/10 [00:0{i}<00:09,  1.00it/s]"
+            for i in range(4)
+        )
+        + "\n"
+    )
     evs = events(text)
     assert kinds(evs) == ["warmups_begin"] and {b.bar for b in evs if isinstance(b, BarProgress)} == {"warmup"}
     s = replay(text)
@@ -295,7 +321,9 @@ def test_warnings_with_failed_or_error_in_them_are_not_failures() -> None:
 def test_an_error_level_line_that_names_a_cause_states_it() -> None:
     evs = events("2025-11-05T01:56:54.292138Z ERROR kv_events.publisher: ZMQ bind failed: Address already in use\n")
     assert [(e.kind, e.root_cause) for e in evs if isinstance(e, Failure)] == [("port_in_use", True)]
-    warn = "2025-11-05T01:56:54.292138Z  WARN kv_events.publisher: port 5557 busy (Address already in use), trying 5558\n"
+    warn = (
+        "2025-11-05T01:56:54.292138Z  WARN kv_events.publisher: port 5557 busy (Address already in use), trying 5558\n"
+    )
     assert not any(isinstance(e, Failure) for e in events(warn))  # the same words at WARN level: retried, not fatal
 
 
@@ -315,14 +343,18 @@ def test_tracing_envelope_and_a_cut_error_line() -> None:
     assert (failure.kind, failure.line, failure.root_cause) == ("other", "ERROR scheduler.run_sch", False)
     whole = "2025-11-05T01:56:54.292138Z ERROR scheduler.run_scheduler_process: Scheduler hit an exception: Traceback\n"
     assert [e.kind for e in events(whole) if isinstance(e, Failure)] == ["exception"]
-    assert not any(isinstance(e, Failure) for e in events("2025-11-05T01:56:54.29Z  INFO kv_events.__init__: error budget\n"))
+    assert not any(
+        isinstance(e, Failure) for e in events("2025-11-05T01:56:54.29Z  INFO kv_events.__init__: error budget\n")
+    )
 
 
 def test_level_after_the_time() -> None:
     evs = events("[2025-12-18 07:58:50] INFO trace.py:52: Load weight begin. avail mem=70.00 GB\n")
     assert kinds(evs) == ["load_begin"]
-    for line in ("2025-12-04 20:35:53 INFO 151972 [model_runner.py:287] Load weight begin. avail mem=70.00 GB",
-                 "2025-12-04 20:35:53,120 INFO sglang.srt.model_executor.model_runner: Load weight begin. avail mem=70.00 GB"):
+    for line in (
+        "2025-12-04 20:35:53 INFO 151972 [model_runner.py:287] Load weight begin. avail mem=70.00 GB",
+        "2025-12-04 20:35:53,120 INFO sglang.srt.model_executor.model_runner: Load weight begin. avail mem=70.00 GB",
+    ):
         assert kinds(events(line + "\n")) == ["load_begin"], line  # fmt: skip
     cut = [e for e in events("2025-12-04 20:35:53,120 ERROR sglang.srt.managers.sched") if isinstance(e, Failure)]
     assert [(e.kind, e.root_cause) for e in cut] == [("other", False)]
@@ -343,7 +375,9 @@ def test_a_traceback_cut_before_its_exception_line_is_still_a_failure() -> None:
     later_ready = replay(text + f"{ts(9)} The server is fired up and ready to roll!\n")
     assert later_ready.phase is Phase.READY and later_ready.error is None  # ready after it: it was not fatal
     ended = replay(text + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
-    assert ended.error is not None and ended.error.line.startswith("RuntimeError: CUDA error") and ended.error.root_cause
+    assert (
+        ended.error is not None and ended.error.line.startswith("RuntimeError: CUDA error") and ended.error.root_cause
+    )
 
 
 def test_sigquit_before_the_schedulers_exception() -> None:
@@ -360,12 +394,16 @@ def test_tp_inference() -> None:
     assert infer_tp_size((7,)) == (8, "inferred: highest rank seen is TP7")
     assert infer_tp_size((2,)) == (None, "")
     assert infer_tp_size((0, 1, 2))[0] == 3 and infer_tp_size((0, 1, 10))[0] == 11
-    one = replay(f"{ts(1, 'TP0')} Load weight end. type=M, dtype=torch.bfloat16, avail mem=3.64 GB, mem usage=18.82 GB.\n")
+    one = replay(
+        f"{ts(1, 'TP0')} Load weight end. type=M, dtype=torch.bfloat16, avail mem=3.64 GB, mem usage=18.82 GB.\n"
+    )
     assert one.server.tp_size == 1 and one.tp_inferred == "inferred: per-rank startup lines appear for TP0 only"
     assert any("tp 1 inferred" in e for e in one.evidence)
     untagged = replay(f"{ts(1)} Load weight end. elapsed=9.10 s, type=M, avail mem=60.00 GB, mem usage=15.00 GB.\n")
     assert untagged.server.tp_size == 1 and "no TP tag" in untagged.tp_inferred
-    foreign = "2025-11-05T01:56:54.28Z  INFO model_runner.init_device_graphs: Capture cuda graph end. Time elapsed: 1 s.\n"
+    foreign = (
+        "2025-11-05T01:56:54.28Z  INFO model_runner.init_device_graphs: Capture cuda graph end. Time elapsed: 1 s.\n"
+    )
     assert replay(foreign + foreign).server.tp_size is None  # a format that drops the labels says nothing
     decode_only = replay(serving())
     assert decode_only.server.tp_size is None  # TP0 prints the batch lines whatever the TP size
@@ -424,8 +462,10 @@ def test_a_deepgemm_session_gets_a_longer_stall_limit() -> None:
 
 
 def test_out_of_memory_spelled_by_triton_and_npu_is_oom() -> None:
-    for cause in ("Exception: Capture cuda graph failed: Triton Error [CUDA]: out of memory",
-                  "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total capacity)"):
+    for cause in (
+        "Exception: Capture cuda graph failed: Triton Error [CUDA]: out of memory",
+        "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total capacity)",
+    ):
         s = replay(f"{ts(1, 'TP0')} Scheduler hit an exception: Traceback (most recent call last):\n"
                    '  File "/sgl/model_runner.py", line 1, in capture\n' + cause + "\n")  # fmt: skip
         assert s.error is not None and (s.error.kind, s.error.line) == ("oom", cause), cause

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.core.events import BarProgress, BatchStats, Event, Milestone, RankSeen
-from tui.core.logparse import LogParser
 from tui.core.loglines import LineSplitter, classify_line
+from tui.core.logparse import LogParser
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 FIXTURES = sorted(LOGS.glob("*.log"))
@@ -40,11 +40,15 @@ def normalized(events: list[Event]) -> list[object]:
             run[event.stage] = (event, event.count + (prior[1] if prior else 0))
             continue
         if run:
-            out.append({stage: (repr(last.__class__(**{**last.__dict__, "count": 0})), n) for stage, (last, n) in run.items()})
+            out.append(
+                {stage: (repr(last.__class__(**{**last.__dict__, "count": 0})), n) for stage, (last, n) in run.items()}
+            )
             run = {}
         out.append(event)
     if run:
-        out.append({stage: (repr(last.__class__(**{**last.__dict__, "count": 0})), n) for stage, (last, n) in run.items()})
+        out.append(
+            {stage: (repr(last.__class__(**{**last.__dict__, "count": 0})), n) for stage, (last, n) in run.items()}
+        )
     return out
 
 
@@ -70,16 +74,36 @@ def test_fixture_cut_at_arbitrary_points(data: st.DataObject) -> None:
 
 # Pieces that steer the parser through its states, shuffled with random bytes.
 _TOKENS = [
-    b"\n", b"\r", b"\x1b[32m", b"\xff\xfe", b"\xe2\x96", b"[2025-11-29 10:00:09", b"[23:59:59 TP1] ", b" TP0] ",
-    b"[2025-11-29 10:00:09 DP1 TP3 EP3] ", b"0: ", b"sglang-1  | ", b"Load weight begin. avail mem=1.0 GB",
-    b"Load weight end. type=LlamaForCausalLMEagle3, avail mem=2 GB, mem usage=3 GB.", b"Decode batch, accept len: 1.5, ",
-    b"Prefill batch. #running-req: 1, ", b"server_args=ServerArgs(tp_size=8, speculative_algorithm=None)",
-    b"server_args={'tp_size': 99999999999999999999}", b"Traceback (most recent call last):", b'  File "x", line 1',
-    b"RuntimeError: CUDA out of memory", b"Capturing batches (bs=9 avail_mem=1.5 GB):  50%|##| 1/2 [00:01<00:01, 1.0it/s]",
-    b"  0%|   | 0/3 [00:00<?, ?it/s]", b"Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.00s/it]",
-    b"INFO:     Started server process [12]", b'INFO:     1.2.3.4:5 - "GET /model_info HTTP/1.1" 200 OK',
-    b"The server is fired up and ready to roll!", b"Capture cuda graph begin.", b"[rank7]:[E1129 x] NCCL error",
-    b"#tokens: " + b"9" * 5000, b"Capture target decode CUDA graph end. bs=[1, 2, x], elapsed=1 s",
+    b"\n",
+    b"\r",
+    b"\x1b[32m",
+    b"\xff\xfe",
+    b"\xe2\x96",
+    b"[2025-11-29 10:00:09",
+    b"[23:59:59 TP1] ",
+    b" TP0] ",
+    b"[2025-11-29 10:00:09 DP1 TP3 EP3] ",
+    b"0: ",
+    b"sglang-1  | ",
+    b"Load weight begin. avail mem=1.0 GB",
+    b"Load weight end. type=LlamaForCausalLMEagle3, avail mem=2 GB, mem usage=3 GB.",
+    b"Decode batch, accept len: 1.5, ",
+    b"Prefill batch. #running-req: 1, ",
+    b"server_args=ServerArgs(tp_size=8, speculative_algorithm=None)",
+    b"server_args={'tp_size': 99999999999999999999}",
+    b"Traceback (most recent call last):",
+    b'  File "x", line 1',
+    b"RuntimeError: CUDA out of memory",
+    b"Capturing batches (bs=9 avail_mem=1.5 GB):  50%|##| 1/2 [00:01<00:01, 1.0it/s]",
+    b"  0%|   | 0/3 [00:00<?, ?it/s]",
+    b"Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.00s/it]",
+    b"INFO:     Started server process [12]",
+    b'INFO:     1.2.3.4:5 - "GET /model_info HTTP/1.1" 200 OK',
+    b"The server is fired up and ready to roll!",
+    b"Capture cuda graph begin.",
+    b"[rank7]:[E1129 x] NCCL error",
+    b"#tokens: " + b"9" * 5000,
+    b"Capture target decode CUDA graph end. bs=[1, 2, x], elapsed=1 s",
 ]
 
 
@@ -120,7 +144,8 @@ def test_a_partial_last_line_is_parsed_at_flush() -> None:
 def test_serving_runs_are_coalesced_with_counts() -> None:
     lines = b"".join(
         b"[2025-11-29 10:00:%02d TP0] Decode batch, #running-req: 2, #token: 9, token usage: 0.10, "
-        b"cuda graph: True, gen throughput (token/s): %d.00, #queue-req: 0\n" % (i % 60, i)
+        b"cuda graph: True, gen throughput (token/s): %d.00, #queue-req: 0\n"
+        % (i % 60, i)
         + b'[2025-11-29 10:00:00] INFO:     1.2.3.4:5 - "POST /generate HTTP/1.1" 200 OK\n'
         for i in range(500)
     )
@@ -153,18 +178,33 @@ def test_display_collapses_cr_frames_and_splits_glued_lines() -> None:
 
 def test_display_current_frame_of_open_line() -> None:
     splitter = LineSplitter()
-    assert splitter.feed(b"\rX:  0% Completed | 0/2 [00:00<?, ?it/s]\rX:  50% Completed | 1/2 [00:01<00:01, 1.0s/it]\r") == []
+    assert (
+        splitter.feed(b"\rX:  0% Completed | 0/2 [00:00<?, ?it/s]\rX:  50% Completed | 1/2 [00:01<00:01, 1.0s/it]\r")
+        == []
+    )
     assert splitter.current == "X:  50% Completed | 1/2 [00:01<00:01, 1.0s/it]"
     assert splitter.flush() == ["X:  50% Completed | 1/2 [00:01<00:01, 1.0s/it]"]
     assert splitter.flush() == []
 
 
 def test_classify_line() -> None:
-    assert classify_line("Loading safetensors checkpoint shards:  40% Completed | 12/30 [00:37<00:55,  3.10s/it]") == "progress"
-    assert classify_line("Capturing batches (bs=48 avail_mem=25.71 GB):   4%|▍         | 1/23 [00:00<00:16,  1.33it/s]") == "progress"
+    assert (
+        classify_line("Loading safetensors checkpoint shards:  40% Completed | 12/30 [00:37<00:55,  3.10s/it]")
+        == "progress"
+    )
+    assert (
+        classify_line("Capturing batches (bs=48 avail_mem=25.71 GB):   4%|▍         | 1/23 [00:00<00:16,  1.33it/s]")
+        == "progress"
+    )
     assert classify_line("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB.") == "error"
-    assert classify_line("[2025-11-29 10:01:02 TP5] Scheduler hit an exception: Traceback (most recent call last):") == "error"
-    assert classify_line("0: [2025-11-29 10:02:26] ERROR:    [Errno 98] error while attempting to bind on address") == "error"
+    assert (
+        classify_line("[2025-11-29 10:01:02 TP5] Scheduler hit an exception: Traceback (most recent call last):")
+        == "error"
+    )
+    assert (
+        classify_line("0: [2025-11-29 10:02:26] ERROR:    [Errno 98] error while attempting to bind on address")
+        == "error"
+    )
     assert classify_line("[2025-11-29 10:00:00 TP0] The following error message 'x' can be ignored.") == "warning"
     assert classify_line("WARNING:sglang.srt.server_args:Overlap scheduler is disabled") == "warning"
     assert classify_line("[2025-11-29 10:00:12 DP1 TP3 EP3] Load weight begin. avail mem=138.05 GB") == "milestone"
@@ -191,9 +231,7 @@ def test_a_stream_without_newlines_is_cut_into_bounded_lines_the_same_way_for_an
 
 def test_a_line_glued_after_a_space_padded_bar_frame_is_still_parsed() -> None:
     # tqdm pads a frame to its width; another rank's line written right after it must not be lost.
-    frame = (
-        b"\rCapturing batches (bs=96 avail_mem=20.10 GB):  71%|xx  | 30/42 [00:16<00:06,  1.85it/s]"
-    )
+    frame = b"\rCapturing batches (bs=96 avail_mem=20.10 GB):  71%|xx  | 30/42 [00:16<00:06,  1.85it/s]"
     line = (
         b"[2026-11-29 15:39:44 TP7] Load weight end. elapsed=1.96 s, type=LlamaForCausalLM, "
         b"avail mem=120.89 GB, mem usage=0.60 GB.\n"

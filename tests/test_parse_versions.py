@@ -54,7 +54,11 @@ def test_046_tp1_no_rank_prefix_old_spellings() -> None:
     end = milestones(ev, "load_end")[0]
     assert (end.get("type"), end.get("avail_mem_gb"), end.get("mem_usage_gb")) == ("Qwen2ForCausalLM", 64.22, 14.37)
     graph_end = milestones(ev, "graph_end")[0]
-    assert (graph_end.get("elapsed_s"), graph_end.get("avail_mem_gb"), graph_end.get("mem_usage_gb")) == (5.02, 7.89, 0.52)
+    assert (graph_end.get("elapsed_s"), graph_end.get("avail_mem_gb"), graph_end.get("mem_usage_gb")) == (
+        5.02,
+        7.89,
+        0.52,
+    )
     assert [b.done for b in bars(ev, "weights")] == [0, 1, 2, 3, 4]  # `\r…\n` frames, the close repeat dropped
     capture = bars(ev, "capture")
     assert capture[-1].done == capture[-1].total == 4
@@ -71,7 +75,11 @@ def test_046_tp1_no_rank_prefix_old_spellings() -> None:
 def test_059_tp8_eagle3_draft_cycle_and_bars() -> None:
     ev = parse("v0.5.9-tp8-eagle3-ready.log")
     (args,) = of(ev, ServerArgs)
-    assert (args.tp_size, args.speculative, args.draft_model) == (8, "EAGLE3", "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B")
+    assert (args.tp_size, args.speculative, args.draft_model) == (
+        8,
+        "EAGLE3",
+        "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
+    )
     hint = of(ev, SpeculativeHint)[0]  # the bare pre-logging warning, before server_args
     assert hint.algorithm is None and hint.at is None and ev.index(hint) < ev.index(args)
     assert sorted(r.tp_rank for r in of(ev, RankSeen)) == list(range(8))
@@ -109,7 +117,11 @@ def test_0514_ms_timestamps_cr_bar_with_glued_rank_line() -> None:
     assert ev.index(weights[7]) < ev.index(glued[0]) < ev.index(weights[8])
     assert not bars(ev, "draft_weights")  # speculative_algorithm=None: no draft, however late a bar comes
     begin = milestones(ev, "graph_begin")[0]
-    assert (begin.get("what"), begin.get("bs"), begin.get("avail_mem_gb")) == ("target decode", [1, 2, 4, 8, 16, 24, 32], 16.10)
+    assert (begin.get("what"), begin.get("bs"), begin.get("avail_mem_gb")) == (
+        "target decode",
+        [1, 2, 4, 8, 16, 24, 32],
+        16.10,
+    )
     kv = milestones(ev, "kv_alloc")[0]
     assert (kv.get("tokens"), kv.get("kv_size_gb")) == (1142656, 37.70)
     decode = [b for b in of(ev, BatchStats) if b.stage == "decode"]
@@ -119,7 +131,12 @@ def test_0514_ms_timestamps_cr_bar_with_glued_rank_line() -> None:
 def test_0523_dict_server_args_memory_baselines_draft_graphs() -> None:
     ev = parse("v0.5.23-tp8-eagle3-ready.log")
     (args,) = of(ev, ServerArgs)
-    assert (args.model, args.tp_size, args.speculative, args.port) == ("meta-llama/Llama-3.3-70B-Instruct", 8, "EAGLE3", 30000)
+    assert (args.model, args.tp_size, args.speculative, args.port) == (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        8,
+        "EAGLE3",
+        30000,
+    )
     assert len(milestones(ev, "init_begin")) == 8 and not milestones(ev, "init_begin", draft=True)
     assert len(milestones(ev, "mem_baseline", draft=False)) == len(milestones(ev, "mem_baseline", draft=True)) == 8
     # draft loads before any KV allocation (eagle_worker_v2 order)
@@ -215,7 +232,9 @@ def test_oom_while_loading_chain() -> None:
 def test_oom_in_capture_traceback_and_solutions_are_not_failures() -> None:
     got = failures("fail-oom-capture-0.5.23.log")
     assert [(k, r) for k, r, _ in got] == [("exception", False), ("oom", True), ("other", False)]
-    assert got[1][2].startswith("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB.")
+    assert got[1][2].startswith(
+        "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB."
+    )
 
 
 def test_nccl_watchdog_timeout() -> None:
@@ -252,15 +271,30 @@ def test_generic_exception_with_interleaved_rank_line() -> None:
         ("[2025-11-29 10:00:00 TP0] The following error message 'x' can be ignored.", None),
         ("[2025-11-29 10:00:00] Ignore import error when loading sglang.srt.models.x: No module named 'y'", None),
         ("[2025-11-29 10:00:00 TP0] port 30236 is in use. Waiting for 15 seconds for rpc_port to be available.", None),
-        ("[2025-11-29 10:00:00] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.", None),
-        ("[rank0]:[W1129 10:00:00.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 to perform barrier", None),
+        (
+            "[2025-11-29 10:00:00] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.",
+            None,
+        ),
+        (
+            "[rank0]:[W1129 10:00:00.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 to perform barrier",
+            None,
+        ),
         ("[2025-11-29 10:00:00] Port is already in use. dist_init_port=1 port_base=2", ("port_in_use", True)),
-        ("[2025-11-29 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", ("other", True)),
+        (
+            "[2025-11-29 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+            ("other", True),
+        ),
         ("[2025-11-29 10:00:00] Rank 3 scheduler is dead. Please check if there are relevant logs.", ("other", False)),
-        ("[2025-11-29 10:00:00] Initialization failed. warmup error: Traceback (most recent call last):", ("other", False)),
+        (
+            "[2025-11-29 10:00:00] Initialization failed. warmup error: Traceback (most recent call last):",
+            ("other", False),
+        ),
         ("[2025-11-29 10:00:00 TP0] DetokenizerManager hit an exception: CUDA error: out of memory", ("oom", True)),
         ("launch_server.py: error: argument --tp-size: invalid int value: 'x'", ("other", True)),
-        ("torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 7/8 clients joined.", ("nccl", True)),
+        (
+            "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 7/8 clients joined.",
+            ("nccl", True),
+        ),
         ("ValueError: some unrelated value outside any traceback", None),
     ],
 )
@@ -272,13 +306,13 @@ def test_single_line_failure_classification(line: str, expected: tuple[str, bool
 
 def test_traceback_exception_lines_chain_and_generic_runtime_error() -> None:
     log = (
-        "[2025-11-29 10:00:00] Initialization failed. warmup error: Traceback (most recent call last):\n"
-        '  File "/x/http_server.py", line 1, in _execute_server_warmup\n'
-        "requests.exceptions.ConnectionError: Connection refused\n"
-        "Traceback (most recent call last):\n"
-        '  File "/x/engine.py", line 2, in _wait_for_scheduler_ready\n'
-        "RuntimeError: Initialization failed. Please see the error messages above.\n"
-    ).encode()
+        b"[2025-11-29 10:00:00] Initialization failed. warmup error: Traceback (most recent call last):\n"
+        b'  File "/x/http_server.py", line 1, in _execute_server_warmup\n'
+        b"requests.exceptions.ConnectionError: Connection refused\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/x/engine.py", line 2, in _wait_for_scheduler_ready\n'
+        b"RuntimeError: Initialization failed. Please see the error messages above.\n"
+    )
     parser = LogParser()
     got = [(f.kind, f.root_cause) for f in of(parser.feed(log), Failure)]
     assert got == [("other", False), ("exception", True), ("other", False)]
@@ -286,11 +320,11 @@ def test_traceback_exception_lines_chain_and_generic_runtime_error() -> None:
 
 def test_asgi_request_traceback_is_not_a_failure() -> None:
     log = (
-        "[2025-11-29 10:00:00] ERROR:    Exception in ASGI application\n"
-        "Traceback (most recent call last):\n"
-        '  File "/x/h11_impl.py", line 403, in run_asgi\n'
-        "KeyError: 'messages'\n"
-    ).encode()
+        b"[2025-11-29 10:00:00] ERROR:    Exception in ASGI application\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/x/h11_impl.py", line 403, in run_asgi\n'
+        b"KeyError: 'messages'\n"
+    )
     parser = LogParser()
     assert not of(parser.feed(log) + parser.flush(), Failure)
 
@@ -305,7 +339,9 @@ def test_speculative_hints() -> None:
     hints = of(ev, SpeculativeHint)
     assert [h.algorithm for h in hints] == ["EAGLE"]  # a named family is not downgraded by accept-len lines
     parser = LogParser()
-    ev = parser.feed(b"[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, accept len: 2.17, gen throughput (token/s): 0.39, \n")
+    ev = parser.feed(
+        b"[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, accept len: 2.17, gen throughput (token/s): 0.39, \n"
+    )
     assert [h.algorithm for h in of(ev, SpeculativeHint)] == [None]
 
 
@@ -318,16 +354,22 @@ def test_draft_weight_bar_by_order_without_server_args() -> None:
     )
     parser = LogParser()
     ev = of(parser.feed(frames.encode()), BarProgress)
-    assert [(b.bar, b.done) for b in ev] == [("weights", 0), ("weights", 1), ("weights", 2), ("draft_weights", 0), ("draft_weights", 1)]
+    assert [(b.bar, b.done) for b in ev] == [
+        ("weights", 0),
+        ("weights", 1),
+        ("weights", 2),
+        ("draft_weights", 0),
+        ("draft_weights", 1),
+    ]
 
 
 def test_interleaved_load_end_of_other_rank_does_not_end_main_bar() -> None:
     """Only rank 0 prints the bar: another rank's Load weight end between frames leaves it the main bar."""
     log = (
-        "Loading safetensors checkpoint shards:  84% Completed | 137/163 [00:43<00:09,  2.77it/s]\n"
-        "[2025-02-09 03:13:36 TP7] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=58.12 GB\n"
-        "Loading safetensors checkpoint shards:  85% Completed | 138/163 [00:44<00:09,  2.76it/s]\n"
-    ).encode()
+        b"Loading safetensors checkpoint shards:  84% Completed | 137/163 [00:43<00:09,  2.77it/s]\n"
+        b"[2025-02-09 03:13:36 TP7] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=58.12 GB\n"
+        b"Loading safetensors checkpoint shards:  85% Completed | 138/163 [00:44<00:09,  2.76it/s]\n"
+    )
     parser = LogParser()
     assert [(b.bar, b.done) for b in of(parser.feed(log), BarProgress)] == [("weights", 137), ("weights", 138)]
 

@@ -75,9 +75,13 @@ async def test_the_simulators_own_listener_is_ours(host, tmp_path: Path) -> None
 
 async def test_a_foreign_server_on_the_port_is_not_ours(host, tmp_path: Path) -> None:
     port = free_port()
-    foreign = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
-                               start_new_session=True)
+    foreign = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     sim = start_sim(tmp_path, speed=2.0, tp=2, shards=8, port=port)  # loads for a minute before it binds
     try:
         listening(port)

@@ -13,8 +13,13 @@ GIB = 2**30
 
 def snapshot(gpus: int, procs: dict[int, list[tuple[int, str]]] | None = None) -> GpuSnapshot:
     procs = procs or {}
-    return GpuSnapshot("nvml", tuple(
-        GpuInfo(i, procs=tuple(GpuProcess(pid, 20 * GIB, name) for pid, name in procs.get(i, []))) for i in range(gpus)))
+    return GpuSnapshot(
+        "nvml",
+        tuple(
+            GpuInfo(i, procs=tuple(GpuProcess(pid, 20 * GIB, name) for pid, name in procs.get(i, [])))
+            for i in range(gpus)
+        ),
+    )
 
 
 def test_keys_from_labels_and_titles() -> None:
@@ -41,17 +46,21 @@ def test_dp_attention_titles_with_extra_components() -> None:
 
 
 def test_process_on_several_gpus_goes_where_it_holds_most() -> None:
-    snap = GpuSnapshot("nvml", (
-        GpuInfo(0, procs=(GpuProcess(9, 500 * 2**20, "sglang::scheduler_TP1"),)),
-        GpuInfo(1, procs=(GpuProcess(9, 60 * GIB, "sglang::scheduler_TP1"),)),
-    ))
+    snap = GpuSnapshot(
+        "nvml",
+        (
+            GpuInfo(0, procs=(GpuProcess(9, 500 * 2**20, "sglang::scheduler_TP1"),)),
+            GpuInfo(1, procs=(GpuProcess(9, 60 * GIB, "sglang::scheduler_TP1"),)),
+        ),
+    )
     assert map_ranks(["TP1"], snap, 2) == {"TP1": (1, 9)}
 
 
 def test_same_title_twice_is_ambiguous_so_placement_and_no_pid() -> None:
     # Another user's server on the same host runs its own sglang::scheduler_TP0: never guess a PID.
-    snap = snapshot(8, {0: [(10, "sglang::scheduler_TP0")], 4: [(99, "sglang::scheduler_TP0")],
-                        1: [(11, "sglang::scheduler_TP1")]})
+    snap = snapshot(
+        8, {0: [(10, "sglang::scheduler_TP0")], 4: [(99, "sglang::scheduler_TP0")], 1: [(11, "sglang::scheduler_TP1")]}
+    )
     assert map_ranks(["TP0", "TP1"], snap, 4) == {"TP0": (0, None), "TP1": (1, 11)}
 
 
@@ -75,8 +84,12 @@ def test_multi_node_titles_carry_global_ranks() -> None:
 
 def test_plain_data_parallel_replicas_take_consecutive_gpus() -> None:
     ranks = ["DP0 TP0", "DP0 TP1", "DP1 TP0", "DP1 TP1"]
-    assert {r: g for r, (g, _) in map_ranks(ranks, snapshot(4), 2).items()} == \
-        {"DP0 TP0": 0, "DP0 TP1": 1, "DP1 TP0": 2, "DP1 TP1": 3}
+    assert {r: g for r, (g, _) in map_ranks(ranks, snapshot(4), 2).items()} == {
+        "DP0 TP0": 0,
+        "DP0 TP1": 1,
+        "DP1 TP0": 2,
+        "DP1 TP1": 3,
+    }
 
 
 def test_pipeline_ranks_after_tensor_ranks() -> None:
@@ -89,7 +102,10 @@ def test_tp1_title_has_no_suffix() -> None:
 
 
 def test_no_gpus_no_mapping() -> None:
-    assert map_ranks(["TP0", "TP1"], GpuSnapshot("probe", error="no driver"), 2) == {"TP0": (None, None), "TP1": (None, None)}
+    assert map_ranks(["TP0", "TP1"], GpuSnapshot("probe", error="no driver"), 2) == {
+        "TP0": (None, None),
+        "TP1": (None, None),
+    }
     assert placement_gpu((("TP", 3),), 8, 0, False) is None
 
 

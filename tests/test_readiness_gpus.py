@@ -92,9 +92,19 @@ def test_a_bystander_with_the_same_title_does_not_hide_the_ranks_pid() -> None:
     bystander = GpuProcess(pid=9999, used_bytes=GB, name="sglang::scheduler_TP0")
     base = snapshot(20.0)
     gpu0 = base.gpus[0]
-    crowded = GpuSnapshot(source="sim", gpus=(GpuInfo(index=0, uuid=gpu0.uuid, used_bytes=gpu0.used_bytes,
-                                                      total_bytes=gpu0.total_bytes, procs=gpu0.procs + (bystander,)),
-                                              base.gpus[1]))
+    crowded = GpuSnapshot(
+        source="sim",
+        gpus=(
+            GpuInfo(
+                index=0,
+                uuid=gpu0.uuid,
+                used_bytes=gpu0.used_bytes,
+                total_bytes=gpu0.total_bytes,
+                procs=gpu0.procs + (bystander,),
+            ),
+            base.gpus[1],
+        ),
+    )
     s = reduce(Readiness(), ServerArgs(tp_size=2), 0.0)
     s = reduce(s, ServerProcess(alive=True, pids=(3999, 4000, 4001)), 1.0)
     s = reduce(s, crowded, 2.0)

@@ -34,7 +34,12 @@ async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path) -> N
                 state = reduce(state, event, time.time())
                 if isinstance(event, LogReset) and event.reason == "truncated":
                     reset_at = time.time()
-                if reset_at and isinstance(event, HealthResult) and event.endpoint == "/health" and event.outcome == "ok":
+                if (
+                    reset_at
+                    and isinstance(event, HealthResult)
+                    and event.endpoint == "/health"
+                    and event.outcome == "ok"
+                ):
                     health_200_after_reset = True
             monitor.set_phase(state.phase)
             seen.append((stage, state.phase.value))
@@ -61,4 +66,3 @@ async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path) -> N
     assert relaunched and relaunched[-1] == "ready" and health_200_after_reset, (state.reason, seen[-20:])
     assert {p.value for p in STARTUP} & set(relaunched), relaunched  # its own startup, not the old ready
     assert state.error is None and state.launches == 0 and state.shards is not None and state.shards.done == 8
-

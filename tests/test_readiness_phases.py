@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from tui.core.events import (
     BarProgress,
@@ -93,7 +93,13 @@ def test_every_startup_phase_in_order() -> None:
         assert feed(startup(upto)).phase is phase, upto
     s = feed(startup())
     assert [span.phase for span in s.timeline] == [
-        Phase.STARTING, Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP, Phase.READY,
+        Phase.STARTING,
+        Phase.INIT,
+        Phase.LOADING_WEIGHTS,
+        Phase.KV_CACHE,
+        Phase.CUDA_GRAPH,
+        Phase.WARMUP,
+        Phase.READY,
     ]
     assert s.timeline[1].start == f"{DAY} 10:00:02" and s.timeline[1].end == f"{DAY} 10:00:04"
     assert s.timeline[1].duration_s == 2.0
@@ -168,8 +174,14 @@ def test_draft_bar_is_kept_apart_from_the_main_shards() -> None:
 
 def test_draft_spans_inside_the_main_phases_with_durations() -> None:
     draft_load = [Milestone("load_begin", rank=f"TP{i}", draft=True, **at(30)) for i in range(2)]
-    draft_load += [Milestone("load_end", rank="TP0", draft=True, **at(33)), Milestone("load_end", rank="TP1", draft=True, **at(34))]
-    draft_graph = [Milestone("graph_begin", rank="TP0", draft=True, **at(40)), Milestone("graph_end", rank="TP0", draft=True, **at(47))]
+    draft_load += [
+        Milestone("load_end", rank="TP0", draft=True, **at(33)),
+        Milestone("load_end", rank="TP1", draft=True, **at(34)),
+    ]
+    draft_graph = [
+        Milestone("graph_begin", rank="TP0", draft=True, **at(40)),
+        Milestone("graph_end", rank="TP0", draft=True, **at(47)),
+    ]
     s = feed(startup("graph_end") + draft_load + draft_graph)
     assert s.phase is Phase.CUDA_GRAPH  # draft lines never move the main phase
     drafts = [(span.phase, span.start, span.end, span.duration_s) for span in s.timeline if span.model == "draft"]
@@ -280,7 +292,9 @@ def test_health_results_are_kept_latest_per_endpoint() -> None:
 
 
 def test_decode_after_ready_is_serving() -> None:
-    s = feed(startup() + [BatchStats("decode", gen_throughput=598.3, accept_len=3.21, running_req=4, rank="TP0", **at(30))])
+    s = feed(
+        startup() + [BatchStats("decode", gen_throughput=598.3, accept_len=3.21, running_req=4, rank="TP0", **at(30))]
+    )
     assert s.phase is Phase.SERVING
     assert s.decode is not None and s.decode.accept_len == 3.21 and s.decode.gen_throughput == 598.3
     assert s.reason == "serving: 4 running, 598.3 tok/s, accept len 3.21"
@@ -288,7 +302,10 @@ def test_decode_after_ready_is_serving() -> None:
 
 def test_log_attached_mid_run_with_only_decoding_is_serving() -> None:
     events = [BatchStats("prefill", running_req=0, **at(0))]
-    events += [BatchStats("decode", gen_throughput=100.0 + i, accept_len=1.8, running_req=1, rank="TP0", **at(1 + i)) for i in range(3)]
+    events += [
+        BatchStats("decode", gen_throughput=100.0 + i, accept_len=1.8, running_req=1, rank="TP0", **at(1 + i))
+        for i in range(3)
+    ]
     s = feed(events)
     assert s.phase is Phase.SERVING
     assert s.server.speculative == "unknown"  # accept lengths but no algorithm named

@@ -34,28 +34,69 @@ ranks = st.one_of(st.none(), st.sampled_from(["TP0", "TP1", "TP7", "DP1 TP3", "r
 kinds = st.sampled_from(sorted(MILESTONE_PHASE) + ["fired_up", "max_tokens", "startup_timings", "unbalanced_memory"])
 
 events = st.one_of(
-    st.builds(ServerArgs, tp_size=st.one_of(st.none(), st.integers(1, 16)), speculative=st.sampled_from([None, "EAGLE3"]), t=times),
+    st.builds(
+        ServerArgs,
+        tp_size=st.one_of(st.none(), st.integers(1, 16)),
+        speculative=st.sampled_from([None, "EAGLE3"]),
+        t=times,
+    ),
     st.builds(Milestone, kind=kinds, rank=ranks, draft=st.booleans(), t=times),
-    st.builds(BarProgress, bar=st.sampled_from(["weights", "draft_weights", "capture", "other"]),
-              done=st.integers(-2, 70), total=st.integers(0, 64), bs=st.one_of(st.none(), st.integers(1, 64)), t=times,
-              elapsed_s=st.one_of(st.none(), st.floats(0, 1e4)), remaining_s=st.one_of(st.none(), st.floats(0, 1e4))),
-    st.builds(RankSeen, rank=st.sampled_from(["TP0", "TP3", "rank7", "DP1 TP3"]), tp_rank=st.one_of(st.none(), st.integers(0, 15))),
-    st.builds(Failure, kind=st.sampled_from(["oom", "nccl", "other"]), line=st.text(max_size=20), root_cause=st.booleans(), t=times),
-    st.builds(BatchStats, stage=st.sampled_from(["prefill", "decode"]), running_req=st.one_of(st.none(), st.integers(0, 4)),
-              accept_len=st.one_of(st.none(), st.floats(1, 4)), gen_throughput=st.one_of(st.none(), st.floats(0, 1000)), t=times),
+    st.builds(
+        BarProgress,
+        bar=st.sampled_from(["weights", "draft_weights", "capture", "other"]),
+        done=st.integers(-2, 70),
+        total=st.integers(0, 64),
+        bs=st.one_of(st.none(), st.integers(1, 64)),
+        t=times,
+        elapsed_s=st.one_of(st.none(), st.floats(0, 1e4)),
+        remaining_s=st.one_of(st.none(), st.floats(0, 1e4)),
+    ),
+    st.builds(
+        RankSeen,
+        rank=st.sampled_from(["TP0", "TP3", "rank7", "DP1 TP3"]),
+        tp_rank=st.one_of(st.none(), st.integers(0, 15)),
+    ),
+    st.builds(
+        Failure,
+        kind=st.sampled_from(["oom", "nccl", "other"]),
+        line=st.text(max_size=20),
+        root_cause=st.booleans(),
+        t=times,
+    ),
+    st.builds(
+        BatchStats,
+        stage=st.sampled_from(["prefill", "decode"]),
+        running_req=st.one_of(st.none(), st.integers(0, 4)),
+        accept_len=st.one_of(st.none(), st.floats(1, 4)),
+        gen_throughput=st.one_of(st.none(), st.floats(0, 1000)),
+        t=times,
+    ),
     st.builds(SpeculativeHint, algorithm=st.sampled_from([None, "EAGLE"])),
-    st.builds(HealthResult, endpoint=st.sampled_from(["/health", "/v1/models", "/model_info"]),
-              outcome=st.sampled_from(["refused", "starting", "ok", "http_error", "timeout", "garbage", "error"]),
-              status=st.one_of(st.none(), st.sampled_from([200, 503, 500]))),
+    st.builds(
+        HealthResult,
+        endpoint=st.sampled_from(["/health", "/v1/models", "/model_info"]),
+        outcome=st.sampled_from(["refused", "starting", "ok", "http_error", "timeout", "garbage", "error"]),
+        status=st.one_of(st.none(), st.sampled_from([200, 503, 500])),
+    ),
     st.builds(ServerProcess, alive=st.booleans()),
     st.builds(ConnectionState, state=st.sampled_from(["connecting", "connected", "reconnecting", "failed"])),
     st.builds(ControlResult, action=st.sampled_from(["launch", "restart", "terminate", "kill"]), ok=st.booleans()),
     st.builds(LogActivity, offset=st.integers(0, 10_000)),
     st.builds(LogReset, reason=st.sampled_from(["truncated", "rotated", "started_at_last_launch"])),
-    st.builds(GpuSnapshot, source=st.just("sim"), gpus=st.lists(
-        st.builds(GpuInfo, index=st.integers(0, 3), used_bytes=st.one_of(st.none(), st.integers(0, 1 << 40)),
-                  total_bytes=st.one_of(st.none(), st.integers(0, 1 << 40))), max_size=4).map(tuple),
-        error=st.sampled_from([None, "no driver"])),
+    st.builds(
+        GpuSnapshot,
+        source=st.just("sim"),
+        gpus=st.lists(
+            st.builds(
+                GpuInfo,
+                index=st.integers(0, 3),
+                used_bytes=st.one_of(st.none(), st.integers(0, 1 << 40)),
+                total_bytes=st.one_of(st.none(), st.integers(0, 1 << 40)),
+            ),
+            max_size=4,
+        ).map(tuple),
+        error=st.sampled_from([None, "no driver"]),
+    ),
     st.just(Tick()),
     st.just(LaunchStarted()),
 )
@@ -80,9 +121,15 @@ def test_phase_only_moves_forward(sequence: list[tuple[object, float]]) -> None:
             assert new.phase is Phase.STARTING or new.phase is s.phase
         else:
             assert new.phase is Phase.FAILED or (s.phase is not Phase.FAILED and order[new.phase] >= order[s.phase]), (
-                s.phase, event, new.phase)
-        if isinstance(event, ServerProcess) and not event.alive and new.launched and (
-            s.process_alive is True or not s.timeline or now - s.timeline[0].started_at > FIND_GRACE_S
+                s.phase,
+                event,
+                new.phase,
+            )
+        if (
+            isinstance(event, ServerProcess)
+            and not event.alive
+            and new.launched
+            and (s.process_alive is True or not s.timeline or now - s.timeline[0].started_at > FIND_GRACE_S)
         ):
             assert new.phase is Phase.FAILED  # no process of the server left: never ready, serving or stalled
         if s.first_seen_at is None:

@@ -15,7 +15,16 @@ from tui.core.state import Readiness
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0.4, "0.4s"), (9.94, "9.9s"), (9.96, "10s"), (42.0, "42s"), (133.0, "2m13s"), (3600.0, "1h00m"), (3725.0, "1h02m"), (None, "-")],
+    [
+        (0.4, "0.4s"),
+        (9.94, "9.9s"),
+        (9.96, "10s"),
+        (42.0, "42s"),
+        (133.0, "2m13s"),
+        (3600.0, "1h00m"),
+        (3725.0, "1h02m"),
+        (None, "-"),
+    ],
 )
 def test_duration(seconds: float | None, text: str) -> None:
     assert fmt.duration(seconds) == text
@@ -45,7 +54,11 @@ def test_to_json_has_exactly_the_design_keys() -> None:
     assert obj["decode"] == {"accept_len": 1.52, "gen_throughput": 52.3}
     timeline = obj["timeline"]
     assert isinstance(timeline, list) and timeline[1] == {
-        "phase": "init", "start": "2025-11-29 10:00:02", "end": "2025-11-29 10:00:04", "model": "main", "duration_s": 2.0,
+        "phase": "init",
+        "start": "2025-11-29 10:00:02",
+        "end": "2025-11-29 10:00:04",
+        "model": "main",
+        "duration_s": 2.0,
     }
     assert timeline[-1]["end"] is None and timeline[-1]["duration_s"] is None
     ranks = obj["ranks"]
@@ -55,8 +68,15 @@ def test_to_json_has_exactly_the_design_keys() -> None:
 
 def test_to_json_of_an_empty_state() -> None:
     assert to_json(Readiness()) == {
-        "phase": "starting", "shards": None, "tp_size": None, "speculative": None, "error": None,
-        "decode": None, "timeline": [], "ranks": {}, "reason": "waiting for the first log line",
+        "phase": "starting",
+        "shards": None,
+        "tp_size": None,
+        "speculative": None,
+        "error": None,
+        "decode": None,
+        "timeline": [],
+        "ranks": {},
+        "reason": "waiting for the first log line",
         "eta": {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0},
     }
 
@@ -68,8 +88,13 @@ def test_to_json_error_keeps_kind_and_line() -> None:
 
 
 def test_format_timeline_is_a_table_with_durations() -> None:
-    s = feed(startup("graph_end") + [Milestone("load_begin", rank="TP0", draft=True, **at(20)),
-                                     Milestone("load_end", rank="TP0", draft=True, **at(23))])
+    s = feed(
+        startup("graph_end")
+        + [
+            Milestone("load_begin", rank="TP0", draft=True, **at(20)),
+            Milestone("load_end", rank="TP0", draft=True, **at(23)),
+        ]
+    )
     lines = format_timeline(s).splitlines()
     assert lines[0].split() == ["PHASE", "MODEL", "START", "END", "DURATION"]
     assert lines[2].split() == ["init", "main", "2025-11-29", "10:00:02", "2025-11-29", "10:00:04", "2.0s"]
@@ -80,8 +105,13 @@ def test_format_timeline_is_a_table_with_durations() -> None:
 
 def test_format_report_gives_the_cause_of_a_failure_with_its_line() -> None:
     line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB."
-    s = feed(startup("load_begin") + [Failure("exception", "Scheduler hit an exception:", root_cause=False, **at(7)),
-                                      Failure("oom", line, rank="TP5", **at(7))])
+    s = feed(
+        startup("load_begin")
+        + [
+            Failure("exception", "Scheduler hit an exception:", root_cause=False, **at(7)),
+            Failure("oom", line, rank="TP5", **at(7)),
+        ]
+    )
     text = format_report(s)
     assert "state: failed" in text and "cause: oom (root cause)" in text and f"line:  {line}" in text
     assert "tp 2" in text and "speculative EAGLE3" in text

@@ -64,14 +64,17 @@ def test_unreadable_mid_load_is_named_after_the_progress_and_in_a_stall() -> Non
     s = reduce(feed(startup("weights")), LogFile("permission_denied", "/l"), 36010.0)
     assert s.phase is Phase.LOADING_WEIGHTS and s.reason.endswith("; permission denied: /l"), s.reason
     s = reduce(s, Tick(), 36010.0 + 3600)
-    assert s.stall is not None and s.reason.startswith("stalled in loading_weights") and s.reason.endswith(
-        "; permission denied: /l")
+    assert (
+        s.stall is not None
+        and s.reason.startswith("stalled in loading_weights")
+        and s.reason.endswith("; permission denied: /l")
+    )
 
 
 def test_a_followed_log_is_said_while_loading_not_once_ready() -> None:
     s = reduce(feed(startup("weights")), LogFile("rotated_following", "/l", "/l.1", 42), 36010.0)
     assert s.reason.endswith("; log rotated: the server still writes to /l.1; following it")
-    s = feed(startup("fired_up")[len(startup("weights")):], s)
+    s = feed(startup("fired_up")[len(startup("weights")) :], s)
     s = reduce(s, HealthResult("/health", "ok", status=200), 36030.0)
     assert s.phase is Phase.READY and "rotated" not in s.reason
     assert "log: log rotated: the server still writes to /l.1; following it" in s.evidence

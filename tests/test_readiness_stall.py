@@ -32,8 +32,12 @@ def gpus(used_gb: float) -> GpuSnapshot:
 
 @pytest.mark.parametrize(
     ("kind", "phase", "limit"),
-    [("init_begin", Phase.INIT, 600.0), ("kv_alloc", Phase.KV_CACHE, 300.0),
-     ("graph_begin", Phase.CUDA_GRAPH, 300.0), ("uvicorn_running", Phase.WARMUP, 600.0)],
+    [
+        ("init_begin", Phase.INIT, 600.0),
+        ("kv_alloc", Phase.KV_CACHE, 300.0),
+        ("graph_begin", Phase.CUDA_GRAPH, 300.0),
+        ("uvicorn_running", Phase.WARMUP, 600.0),
+    ],
 )
 def test_stall_after_the_phase_limit_on_ticks(kind: str, phase: Phase, limit: float) -> None:
     s = enter(kind)
@@ -48,7 +52,12 @@ def test_stall_after_the_phase_limit_on_ticks(kind: str, phase: Phase, limit: fl
 
 @pytest.mark.parametrize(
     "progress",
-    [LogActivity(offset=100, data=b"more"), BarProgress("capture", 1, 10, bs=8), gpus(30.0), Milestone("graph_end", rank="TP1")],
+    [
+        LogActivity(offset=100, data=b"more"),
+        BarProgress("capture", 1, 10, bs=8),
+        gpus(30.0),
+        Milestone("graph_end", rank="TP1"),
+    ],
     ids=["log-bytes", "capture-batch", "gpu-memory", "log-line"],
 )
 def test_progress_on_any_signal_clears_the_stall(progress: object) -> None:

@@ -123,7 +123,9 @@ def test_no_health_by_choice_is_ready_from_the_log_with_a_live_process() -> None
     dead = feed([Milestone("fired_up", **at(101))], dead)
     assert dead.phase is Phase.FAILED  # dead is never ready
     replayed = feed(startup())
-    assert replayed.phase is Phase.READY and replayed.reason == "ready: the log says fired up (log only: no health probe)"
+    assert (
+        replayed.phase is Phase.READY and replayed.reason == "ready: the log says fired up (log only: no health probe)"
+    )
 
 
 def test_an_unseen_process_is_never_dead() -> None:
@@ -163,7 +165,9 @@ def test_the_parser_skips_nul_runs() -> None:
     fired = b"[2025-11-29 10:02:07] The server is fired up and ready to roll!\n"
     clean = LogParser().feed(line + fired)
     parser = LogParser()
-    holed = parser.feed(b"\x00" * 5000) + parser.feed(b"\x00" * 10 + line[:20]) + parser.feed(line[20:] + b"\x00" + fired)
+    holed = (
+        parser.feed(b"\x00" * 5000) + parser.feed(b"\x00" * 10 + line[:20]) + parser.feed(line[20:] + b"\x00" + fired)
+    )
     assert holed == clean and isinstance(clean[0], ServerArgs) and clean[0].at == "2025-11-29 10:00:00"
 
 
@@ -188,7 +192,9 @@ def test_a_traceback_after_an_outside_sigterm_is_its_noise() -> None:
 def test_host_text_in_the_verdict_has_no_terminal_escapes() -> None:
     owner = PortOwner(port=30000, pid=7, command="evil \x1b]0;pwned\x07 --port 30000", ours=False)
     s = reduce(reduce(reduce(PROBED, owner, 1.0), SGLANG_M, 1.1), OK, 1.2)
-    assert s.phase is Phase.WARMUP and "\x1b" not in s.reason and "\x07" not in s.reason  # uvicorn answers: warmup at most
+    assert (
+        s.phase is Phase.WARMUP and "\x1b" not in s.reason and "\x07" not in s.reason
+    )  # uvicorn answers: warmup at most
     assert all("\x1b" not in e for e in s.evidence) and "PID 7 (evil ?]0;pwned? --port 30000)" in s.reason
 
 
@@ -204,7 +210,7 @@ def test_with_a_log_watched_an_sglang_answering_before_the_launch_is_a_server_fr
     assert s.phase is Phase.STARTING and "has not shown this launch's HTTP up yet" in s.reason
     s = feed(startup("load_begin")[1:], s)
     assert s.phase is Phase.LOADING_WEIGHTS  # the log, not the old server's HTTP, says where this launch is
-    s = feed(startup()[len(startup("load_begin")):], s)
+    s = feed(startup()[len(startup("load_begin")) :], s)
     s = reduce(s, OK, 36021.0)
     assert s.phase is Phase.READY  # this launch's log vouches now
     mine = reduce(reduce(watched, PortOwner(port=30000, pid=3, ours=True), 1.0), OK, 1.1)

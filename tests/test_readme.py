@@ -24,8 +24,13 @@ def test_readme_and_ci_run_the_same_test_command() -> None:
 def test_readme_and_ci_run_lint_types_and_import_contracts_before_the_tests() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    steps = [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy", ".venv/bin/lint-imports",
-             "-m pytest -q"]
+    steps = [
+        ".venv/bin/ruff check .",
+        ".venv/bin/ruff format --check .",
+        ".venv/bin/mypy",
+        ".venv/bin/lint-imports",
+        "-m pytest -q",
+    ]
     for text in (readme, ci):
         where = [text.find(step) for step in steps]
         assert -1 not in where and where == sorted(where), (steps, where)

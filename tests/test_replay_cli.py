@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 SERVER_ARGS = (
@@ -25,7 +23,10 @@ def both(ts: str, msg: str) -> str:
 
 def shard_bar(desc: str, total: int) -> str:
     """0.5.14+ multi-thread loader: `\\r` frames on one physical line, one `\\n` at close."""
-    frames = [f"\r{desc}: {100 * n // total:3d}% Completed | {n}/{total} [00:{2 * n:02d}<00:10,  2.30s/it]" for n in range(total + 1)]
+    frames = [
+        f"\r{desc}: {100 * n // total:3d}% Completed | {n}/{total} [00:{2 * n:02d}<00:10,  2.30s/it]"
+        for n in range(total + 1)
+    ]
     return "".join(frames) + frames[-1] + "\n"
 
 
@@ -33,8 +34,12 @@ def capture_bar(sizes: list[int], avail: float) -> str:
     total = len(sizes)
     frames = [f"\r  0%|          | 0/{total} [00:00<?, ?it/s]"]
     for n, bs in enumerate(sizes):
-        frames.append(f"\rCapturing batches (bs={bs} avail_mem={avail:.2f} GB):  {100 * n // total:2d}%|#         | {n}/{total} [00:0{n}<00:03,  1.33it/s]")
-    frames.append(f"\rCapturing batches (bs={sizes[-1]} avail_mem={avail:.2f} GB): 100%|##########| {total}/{total} [00:04<00:00,  1.33it/s]")
+        frames.append(
+            f"\rCapturing batches (bs={bs} avail_mem={avail:.2f} GB):  {100 * n // total:2d}%|#         | {n}/{total} [00:0{n}<00:03,  1.33it/s]"
+        )
+    frames.append(
+        f"\rCapturing batches (bs={sizes[-1]} avail_mem={avail:.2f} GB): 100%|##########| {total}/{total} [00:04<00:00,  1.33it/s]"
+    )
     return "".join(frames) + frames[-1] + "\n"
 
 
@@ -46,15 +51,27 @@ def startup_log(*, serve: bool = False) -> str:
     text += both("10:00:12", "Load weight begin. avail mem=138.05 GB")
     text += "[2025-11-29 10:00:13 TP0] Using model weights format ['*.safetensors']\n"
     text += shard_bar("Multi-thread loading shards", 4)
-    text += both("10:01:23", "Load weight end. elapsed=70.12 s, type=LlamaForCausalLM, avail mem=121.46 GB, mem usage=16.56 GB.")
+    text += both(
+        "10:01:23", "Load weight end. elapsed=70.12 s, type=LlamaForCausalLM, avail mem=121.46 GB, mem usage=16.56 GB."
+    )
     text += both("10:01:23", "Load weight begin. avail mem=121.46 GB")
     text += shard_bar("Multi-thread loading shards", 1)
-    text += both("10:01:25", "Load weight end. elapsed=1.31 s, type=LlamaForCausalLMEagle3, avail mem=120.86 GB, mem usage=0.60 GB.")
-    text += both("10:01:26", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2490368, K size: 47.50 GB, V size: 47.50 GB")
+    text += both(
+        "10:01:25",
+        "Load weight end. elapsed=1.31 s, type=LlamaForCausalLMEagle3, avail mem=120.86 GB, mem usage=0.60 GB.",
+    )
+    text += both(
+        "10:01:26", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2490368, K size: 47.50 GB, V size: 47.50 GB"
+    )
     text += both("10:01:26", "Memory pool end. avail mem=25.45 GB")
-    text += both("10:01:52", "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4, avail mem=23.10 GB")
+    text += both(
+        "10:01:52", "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4, avail mem=23.10 GB"
+    )
     text += capture_bar([4, 3, 2, 1], 23.07)
-    text += both("10:02:10", "Capture target verify CUDA graph end. bs=[1, 2, 3, 4], elapsed=18.02 s, mem usage=1.68 GB, avail mem=21.42 GB.")
+    text += both(
+        "10:02:10",
+        "Capture target verify CUDA graph end. bs=[1, 2, 3, 4], elapsed=18.02 s, mem usage=1.68 GB, avail mem=21.42 GB.",
+    )
     text += "[2025-11-29 10:02:10 TP0] Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 3, 4], avail mem=21.39 GB\n"
     text += capture_bar([4, 3, 2, 1], 21.39)
     text += "[2025-11-29 10:02:18 TP0] Capture draft decode CUDA graph end. elapsed=7.88 s, mem usage=0.43 GB, avail mem=20.96 GB.\n"
@@ -88,7 +105,10 @@ OOM_LOG = (
 def replay(path: Path | str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", "replay", str(path), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -222,7 +242,8 @@ def test_log_attached_mid_run_is_serving(tmp_path: Path) -> None:
 
 def test_a_log_larger_than_one_chunk(tmp_path: Path) -> None:
     filler = "".join(
-        f"[2025-11-29 10:00:05] Attention backend not specified. Use fa3 backend by default. ({i:06d})\n" for i in range(16000)
+        f"[2025-11-29 10:00:05] Attention backend not specified. Use fa3 backend by default. ({i:06d})\n"
+        for i in range(16000)
     )
     text = startup_log().replace(SERVER_ARGS, SERVER_ARGS + filler)
     assert len(text) > 1 << 20
@@ -242,6 +263,11 @@ def test_output_into_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, startup_log())
     proc = subprocess.run(
         f"{sys.executable} -m tui replay {path} | head -c 10 > /dev/null; echo ${{PIPESTATUS[0]}}",
-        shell=True, executable="/bin/bash", cwd=ROOT, capture_output=True, text=True, timeout=60,
+        shell=True,
+        executable="/bin/bash",
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.stdout.strip() == "0" and "Traceback" not in proc.stderr

@@ -31,7 +31,11 @@ EXPECTED: dict[str, tuple[str, tuple[int, int] | None, int | None, str | None, s
 
 def replay_json(path: Path) -> dict[str, object]:
     proc = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(path), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "tui", "replay", str(path), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -55,7 +59,14 @@ def test_eagle3_startup_timeline_has_draft_spans_inside_the_main_phases() -> Non
     assert isinstance(timeline, list)
     main = [s for s in timeline if s["model"] == "main"]
     assert [s["phase"] for s in main] == [
-        "starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup", "ready", "serving",
+        "starting",
+        "init",
+        "loading_weights",
+        "kv_cache",
+        "cuda_graph",
+        "warmup",
+        "ready",
+        "serving",
     ]
     for draft in (s for s in timeline if s["model"] == "draft"):
         host = next(m for m in main if m["phase"] == draft["phase"])
@@ -68,7 +79,10 @@ def test_eagle3_startup_timeline_has_draft_spans_inside_the_main_phases() -> Non
 def test_relaunch_report_shows_the_last_launch_and_counts_them() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tui", "replay", str(LOGS / "relaunch-two-launches.log")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0
     assert "state: loading_weights" in proc.stdout and "2 launches in this log" in proc.stdout

@@ -30,7 +30,10 @@ def test_real_log_matches_expected(real_logs_dir: Path | None, name: str) -> Non
     entry = entries[name]
     proc = subprocess.run(
         [sys.executable, "-m", "tui", "replay", str(real_logs_dir / name), "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, f"{name}: {proc.stderr}"
     got = json.loads(proc.stdout)
@@ -64,19 +67,47 @@ def _compare(got: dict[str, object], expect: dict[str, object]) -> list[tuple[st
 
 def test_the_comparison_catches_a_mismatch() -> None:
     """The checker itself can fail: a wrong phase and a wrong line are reported."""
-    got = {"phase": "ready", "shards": None, "tp_size": None, "speculative": None,
-           "error": {"kind": "oom", "line": "x"}, "decode": None}
-    expect = {"phase": "failed", "shards": None, "tp_size": None, "speculative": None,
-              "error_kind": "oom", "error_line": "CUDA out of memory", "accept_len": None, "gen_throughput": None}
+    got = {
+        "phase": "ready",
+        "shards": None,
+        "tp_size": None,
+        "speculative": None,
+        "error": {"kind": "oom", "line": "x"},
+        "decode": None,
+    }
+    expect = {
+        "phase": "failed",
+        "shards": None,
+        "tp_size": None,
+        "speculative": None,
+        "error_kind": "oom",
+        "error_line": "CUDA out of memory",
+        "accept_len": None,
+        "gen_throughput": None,
+    }
     assert [field for field, _ in _compare(got, expect)] == ["phase", "error.line"]
 
 
 def test_the_comparison_accepts_an_alternative_line_and_only_those() -> None:
-    got = {"phase": "failed", "shards": None, "tp_size": None, "speculative": None,
-           "error": {"kind": "exception", "line": "[t TP2] Scheduler hit an exception"}, "decode": None}
-    expect = {"phase": "failed", "shards": None, "tp_size": None, "speculative": None, "error_kind": "exception",
-              "error_line": "Received sigquit", "error_line_alternatives": ["Scheduler hit an exception"],
-              "accept_len": None, "gen_throughput": None}
+    got = {
+        "phase": "failed",
+        "shards": None,
+        "tp_size": None,
+        "speculative": None,
+        "error": {"kind": "exception", "line": "[t TP2] Scheduler hit an exception"},
+        "decode": None,
+    }
+    expect = {
+        "phase": "failed",
+        "shards": None,
+        "tp_size": None,
+        "speculative": None,
+        "error_kind": "exception",
+        "error_line": "Received sigquit",
+        "error_line_alternatives": ["Scheduler hit an exception"],
+        "accept_len": None,
+        "gen_throughput": None,
+    }
     assert _compare(got, expect) == []
     expect["error_line_alternatives"] = ["Killed"]
     assert [field for field, _ in _compare(got, expect)] == ["error.line"]

@@ -43,18 +43,37 @@ def test_a_bad_setting_is_named(text: str, named: str) -> None:
 def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path) -> None:
     conf = tmp_path / "sglang-tui" / "config.toml"
     conf.parent.mkdir()
-    conf.write_text("[keys]\nkill = \"k\"\n")
+    conf.write_text('[keys]\nkill = "k"\n')
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "tui", "replay", "/dev/null"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "replay", "/dev/null"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "[keys] kill: no action has this id" in done.stderr
     conf.write_text("[defaults]\nport = 31234\n")
 
-    probe = subprocess.run([sys.executable, "-c", (
-        "import sys, tui.cli as c\n"
-        "import tui.commands.wait as w\n"
-        "w.run = lambda args: print('port', args.port) or 0\n"
-        "sys.exit(c.main(['wait', 'local']))\n")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, tui.cli as c\n"
+                "import tui.commands.wait as w\n"
+                "w.run = lambda args: print('port', args.port) or 0\n"
+                "sys.exit(c.main(['wait', 'local']))\n"
+            ),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.returncode == 0 and "port 31234" in probe.stdout, probe.stderr
 
 
@@ -92,7 +111,10 @@ def test_desktop_notifications_pick_the_terminals_escape_and_strip_log_escapes()
     from tui.ui.notify import osc_notification
 
     body = "failed\x1b]52;c;evil\x07 now"
-    assert osc_notification({"TERM_PROGRAM": "iTerm.app"}, "gpu1: failed", body) == "\x1b]9;gpu1: failed: failed ]52;c;evil  now\x07"
+    assert (
+        osc_notification({"TERM_PROGRAM": "iTerm.app"}, "gpu1: failed", body)
+        == "\x1b]9;gpu1: failed: failed ]52;c;evil  now\x07"
+    )
     wez = osc_notification({"TERM_PROGRAM": "WezTerm"}, "a;b", "ok")
     assert wez == "\x1b]777;notify;a,b;ok\x07"
     assert osc_notification({"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}, "t", "b") is None

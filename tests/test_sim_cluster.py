@@ -62,7 +62,9 @@ def test_node0_waits_in_nccl_init_for_a_missing_node(tmp_path: Path) -> None:
         _until(lambda: _text(n0).count("Init parallel begin") == 8)
         time.sleep(1.0)  # 200 simulated seconds: alone, loading would have begun long ago
         assert "Load weight begin" not in _text(n0) and _health(port) is None
-        n1 = start_sim(tmp_path / "n1", tp=16, port=port, shards=8, speculative="none", extra=[*args, "--node-rank", "1"])
+        n1 = start_sim(
+            tmp_path / "n1", tp=16, port=port, shards=8, speculative="none", extra=[*args, "--node-rank", "1"]
+        )
         _until(lambda: _health(port) == 200)
     finally:
         for node in (n0, n1):

@@ -156,7 +156,9 @@ def test_orphans_outlive_the_main_process_and_keep_their_memory(tmp_path: Path):
     sim = start_sim(tmp_path, fault="orphans", speed=SPEED, tp=4, shards=8)
     try:
         wait_for_log(sim, b"fired up and ready to roll")
-        ranks = [p for p in group_pids(sim.pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sglang::scheduler")]
+        ranks = [
+            p for p in group_pids(sim.pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sglang::scheduler")
+        ]
         assert len(ranks) == 4
         os.kill(sim.pid, signal.SIGTERM)
         assert sim.wait(10) == -signal.SIGTERM
@@ -229,7 +231,10 @@ def test_a_rank_killed_while_serving_fails_health_in_059(tmp_path: Path):
         time.sleep(0.2)  # the launcher's 5 s poll
         assert sim.alive()
         assert http_get(sim.port, "/health")[0] == 503
-        assert "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds." in sim.log.read_text()
+        assert (
+            "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds."
+            in sim.log.read_text()
+        )
         assert http_get(sim.port, "/v1/models")[0] == 200  # the HTTP server outlives the dead scheduler
     finally:
         sim.stop()

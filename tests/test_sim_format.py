@@ -51,8 +51,15 @@ def test_only_rank0_prints_bars_and_every_rank_prints_its_milestones():
     for fmt in ("0.5.9", "0.5.23"):
         rank3 = _text(fmt, 3, shards=4)
         assert "\r" not in rank3
-        counts = Counter(re.findall(r"\] (Load weight begin|Load weight end|KV Cache is allocated|Memory pool end)", rank3))
-        assert counts == {"Load weight begin": 2, "Load weight end": 2, "KV Cache is allocated": 2, "Memory pool end": 2}
+        counts = Counter(
+            re.findall(r"\] (Load weight begin|Load weight end|KV Cache is allocated|Memory pool end)", rank3)
+        )
+        assert counts == {
+            "Load weight begin": 2,
+            "Load weight end": 2,
+            "KV Cache is allocated": 2,
+            "Memory pool end": 2,
+        }
         assert all(line.startswith("[2025-11-29 ") and " TP3] " in line for line in rank3.splitlines() if line)
 
 

@@ -125,7 +125,9 @@ def test_gpu_memory_follows_the_phases(launch):
     for k in range(8):
         entry = json.loads((sim.gpu_state / f"proc-{rank_pids[f'sglang::scheduler_TP{k}']}.json").read_text())
         assert entry["gpu"] == k
-    tp0 = [snap[rank_pids["sglang::scheduler_TP0"]][0] for snap in obs.gpu if rank_pids["sglang::scheduler_TP0"] in snap]
+    tp0 = [
+        snap[rank_pids["sglang::scheduler_TP0"]][0] for snap in obs.gpu if rank_pids["sglang::scheduler_TP0"] in snap
+    ]
     assert tp0 == sorted(tp0), "memory only grows during a startup"
     loading = [u for u in tp0 if 2 * GIB < u < 20 * GIB]
     assert len(set(loading)) >= 5, "weights grow shard by shard"
@@ -216,7 +218,9 @@ def test_launch_command_runs_from_sh(tmp_path: Path):
     sim.stop()
     out = tmp_path / "again.log"
     cmd = sim.launch_command().replace(str(sim.log), str(out))
-    proc = subprocess.Popen(["sh", "-c", cmd], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["sh", "-c", cmd], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 20
         while b"fired up" not in (out.read_bytes() if out.exists() else b"") and time.monotonic() < deadline:

@@ -21,7 +21,9 @@ def test_seed_zero_is_the_classic_schedule_and_seeds_jitter_a_few_percent() -> N
     assert Schedule.build(params()).shard_done == Schedule.build(params(seed=0, loader="default")).shard_done
     scales = {phase_scale(seed, "", "cuda_graph") for seed in range(1, 40)}
     assert len(scales) > 30 and all(abs(s - 1) <= PHASE_JITTER for s in scales)
-    assert phase_scale(0, "", "cuda_graph") == 1.0 and phase_scale(5, "", "cuda_graph") == phase_scale(5, "", "cuda_graph")
+    assert phase_scale(0, "", "cuda_graph") == 1.0 and phase_scale(5, "", "cuda_graph") == phase_scale(
+        5, "", "cuda_graph"
+    )
 
 
 def test_slow_capture_doubles_the_capture_only() -> None:
@@ -53,4 +55,6 @@ def test_multithread_loader_bursts_while_memory_grows_steadily() -> None:
     load = [s for s in steps if s.mem is not None and done[0] - 50 < s.at <= done[-1]]  # from the first wave on
     mems = [s.mem for s in load]
     assert mems == sorted(mems)  # never shrinks
-    assert max(b.at - a.at for a, b in zip(load, load[1:], strict=False)) <= 1.0 + 1e-9  # a memory step at least every second
+    assert (
+        max(b.at - a.at for a, b in zip(load, load[1:], strict=False)) <= 1.0 + 1e-9
+    )  # a memory step at least every second

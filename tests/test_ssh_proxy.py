@@ -26,16 +26,35 @@ while (b := s.recv(65536)):
 
 def config(tmp_path: Path, sshd: Sshd, proxy: str) -> Path:
     path = tmp_path / "ssh_config"
-    path.write_text(f"Host proxied\n  HostName {sshd.host}\n  Port {sshd.port}\n  User {sshd.user}\n"
-                    f"  IdentityFile {sshd.identity}\n  UserKnownHostsFile {sshd.known_hosts}\n"
-                    f"  ProxyCommand {proxy}\n")
+    path.write_text(
+        f"Host proxied\n  HostName {sshd.host}\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.identity}\n  UserKnownHostsFile {sshd.known_hosts}\n"
+        f"  ProxyCommand {proxy}\n"
+    )
     return path
 
 
 def stop_through(cfg: Path) -> subprocess.CompletedProcess[str]:
     """`stop` on a port where nothing runs: it connects, finds nothing (exit 3), or cannot connect (exit 4)."""
-    return subprocess.run([sys.executable, "-m", "tui", "stop", "proxied", "--ssh-config", str(cfg), "--port", "1",
-                           "--remote-python", sys.executable], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui",
+            "stop",
+            "proxied",
+            "--ssh-config",
+            str(cfg),
+            "--port",
+            "1",
+            "--remote-python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 def test_a_working_proxy_command_connects(sshd: Sshd, tmp_path: Path) -> None:
@@ -44,10 +63,13 @@ def test_a_working_proxy_command_connects(sshd: Sshd, tmp_path: Path) -> None:
     assert run.returncode == 3 and "no server found on port 1" in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize("proxy, why", [
-    ("false", "ended before the SSH handshake"),
-    ("/nonexistent/nc %h %p", "could not be started: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "proxy, why",
+    [
+        ("false", "ended before the SSH handshake"),
+        ("/nonexistent/nc %h %p", "could not be started: No such file or directory"),
+    ],
+)
 def test_a_failing_proxy_command_is_named(sshd: Sshd, tmp_path: Path, proxy: str, why: str) -> None:
     run = stop_through(config(tmp_path, sshd, proxy))
     shown = proxy.replace("%h", sshd.host).replace("%p", str(sshd.port))

@@ -11,19 +11,30 @@ FIXTURES = Path(__file__).parent / "fixtures" / "pyspy"
 
 def _dump(pid: int, title: str, *frames: str) -> str:
     body = "\n".join(f"    {f}" for f in frames)
-    return (f"Process {pid}: {title}\nPython v3.12.3 (/usr/bin/python3.12)\n\n"
-            f'Thread {pid} (idle): "MainThread"\n{body}\n'
-            f'Thread {pid + 1000} (idle): "watchdog"\n    wait (threading.py:355)\n\n')
+    return (
+        f"Process {pid}: {title}\nPython v3.12.3 (/usr/bin/python3.12)\n\n"
+        f'Thread {pid} (idle): "MainThread"\n{body}\n'
+        f'Thread {pid + 1000} (idle): "watchdog"\n    wait (threading.py:355)\n\n'
+    )
 
 
 def _eight(odd_rank: int = 3) -> list[stacks.ProcessStack]:
     out = []
     for r in range(8):
-        frames = (("all_reduce (torch/distributed/distributed_c10d.py:2806)",) if r == odd_rank
-                  else ("barrier (torch/distributed/distributed_c10d.py:4159)",))
-        text = _dump(100 + r, f"sglang::scheduler_TP{r}", *frames, "event_loop_normal (sglang/srt/managers/scheduler.py:1093)")
+        frames = (
+            ("all_reduce (torch/distributed/distributed_c10d.py:2806)",)
+            if r == odd_rank
+            else ("barrier (torch/distributed/distributed_c10d.py:4159)",)
+        )
+        text = _dump(
+            100 + r, f"sglang::scheduler_TP{r}", *frames, "event_loop_normal (sglang/srt/managers/scheduler.py:1093)"
+        )
         parsed = stacks.parse_pyspy(text)[0]
-        out.append(stacks.ProcessStack(parsed.pid, stacks.label(parsed.pid, parsed.cmdline, 99), parsed.cmdline, parsed.threads))
+        out.append(
+            stacks.ProcessStack(
+                parsed.pid, stacks.label(parsed.pid, parsed.cmdline, 99), parsed.cmdline, parsed.threads
+            )
+        )
     return out
 
 
@@ -38,7 +49,10 @@ def test_grouping_names_the_odd_rank_and_the_majority() -> None:
     g = stacks.group(_eight())
     assert g.groups == (("TP0", "TP1", "TP2", "TP4", "TP5", "TP6", "TP7"), ("TP3",))
     assert g.odd == ("TP3",)
-    assert g.summary == "TP3 is in all_reduce (distributed_c10d.py:2806); TP0–2, TP4–7 are in barrier (distributed_c10d.py:4159)"
+    assert (
+        g.summary
+        == "TP3 is in all_reduce (distributed_c10d.py:2806); TP0–2, TP4–7 are in barrier (distributed_c10d.py:4159)"
+    )
     assert stacks.to_json(_eight(), g)["odd"] == ["TP3"]
 
 

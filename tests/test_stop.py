@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sshd import free_port
 from tui.commands.stop import report
 from tui.core.events import ControlResult
-from tests.helpers.sshd import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
@@ -42,16 +42,37 @@ def server_pids(state: Path, skip: int) -> list[int]:
 def scene(tmp_path: Path):
     """A bystander titled sglang::scheduler_TP0, and a hand-started server (with an orphan) writing its log."""
     state, log, port = tmp_path / "gpus", tmp_path / "server.log", free_port()
-    bystander = subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(state)],
-                                 stdout=subprocess.DEVNULL, start_new_session=True)
+    bystander = subprocess.Popen(
+        [sys.executable, str(TREE), "bystander", "--gpu-state", str(state)],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
     started: list[subprocess.Popen[bytes]] = []
 
     def start(*extra: str) -> subprocess.Popen[bytes]:
         with open(log, "wb") as out:
-            proc = subprocess.Popen(shlex.join([sys.executable, str(TREE), "--port", str(port), "--gpu-state",
-                                                str(state), "--tp", "2", "--orphan", *extra]), shell=True,
-                                    stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                shlex.join(
+                    [
+                        sys.executable,
+                        str(TREE),
+                        "--port",
+                        str(port),
+                        "--gpu-state",
+                        str(state),
+                        "--tp",
+                        "2",
+                        "--orphan",
+                        *extra,
+                    ]
+                ),
+                shell=True,
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         started.append(proc)
         deadline = time.monotonic() + 15
         while len(server_pids(state, bystander.pid)) < 3 and time.monotonic() < deadline:
@@ -73,12 +94,26 @@ def scene(tmp_path: Path):
 
 
 def stop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui", "stop", *args, "--remote-python", sys.executable],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tui", "stop", *args, "--remote-python", sys.executable],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def local_args(scene: dict, *extra: str) -> list[str]:
-    return ["local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(scene["state"]), *extra]
+    return [
+        "local",
+        "--port",
+        str(scene["port"]),
+        "--log",
+        str(scene["log"]),
+        "--sim-gpus",
+        str(scene["state"]),
+        *extra,
+    ]
 
 
 def test_stop_exits_0_when_all_gone_and_memory_released(scene: dict) -> None:
@@ -126,7 +161,9 @@ def test_a_port_outside_1_65535_is_one_line_and_exit_2() -> None:
 
 def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
     main = scene["start"]()
-    run = stop("local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(tmp_path / "nowhere"))
+    run = stop(
+        "local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(tmp_path / "nowhere")
+    )
     main.wait(timeout=10)
     assert run.returncode == 1 and run.stdout == ""
     assert run.stderr.startswith("NOT stopped (local port") and "GPU memory not confirmed" in run.stderr
@@ -136,24 +173,47 @@ def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
 def test_stop_over_ssh(scene: dict, sshd) -> None:
     main = scene["start"]()
     pids = server_pids(scene["state"], scene["bystander"].pid)
-    run = stop("testhost", "--ssh-config", str(sshd.ssh_config), "--port", str(scene["port"]), "--log",
-               str(scene["log"]), "--sim-gpus", str(scene["state"]))
+    run = stop(
+        "testhost",
+        "--ssh-config",
+        str(sshd.ssh_config),
+        "--port",
+        str(scene["port"]),
+        "--log",
+        str(scene["log"]),
+        "--sim-gpus",
+        str(scene["state"]),
+    )
     main.wait(timeout=10)
     assert run.returncode == 0, run.stderr
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
 def test_cannot_connect_is_exit_4(sshd) -> None:
-    refused = stop("127.0.0.1", "--ssh-port", str(free_port()), "--port", "30000", "--known-hosts", str(sshd.known_hosts))
+    refused = stop(
+        "127.0.0.1", "--ssh-port", str(free_port()), "--port", "30000", "--known-hosts", str(sshd.known_hosts)
+    )
     assert refused.returncode == 4 and refused.stderr.startswith("sglang-tui stop: cannot connect to 127.0.0.1")
-    wrong_key = stop("127.0.0.1", "--ssh-port", str(sshd.port), "--user", sshd.user, "--identity", str(sshd.wrong_identity),
-                     "--known-hosts", str(sshd.known_hosts), "--port", "30000")
+    wrong_key = stop(
+        "127.0.0.1",
+        "--ssh-port",
+        str(sshd.port),
+        "--user",
+        sshd.user,
+        "--identity",
+        str(sshd.wrong_identity),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--port",
+        "30000",
+    )
     assert wrong_key.returncode == 4 and "Traceback" not in wrong_key.stderr and len(wrong_key.stderr.splitlines()) == 1
 
 
 def test_report_names_survivors_and_memory_per_gpu() -> None:
-    result = ControlResult("terminate", False, "KILL did not end them all", survivors=(41, 42),
-                           gpu_held=((3, 42, 20 * GIB),))
+    result = ControlResult(
+        "terminate", False, "KILL did not end them all", survivors=(41, 42), gpu_held=((3, 42, 20 * GIB),)
+    )
     assert report(result, "gpu1 port 30000").splitlines() == [
         "NOT stopped (gpu1 port 30000): KILL did not end them all",
         "still alive: 41 42",

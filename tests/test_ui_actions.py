@@ -162,7 +162,9 @@ def test_key_table_comes_from_the_registry() -> None:
     table = key_table_markdown()
     for action in ACTIONS:
         assert f"`{action.id}`" in table
-    printed = subprocess.run([sys.executable, "-m", "tui.ui.actions"], capture_output=True, text=True, check=True).stdout
+    printed = subprocess.run(
+        [sys.executable, "-m", "tui.ui.actions"], capture_output=True, text=True, check=True
+    ).stdout
     assert printed == table
     assert "| `K` |" in table and "| yes |" in table
 

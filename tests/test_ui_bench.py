@@ -6,13 +6,14 @@ on a LocalHost against the real simulator."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from textual.widgets import Label, Static
 
-from tests.helpers.sim import SimServer, http_get, start_sim, wait_ready as _ready
+from tests.helpers.sim import SimServer, http_get, start_sim
+from tests.helpers.sim import wait_ready as _ready
 from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, play, startup_to_capture, startup_to_ready
 from tui.core.benchstats import BenchResult
 from tui.sources.bench import BenchPlan, BenchRunner
@@ -39,7 +40,9 @@ def stats(sim: SimServer) -> dict[str, int]:
     return json.loads(http_get(sim.port, "/sim_stats")[1])
 
 
-def make(sim: SimServer, plan: BenchPlan, previous: BenchResult | None = None) -> tuple[SglangTui, FakeBatchSource, FakeClock]:
+def make(
+    sim: SimServer, plan: BenchPlan, previous: BenchResult | None = None
+) -> tuple[SglangTui, FakeBatchSource, FakeClock]:
     source, clock, host = FakeBatchSource(), FakeClock(), LocalHost()
     sources = UiSources(batches=source.batches, host_label=HOST, port=sim.port,
                         bench=lambda: BenchRunner(host, sim.port, plan, log_path=str(sim.log)),

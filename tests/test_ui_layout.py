@@ -55,7 +55,10 @@ async def test_ranks_at_different_milestones_are_grouped_by_neighbours() -> None
 
     ranks = tuple(RankState(f"TP{i}", "load_end" if i < 6 else "load_begin") for i in range(8))
     assert rank_groups(ranks) == [("TP0–5", "load✓"), ("TP6–7", "load…")]
-    assert rank_groups((RankState("DP0 TP1", "kv_alloc"), RankState("DP1 TP0", "kv_alloc"))) == [("DP0 TP1", "kv…"), ("DP1 TP0", "kv…")]
+    assert rank_groups((RankState("DP0 TP1", "kv_alloc"), RankState("DP1 TP0", "kv_alloc"))) == [
+        ("DP0 TP1", "kv…"),
+        ("DP1 TP0", "kv…"),
+    ]
 
 
 def test_footer_drops_the_least_important_keys_first_and_never_the_dangerous_ones() -> None:
@@ -95,7 +98,7 @@ async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> N
         rows = key_rows(False)
         assert {k for k, _, _ in rows} >= {"r", "T", "K", "n N", "e E", "1 2 3 4"}
         assert len(rows) < len(visible_actions(False))  # n/N, e/E and 1-4 share rows
-        for keys, words, _ in rows:  # every key on screen at once, from 80x24 up
+        for _keys, words, _ in rows:  # every key on screen at once, from 80x24 up
             assert words[:30] in text, words
         if size == (200, 50):  # and the legend too
             assert "legend" in text and "■" in text
@@ -115,7 +118,10 @@ async def test_search_counts_takes_a_regex_filters_and_esc_clears() -> None:
 
     source, clock = FakeBatchSource(), FakeClock()
     app = make_app(source, control=FakeControl(), clock=clock)
-    lines = [f"[2025-11-29 10:00:0{i % 10} TP{i % 2}] line {i} {'WARNING low mem' if i % 4 == 0 else 'ok'}" for i in range(12)]
+    lines = [
+        f"[2025-11-29 10:00:0{i % 10} TP{i % 2}] line {i} {'WARNING low mem' if i % 4 == 0 else 'ok'}"
+        for i in range(12)
+    ]
     async with app.run_test(size=(120, 40)) as pilot:
         from tests.helpers.ui_fakes import Step
 

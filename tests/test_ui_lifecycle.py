@@ -94,7 +94,9 @@ async def test_without_launch_the_header_says_no_server_process_found() -> None:
     control = FakeControl(process=ServerProcess(False))
     app = make_app(source, control=control, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
-        await play(pilot, source, clock, [Step(T0, [ServerProcess(False, detail="no server process found (port 30000)")])])
+        await play(
+            pilot, source, clock, [Step(T0, [ServerProcess(False, detail="no server process found (port 30000)")])]
+        )
         assert "process: no server process found on :30000" in app.query_one(HeaderPane).shown
         assert "launch" not in control.calls and app.state.phase is Phase.STARTING
 
@@ -124,15 +126,29 @@ async def test_restart_shows_a_fresh_startup_and_marks_the_log() -> None:
         await _until(pilot, lambda: app.control_results)
         # the launch truncated the log: the tail says so, then the new run's first line comes
         clock.t += 1
-        await play(pilot, source, clock, [Step(clock.t, [LogReset("truncated", "/tmp/server.log: size 120 < offset 9000"),
-                                                         LogActivity(40, b"[2025-11-29 10:05:00] server_args=ServerArgs(...)\n")])])
+        await play(
+            pilot,
+            source,
+            clock,
+            [
+                Step(
+                    clock.t,
+                    [
+                        LogReset("truncated", "/tmp/server.log: size 120 < offset 9000"),
+                        LogActivity(40, b"[2025-11-29 10:05:00] server_args=ServerArgs(...)\n"),
+                    ],
+                )
+            ],
+        )
         shards = app.query_one(ShardsPane).shown
         assert "57/64" not in shards and "TP7" not in shards and "ranks   none seen yet" in shards
         assert "waiting" in shards
         header = app.query_one(HeaderPane).shown
         assert "STARTING" in header and "LOADING" not in header
         assert "last action: restart done: the old processes are gone; started pid 4343" in header
-        assert "0.0s in phase · 0.0s total" in header  # counted from the new start (the truncated log), not from the first run
+        assert (
+            "0.0s in phase · 0.0s total" in header
+        )  # counted from the new start (the truncated log), not from the first run
         rows = app.query_one(GpuPane)
         assert rows.get_row("gpu3")[1].plain == "—"  # the old run's rank mapping is gone
         log = _log_texts(app)
@@ -156,7 +172,9 @@ async def test_kill_shows_stopped_by_sglang_tui_and_the_result() -> None:
         assert app.state.phase is Phase.FAILED
         # issue 14: our own kill reads STOPPED, never FAILED, and says what was done and whether GPU memory came back
         assert " STOPPED " in header and "FAILED" not in header and "stopped by sglang-tui (kill)" in header
-        assert "■ STOPPED  kill done: no server process left; GPU memory released" in header and "process: gone" in header
+        assert (
+            "■ STOPPED  kill done: no server process left; GPU memory released" in header and "process: gone" in header
+        )
         assert "✗" not in header  # our own kill is not shown as the server's failure
         titles = [m.notification.title for m in seen if isinstance(m, Notify)]
         assert f"{HOST}: the server stopped" in titles and f"{HOST}: the server failed" not in titles

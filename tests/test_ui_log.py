@@ -147,8 +147,21 @@ async def test_a_log_reset_is_marked_in_the_pane() -> None:
     clock, source = FakeClock(T0), FakeBatchSource()
     app = make_app(source, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
-        await play(pilot, source, clock, [Step(T0, [LogActivity(10, b"old line\npartial"), LogReset("truncated", "size 3 < offset 10"),
-                                                    LogActivity(4, b"new\n")])])
+        await play(
+            pilot,
+            source,
+            clock,
+            [
+                Step(
+                    T0,
+                    [
+                        LogActivity(10, b"old line\npartial"),
+                        LogReset("truncated", "size 3 < offset 10"),
+                        LogActivity(4, b"new\n"),
+                    ],
+                )
+            ],
+        )
         texts = [line.text for line in app.log_pane.view.lines]
         assert texts[0] == "old line" and texts[1] == "partial"
         assert texts[2] == "──── log restarted (truncated): size 3 < offset 10 ────" and texts[3] == "new"
@@ -158,8 +171,10 @@ async def test_a_progress_bar_mid_flight_shows_as_a_live_last_line() -> None:
     clock, source = FakeClock(T0), FakeBatchSource()
     app = make_app(source, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
-        frames = b"".join(f"Multi-thread loading shards:  {k}% Completed | {k}/64 [00:0{k}<00:10,  1.00it/s]\r".encode()
-                          for k in range(1, 4))
+        frames = b"".join(
+            f"Multi-thread loading shards:  {k}% Completed | {k}/64 [00:0{k}<00:10,  1.00it/s]\r".encode()
+            for k in range(1, 4)
+        )
         await play(pilot, source, clock, [Step(T0, [LogActivity(10, b"[2025-11-29 10:00:02] before\n" + frames)])])
         view = app.log_pane.view
         assert [line.text for line in view.lines] == ["[2025-11-29 10:00:02] before"]
@@ -181,7 +196,9 @@ async def test_the_tools_own_probe_lines_are_dimmed_and_h_hides_them() -> None:
         )
         user = '[2025-11-29 10:00:06] INFO:     10.0.0.7:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
         other_probe = '[2025-11-29 10:00:07] INFO:     10.0.0.9:5000 - "GET /health HTTP/1.1" 200 OK'  # not ours
-        await _feed(pilot, source, clock, ["[2025-11-29 10:00:03] fired up", probe_prefill, probe_access, user, other_probe])
+        await _feed(
+            pilot, source, clock, ["[2025-11-29 10:00:03] fired up", probe_prefill, probe_access, user, other_probe]
+        )
         view = app.log_pane.view
         assert [line.kind == "probe" for line in view.lines] == [False, True, True, False, False]
         dim = view.get_component_rich_style("log--probe", partial=True)
@@ -200,9 +217,12 @@ async def test_severity_filter_cycles_and_combines_with_rank_and_search_filters(
     app = make_app(source, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         lines = _lines(20, 0, "TP0") + _lines(20, 0, "TP1")
-        lines += ["[2025-11-29 10:01:00 TP0] WARNING: slow NCCL init", "[2025-11-29 10:01:01 TP1] WARNING: slow disk",
-                  "[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory",
-                  "[2025-11-29 10:01:03 TP1] RuntimeError: NCCL error"]
+        lines += [
+            "[2025-11-29 10:01:00 TP0] WARNING: slow NCCL init",
+            "[2025-11-29 10:01:01 TP1] WARNING: slow disk",
+            "[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory",
+            "[2025-11-29 10:01:03 TP1] RuntimeError: NCCL error",
+        ]
         await _feed(pilot, source, clock, lines + ["Multi-thread loading shards:  50% Completed | 32/64"])
         view, pane = app.log_pane.view, app.log_pane
         await pilot.press("s")
@@ -210,9 +230,14 @@ async def test_severity_filter_cycles_and_combines_with_rank_and_search_filters(
         assert len(view.visible_texts()) == 4  # the open progress line is not a warning either
         await pilot.press("s")
         assert view.severity == "error" and pane.border_title == "log · errors only"
-        assert [t.split("] ")[1] for t in view.visible_texts()] == ["RuntimeError: CUDA out of memory", "RuntimeError: NCCL error"]
+        assert [t.split("] ")[1] for t in view.visible_texts()] == [
+            "RuntimeError: CUDA out of memory",
+            "RuntimeError: NCCL error",
+        ]
         await pilot.press("t")  # rank TP0 and errors only
-        assert view.rank_filter == "TP0" and view.visible_texts() == ["[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory"]
+        assert view.rank_filter == "TP0" and view.visible_texts() == [
+            "[2025-11-29 10:01:02 TP0] RuntimeError: CUDA out of memory"
+        ]
         await pilot.press("t", "s")  # TP1, then all severities again: TP1's 22 lines
         assert view.severity is None and pane.border_title == "log" and len(view.visible_texts()) == 22
         await pilot.press("s")  # warnings and errors of every rank that match a search, shown alone
@@ -222,6 +247,8 @@ async def test_severity_filter_cycles_and_combines_with_rank_and_search_filters(
         await pilot.press("F")
         await pilot.pause()
         assert view.only_matches and sorted(t.split("] ")[1] for t in view.visible_texts()) == [
-            "RuntimeError: NCCL error", "WARNING: slow NCCL init"]
+            "RuntimeError: NCCL error",
+            "WARNING: slow NCCL init",
+        ]
         await pilot.press("s", "s")
         assert view.severity is None and len(view.visible_texts()) == 2  # the search filter stays

@@ -152,7 +152,9 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
         assert not any(line.startswith("✓") and "CUDA graph capture" in line for line in timeline)
         assert "process: gone" in header
         graphs = next(line for line in app.query_one(ShardsPane).shown.splitlines() if line.startswith("graphs"))
-        assert "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs  # no false promise
+        assert (
+            "20/36" in graphs and "failed" in graphs and "ETA" not in graphs and "/s" not in graphs
+        )  # no false promise
         assert bells == [1]
         assert any("failed" in note and "CUDA out of memory" in note for note in _notes(seen))
 
@@ -211,13 +213,13 @@ async def test_keys_answer_while_the_source_hangs() -> None:
         assert "PAUSED" in app.query_one(HeaderPane).shown
 
 
-
 async def test_batches_within_a_tick_leave_the_clock_texts_alone_and_the_next_tick_moves_them() -> None:
     clock, source = FakeClock(), FakeBatchSource()
     app = make_app(source, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready())
         drawn: list[str] = []
+
         def spy(original: Callable[..., object], name: str) -> Callable[..., object]:
             return lambda content="", **kw: (drawn.append(name), original(content, **kw))
 

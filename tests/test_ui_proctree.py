@@ -17,12 +17,14 @@ MIB = 1 << 20
 
 
 def _sample(cpu: float) -> HostActivity:
-    return HostActivity((
-        ProcCounters(4200, 1, "python3 -m sglang.launch_server", cpu, 0, "S", 900 * MIB),
-        ProcCounters(4301, 4200, "sglang::scheduler_TP1", cpu * 4, 0, "R", 3000 * MIB),
-        ProcCounters(4300, 4200, "sglang::scheduler_TP0", cpu * 4, 0, "R", 3100 * MIB),
-        ProcCounters(4400, 4200, "sglang::detokenizer", cpu, 0, "S", 400 * MIB),
-    ))
+    return HostActivity(
+        (
+            ProcCounters(4200, 1, "python3 -m sglang.launch_server", cpu, 0, "S", 900 * MIB),
+            ProcCounters(4301, 4200, "sglang::scheduler_TP1", cpu * 4, 0, "R", 3000 * MIB),
+            ProcCounters(4300, 4200, "sglang::scheduler_TP0", cpu * 4, 0, "R", 3100 * MIB),
+            ProcCounters(4400, 4200, "sglang::detokenizer", cpu, 0, "S", 400 * MIB),
+        )
+    )
 
 
 def test_the_tree_puts_parents_first_and_sums_gpu_memory_per_pid() -> None:
@@ -61,8 +63,10 @@ async def test_p_opens_the_process_tree_and_escape_closes_it() -> None:
     source, clock = FakeBatchSource(), FakeClock()
     app = make_app(source, clock=clock)
     async with app.run_test(size=(140, 40)) as pilot:
-        steps = [Step(T0 + 1, [ServerProcess(alive=True, pids=(4200,), activity=_sample(1.0)), gpus([10.0, 12.0], n=2)]),
-                 Step(T0 + 3, [ServerProcess(alive=True, pids=(4200,), activity=_sample(2.0))])]
+        steps = [
+            Step(T0 + 1, [ServerProcess(alive=True, pids=(4200,), activity=_sample(1.0)), gpus([10.0, 12.0], n=2)]),
+            Step(T0 + 3, [ServerProcess(alive=True, pids=(4200,), activity=_sample(2.0))]),
+        ]
         await play(pilot, source, clock, steps)
         await pilot.press("P")
         await pilot.pause()

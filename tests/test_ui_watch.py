@@ -33,16 +33,42 @@ def test_the_tui_refuses_a_port_outside_1_65535_in_one_line() -> None:
 
 
 def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
-    done = _sglang_tui("127.0.0.1", "--ssh-port", str(sshd.port), "--user", sshd.user, "--identity", str(sshd.wrong_identity),
-                       "--known-hosts", str(sshd.known_hosts), "--log", "/tmp/none.log")
+    done = _sglang_tui(
+        "127.0.0.1",
+        "--ssh-port",
+        str(sshd.port),
+        "--user",
+        sshd.user,
+        "--identity",
+        str(sshd.wrong_identity),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--log",
+        "/tmp/none.log",
+    )
     assert done.returncode == 4, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sglang-tui: cannot connect to 127.0.0.1:") and "Traceback" not in done.stderr
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("sglang-tui: cannot connect to 127.0.0.1:")
+        and "Traceback" not in done.stderr
+    )
 
 
 def test_nothing_listening_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
-    done = _sglang_tui("127.0.0.1", "--ssh-port", str(free_port()), "--user", sshd.user, "--identity", str(sshd.identity),
-                       "--known-hosts", str(sshd.known_hosts), "--log", "/tmp/none.log")
+    done = _sglang_tui(
+        "127.0.0.1",
+        "--ssh-port",
+        str(free_port()),
+        "--user",
+        sshd.user,
+        "--identity",
+        str(sshd.identity),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--log",
+        "/tmp/none.log",
+    )
     assert done.returncode == 4, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
@@ -67,7 +93,9 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys() -> None:
     try:
         pgid = int(Path(pidfile_for(str(demo.log))).read_text().strip())
         assert _group_members(pgid)
-        app, monitor = build_app(demo.host, demo.watch_args(read_only=False), host_label="local demo", control=demo.control)
+        app, monitor = build_app(
+            demo.host, demo.watch_args(read_only=False), host_label="local demo", control=demo.control
+        )
         try:
             async with app.run_test(size=(160, 48)) as pilot:
                 seen_shards = set()
@@ -111,11 +139,31 @@ async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: 
     from tui.sources.local import LocalHost
 
     port, log, gpu_dir = free_port(), tmp_path / "sim.log", tmp_path / "gpus"
-    argv = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port), "--speed", "200",
-            "--gpu-state", str(gpu_dir)]
+    argv = [
+        sys.executable,
+        "-m",
+        "tui",
+        "simulate",
+        "--log",
+        str(log),
+        "--port",
+        str(port),
+        "--speed",
+        "200",
+        "--gpu-state",
+        str(gpu_dir),
+    ]
     launch = SimServer(log, port, gpu_dir, 0, argv, "").launch_command()  # not started: only its command line
-    args = Namespace(log=str(log), port=port, remote_python=sys.executable, sim_gpus=str(gpu_dir), read_only=False,
-                     launch=launch, cwd=str(ROOT), stall_after=None)
+    args = Namespace(
+        log=str(log),
+        port=port,
+        remote_python=sys.executable,
+        sim_gpus=str(gpu_dir),
+        read_only=False,
+        launch=launch,
+        cwd=str(ROOT),
+        stall_after=None,
+    )
     host = LocalHost()
     await host.connect()
     app, monitor = build_app(host, args, host_label="local")

@@ -133,8 +133,9 @@ def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tm
     can never become the log; now it ends at the first look, over SSH as locally, with exit 2 and one line."""
     out = run_wait(sshd, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "600", "--json", timeout=60)
     assert out.code == 2, out.stderr
-    assert out.stderr.splitlines()[-1] == (f"sglang-tui wait: --log {tmp_path} is a directory, not a file; "
-                                           "pass the log file inside it")
+    assert out.stderr.splitlines()[-1] == (
+        f"sglang-tui wait: --log {tmp_path} is a directory, not a file; pass the log file inside it"
+    )
     assert "Traceback" not in out.stderr and "timed out" not in out.stderr
     assert "log path is a directory" in str(out.last_json()["reason"])
 

@@ -16,12 +16,31 @@ from tests.helpers.sshd import free_port
 
 def _launch_cmd(tmp_path: Path, port: int, *extra: str) -> tuple[str, Path, Path]:
     log, gpus = tmp_path / "server.log", tmp_path / "gpus"
-    words = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port), "--gpu-state", str(gpus),
-             "--speed", "500", "--tp", "2", "--shards", "8", *extra]
+    words = [
+        sys.executable,
+        "-m",
+        "tui",
+        "simulate",
+        "--log",
+        str(log),
+        "--port",
+        str(port),
+        "--gpu-state",
+        str(gpus),
+        "--speed",
+        "500",
+        "--tp",
+        "2",
+        "--shards",
+        "8",
+        *extra,
+    ]
     return " ".join(shlex.quote(w) for w in words), log, gpus
 
 
-def _wait(tmp_path: Path, port: int, launch: str, log: Path, gpus: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _wait(
+    tmp_path: Path, port: int, launch: str, log: Path, gpus: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", "wait", "local", "--log", str(log), "--port", str(port), "--sim-gpus", str(gpus),
          "--launch", launch, "--cwd", str(ROOT), "--remote-python", sys.executable, "--timeout", "90", *extra],
@@ -55,13 +74,19 @@ def test_wait_launch_reaches_ready_exits_0_and_runs_on_ready(tmp_path: Path) -> 
     launch, log, gpus = _launch_cmd(tmp_path, port)
     env_file = tmp_path / "hook.env"
     try:
-        done = _wait(tmp_path, port, launch, log, gpus, "--on-ready", f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}")
+        done = _wait(
+            tmp_path, port, launch, log, gpus, "--on-ready", f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}"
+        )
         assert done.returncode == 0, done.stderr
         assert "sglang-tui wait: launched: started pid" in done.stderr
         assert "sglang-tui wait: ready" in done.stderr
         assert log.exists() and b"The server is fired up" in log.read_bytes()
         hook = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
-        assert hook["SGLANG_TUI_VERDICT"] == "ready" and hook["SGLANG_TUI_EXIT"] == "0" and hook["SGLANG_TUI_PORT"] == str(port)
+        assert (
+            hook["SGLANG_TUI_VERDICT"] == "ready"
+            and hook["SGLANG_TUI_EXIT"] == "0"
+            and hook["SGLANG_TUI_PORT"] == str(port)
+        )
         assert _left(tmp_path)  # ready: what it launched keeps running (a script wanted a server)
     finally:
         _cleanup(tmp_path)
@@ -72,8 +97,16 @@ def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_pat
     launch, log, gpus = _launch_cmd(tmp_path, port, "--fault", "oom-capture")
     env_file = tmp_path / "fail.env"
     try:
-        done = _wait(tmp_path, port, launch, log, gpus, "--stop-on-fail",
-                     "--on-fail", f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}")
+        done = _wait(
+            tmp_path,
+            port,
+            launch,
+            log,
+            gpus,
+            "--stop-on-fail",
+            "--on-fail",
+            f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}",
+        )
         assert done.returncode == 1, done.stderr
         assert "sglang-tui wait: failed (oom)" in done.stderr
         assert "--stop-on-fail: terminate done: no server process left" in done.stderr
@@ -86,7 +119,9 @@ def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_pat
 
 
 def test_stop_help_shows_only_stops_options() -> None:
-    done = subprocess.run([sys.executable, "-m", "tui", "stop", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "stop", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "--force" in done.stdout
     for watch_only in ("--launch", "--read-only", "--stall-after", "--cwd"):
         assert watch_only not in done.stdout
@@ -95,8 +130,13 @@ def test_stop_help_shows_only_stops_options() -> None:
 def test_an_unknown_first_word_is_named_not_taken_for_a_host(tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
     config.write_text("Host gpubox\n  HostName 10.0.0.7\nHost *\n  ServerAliveInterval 5\n")
-    done = subprocess.run([sys.executable, "-m", "tui", "frobnicate", "--ssh-config", str(config)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "frobnicate", "--ssh-config", str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stderr.startswith("sglang-tui: unknown command or host: frobnicate")
     assert len(done.stderr.strip().splitlines()) == 1
     from tui.cli import looks_like_a_mistyped_command

@@ -25,9 +25,24 @@ def wait_while(sshd: Sshd | None, tmp_path: Path, change) -> tuple[int, str, lis
     """Run wait on a loading simulator; once wait reports the load, apply `change` to the log."""
     sim = start_sim(tmp_path, speed=10.0, tp=2, shards=8)
     try:
-        proc = subprocess.Popen(wait_cmd(sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus",
-                                         str(sim.gpu_state), "--timeout", "90", "--json"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.Popen(
+            wait_cmd(
+                sshd,
+                "--log",
+                str(sim.log),
+                "--port",
+                str(sim.port),
+                "--sim-gpus",
+                str(sim.gpu_state),
+                "--timeout",
+                "90",
+                "--json",
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         assert proc.stdout is not None
         states = []
         for line in proc.stdout:
@@ -43,8 +58,9 @@ def wait_while(sshd: Sshd | None, tmp_path: Path, change) -> tuple[int, str, lis
 
 
 @pytest.mark.parametrize("via", ["local", "ssh"])
-def test_mv_rotation_mid_load_follows_the_servers_file_to_ready(via: str, tmp_path: Path,
-                                                                request: pytest.FixtureRequest) -> None:
+def test_mv_rotation_mid_load_follows_the_servers_file_to_ready(
+    via: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     sshd = request.getfixturevalue("sshd") if via == "ssh" else None
     code, err, states = wait_while(sshd, tmp_path, lambda log: os.rename(log, f"{log}.1"))
     assert code == 0, err[-3000:]
@@ -66,15 +82,25 @@ def test_log_deleted_mid_load_is_named_and_followed_to_ready(tmp_path: Path) -> 
 
 def test_missing_log_is_named_in_the_last_line(tmp_path: Path) -> None:
     log = tmp_path / "typo.log"
-    run = subprocess.run(wait_cmd(None, "--log", str(log), "--port", str(free_port()), "--timeout", "3"),
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    run = subprocess.run(
+        wait_cmd(None, "--log", str(log), "--port", str(free_port()), "--timeout", "3"),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     last = run.stderr.strip().splitlines()[-1]
     assert run.returncode == 2 and last.endswith(f"waiting for the first log line: log file missing: {log}"), last
 
 
 def test_a_directory_as_log_is_named_in_the_last_line(tmp_path: Path) -> None:
-    run = subprocess.run(wait_cmd(None, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "3"),
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    run = subprocess.run(
+        wait_cmd(None, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "3"),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     last = run.stderr.strip().splitlines()[-1]
     assert run.returncode == 2 and f"log path is a directory, not a file: {tmp_path}" in last, last
 

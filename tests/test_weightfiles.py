@@ -71,7 +71,9 @@ def test_probe_runs_once_per_model(tmp_path: Path) -> None:
 
 def test_first_launch_gets_a_byte_eta_from_the_files() -> None:
     def snap(used_gib: float) -> GpuSnapshot:
-        return GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=int(used_gib * GIB), total_bytes=140 * GIB) for i in (0, 1)))
+        return GpuSnapshot(
+            "sim", tuple(GpuInfo(i, used_bytes=int(used_gib * GIB), total_bytes=140 * GIB) for i in (0, 1))
+        )
 
     s = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2))
     s = reduce(s, WeightFiles("m", 64 * GIB, 30), 36002.0)  # 32 GiB per rank at TP2

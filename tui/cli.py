@@ -37,7 +37,9 @@ def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     p.add_argument("--launch", metavar="CMD", help="command that starts the server (enables launch/restart)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for --launch")
     p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
-    p.add_argument("--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)")
+    p.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
     p.add_argument("--no-health", action="store_true",
                    help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
     _history_options(p)
@@ -52,10 +54,15 @@ def _accept_len_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number (use e.g. 3.2, or 0 / none)") from None
     return text
 
+
 def _history_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--history", metavar="PATH",
-                   help="launch history file (env SGLANG_TUI_HISTORY; default $XDG_STATE_HOME/sglang-tui/history.sqlite3)")
+    p.add_argument(
+        "--history",
+        metavar="PATH",
+        help="launch history file (env SGLANG_TUI_HISTORY; default $XDG_STATE_HOME/sglang-tui/history.sqlite3)",
+    )
     p.add_argument("--no-history", action="store_true", help="neither read nor record the launch history")
+
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
@@ -76,21 +83,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
     _host_options(watch)
-    watch.add_argument("--on-ready", metavar="CMD",
-                       help="run CMD locally once, when it turns ready (SGLANG_TUI_VERDICT etc. in its environment)")
+    watch.add_argument(
+        "--on-ready",
+        metavar="CMD",
+        help="run CMD locally once, when it turns ready (SGLANG_TUI_VERDICT etc. in its environment)",
+    )
     watch.add_argument("--on-fail", metavar="CMD", help="run CMD locally once, when it fails or stalls")
 
     wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
     _host_options(wait)
     wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
-    wait.add_argument("--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)")
+    wait.add_argument(
+        "--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)"
+    )
 
-    wait.add_argument("--stop-on-fail", action="store_true",
-                      help="with --launch: stop what it launched on any verdict but ready (and check GPU memory came back)")
-    wait.add_argument("--on-ready", metavar="CMD", help="run CMD locally when ready (SGLANG_TUI_VERDICT etc. in its environment)")
-    wait.add_argument("--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)")
-
+    wait.add_argument(
+        "--stop-on-fail",
+        action="store_true",
+        help="with --launch: stop what it launched on any verdict but ready (and check GPU memory came back)",
+    )
+    wait.add_argument(
+        "--on-ready", metavar="CMD", help="run CMD locally when ready (SGLANG_TUI_VERDICT etc. in its environment)"
+    )
+    wait.add_argument(
+        "--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)"
+    )
 
     stop = sub.add_parser(
         "stop", help="headless terminate (or kill) of the server on --port",
@@ -108,23 +126,34 @@ def build_parser() -> argparse.ArgumentParser:
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
     _host_options(dump)
     dump.add_argument("--json", action="store_true", help="print the ranks, their groups and the odd ones as JSON")
-    dump.add_argument("--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)")
+    dump.add_argument(
+        "--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)"
+    )
 
     bench = sub.add_parser("bench", help="measure a ready server: TTFT, output tok/s, speculative acceptance length")
     _host_options(bench)
     bench.add_argument("--requests", type=int, default=16, metavar="N", help="requests in all (the cap; default 16)")
     bench.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests at a time (default 4)")
     bench.add_argument("--max-tokens", type=int, default=256, metavar="N", help="new tokens per request (default 256)")
-    bench.add_argument("--prompts", metavar="FILE", help='JSONL, one {"text": "…"} per line (default: the built-in set)')
+    bench.add_argument(
+        "--prompts", metavar="FILE", help='JSONL, one {"text": "…"} per line (default: the built-in set)'
+    )
     bench.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop after S seconds (default 300)")
     bench.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
-    replay.add_argument("logfile", metavar="LOGFILE", nargs="+", help="one log; several: the nodes of one server, node 0 first")
+    replay.add_argument(
+        "logfile", metavar="LOGFILE", nargs="+", help="one log; several: the nodes of one server, node 0 first"
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
-    replay.add_argument("--record", nargs="?", const="local", metavar="HOST",
-                        help="add the log's launch to the history, keyed by HOST (default `local`)")
+    replay.add_argument(
+        "--record",
+        nargs="?",
+        const="local",
+        metavar="HOST",
+        help="add the log's launch to the history, keyed by HOST (default `local`)",
+    )
     _history_options(replay)
 
     history = sub.add_parser("history", help="past launches from the history store")
@@ -137,8 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
-    demo.add_argument("--stall-after", type=float, metavar="S",
-                      help="call it stalled after S real seconds with no progress (default: 5 simulated minutes / --speed)")
+    demo.add_argument(
+        "--stall-after",
+        type=float,
+        metavar="S",
+        help="call it stalled after S real seconds with no progress (default: 5 simulated minutes / --speed)",
+    )
 
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
@@ -151,10 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
     simulate.add_argument("--seed", type=int, default=0, help="seeded jitter of a few percent per phase (0: none)")
-    simulate.add_argument("--loader", default="default", metavar="KIND",
-                          help="default, or multithread (shards finish in bursts, bytes grow steadily)")
-    simulate.add_argument("--slow", default="", metavar="PHASE=FACTOR",
-                          help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)")
+    simulate.add_argument(
+        "--loader",
+        default="default",
+        metavar="KIND",
+        help="default, or multithread (shards finish in bursts, bytes grow steadily)",
+    )
+    simulate.add_argument(
+        "--slow",
+        default="",
+        metavar="PHASE=FACTOR",
+        help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)",
+    )
     simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")
     simulate.add_argument("--node-rank", type=int, default=0, metavar="R", help="this node's rank (0 serves HTTP)")
     simulate.add_argument("--dist-init-addr", metavar="HOST:PORT", help="where node 0 listens for the other nodes")
@@ -208,8 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] != "watch" and not argv[0].startswith("-"):
         if looks_like_a_mistyped_command(argv[0], argv):
-            print(f"sglang-tui: unknown command or host: {argv[0]} (commands: watch, {', '.join(SUBCOMMANDS)}; "
-                  "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)", file=sys.stderr)
+            print(
+                f"sglang-tui: unknown command or host: {argv[0]} (commands: watch, {', '.join(SUBCOMMANDS)}; "
+                "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)",
+                file=sys.stderr,
+            )
             return 2
         argv.insert(0, "watch")
     parser = build_parser()
@@ -237,8 +281,13 @@ def main(argv: list[str] | None = None) -> int:
         args.host = hosts[0] if hosts else None
     if hasattr(args, "port") and args.command != "simulate" and args.port is None:
         # neither --port nor a settings default: watch/wait of one HOST without --log find the server there
-        args.discover = (args.command in ("watch", "wait") and len(args.hosts) == 1 and not args.log
-                         and not getattr(args, "deployment", None) and not getattr(args, "launch", None))
+        args.discover = (
+            args.command in ("watch", "wait")
+            and len(args.hosts) == 1
+            and not args.log
+            and not getattr(args, "deployment", None)
+            and not getattr(args, "launch", None)
+        )
         args.port = 30000
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:

@@ -41,8 +41,14 @@ def spawn_rank(title: str, gpu: int, state: str, *, orphan: bool = False, ignore
     pid = os.fork()
     if pid:
         return pid
-    env = dict(os.environ, FAKE_TITLE=title, FAKE_GPU=str(gpu), FAKE_STATE=state, FAKE_ORPHAN="1" if orphan else "",
-               FAKE_IGNORE_TERM="1" if ignore_term else "")
+    env = dict(
+        os.environ,
+        FAKE_TITLE=title,
+        FAKE_GPU=str(gpu),
+        FAKE_STATE=state,
+        FAKE_ORPHAN="1" if orphan else "",
+        FAKE_IGNORE_TERM="1" if ignore_term else "",
+    )
     if orphan:
         os.setsid()  # a new session and group: only the run marker (or memory of its pid) finds it
         if os.fork():
@@ -59,8 +65,10 @@ def rank_main() -> None:
     state = os.environ.get("FAKE_STATE")
     if state:
         gpu = int(os.environ["FAKE_GPU"])
-        write_json(os.path.join(state, f"proc-{os.getpid()}.json"),
-                   {"pid": os.getpid(), "gpu": gpu, "used": (10 + gpu) * GIB, "name": os.environ.get("FAKE_TITLE", "")})
+        write_json(
+            os.path.join(state, f"proc-{os.getpid()}.json"),
+            {"pid": os.getpid(), "gpu": gpu, "used": (10 + gpu) * GIB, "name": os.environ.get("FAKE_TITLE", "")},
+        )
     print(f"rank {os.environ.get('FAKE_TITLE')} pid {os.getpid()} up", flush=True)
     while True:
         time.sleep(1)

@@ -63,7 +63,7 @@ class Sshd:
         )
         self.log = root / "sshd.log"
 
-    def start(self) -> "Sshd":
+    def start(self) -> Sshd:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen([SSHD, "-D", "-f", str(self.config), "-E", str(self.log)])
         deadline = time.monotonic() + 10
@@ -98,8 +98,14 @@ class Sshd:
     def ssh_args(self) -> list[str]:
         """Common sglang-tui options that reach this sshd."""
         return [
-            "--ssh-port", str(self.port), "--user", self.user,
-            "--identity", str(self.identity), "--known-hosts", str(self.known_hosts),
+            "--ssh-port",
+            str(self.port),
+            "--user",
+            self.user,
+            "--identity",
+            str(self.identity),
+            "--known-hosts",
+            str(self.known_hosts),
         ]
 
 

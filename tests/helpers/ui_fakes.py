@@ -4,8 +4,8 @@ and scripted startup scenarios as event batches (the same events the Monitor and
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Sequence
 
 from tui.core.events import (
     BarProgress,
@@ -119,8 +119,12 @@ class FakeControl:
         self.calls.append("launch")
         if self.result is not None:
             return self.result
-        return ControlResult("launch", ok=True, detail=f"started pid {self.pgid} (run fake-run), output to /tmp/server.log",
-                             command=LAUNCH_LINE)
+        return ControlResult(
+            "launch",
+            ok=True,
+            detail=f"started pid {self.pgid} (run fake-run), output to /tmp/server.log",
+            command=LAUNCH_LINE,
+        )
 
     async def _act(self, action: str) -> ControlResult:
         self.calls.append(action)
@@ -176,44 +180,110 @@ class Step:
 def _rank_lines(kind: str, seconds: float, **fields: object) -> list[Event]:
     stamp, t = at(seconds)
     items = tuple(fields.items())
-    return [Milestone(kind, rank=f"TP{i}", fields=items, line=f"[{stamp} TP{i}] {kind}", at=stamp, t=t) for i in range(TP)]
+    return [
+        Milestone(kind, rank=f"TP{i}", fields=items, line=f"[{stamp} TP{i}] {kind}", at=stamp, t=t) for i in range(TP)
+    ]
 
 
 def startup_to_loading(shards_done: int = 57, shards: int = 64) -> list[Step]:
     """Launch → init → loading weights at shards_done/shards (7.1 shards/s)."""
     s0, t0 = at(2)
     steps = [
-        Step(T0 + 2, [ConnectionState("connected"), HealthResult("/health", "refused", latency_s=0.001),
-                      HealthResult("/v1/models", "refused", latency_s=0.001), ServerProcess(True, (4242,)), gpus(0.5)]),
-        Step(T0 + 3, [ServerArgs(model="meta-llama/Llama-3.3-70B-Instruct", tp_size=TP, speculative="EAGLE3",
-                                 draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", port=30000, at=s0, t=t0),
-                      log_bytes([f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"])]),
-        Step(T0 + 9, _rank_lines("init_begin", 9) + [log_bytes([f"[{at(9)[0]} TP{i}] Init torch distributed begin." for i in range(TP)])]),
-        Step(T0 + 12, _rank_lines("init_end", 12, mem_usage_gb=1.02) + _rank_lines("load_begin", 12, avail_mem_gb=138.05)
-             + [gpus(1.5), log_bytes([f"[{at(12)[0]} TP{i}] Load weight begin. avail mem=138.05 GB" for i in range(TP)])]),
+        Step(
+            T0 + 2,
+            [
+                ConnectionState("connected"),
+                HealthResult("/health", "refused", latency_s=0.001),
+                HealthResult("/v1/models", "refused", latency_s=0.001),
+                ServerProcess(True, (4242,)),
+                gpus(0.5),
+            ],
+        ),
+        Step(
+            T0 + 3,
+            [
+                ServerArgs(
+                    model="meta-llama/Llama-3.3-70B-Instruct",
+                    tp_size=TP,
+                    speculative="EAGLE3",
+                    draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
+                    port=30000,
+                    at=s0,
+                    t=t0,
+                ),
+                log_bytes(
+                    [f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"]
+                ),
+            ],
+        ),
+        Step(
+            T0 + 9,
+            _rank_lines("init_begin", 9)
+            + [log_bytes([f"[{at(9)[0]} TP{i}] Init torch distributed begin." for i in range(TP)])],
+        ),
+        Step(
+            T0 + 12,
+            _rank_lines("init_end", 12, mem_usage_gb=1.02)
+            + _rank_lines("load_begin", 12, avail_mem_gb=138.05)
+            + [
+                gpus(1.5),
+                log_bytes([f"[{at(12)[0]} TP{i}] Load weight begin. avail mem=138.05 GB" for i in range(TP)]),
+            ],
+        ),
     ]
     bars = []
     for k in range(shards_done + 1):
         stamp, t = at(13 + k / 7.1)
         bars.append(BarProgress("weights", k, shards, label="Multi-thread loading shards", at=stamp, t=t))
-    steps.append(Step(T0 + 13 + shards_done / 7.1, bars + [gpus(1.5 + 16.5 * shards_done / shards, util=35.0),
-                      log_bytes([f"Multi-thread loading shards:  {100 * shards_done // shards}% Completed | {shards_done}/{shards} [00:08<00:01,  7.10it/s]"])]))
+    steps.append(
+        Step(
+            T0 + 13 + shards_done / 7.1,
+            bars
+            + [
+                gpus(1.5 + 16.5 * shards_done / shards, util=35.0),
+                log_bytes(
+                    [
+                        f"Multi-thread loading shards:  {100 * shards_done // shards}% Completed | {shards_done}/{shards} [00:08<00:01,  7.10it/s]"
+                    ]
+                ),
+            ],
+        )
+    )
     return steps
 
 
 def startup_to_capture(batches_done: int = 12, batches: int = 36) -> list[Step]:
     steps = startup_to_loading(64)
     s, t = at(25)
-    steps.append(Step(T0 + 25, _rank_lines("load_end", 25, avail_mem_gb=121.49, mem_usage_gb=16.56)
-                      + [BarProgress("draft_weights", 1, 1, at=s, t=t), gpus(18.0)]))
-    steps.append(Step(T0 + 27, _rank_lines("kv_alloc", 27) + _rank_lines("mem_pool_end", 27, avail_mem_gb=26.05) + [gpus(113.5)]))
+    steps.append(
+        Step(
+            T0 + 25,
+            _rank_lines("load_end", 25, avail_mem_gb=121.49, mem_usage_gb=16.56)
+            + [BarProgress("draft_weights", 1, 1, at=s, t=t), gpus(18.0)],
+        )
+    )
+    steps.append(
+        Step(T0 + 27, _rank_lines("kv_alloc", 27) + _rank_lines("mem_pool_end", 27, avail_mem_gb=26.05) + [gpus(113.5)])
+    )
     steps.append(Step(T0 + 28, _rank_lines("graph_begin", 28, avail_mem_gb=25.74)))
     bars = []
     for k in range(batches_done + 1):
         stamp, tt = at(29 + k * 0.8)
         bars.append(BarProgress("capture", k, batches, bs=512 - 8 * k, avail_mem_gb=25.6 - 0.02 * k, at=stamp, t=tt))
-    steps.append(Step(T0 + 29 + batches_done * 0.8, bars + [gpus(115.0, util=90.0),
-                      log_bytes([f"Capturing batches (bs={512 - 8 * batches_done} avail_mem=25.36 GB):  33%| {batches_done}/{batches} [00:09<00:19,  1.25it/s]"])]))
+    steps.append(
+        Step(
+            T0 + 29 + batches_done * 0.8,
+            bars
+            + [
+                gpus(115.0, util=90.0),
+                log_bytes(
+                    [
+                        f"Capturing batches (bs={512 - 8 * batches_done} avail_mem=25.36 GB):  33%| {batches_done}/{batches} [00:09<00:19,  1.25it/s]"
+                    ]
+                ),
+            ],
+        )
+    )
     return steps
 
 
@@ -221,29 +291,65 @@ def startup_to_ready(decode_lines: int = 24) -> list[Step]:
     steps = startup_to_capture(36, 36)
     steps.append(Step(T0 + 60, _rank_lines("graph_end", 60, avail_mem_gb=22.1)))
     s, t = at(62)
-    steps.append(Step(T0 + 62, [Milestone("uvicorn_running", at=s, t=t), HealthResult("/health", "starting", 503, 0.004),
-                                HealthResult("/v1/models", "ok", 200, 0.003)]))
+    steps.append(
+        Step(
+            T0 + 62,
+            [
+                Milestone("uvicorn_running", at=s, t=t),
+                HealthResult("/health", "starting", 503, 0.004),
+                HealthResult("/v1/models", "ok", 200, 0.003),
+            ],
+        )
+    )
     s, t = at(66)
-    steps.append(Step(T0 + 66, [Milestone("fired_up", at=s, t=t), HealthResult("/health", "ok", 200, 1.21),
-                                log_bytes([f"[{s}] The server is fired up and ready to roll!"])]))
+    steps.append(
+        Step(
+            T0 + 66,
+            [
+                Milestone("fired_up", at=s, t=t),
+                HealthResult("/health", "ok", 200, 1.21),
+                log_bytes([f"[{s}] The server is fired up and ready to roll!"]),
+            ],
+        )
+    )
     decode = []
     for k in range(decode_lines):
         s, t = at(70 + k)
-        decode.append(BatchStats("decode", gen_throughput=40.0 + (k * 7) % 23, accept_len=1.4 + ((k * 3) % 7) / 20,
-                                 accept_rate=0.7, running_req=3, token_usage=0.12, rank="TP0", at=s, t=t))
+        decode.append(
+            BatchStats(
+                "decode",
+                gen_throughput=40.0 + (k * 7) % 23,
+                accept_len=1.4 + ((k * 3) % 7) / 20,
+                accept_rate=0.7,
+                running_req=3,
+                token_usage=0.12,
+                rank="TP0",
+                at=s,
+                t=t,
+            )
+        )
     steps.append(Step(T0 + 70 + decode_lines, decode + [gpus(115.0, util=60.0)]))
     return steps
 
 
-OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
-            "of 139.72 GiB of which 1.06 GiB is free.")
+OOM_LINE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+    "of 139.72 GiB of which 1.06 GiB is free."
+)
 
 
 def startup_failed_oom() -> list[Step]:
     steps = startup_to_capture(20, 36)
     s, t = at(50)
-    steps.append(Step(T0 + 50, [Failure("oom", OOM_LINE, rank="TP3", at=s, t=t),
-                                log_bytes([f"[{s} TP3] Scheduler hit an exception: Traceback (most recent call last):", OOM_LINE])]))
+    steps.append(
+        Step(
+            T0 + 50,
+            [
+                Failure("oom", OOM_LINE, rank="TP3", at=s, t=t),
+                log_bytes([f"[{s} TP3] Scheduler hit an exception: Traceback (most recent call last):", OOM_LINE]),
+            ],
+        )
+    )
     steps.append(Step(T0 + 52, [ServerProcess(False), gpus(0.0, alive=False)]))
     return steps
 
@@ -253,12 +359,31 @@ def restarted_run() -> list[Step]:
     s0, t0 = at(40)
     s1, t1 = at(46)
     return [
-        Step(T0 + 40, [LogReset("truncated", "/tmp/server.log: size 210 < offset 48213"), ServerProcess(True, tuple(range(4343, 4353))),
-                       ServerArgs(model="meta-llama/Llama-3.3-70B-Instruct", tp_size=TP, speculative="EAGLE3",
-                                  draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", port=30000, at=s0, t=t0),
-                       gpus(0.0, alive=False),
-                       log_bytes([f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"])]),
-        Step(T0 + 46, _rank_lines("init_begin", 46) + [gpus(0.5), log_bytes([f"[{s1} TP{i}] Init torch distributed begin." for i in range(TP)], 210)]),
+        Step(
+            T0 + 40,
+            [
+                LogReset("truncated", "/tmp/server.log: size 210 < offset 48213"),
+                ServerProcess(True, tuple(range(4343, 4353))),
+                ServerArgs(
+                    model="meta-llama/Llama-3.3-70B-Instruct",
+                    tp_size=TP,
+                    speculative="EAGLE3",
+                    draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
+                    port=30000,
+                    at=s0,
+                    t=t0,
+                ),
+                gpus(0.0, alive=False),
+                log_bytes(
+                    [f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"]
+                ),
+            ],
+        ),
+        Step(
+            T0 + 46,
+            _rank_lines("init_begin", 46)
+            + [gpus(0.5), log_bytes([f"[{s1} TP{i}] Init torch distributed begin." for i in range(TP)], 210)],
+        ),
     ]
 
 
@@ -272,8 +397,17 @@ def startup_stalled() -> list[Step]:
     steps = startup_to_loading(57)
     last = steps[-1].clock
     for k in range(1, 5):
-        steps.append(Step(last + 100 * k, [gpus(1.5 + 16.5 * 57 / 64, util=0.0), HealthResult("/health", "refused", latency_s=0.001),
-                                           HealthResult("/v1/models", "refused", latency_s=0.001), Tick()]))
+        steps.append(
+            Step(
+                last + 100 * k,
+                [
+                    gpus(1.5 + 16.5 * 57 / 64, util=0.0),
+                    HealthResult("/health", "refused", latency_s=0.001),
+                    HealthResult("/v1/models", "refused", latency_s=0.001),
+                    Tick(),
+                ],
+            )
+        )
     return steps
 
 
@@ -288,12 +422,24 @@ def startup_disconnected() -> list[Step]:
 # ------------------------------------------------------------------------------------------------- driving
 
 
-def make_app(source: object, *, control: FakeControl | None = None, read_only: bool = False,
-             clock: FakeClock | None = None, initial: Readiness | None = None, launch_if_absent: bool = False,
-             **kwargs: object) -> SglangTui:
+def make_app(
+    source: object,
+    *,
+    control: FakeControl | None = None,
+    read_only: bool = False,
+    clock: FakeClock | None = None,
+    initial: Readiness | None = None,
+    launch_if_absent: bool = False,
+    **kwargs: object,
+) -> SglangTui:
     """The real app over fakes (monotonic time for the debounce stays real)."""
-    sources = UiSources(batches=source.batches, control=control, host_label=HOST, port=30000,  # type: ignore[attr-defined]
-                        launch_if_absent=launch_if_absent)
+    sources = UiSources(
+        batches=source.batches,
+        control=control,
+        host_label=HOST,
+        port=30000,  # type: ignore[attr-defined]
+        launch_if_absent=launch_if_absent,
+    )
     return SglangTui(sources, read_only=read_only, clock=clock or FakeClock(), initial=initial, **kwargs)  # type: ignore[arg-type]
 
 

@@ -21,14 +21,20 @@ def finished_log(port: int, *, sigterm: bool = False, model: str = MODEL) -> str
     """A 0.5.x startup that reached fired up (and, with sigterm, was then stopped by someone's SIGTERM)."""
     ts = "[2025-11-29 10:0{}]"
     lines = [
-        ("0:00", f"server_args=ServerArgs(model_path='{model}', tokenizer_path='{model}', tp_size=1, port={port}, host='127.0.0.1')"),
+        (
+            "0:00",
+            f"server_args=ServerArgs(model_path='{model}', tokenizer_path='{model}', tp_size=1, port={port}, host='127.0.0.1')",
+        ),
         ("0:09", "Init torch distributed begin."),
         ("0:12", "Init torch distributed ends. elapsed=2.71 s, mem usage=1.02 GB"),
         ("0:12", "Load weight begin. avail mem=138.05 GB"),
         ("1:23", "Load weight end. elapsed=70.12 s, type=LlamaForCausalLM, avail mem=121.46 GB, mem usage=16.56 GB."),
         ("1:26", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2490368, K size: 47.50 GB, V size: 47.50 GB"),
         ("1:26", "Memory pool end. avail mem=25.45 GB"),
-        ("1:58", "max_total_num_tokens=2490368, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=48, context_len=131072, available_gpu_mem=23.07 GB"),
+        (
+            "1:58",
+            "max_total_num_tokens=2490368, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=48, context_len=131072, available_gpu_mem=23.07 GB",
+        ),
         ("2:05", "INFO:     Started server process [4242]"),
         ("2:05", "INFO:     Waiting for application startup."),
         ("2:05", "INFO:     Application startup complete."),

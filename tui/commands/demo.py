@@ -51,8 +51,16 @@ class Demo:
 
     def watch_args(self, read_only: bool, stall_after: float | None = None) -> argparse.Namespace:
         """The options `sglang-tui local …` would take to watch it."""
-        return argparse.Namespace(log=str(self.log), port=self.port, remote_python=sys.executable, sim_gpus=str(self.gpu_dir),
-                                  read_only=read_only, launch=self.launch, cwd=PROJECT_ROOT, stall_after=stall_after)
+        return argparse.Namespace(
+            log=str(self.log),
+            port=self.port,
+            remote_python=sys.executable,
+            sim_gpus=str(self.gpu_dir),
+            read_only=read_only,
+            launch=self.launch,
+            cwd=PROJECT_ROOT,
+            stall_after=stall_after,
+        )
 
 
 def free_port() -> int:
@@ -62,11 +70,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def simulate_command(*, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None,
-                     accept_len: str | None = None) -> str:
+def simulate_command(
+    *, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None, accept_len: str | None = None
+) -> str:
     """The `--launch` command line that starts the simulator (every word quoted)."""
-    words = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port),
-             "--gpu-state", str(gpu_dir), "--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC)]
+    words = [
+        sys.executable,
+        "-m",
+        "tui",
+        "simulate",
+        "--log",
+        str(log),
+        "--port",
+        str(port),
+        "--gpu-state",
+        str(gpu_dir),
+        "--speed",
+        f"{speed:g}",
+        "--traffic",
+        str(DEMO_TRAFFIC),
+    ]
     if fault:
         words += ["--fault", fault]
     if accept_len is not None:
@@ -81,8 +104,16 @@ async def start_demo(speed: float, fault: str | None, accept_len: str | None = N
     launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault, accept_len=accept_len)
     host = LocalHost()
     await host.connect()
-    control = ServerControl(host, port=port, log_path=str(log), launch=launch, cwd=PROJECT_ROOT,
-                            remote_python=sys.executable, sim_gpus=str(gpu_dir), grace_s=STOP_GRACE_S)
+    control = ServerControl(
+        host,
+        port=port,
+        log_path=str(log),
+        launch=launch,
+        cwd=PROJECT_ROOT,
+        remote_python=sys.executable,
+        sim_gpus=str(gpu_dir),
+        grace_s=STOP_GRACE_S,
+    )
     launched = await control.launch()
     if not launched.ok:
         await host.close()
@@ -125,8 +156,9 @@ async def demo(args: argparse.Namespace) -> int:
         initial = reduce(Readiness(), running.launched, time.time())
         watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))
         watch_args.settings = getattr(args, "settings", None)
-        return await run_tui(running.host, watch_args, host_label=f"local demo :{running.port}",
-                             initial=initial, control=running.control)
+        return await run_tui(
+            running.host, watch_args, host_label=f"local demo :{running.port}", initial=initial, control=running.control
+        )
     finally:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
         # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it

@@ -1,13 +1,13 @@
 """`--deployment FILE`: the members of a deployment from a TOML file (parsing only; ValueError, one line).
 
-    [[member]]
-    name = "prefill"        # unique; shown in the verdict
-    role = "prefill"        # node | prefill | decode | router | server
-    host = "gpu-a"          # as on the command line: user@host, an ssh alias, or `local`
-    port = 30000            # its HTTP port on that host
-    log = "/var/log/sglang/prefill.log"
-    bootstrap_port = 8998   # prefill only (default 8998)
-    node_rank = 0           # role node only (default: the order of the node entries)
+[[member]]
+name = "prefill"        # unique; shown in the verdict
+role = "prefill"        # node | prefill | decode | router | server
+host = "gpu-a"          # as on the command line: user@host, an ssh alias, or `local`
+port = 30000            # its HTTP port on that host
+log = "/var/log/sglang/prefill.log"
+bootstrap_port = 8998   # prefill only (default 8998)
+node_rank = 0           # role node only (default: the order of the node entries)
 """
 
 from __future__ import annotations

@@ -59,8 +59,9 @@ def save(text: str, path: Path) -> Path:
     return path
 
 
-async def dump_and_save(host: Host, control: ServerControl, *, remote_python: str, where: str,
-                        out: str | None = None) -> tuple[pyspy.DumpResult, Path | None]:
+async def dump_and_save(
+    host: Host, control: ServerControl, *, remote_python: str, where: str, out: str | None = None
+) -> tuple[pyspy.DumpResult, Path | None]:
     """Dump and save (also for `wait --dump-on-stall` and the TUI's `d`); no file when nothing was dumped."""
     result = await pyspy.dump(host, control, remote_python=remote_python, where=where)
     if not result.stacks:
@@ -79,8 +80,9 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python)
         try:
-            result, path = await dump_and_save(host, control, remote_python=args.remote_python, where=args.host,
-                                               out=args.out)
+            result, path = await dump_and_save(
+                host, control, remote_python=args.remote_python, where=args.host, out=args.out
+            )
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui dump: {where}: {exc}", file=sys.stderr)
             return EXIT_NO_DUMP

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from tui.core.discovery import DEFAULT_PORT, FoundServer, several_line
 from tui.sources.discover import discover

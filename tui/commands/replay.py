@@ -8,8 +8,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from tui.core.events import Event
 from tui.core.logparse import LogParser

@@ -23,7 +23,9 @@ EXIT_OK, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_CONNECT, EXIT_CANNOT_SEE = 0, 1, 3
 def report(result: ControlResult, where: str, forced: bool = False) -> str:
     """The lines printed for a stop: verdict, what happened, and anything left behind."""
     verb = "killed" if result.action == "kill" else "stopped"
-    lines = [f"{verb} the server on {where}: {result.detail}" if result.ok else f"NOT stopped ({where}): {result.detail}"]
+    lines = [
+        f"{verb} the server on {where}: {result.detail}" if result.ok else f"NOT stopped ({where}): {result.detail}"
+    ]
     if result.survivors:
         lines.append("still alive: " + " ".join(map(str, result.survivors)))
     for gpu, pid, used in result.gpu_held:
@@ -41,8 +43,9 @@ async def stop(args: argparse.Namespace) -> int:
         print(f"sglang-tui stop: cannot connect to {args.host}: {exc}", file=sys.stderr)
         return EXIT_CONNECT
     try:
-        control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python,
-                                sim_gpus=args.sim_gpus)
+        control = ServerControl(
+            host, port=args.port, log_path=args.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus
+        )
         result = await (control.kill() if args.force else control.terminate())
     finally:
         await host.close()

@@ -21,22 +21,23 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, TextIO
+from typing import TextIO
 
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
+from tui.core.events import ControlResult
 from tui.core.explain import symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
-from tui.core.events import ControlResult
 from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
+from tui.history.paths import history_path
+from tui.history.recorder import Recorder
 from tui.sources.connect import make_host
 from tui.sources.health import HealthPoller
 from tui.sources.host import HostError
-from tui.history.paths import history_path
-from tui.history.recorder import Recorder
 from tui.sources.monitor import Monitor
 from tui.sources.weightfiles import WeightFilesProbe
 
@@ -143,8 +144,13 @@ async def wait_for(
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
     recorder (history) sees every state; `launched`: our own launch, folded first."""
     start = clock()
-    state = Readiness(stall_after=stall_after, health_probed=health, health_port=port, log_watched=log_watched,
-                      process_watched=process_watched)
+    state = Readiness(
+        stall_after=stall_after,
+        health_probed=health,
+        health_port=port,
+        log_watched=log_watched,
+        process_watched=process_watched,
+    )
     if launched is not None:
         state = reduce(state, launched, start)
 
@@ -186,7 +192,9 @@ async def wait_for(
             return ready, state
     finally:
         await monitor.close()
-    return Verdict(EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"), state
+    return Verdict(
+        EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"
+    ), state
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -213,8 +221,15 @@ async def _main(args: argparse.Namespace) -> int:
         if getattr(args, "launch", None):
             from tui.sources.control import ServerControl
 
-            control = ServerControl(host, port=args.port, log_path=args.log, launch=args.launch, cwd=args.cwd,
-                                    remote_python=args.remote_python, sim_gpus=args.sim_gpus)
+            control = ServerControl(
+                host,
+                port=args.port,
+                log_path=args.log,
+                launch=args.launch,
+                cwd=args.cwd,
+                remote_python=args.remote_python,
+                sim_gpus=args.sim_gpus,
+            )
             launched, line = await launch_if_absent(control)
             reporter.say(f"sglang-tui wait: {line}")
             if launched is not None and not launched.ok:
@@ -238,10 +253,17 @@ async def _main(args: argparse.Namespace) -> int:
         if args.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
-        reporter.say(f"sglang-tui wait: {found.line}" + (f"; {link}" if link else ""))  # the file read may not be the server's
+        reporter.say(
+            f"sglang-tui wait: {found.line}" + (f"; {link}" if link else "")
+        )  # the file read may not be the server's
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
-        if found.code != EXIT_READY and getattr(args, "stop_on_fail", False) and control is not None and launched is not None:
+        if (
+            found.code != EXIT_READY
+            and getattr(args, "stop_on_fail", False)
+            and control is not None
+            and launched is not None
+        ):
             stopped = await control.terminate()
             reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
             if not stopped.ok or stopped.survivors or stopped.gpu_held:
@@ -276,7 +298,9 @@ async def launch_if_absent(control: object) -> tuple[ControlResult | None, str]:
     try:
         found = await control.process_state_now()  # type: ignore[attr-defined]
     except Exception as err:  # an unknown state is no licence to launch a second server
-        return ControlResult("launch", False, f"process state unknown ({type(err).__name__}: {err}): not launching"), "not launching"
+        return ControlResult(
+            "launch", False, f"process state unknown ({type(err).__name__}: {err}): not launching"
+        ), "not launching"
     if found.alive:
         return None, f"a server process runs already ({len(found.pids)} pid(s)): waiting for it, not launching"
     result = await control.launch()  # type: ignore[attr-defined]
@@ -290,19 +314,30 @@ def stop_words(result: ControlResult) -> str:
     return control_summary(result)
 
 
-VERDICT_WORDS = {EXIT_READY: "ready", EXIT_FAILED: "failed", EXIT_TIMEOUT: "timeout", EXIT_STALLED: "stalled",
-                 EXIT_CONNECT: "connect"}
+VERDICT_WORDS = {
+    EXIT_READY: "ready",
+    EXIT_FAILED: "failed",
+    EXIT_TIMEOUT: "timeout",
+    EXIT_STALLED: "stalled",
+    EXIT_CONNECT: "connect",
+}
 
 
 def hook_env(args: argparse.Namespace, found: Verdict) -> dict[str, str]:
     """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
-    return dict(os.environ, SGLANG_TUI_VERDICT=VERDICT_WORDS.get(found.code, str(found.code)),
-                SGLANG_TUI_EXIT=str(found.code), SGLANG_TUI_REASON=found.line, SGLANG_TUI_HOST=str(args.host),
-                SGLANG_TUI_PORT=str(args.port))
+    return dict(
+        os.environ,
+        SGLANG_TUI_VERDICT=VERDICT_WORDS.get(found.code, str(found.code)),
+        SGLANG_TUI_EXIT=str(found.code),
+        SGLANG_TUI_REASON=found.line,
+        SGLANG_TUI_HOST=str(args.host),
+        SGLANG_TUI_PORT=str(args.port),
+    )
 
 
-def run_hook(args: argparse.Namespace, found: Verdict, *, say: Callable[[str], None] | None = None,
-             quiet: bool = False) -> None:
+def run_hook(
+    args: argparse.Namespace, found: Verdict, *, say: Callable[[str], None] | None = None, quiet: bool = False
+) -> None:
     """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said
     (to stderr, or to `say`). quiet: its stdin, stdout and stderr on /dev/null (the TUI owns the terminal)."""
     command = getattr(args, "on_ready", None) if found.code == EXIT_READY else getattr(args, "on_fail", None)

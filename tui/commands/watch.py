@@ -53,8 +53,9 @@ async def watch(args: argparse.Namespace) -> int:
         if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
             from tui.commands.find_server import ask_on_terminal, find
 
-            code = await find(host, args, say=lambda line: print(f"sglang-tui: {line}", file=sys.stderr),
-                              choose=ask_on_terminal)
+            code = await find(
+                host, args, say=lambda line: print(f"sglang-tui: {line}", file=sys.stderr), choose=ask_on_terminal
+            )
             if code is not None:
                 return code
         return await run_tui(host, args, host_label=args.host)
@@ -69,39 +70,64 @@ def _bench_runner(host: Host, port: int, log: str | None) -> BenchRunner:
     return BenchRunner(host, port, BenchPlan(), log_path=log)
 
 
-def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
-              control: ServerControl | None = None) -> tuple[SglangTui, Monitor]:
+def build_app(
+    host: Host,
+    args: argparse.Namespace,
+    *,
+    host_label: str,
+    initial: Readiness | None = None,
+    control: ServerControl | None = None,
+) -> tuple[SglangTui, Monitor]:
     """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
+    from tui.commands.wait import tui_hook
     from tui.core.readiness import reduce
     from tui.history.paths import history_path
-    from tui.sources.weightfiles import WeightFilesProbe
     from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl
     from tui.sources.monitor import Monitor
+    from tui.sources.weightfiles import WeightFilesProbe
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
-    from tui.commands.wait import tui_hook
 
     sim_gpus = getattr(args, "sim_gpus", None)
     if control is None:
-        control = ServerControl(host, port=args.port, log_path=args.log, launch=getattr(args, "launch", None),
-                                cwd=getattr(args, "cwd", None), remote_python=args.remote_python, sim_gpus=sim_gpus)
+        control = ServerControl(
+            host,
+            port=args.port,
+            log_path=args.log,
+            launch=getattr(args, "launch", None),
+            cwd=getattr(args, "cwd", None),
+            remote_python=args.remote_python,
+            sim_gpus=sim_gpus,
+        )
     from tui.sources.health import HealthPoller
 
     probe = not getattr(args, "no_health", False)
-    monitor = Monitor(host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=sim_gpus,
-                      control=control, health=HealthPoller(host, args.port, enabled=probe))
+    monitor = Monitor(
+        host,
+        log_path=args.log,
+        port=args.port,
+        remote_python=args.remote_python,
+        sim_gpus=sim_gpus,
+        control=control,
+        health=HealthPoller(host, args.port, enabled=probe),
+    )
     start = initial if initial is not None else Readiness()
     start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
         start = replace(start, stall_after=stall_after)
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
-    sources = UiSources(batches=monitor.batches, control=None if args.read_only else control,
-                        host_label=host_label, phase_changed=monitor.set_phase, port=args.port,
-                        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
-                        dump=_dumper(host, control, args.remote_python, host_label),
-                        bench=partial(_bench_runner, host, args.port, args.log),
-                        verdict_hook=tui_hook(args))
+    sources = UiSources(
+        batches=monitor.batches,
+        control=None if args.read_only else control,
+        host_label=host_label,
+        phase_changed=monitor.set_phase,
+        port=args.port,
+        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
+        dump=_dumper(host, control, args.remote_python, host_label),
+        bench=partial(_bench_runner, host, args.port, args.log),
+        verdict_hook=tui_hook(args),
+    )
     recorder = Recorder(history_path(args), host_label, "tui")
     weights = WeightFilesProbe(host)
 
@@ -119,9 +145,15 @@ def build_app(host: Host, args: argparse.Namespace, *, host_label: str, initial:
     sources.previous_bench = previous_bench
     sources.record_bench = lambda result: recorder.record_bench(result.to_json())
     settings = getattr(args, "settings", None)
-    app = SglangTui(sources, read_only=args.read_only, initial=start, ready_clock_ticks=READY_CLOCK_TICKS,
-                    keymap=settings.keys if settings else None, theme=settings.theme if settings else None,
-                    theme_file=config_path())
+    app = SglangTui(
+        sources,
+        read_only=args.read_only,
+        initial=start,
+        ready_clock_ticks=READY_CLOCK_TICKS,
+        keymap=settings.keys if settings else None,
+        theme=settings.theme if settings else None,
+        theme_file=config_path(),
+    )
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, monitor
 
@@ -138,8 +170,14 @@ def _dumper(host: Host, control: ServerControl, remote_python: str, where: str):
     return dump
 
 
-async def run_tui(host: Host, args: argparse.Namespace, *, host_label: str, initial: Readiness | None = None,
-                  control: ServerControl | None = None) -> int:
+async def run_tui(
+    host: Host,
+    args: argparse.Namespace,
+    *,
+    host_label: str,
+    initial: Readiness | None = None,
+    control: ServerControl | None = None,
+) -> int:
     """Run the app until the user quits or a SIGHUP/SIGTERM/SIGINT comes (the terminal closed, a kill, ctrl+c from
     outside), then close the Monitor; a signal exits 128+signal, after the caller's cleanup (`finally`) has run."""
     app, monitor = build_app(host, args, host_label=host_label, initial=initial, control=control)

@@ -96,8 +96,11 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float, named: str | 
         busy=tuple(sorted(busy)),
         cache_dir=ev.cache_dir,
         procs=ev.procs,
-        cpu_pct=tuple((p.pid, 100.0 * (p.cpu_s - old_cpu[p.pid]) / dt) for p in ev.procs
-                      if dt and p.cpu_s is not None and p.pid in old_cpu),
+        cpu_pct=tuple(
+            (p.pid, 100.0 * (p.cpu_s - old_cpu[p.pid]) / dt)
+            for p in ev.procs
+            if dt and p.cpu_s is not None and p.pid in old_cpu
+        ),
     )
     moved = [compiling_text(state)] if state.compilers else []
     if changed:
@@ -108,14 +111,14 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float, named: str | 
 
 
 def compiling_text(a: ActivityState) -> str:
-    """"JIT compiling (FlashInfer): 5 compiler processes (nvcc, ptxas)"."""
+    """ "JIT compiling (FlashInfer): 5 compiler processes (nvcc, ptxas)"."""
     kind = f" ({a.compiler_kind})" if a.compiler_kind else ""
     names = f" ({', '.join(a.compiler_names)})" if a.compiler_names else ""
     return f"JIT compiling{kind}: {a.compilers} compiler process{'es' if a.compilers != 1 else ''}{names}"
 
 
 def downloading_text(a: ActivityState) -> str:
-    """"downloading 1.2 GiB in 4 files, 96.0 MiB/s" (the *.incomplete blobs of the HF cache)."""
+    """ "downloading 1.2 GiB in 4 files, 96.0 MiB/s" (the *.incomplete blobs of the HF cache)."""
     rate = f", {fmt_bytes(a.download_rate)}/s" if a.download_rate is not None else ""
     files = f" in {a.download_files} file{'s' if a.download_files != 1 else ''}" if a.download_files else ""
     return f"downloading {fmt_bytes(a.download_bytes or 0)}{files}{rate}"

@@ -32,7 +32,7 @@ def identity(s: Readiness) -> HealthResult | None:
 
 
 def port_words(s: Readiness) -> str:
-    """"port 30000" (the probed port, else the listener's, else the log's), or "the port"."""
+    """ "port 30000" (the probed port, else the listener's, else the log's), or "the port"."""
     port = s.health_port
     if port is None and s.port_owner is not None:
         port = s.port_owner.port
@@ -68,8 +68,10 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if vouching and finding_the_writer(s):
         return UNKNOWN, "finding the server that writes the log first (a finished run's log vouches for nothing)"
     if vouching and log_silent_unseen(s):
-        return UNKNOWN, ("the log has shown nothing since /health said 200, and the server's processes cannot be "
-                         "seen: a finished run's log vouches for nothing")
+        return UNKNOWN, (
+            "the log has shown nothing since /health said 200, and the server's processes cannot be "
+            "seen: a finished run's log vouches for nothing"
+        )
     if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):

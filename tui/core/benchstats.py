@@ -15,11 +15,10 @@ Definitions (so two runs compare):
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui.core.logbatch import batch_fields
 
@@ -109,7 +108,7 @@ class BenchResult:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "BenchResult":
+    def from_json(cls, obj: dict[str, Any]) -> BenchResult:
         """The inverse of to_json (for a stored result); unknown keys are ignored, missing ones default."""
         req, ttft, tok = (obj.get(k) or {} for k in ("requests", "ttft_s", "output_tok_s"))
         samp = obj.get("sampling") or {}
@@ -255,7 +254,9 @@ def render(result: BenchResult) -> list[str]:
         head += f" (stopped: {result.stopped})"
     lines.append(head + f" · {result.output_tokens} tokens in {result.elapsed_s:.1f} s, {result.concurrency} at a time")
     lines.append(f"TTFT: p50 {_num(result.ttft_p50, '.3f', ' s')}, p90 {_num(result.ttft_p90, '.3f', ' s')}")
-    lines.append(f"output tok/s: per request p50 {_num(result.tok_s_p50, '.1f')}, total {_num(result.tok_s_total, '.1f')}")
+    lines.append(
+        f"output tok/s: per request p50 {_num(result.tok_s_p50, '.1f')}, total {_num(result.tok_s_total, '.1f')}"
+    )
     if result.accept_len is None:
         lines.append("accept len: none (" + bound(None) + ")")
     else:

@@ -59,7 +59,7 @@ def total_check(state: Readiness) -> tuple[str, float, float, float] | None:
 
 
 def crosscheck_words(state: Readiness) -> str:
-    """"load_weight: SGLang 71.95 s, the log's phase 74.0 s (+3%)" for each difference past TOLERANCE."""
+    """ "load_weight: SGLang 71.95 s, the log's phase 74.0 s (+3%)" for each difference past TOLERANCE."""
     words = [
         f"{name}: SGLang {theirs:.2f} s, the log's phase {ours:.1f} s ({diff * 100:+.0f}%)"
         for name, theirs, ours, diff in crosscheck(state)
@@ -67,5 +67,7 @@ def crosscheck_words(state: Readiness) -> str:
     total = total_check(state)
     if total is not None:
         _, theirs, ours, diff = total
-        words.append(f"tokenizer_e2e: SGLang {theirs:.2f} s, the log's phases to warmup {ours:.1f} s ({diff * 100:+.0f}%)")
+        words.append(
+            f"tokenizer_e2e: SGLang {theirs:.2f} s, the log's phases to warmup {ours:.1f} s ({diff * 100:+.0f}%)"
+        )
     return "; ".join(words)

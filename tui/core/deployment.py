@@ -120,7 +120,9 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
 def _progress(m: Member) -> float:
     """How far into its current phase a member is, 0..1 (a bar's fraction; 0 when no bar is known)."""
     s = m.state
-    bar: BarState | None = s.shards if s.phase is Phase.LOADING_WEIGHTS else s.capture if s.phase is Phase.CUDA_GRAPH else None
+    bar: BarState | None = (
+        s.shards if s.phase is Phase.LOADING_WEIGHTS else s.capture if s.phase is Phase.CUDA_GRAPH else None
+    )
     if bar is None or bar.total <= 0:
         return 0.0
     return min(1.0, bar.done / bar.total)
@@ -345,7 +347,9 @@ def combined(dep: Deployment) -> Readiness:
         phase=phase,
         reason=reason(dep),
         error=behind.state.error if phase is Phase.FAILED else None,
-        stall=replace(stall, detail=f"{behind.name}: {stall.detail}" if stall.detail else behind.name) if stall else None,
+        stall=replace(stall, detail=f"{behind.name}: {stall.detail}" if stall.detail else behind.name)
+        if stall
+        else None,
         shards=shards,
         server=server,
         ranks=_ranks(dep),

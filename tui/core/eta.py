@@ -211,12 +211,12 @@ def _stall_limit(s: Readiness) -> float | None:
 
 
 def slow_words(phase: str, factor: float, *, past: bool = False) -> str:
-    """"capture 2.1× slower than usual" (live), "capture was 2.1× slower than usual" (once it is over)."""
+    """ "capture 2.1× slower than usual" (live), "capture was 2.1× slower than usual" (once it is over)."""
     return f"{SHORT_NAMES.get(phase, phase)} {'was ' if past else ''}{factor:.1f}× slower than usual"
 
 
 def withdrawn_words(eta: Eta) -> str:
-    """"no progress for 45 s · stalled at 3m00s" (the silence at which the stall verdict comes)."""
+    """ "no progress for 45 s · stalled at 3m00s" (the silence at which the stall verdict comes)."""
     silent = eta.silent_s or 0.0
     text = f"no progress for {int(silent)} s" if silent < 60 else f"no progress for {fmt.duration(silent)}"
     if eta.stalled_at_s is not None:

@@ -125,7 +125,7 @@ def _beyond_log(s: Readiness, now: float) -> str:
 
 
 def rendezvous(s: Readiness) -> str:
-    """"NCCL rendezvous: TP0–2, TP4–7 wait at init; TP3 has not reached it" (init only, TP size known)."""
+    """ "NCCL rendezvous: TP0–2, TP4–7 wait at init; TP3 has not reached it" (init only, TP size known)."""
     total = s.server.tp_size
     if s.phase is not Phase.INIT or not total or total < 2:
         return ""
@@ -139,8 +139,10 @@ def rendezvous(s: Readiness) -> str:
     if not missing or not waiting:
         return ""
     verb = "has" if len(missing) == 1 else "have"
-    return (f"NCCL rendezvous: {host_activity.ranks_span(waiting)} wait at init; "
-            f"{host_activity.ranks_span(missing)} {verb} not reached it")
+    return (
+        f"NCCL rendezvous: {host_activity.ranks_span(waiting)} wait at init; "
+        f"{host_activity.ranks_span(missing)} {verb} not reached it"
+    )
 
 
 def _names(s: Readiness, kind: str) -> tuple[str, ...]:
@@ -151,7 +153,7 @@ def _names(s: Readiness, kind: str) -> tuple[str, ...]:
 
 
 def _history_suffix(s: Readiness, now: float) -> str:
-    """" · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
+    """ " · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
     if s.phase in (Phase.READY, Phase.SERVING):
         slow = eta.slow_phases(s)
         return "; " + ", ".join(eta.slow_words(p, f, past=True) for p, f in slow) if slow else ""
@@ -165,7 +167,7 @@ def latest_health(s: Readiness, endpoint: str) -> HealthResult | None:
 
 
 def health_text(r: HealthResult) -> str:
-    """"503 starting", "200 ok", "refused" …"""
+    """ "503 starting", "200 ok", "refused" …"""
     return f"{r.status} {r.outcome}" if r.status is not None else r.outcome
 
 
@@ -338,7 +340,7 @@ def _log_file_suffix(s: Readiness) -> str:
 
 
 def _pace(bar: BarState, unit: str, now: float, s: Readiness) -> str:
-    """", 7.1 shards/s, ETA 12 s" (decaying with the silence), or, once nothing moved for WITHDRAW_AFTER x the
+    """ ", 7.1 shards/s, ETA 12 s" (decaying with the silence), or, once nothing moved for WITHDRAW_AFTER x the
     mean step interval, " · no progress for 45 s · stalled at 3m00s": never a frozen small number."""
     if bar.done >= bar.total > 0:
         return ""
@@ -391,7 +393,9 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append("log: EPLB rebalancing experts (transient)")
     if s.weight_cache is not None and s.weight_cache.standalone:
         pids = ", ".join(str(p) for p in s.weight_cache.pids)
-        items.append(_join("log: standalone weight cache daemon", f"(pid {pids})" if pids else "", "keeps its GPU memory"))
+        items.append(
+            _join("log: standalone weight cache daemon", f"(pid {pids})" if pids else "", "keeps its GPU memory")
+        )
     if s.log_ready and (m is None or m.kind != "fired_up"):
         items.append("log: fired up")
     if s.decode is not None:

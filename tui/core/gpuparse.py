@@ -78,8 +78,5 @@ def no_gpu_driver(snapshot: GpuSnapshot) -> bool:
 def memory_held(snapshot: GpuSnapshot, pids: set[int] | frozenset[int]) -> tuple[tuple[int, int, int], ...]:
     """(gpu index, pid, bytes) for every GPU process among `pids` (bytes 0 when the driver does not say)."""
     return tuple(
-        (gpu.index, proc.pid, proc.used_bytes or 0)
-        for gpu in snapshot.gpus
-        for proc in gpu.procs
-        if proc.pid in pids
+        (gpu.index, proc.pid, proc.used_bytes or 0) for gpu in snapshot.gpus for proc in gpu.procs if proc.pid in pids
     )

@@ -199,7 +199,7 @@ _MILESTONE = re.compile(
 
 
 def classify_line(text: str) -> str | None:
-    """"error" | "warning" | "milestone" | "progress" | None, for highlighting a display line."""
+    """ "error" | "warning" | "milestone" | "progress" | None, for highlighting a display line."""
     msg = split_envelope(text).msg.lstrip()
     if _PROGRESS.search(msg):
         return "progress"

@@ -89,7 +89,11 @@ def uvicorn(msg: str) -> tuple[str, Fields] | None:
     if '" ' in body:
         m = _ACCESS.search(body)
         if m:
-            return "access", (("method", m.group("method")), ("path", m.group("path")), ("status", int(m.group("status"))))
+            return "access", (
+                ("method", m.group("method")),
+                ("path", m.group("path")),
+                ("status", int(m.group("status"))),
+            )
     return None
 
 
@@ -152,9 +156,7 @@ def server_arg(text: str, key: str) -> str | None:
     """A field of `server_args=ServerArgs(key='v', …)` or `server_args={'key': 'v', …}`; None for None/absent."""
     pattern = _ARG_CACHE.get(key)
     if pattern is None:
-        pattern = re.compile(
-            r"[(,{\s]'?" + key + r"'?(?:=|: )(?P<v>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,)}\s]+)"
-        )
+        pattern = re.compile(r"[(,{\s]'?" + key + r"'?(?:=|: )(?P<v>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,)}\s]+)")
         _ARG_CACHE[key] = pattern
     m = pattern.search(text)
     if not m:

@@ -14,18 +14,17 @@ from tui.core.events import (
     BarProgress,
     Event,
     Failure,
+    JitHint,
     LaunchStarted,
     Milestone,
     RankSeen,
     ServerArgs,
     SpeculativeHint,
-    JitHint,
     WatchdogDump,
 )
 from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
-from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
 from tui.core.logfailures import exception_failure, is_exception_line, kind_of, marker_failure
 from tui.core.loglines import LineSplitter, strip_ansi
@@ -33,14 +32,17 @@ from tui.core.logmilestones import (
     DRAFT_TYPE,
     milestone,
     server_arg,
-    sglang_version,
     server_arg_int,
+    sglang_version,
     speculative_family,
     uvicorn,
 )
+from tui.core.probes import is_probe_access, is_probe_prefill
 
 # Per-rank milestones that repeat for the draft model (second cycle on the same rank = draft).
-_CYCLE_KINDS = frozenset(("init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end"))
+_CYCLE_KINDS = frozenset(
+    ("init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end")
+)
 _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": "generate",
                  "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
 # Cheap substrings that a failure line must contain before the failure regexes run.
@@ -228,7 +230,13 @@ class LogParser:
         if msg.startswith(_PYSPY_HEADS) and self._pyspy_line(msg, env.rank, env.at):
             return
         if "JIT" in msg or "flashinfer.jit" in msg:
-            kind = "DeepGEMM" if "DeepGEMM JIT" in msg else "FlashInfer" if ("flashinfer.jit" in msg or "FlashInfer JIT" in msg) else None
+            kind = (
+                "DeepGEMM"
+                if "DeepGEMM JIT" in msg
+                else "FlashInfer"
+                if ("flashinfer.jit" in msg or "FlashInfer JIT" in msg)
+                else None
+            )
             if kind is not None and kind not in self._jit_named:
                 self._jit_named.add(kind)
                 self._emit(JitHint(kind, env.line, env.at, self._t(env.at)))
@@ -299,6 +307,7 @@ class LogParser:
         """A frame of a draft worker: speculative decoding is on (which algorithm, the frame rarely says)."""
         if self._hint_level < 1 and "orker" in msg and not self._speculative_off and _DRAFT_FRAME.search(msg):
             self._hint(None, msg.strip(), at)
+
     def _pyspy_line(self, msg: str, rank: str | None, at: str | None) -> bool:
         """SGLang's py-spy lines (issue 13): a dump opens a block; its failures are diagnostics, not errors."""
         m = _PYSPY_DUMP.match(msg)

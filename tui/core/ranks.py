@@ -8,7 +8,7 @@ title matches, from SGLang's placement rule: GPU = base + (pp % pp_per_node) * t
 from __future__ import annotations
 
 import re
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from tui.core.events import GpuSnapshot
 

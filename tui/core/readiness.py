@@ -8,12 +8,14 @@ a truncated or rotated log (a relaunch the parser cannot see), or a launch/resta
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from tui.core import activity as host_activity
 from tui.core import ranks as rank_map
 from tui.core import stacks
+from tui.core.answerer import OURS, answerer, same_model
 from tui.core.events import (
     BarProgress,
     BatchStats,
@@ -24,6 +26,7 @@ from tui.core.events import (
     GpuSnapshot,
     HealthResult,
     HostActivity,
+    JitHint,
     LaunchStarted,
     LogActivity,
     LogFile,
@@ -37,14 +40,11 @@ from tui.core.events import (
     SourceFailed,
     SpeculativeHint,
     Tick,
-    JitHint,
     WatchdogDump,
     WeightFiles,
 )
-from tui.core.answerer import OURS, answerer, same_model
 from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
-from tui.core.weightsmem import weights_memory
 from tui.core.stall import stall_for
 from tui.core.state import (
     PHASE_ORDER,
@@ -58,6 +58,7 @@ from tui.core.state import (
     WeightCacheInfo,
 )
 from tui.core.timeline import close_draft, enter_phase, open_draft
+from tui.core.weightsmem import weights_memory
 
 DECODE_HISTORY = 120
 GPU_HISTORY = 120
@@ -98,8 +99,20 @@ BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": None
 BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
 # Milestones that only a scheduler prints: with TP=1 they carry no rank label, and belong to TP0.
 SCHEDULER_KINDS = frozenset(
-    {"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
-     "graph_begin", "graph_end", "max_tokens", "unbalanced_memory", "load_straggler"}
+    {
+        "init_begin",
+        "init_end",
+        "mem_baseline",
+        "load_begin",
+        "load_end",
+        "kv_alloc",
+        "mem_pool_end",
+        "graph_begin",
+        "graph_end",
+        "max_tokens",
+        "unbalanced_memory",
+        "load_straggler",
+    }
 )
 # Per-rank startup lines that every rank prints: seen for TP0 alone (and no other rank), TP is 1.
 PER_RANK_KINDS = frozenset({"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
@@ -254,7 +267,12 @@ def _fresh_launch(
 
 
 def _log_seen(
-    s: Readiness, at: str | None, now: float, rank: str | None = None, what: str = "log line", tp_rank: int | None = None
+    s: Readiness,
+    at: str | None,
+    now: float,
+    rank: str | None = None,
+    what: str = "log line",
+    tp_rank: int | None = None,
 ) -> Readiness:
     """Any parsed log event is progress (it came from new log bytes) and may name a rank."""
     changes: dict[str, object] = {"last_progress_at": now, "last_progress": what}
@@ -386,7 +404,9 @@ def _shape_facts(s: Readiness, ev: Milestone) -> Readiness:
     if kind == "jit_begin":
         return _with(s, jit_active=True)
     if kind == "jit_kernel":
-        return _with(s, jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}")
+        return _with(
+            s, jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}"
+        )
     if kind in ("jit_end", "graph_end", "max_tokens", "fired_up"):
         s = _with(s, jit_active=False) if s.jit_active else s
         return _with(s, http_server=s.http_server or "uvicorn") if kind == "fired_up" else s
@@ -685,7 +705,6 @@ def _on_jit_hint(s: Readiness, ev: JitHint, now: float) -> Readiness:
     return _with(s, jit_named=ev.kind)
 
 
-
 def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
     """SGLang's own py-spy dump: kept under its rank (the dumped process's title, else the line's prefix);
     neither an error nor progress."""
@@ -773,8 +792,10 @@ def _on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
 def _on_control(s: Readiness, ev: ControlResult, now: float) -> Readiness:
     """Our own launch/restart is a new start (unless the log already showed it); our own stop ends the launch."""
     if ev.ok and ev.action in LAUNCH_ACTIONS:
-        shown = s.log_restart_at is not None and now - s.log_restart_at <= LAUNCH_WINDOW_S and (
-            s.last_control_at is None or s.log_restart_at >= s.last_control_at
+        shown = (
+            s.log_restart_at is not None
+            and now - s.log_restart_at <= LAUNCH_WINDOW_S
+            and (s.last_control_at is None or s.log_restart_at >= s.last_control_at)
         )
         if not shown:
             s = _fresh_launch(s, None, None, now, why=f"{ev.action} by sglang-tui", counts=False, from_log=False)
@@ -886,7 +907,9 @@ def _update_rank(ranks: tuple[RankState, ...], name: str, ev: Milestone, now: fl
     return tuple(sorted(others + (new,), key=lambda r: rank_sort_key(r.name)))
 
 
-def _add_rank(table: tuple[tuple[str, tuple[str, ...]], ...], kind: str, rank: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _add_rank(
+    table: tuple[tuple[str, tuple[str, ...]], ...], kind: str, rank: str | None
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for i, (k, names) in enumerate(table):
         if k == kind:
             if rank is None or rank in names:
@@ -932,7 +955,9 @@ def _memory_moved(old: GpuSnapshot | None, new: GpuSnapshot) -> bool:
     return False
 
 
-def _gpu_history(history: tuple[tuple[int, tuple[float, ...]], ...], snap: GpuSnapshot) -> tuple[tuple[int, tuple[float, ...]], ...]:
+def _gpu_history(
+    history: tuple[tuple[int, tuple[float, ...]], ...], snap: GpuSnapshot
+) -> tuple[tuple[int, tuple[float, ...]], ...]:
     table = dict(history)
     for g in snap.gpus:
         if g.used_bytes is None or not g.total_bytes:
@@ -941,8 +966,9 @@ def _gpu_history(history: tuple[tuple[int, tuple[float, ...]], ...], snap: GpuSn
     return tuple(sorted(table.items()))
 
 
-def _gpu_util_history(history: tuple[tuple[int, tuple[float | None, ...]], ...],
-                      snap: GpuSnapshot) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
+def _gpu_util_history(
+    history: tuple[tuple[int, tuple[float | None, ...]], ...], snap: GpuSnapshot
+) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
     """Each GPU's recent utilisation (%), one value per sample (None where the probe had none), bounded."""
     table = dict(history)
     for g in snap.gpus:

@@ -194,11 +194,15 @@ def failure(output: str) -> str | None:
 
 
 def ptrace_line(who: str, host: str) -> str:
-    return (f"py-spy was refused ptrace on {who} on {host}: run it as the server's user or root, or allow ptrace "
-            "(containers: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]; "
-            "Yama: sysctl kernel.yama.ptrace_scope=0)")
+    return (
+        f"py-spy was refused ptrace on {who} on {host}: run it as the server's user or root, or allow ptrace "
+        "(containers: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]; "
+        "Yama: sysctl kernel.yama.ptrace_scope=0)"
+    )
 
 
 def missing_line(host: str, python: str) -> str:
-    return (f"py-spy is not installed on {host} (looked next to {python} and on PATH): "
-            f"install it there with `{python} -m pip install py-spy`")
+    return (
+        f"py-spy is not installed on {host} (looked next to {python} and on PATH): "
+        f"install it there with `{python} -m pip install py-spy`"
+    )

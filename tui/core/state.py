@@ -175,11 +175,15 @@ class Readiness:
     ranks: tuple[RankState, ...] = ()  # sorted by rank name
     error: ErrorInfo | None = None
     decode: DecodeInfo | None = None
-    decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen_throughput, accept_len), bounded
+    decode_history: tuple[
+        tuple[float, float | None, float | None], ...
+    ] = ()  # (t, gen_throughput, accept_len), bounded
     stall: StallInfo | None = None
     last_progress_at: float | None = None
     log_offset: int = 0
-    launches: int = 0  # LaunchStarted seen (a new launch in the same log; a truncated/rotated log or our own launch is not)
+    launches: int = (
+        0  # LaunchStarted seen (a new launch in the same log; a truncated/rotated log or our own launch is not)
+    )
     health: tuple[HealthResult, ...] = ()  # latest result per endpoint
     health_checked_at: tuple[tuple[str, float], ...] = ()  # (endpoint, clock time of that result)
     gpus: GpuSnapshot | None = None
@@ -204,7 +208,9 @@ class Readiness:
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     last_control_at: float | None = None  # clock time last_control arrived
     log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
-    source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): the latest crash per source
+    source_failures: tuple[
+        tuple[str, str, float], ...
+    ] = ()  # (source, message, clock time): the latest crash per source
     process_visible: bool = True  # False: the server's processes cannot be seen (another uid's /proc)
     process_owner_uid: int | None = None  # the uid that owns them, when known
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
@@ -246,5 +252,7 @@ class Readiness:
     weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
     startup_timings: tuple[tuple[str, float], ...] = ()  # SGLang's own `Engine startup timings (s)` figures
     startup_time: tuple[tuple[str, float], ...] = ()  # the same from /server_info's `startup_time` (0.5.23), read once
-    server_info: str | None = None  # the outcome of that one /server_info read (ok, http_error, timeout, …); None: none yet
+    server_info: str | None = (
+        None  # the outcome of that one /server_info read (ok, http_error, timeout, …); None: none yet
+    )
     weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host

@@ -28,7 +28,9 @@ def weights_memory(
     if mem is None:
         base_snap = before if before is not None and before.error is None and before.gpus else snap
         baseline = tuple(
-            (g.index, g.used_bytes) for g in base_snap.gpus if g.used_bytes is not None and (gpus is None or g.index in gpus)
+            (g.index, g.used_bytes)
+            for g in base_snap.gpus
+            if g.used_bytes is not None and (gpus is None or g.index in gpus)
         )
         if not baseline:
             return None
@@ -36,9 +38,7 @@ def weights_memory(
         if base_snap is snap:
             return replace(mem, samples=((now, 0.0),))
     base = dict(mem.baseline)
-    grown = [
-        (g.used_bytes - base[g.index]) / GIB for g in snap.gpus if g.used_bytes is not None and g.index in base
-    ]
+    grown = [(g.used_bytes - base[g.index]) / GIB for g in snap.gpus if g.used_bytes is not None and g.index in base]
     if not grown:
         return mem
     growth = max(0.0, sum(grown) / len(grown))

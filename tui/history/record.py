@@ -79,4 +79,3 @@ def to_record(state: Readiness, host: str, source: str, outcome: str | None = No
         startup_timings=dict(state.startup_timings or state.startup_time),
         startup_time_s=dict(state.startup_time).get("tokenizer_e2e"),  # /server_info's startup_time (0.5.23)
     )
-

@@ -104,12 +104,14 @@ class HistoryStore:
         except sqlite3.DatabaseError as err:
             raise HistoryError(f"history {self.path}: {err}; move the file away or pass --no-history") from None
         except OSError as err:
-            raise HistoryError(f"history {self.path}: {err.strerror or err}; pass --history PATH or --no-history") from None
+            raise HistoryError(
+                f"history {self.path}: {err.strerror or err}; pass --history PATH or --no-history"
+            ) from None
 
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "HistoryStore":
+    def __enter__(self) -> HistoryStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -287,9 +289,7 @@ class HistoryStore:
             "shards": shards,
             "draft_shards": draft,
             "weight_gib_per_rank": weight,
-            "phases": [
-                {"phase": p, "model": m, "start": s, "end": e, "duration_s": d} for p, m, s, e, d in phases
-            ],
+            "phases": [{"phase": p, "model": m, "start": s, "end": e, "duration_s": d} for p, m, s, e, d in phases],
             "startup_timings": json.loads(str(timings)) if timings else None,
             "startup_time_s": startup_time,
             "key_id": key,

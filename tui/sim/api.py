@@ -7,7 +7,8 @@ import contextlib
 import json
 import time
 import uuid
-from typing import Any, AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 from tui.sim.engine import Engine, word
 from tui.sim.http import Request, Response
@@ -141,7 +142,9 @@ class Api:
         return Response.json({"received": self.received, "finished": self.finished, "aborted": self.aborted,
                               "in_flight": self.in_flight, "max_in_flight": self.max_in_flight})  # fmt: skip
 
-    async def _tokens(self, prompt: int, max_new: int, stats: dict[str, int] | None = None) -> AsyncGenerator[str, None]:
+    async def _tokens(
+        self, prompt: int, max_new: int, stats: dict[str, int] | None = None
+    ) -> AsyncGenerator[str, None]:
         """Each step's text; stopping early (the client went away) aborts the request in the engine."""
         self.received += 1
         self.in_flight += 1
@@ -255,6 +258,12 @@ class Api:
         done = len(out.split())
         usage = {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
         return Response.json(
-            {"id": rid, "object": kind, "created": created, "model": model,
-             "choices": [choice(out, "length", False)], "usage": usage}  # fmt: skip
+            {
+                "id": rid,
+                "object": kind,
+                "created": created,
+                "model": model,
+                "choices": [choice(out, "length", False)],
+                "usage": usage,
+            }  # fmt: skip
         )

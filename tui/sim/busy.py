@@ -56,11 +56,17 @@ def _compiler_code(comm: str, secs: float, children: list[tuple[str, str]]) -> s
 
 def _nvcc_job(n: int) -> tuple[str, str]:
     src = f"{JIT_DIR}/batch_prefill_kernel_{n}.cu"
-    nvcc = (f"/usr/local/cuda/bin/nvcc -ccbin /usr/bin/g++ -O3 -std=c++17 --threads=1 "
-            f"-gencode=arch=compute_90a,code=sm_90a -c {src} -o {JIT_DIR}/batch_prefill_kernel_{n}.cuda.o")
-    children = [("/usr/local/cuda/nvvm/bin/cicc --c++17 -arch compute_90a " + src, _compiler_code("cicc", 0.8, [])),
-                (f"ptxas -arch=sm_90a -m64 --compile-only {JIT_DIR}/batch_prefill_kernel_{n}.ptx",
-                 _compiler_code("ptxas", 0.5, []))]
+    nvcc = (
+        f"/usr/local/cuda/bin/nvcc -ccbin /usr/bin/g++ -O3 -std=c++17 --threads=1 "
+        f"-gencode=arch=compute_90a,code=sm_90a -c {src} -o {JIT_DIR}/batch_prefill_kernel_{n}.cuda.o"
+    )
+    children = [
+        ("/usr/local/cuda/nvvm/bin/cicc --c++17 -arch compute_90a " + src, _compiler_code("cicc", 0.8, [])),
+        (
+            f"ptxas -arch=sm_90a -m64 --compile-only {JIT_DIR}/batch_prefill_kernel_{n}.ptx",
+            _compiler_code("ptxas", 0.5, []),
+        ),
+    ]
     return nvcc, _compiler_code("nvcc", 0.1, children)
 
 

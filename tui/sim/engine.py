@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import AsyncGenerator, AsyncIterator, Callable
 
 from tui.sim.clock import SimClock
 from tui.sim.logformat import LogFormat
@@ -21,11 +21,58 @@ ITER_SECONDS = 0.012  # one verify/decode forward of a 70B model on 8 H200s
 ITER_SECONDS_PER_REQ = 0.0003
 ACCEPT_CHOICES = (1, 2, 3, 4)
 DEFAULT_ACCEPT_LEN = 3.2  # a drafter that works: ≈3.2 tokens per verify step with 4 draft tokens
-WORDS = (
-    " Paris. It is the capital and most populous city of France, on the Seine river in the north of the"
-    " country. The city is known for its museums, its architecture and its cafes, and it has been a major"
-    " centre of finance, diplomacy, commerce, fashion and science for centuries."
-).split(" ")[1:]
+WORDS = [
+    "",
+    "Paris.",
+    "It",
+    "is",
+    "the",
+    "capital",
+    "and",
+    "most",
+    "populous",
+    "city",
+    "of",
+    "France,",
+    "on",
+    "the",
+    "Seine",
+    "river",
+    "in",
+    "the",
+    "north",
+    "of",
+    "the",
+    "country.",
+    "The",
+    "city",
+    "is",
+    "known",
+    "for",
+    "its",
+    "museums,",
+    "its",
+    "architecture",
+    "and",
+    "its",
+    "cafes,",
+    "and",
+    "it",
+    "has",
+    "been",
+    "a",
+    "major",
+    "centre",
+    "of",
+    "finance,",
+    "diplomacy,",
+    "commerce,",
+    "fashion",
+    "and",
+    "science",
+    "for",
+    "centuries.",
+][1:]
 
 
 @dataclass
@@ -80,7 +127,9 @@ class Engine:
         self.spec_verify_calls = 0  # all verify steps so far (sglang:spec_verify_calls_total)
         self.generation_tokens = 0  # all tokens generated so far (sglang:generation_tokens_total)
 
-    async def generate(self, prompt_tokens: int, max_new_tokens: int, stats: dict[str, int] | None = None) -> AsyncGenerator[int, None]:
+    async def generate(
+        self, prompt_tokens: int, max_new_tokens: int, stats: dict[str, int] | None = None
+    ) -> AsyncGenerator[int, None]:
         """Yields how many new tokens each step produced, until max_new_tokens were generated. `stats`, when
         given, holds the request's `verify_ct` as it goes. A caller that stops early aborts the request (as
         SGLang aborts one whose client went away): it leaves the batch at once."""

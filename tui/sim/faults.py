@@ -95,7 +95,12 @@ def oom_capture(fmt: LogFormat, t: float, rank: int, new: bool) -> str:
         + _scheduler_frames(new)
         + _frames(
             (f"{_SRT}/model_executor/model_runner.py", 482, "initialize", "self.init_device_graphs()"),
-            (f"{_SRT}/model_executor/model_runner.py", 2210, "init_device_graphs", "self.graph_runner = graph_runners["),
+            (
+                f"{_SRT}/model_executor/model_runner.py",
+                2210,
+                "init_device_graphs",
+                "self.graph_runner = graph_runners[",
+            ),
             (runner, 390, "__init__", "raise Exception("),
         )
         + f"Exception: Capture cuda graph failed: {oom}\n"
@@ -112,7 +117,12 @@ def nccl_timeout(fmt: LogFormat, t: float, rank: int) -> str:
         + _scheduler_frames(fmt.new)
         + _frames(
             (f"{_SRT}/{where}", 712, "init_torch_distributed", "initialize_model_parallel("),
-            (f"{_SRT}/distributed/parallel_state.py", 1460, "initialize_model_parallel", "_TP = init_model_parallel_group("),
+            (
+                f"{_SRT}/distributed/parallel_state.py",
+                1460,
+                "initialize_model_parallel",
+                "_TP = init_model_parallel_group(",
+            ),
             (f"{_TORCH}/distributed/distributed_c10d.py", 4159, "barrier", "work = group.barrier(opts=opts)"),
         )
         + f"torch.distributed.DistBackendError: [{rank}] is setting up NCCL communicator and retrieving ncclUniqueId "
@@ -165,7 +175,14 @@ def warmup_error() -> str:
     """The traceback the warmup thread logs when its POST /generate did not return 200."""
     return (
         "Traceback (most recent call last):\n"
-        + _frames((f"{_SRT}/entrypoints/http_server.py", 1502, "_execute_server_warmup", 'assert res.status_code == 200, f"{res}"'))
+        + _frames(
+            (
+                f"{_SRT}/entrypoints/http_server.py",
+                1502,
+                "_execute_server_warmup",
+                'assert res.status_code == 200, f"{res}"',
+            )
+        )
         + "AssertionError: <Response [500]>\n"
     )
 

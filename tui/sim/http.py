@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit
 
 PHRASES = {
@@ -48,7 +48,7 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def json(cls, data: object, status: int = 200) -> "Response":
+    def json(cls, data: object, status: int = 200) -> Response:
         return cls(status, json.dumps(data).encode())
 
 
@@ -157,7 +157,9 @@ async def serve(host: str, port: int, handler: Handler, access: AccessLog) -> as
     return await asyncio.start_server(connection, host, port, limit=MAX_HEADER, reuse_address=True)
 
 
-async def fetch(host: str, port: int, method: str, path: str, body: object = None, timeout: float = 30.0) -> tuple[int, bytes]:
+async def fetch(
+    host: str, port: int, method: str, path: str, body: object = None, timeout: float = 30.0
+) -> tuple[int, bytes]:
     """One request on a fresh connection; returns (status, body). Chunked answers are decoded."""
 
     async def go() -> tuple[int, bytes]:

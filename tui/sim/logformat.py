@@ -6,7 +6,7 @@ Texts follow the format strings in shared/reference/sglang-startup.md; VERSIONS 
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 V059 = "0.5.9"
 V0523 = "0.5.23"

@@ -24,7 +24,10 @@ FAULTS = (
 SPECULATIVE = ("EAGLE3", "EAGLE", "none")
 MAX_ACCEPT_LEN = 4.0  # speculative_num_draft_tokens: a verify step yields at most this many tokens
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
-DRAFT_MODELS = {"EAGLE3": "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B", "EAGLE": "lmsys/sglang-EAGLE-LLaMA3-Instruct-70B"}
+DRAFT_MODELS = {
+    "EAGLE3": "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
+    "EAGLE": "lmsys/sglang-EAGLE-LLaMA3-Instruct-70B",
+}
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class SimParams:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "SimParams":
+    def from_json(cls, text: str) -> SimParams:
         return cls(**json.loads(text))
 
 

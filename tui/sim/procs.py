@@ -21,7 +21,9 @@ PR_SET_NAME = 15
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 
-def spawn(title: str, entry: str, payload: dict[str, object], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+def spawn(
+    title: str, entry: str, payload: dict[str, object], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
     """Start `tui.sim.<entry>.child_main(payload)` in a new process whose command line is `title`."""
     code = (
         f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r})\n"
@@ -31,14 +33,28 @@ def spawn(title: str, entry: str, payload: dict[str, object], pass_fds: tuple[in
     return spawn_titled_python(title, code, pass_fds=pass_fds)
 
 
-def spawn_titled_python(title: str, code: str, *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
-                        new_session: bool = False, stdout: Any = None) -> subprocess.Popen[bytes]:
+def spawn_titled_python(
+    title: str,
+    code: str,
+    *,
+    env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
+    new_session: bool = False,
+    stdout: Any = None,
+) -> subprocess.Popen[bytes]:
     """Run the Python program `code` (sent on stdin) in a process whose whole /proc/PID/cmdline is `title`."""
     full = dict(os.environ if env is None else env)
     full["PYTHONHOME"] = os.pathsep.join(dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)))
     full.pop("PYTHONSTARTUP", None)
-    proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, env=full, pass_fds=pass_fds,
-                            start_new_session=new_session, stdout=stdout)
+    proc = subprocess.Popen(
+        [title],
+        executable=sys.executable,
+        stdin=subprocess.PIPE,
+        env=full,
+        pass_fds=pass_fds,
+        start_new_session=new_session,
+        stdout=stdout,
+    )
     assert proc.stdin is not None
     proc.stdin.write(code.encode())
     proc.stdin.close()

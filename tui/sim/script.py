@@ -9,8 +9,8 @@ stamped when it is written, and tqdm frames and `elapsed=` fields are rendered t
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from tui.sim import faults, variation
 from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
@@ -97,7 +97,7 @@ class Schedule:
     shard_spans: tuple[tuple[float, float], ...] = ()  # multi-thread loader: (start, end) of each shard, by end
 
     @classmethod
-    def build(cls, params: SimParams) -> "Schedule":
+    def build(cls, params: SimParams) -> Schedule:
         rng = random.Random(params.seed)
         done, spans = _shard_schedule(params, rng)
         spec = params.speculative is not None
@@ -184,6 +184,7 @@ class RankScript:
     def _frame(self, at: float, writer: BarWriter, n: int, total: int, desc: str = "", bar_format: str | None = None,
                end: str = "", tail: str = "") -> None:  # fmt: skip
         """One tqdm frame of rank 0's bar; frame 0 starts the bar's real clock, later ones show real elapsed."""
+
         def text(elapsed: float) -> str:
             return writer.write(frame(n, total, elapsed, desc, bar_format) + end) + tail
 
@@ -390,7 +391,14 @@ class RankScript:
             for i, _ in enumerate(DEEPGEMM_MS, 1):
                 t += DEEPGEMM_SECONDS_PER_M
                 if self.rank == 0:
-                    self._frame(t, writer, i, len(DEEPGEMM_MS), self.fmt.DEEPGEMM_BAR, tail="\n" if i == len(DEEPGEMM_MS) else "")
+                    self._frame(
+                        t,
+                        writer,
+                        i,
+                        len(DEEPGEMM_MS),
+                        self.fmt.DEEPGEMM_BAR,
+                        tail="\n" if i == len(DEEPGEMM_MS) else "",
+                    )
             self._add(t + 0.01, "")
         self._add(t + 0.02, action="barrier")
 

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from tui.sim import faults, gpustate, procs, script
-from tui.sim.cluster import NodeLink
 from tui.sim.api import Api
 from tui.sim.clock import SimClock
+from tui.sim.cluster import NodeLink
 from tui.sim.engine import Engine
 from tui.sim.http import PHRASES, Request, fetch, serve
 from tui.sim.logformat import LogFormat
@@ -87,7 +87,9 @@ class Main:
 
     def access(self, request: Request, status: int) -> None:
         path = request.path + (f"?{request.query}" if request.query else "")
-        self.out(self.fmt.access(self.clock.now(), request.client, request.method, path, status, PHRASES.get(status, "")))
+        self.out(
+            self.fmt.access(self.clock.now(), request.client, request.method, path, status, PHRASES.get(status, ""))
+        )
 
     async def sleep_until(self, at: float) -> None:
         await asyncio.sleep(self.clock.wait_for(at))
@@ -273,8 +275,11 @@ class Main:
                                           (elapsed - script.SPAWN_AT) / self.p.speed))  # fmt: skip
         if self.fmt.new:  # 0.5.23: the same numbers in /server_info (engine.py `_set_startup_time`)
             self.startup_time = startup_time_answer(
-                timings.get("load_weight", 0.0), timings.get("kv_cache_allocation", 0.0),
-                (elapsed - script.INIT_AT) / self.p.speed, graphs, (elapsed - script.SPAWN_AT) / self.p.speed,
+                timings.get("load_weight", 0.0),
+                timings.get("kv_cache_allocation", 0.0),
+                (elapsed - script.INIT_AT) / self.p.speed,
+                graphs,
+                (elapsed - script.SPAWN_AT) / self.p.speed,
             )
         await asyncio.sleep(self.clock.real(0.6))
         self.uv(f"Started server process [{os.getpid()}]")
@@ -392,6 +397,7 @@ class Main:
         self.kill_children()
         return 0
 
+
 def open_log(path: str) -> None:
     """Append to the log and make it this process's stdout and stderr (children inherit both)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -413,4 +419,3 @@ def run_server(params: SimParams, on_start: Callable[[SimParams], None] | None =
     if on_start:
         on_start(params)
     return asyncio.run(Main(params).run())
-

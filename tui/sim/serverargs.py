@@ -40,7 +40,9 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
 GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
 
 
-def startup_time_answer(load: float, kv: float, sched: float, graphs: dict[str, float], tok: float) -> dict[str, object]:
+def startup_time_answer(
+    load: float, kv: float, sched: float, graphs: dict[str, float], tok: float
+) -> dict[str, object]:
     """SGLang 0.5.23's `startup_time` (engine.py `_set_startup_time`): the figures of `Engine startup timings`."""
     return {"load_weight": round(load, 4), "kv_cache_allocation": round(kv, 4), "scheduler_e2e": round(sched, 4),
             "cuda_graph": {n: round(graphs.get(n, 0.0), 4) for n in GRAPH_PHASES},
@@ -53,8 +55,12 @@ def server_info(p: SimParams, engine: Engine, startup_time: dict[str, object] | 
     mem = RankMemory(p.tp, p.speculative is not None)
     state: dict[str, object] = {
         "last_gen_throughput": round(engine.last_throughput, 2),
-        "memory_usage": {"weight": round(mem.weights + mem.draft_weights, 2), "kvcache": round(mem.kv_total, 2),
-                         "token_capacity": mem.tokens, "graph": 3.34},  # fmt: skip
+        "memory_usage": {
+            "weight": round(mem.weights + mem.draft_weights, 2),
+            "kvcache": round(mem.kv_total, 2),
+            "token_capacity": mem.tokens,
+            "graph": 3.34,
+        },  # fmt: skip
     }
     if p.speculative:
         state["avg_spec_accept_length"] = engine.last_accept

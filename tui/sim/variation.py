@@ -19,7 +19,7 @@ MEM_STEP_S = 1.0  # simulated seconds between GPU memory updates of a multi-thre
 
 
 def parse_slow(text: str) -> dict[str, float]:
-    """"cuda_graph=2,weights=1.5" -> {"cuda_graph": 2.0, "loading_weights": 1.5}; ValueError with one line."""
+    """ "cuda_graph=2,weights=1.5" -> {"cuda_graph": 2.0, "loading_weights": 1.5}; ValueError with one line."""
     out: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         name, sep, value = part.partition("=")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 
-def backoff_delays(initial: float = 0.5, cap: float = 30.0, factor: float = 2.0, jitter: float = 0.25) -> Iterator[float]:
+def backoff_delays(
+    initial: float = 0.5, cap: float = 30.0, factor: float = 2.0, jitter: float = 0.25
+) -> Iterator[float]:
     """Endless delays: initial, initial*factor, … capped at cap, each scaled by a random ±jitter."""
     delay = initial
     while True:

@@ -13,8 +13,8 @@ import asyncio
 import json
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import httpx
 
@@ -66,7 +66,11 @@ class BenchPlan:
     def describe(self, where: str) -> str:
         """The numbers, in one line: what will be sent, where, and the caps."""
         n = len(self.prompts)
-        what = f"{n} built-in prompts ({kinds(self.prompts)})" if self.prompts_from == "built-in" else f"{n} prompts from {self.prompts_from}"
+        what = (
+            f"{n} built-in prompts ({kinds(self.prompts)})"
+            if self.prompts_from == "built-in"
+            else f"{n} prompts from {self.prompts_from}"
+        )
         return (f"{self.requests} streaming POST /generate requests to {where}, {min(self.concurrency, self.requests)} at a time: "
                 f"{what}; {self.sampling.words()} (at most {self.requests * self.max_new_tokens} new tokens); "
                 f"stops after {self.timeout_s:g} s")  # fmt: skip
@@ -220,7 +224,9 @@ class BenchRunner:
         except asyncio.CancelledError:
             p.in_flight -= 1
             if self._capped:
-                p.samples.append(Sample(False, prompt.name, error=f"stopped by the time cap ({self.plan.timeout_s:g} s)"))
+                p.samples.append(
+                    Sample(False, prompt.name, error=f"stopped by the time cap ({self.plan.timeout_s:g} s)")
+                )
                 p.done += 1
                 p.failed += 1
             raise

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncGenerator, AsyncIterator
 
-from tui.core.explain import cannot_see_line
 from tui.core.events import ControlResult, GpuSnapshot, HostActivity, PortOwner, ServerProcess
+from tui.core.explain import cannot_see_line
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
@@ -64,9 +64,19 @@ def _gib(n: int) -> str:
 class ServerControl:
     """Launch, terminate, kill and restart one server, and report its process state."""
 
-    def __init__(self, host: Host, *, port: int, log_path: str | None = None, launch: str | None = None,
-                 cwd: str | None = None, remote_python: str = "python3", sim_gpus: str | None = None,
-                 grace_s: float = DEFAULT_GRACE_S, gpu_release_s: float = GPU_RELEASE_S) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        port: int,
+        log_path: str | None = None,
+        launch: str | None = None,
+        cwd: str | None = None,
+        remote_python: str = "python3",
+        sim_gpus: str | None = None,
+        grace_s: float = DEFAULT_GRACE_S,
+        gpu_release_s: float = GPU_RELEASE_S,
+    ) -> None:
         self.host = host
         self.port = int(port)
         self.log_path = log_path
@@ -104,16 +114,25 @@ class ServerControl:
         if action == "launch":
             return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
         scan = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
-        who = (f"process group {t.group}" if t.group else f"pids {sorted(t.known)}" if t.known
-               else f"the server on port {self.port} (found when run)")
+        who = (
+            f"process group {t.group}"
+            if t.group
+            else f"pids {sorted(t.known)}"
+            if t.known
+            else f"the server on port {self.port} (found when run)"
+        )
         steps = [f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else "")]
         if action in ("terminate", "restart", "stop"):
-            steps += [f"# TERM, then wait up to {self.grace_s:g} s for SGLang's drain",
-                      cmds.stop_command("TERM", group=t.group, procs=t.known, wait_s=self.grace_s, scan=scan)]
-        steps += ["# KILL what is left; the same again for survivors found by group, session, run marker or descent",
-                  cmds.stop_command("KILL", group=t.group, procs=t.known, wait_s=KILL_WAIT_S, scan=scan),
-                  "# confirm their GPU memory is released (the probe script on stdin)",
-                  self._probe_once_command()]
+            steps += [
+                f"# TERM, then wait up to {self.grace_s:g} s for SGLang's drain",
+                cmds.stop_command("TERM", group=t.group, procs=t.known, wait_s=self.grace_s, scan=scan),
+            ]
+        steps += [
+            "# KILL what is left; the same again for survivors found by group, session, run marker or descent",
+            cmds.stop_command("KILL", group=t.group, procs=t.known, wait_s=KILL_WAIT_S, scan=scan),
+            "# confirm their GPU memory is released (the probe script on stdin)",
+            self._probe_once_command(),
+        ]
         if action == "restart":
             steps += ["# then launch again", self._launch_command("<new run id>") or "no --launch command given"]
         return "\n".join(steps)
@@ -139,23 +158,45 @@ class ServerControl:
         main = cmds.pick_main(found)
         if main is None:
             return None
-        how = ("pidfile" if main.pid == found.pidfile else
-               f"listener on port {self.port}" if main.pid in found.port_pids else f"writer of {self.log_path}")
+        how = (
+            "pidfile"
+            if main.pid == found.pidfile
+            else f"listener on port {self.port}"
+            if main.pid in found.port_pids
+            else f"writer of {self.log_path}"
+        )
         # Its group and session count only when it leads them: otherwise they hold the user's shell too.
         # Every live writer of its log and holder of its port belongs to it (orphans keep the log open).
         # A holder of the port that is not of the server's tree (another service) is no member of it.
-        members = {p.pid: p.start for p in found.procs.values()
-                   if p.alive and (p.pid == main.pid or p.pid in found.log_pids
-                                   or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs)))}
+        members = {
+            p.pid: p.start
+            for p in found.procs.values()
+            if p.alive
+            and (
+                p.pid == main.pid
+                or p.pid in found.log_pids
+                or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs))
+            )
+        }
         anchored = main.pid == found.pidfile or main.pid in found.log_pids or not self.log_path
-        return _Target(main=main.pid, group=main.pid if main.pgid == main.pid else None,
-                       session=main.pid if main.sid == main.pid else None, run_id=main.marker,
-                       known=members, how=how, anchored=anchored)
+        return _Target(
+            main=main.pid,
+            group=main.pid if main.pgid == main.pid else None,
+            session=main.pid if main.sid == main.pid else None,
+            run_id=main.marker,
+            known=members,
+            how=how,
+            anchored=anchored,
+        )
 
     async def _scan(self, target: _Target) -> dict[int, Proc]:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
-        return self._remember(target, await self._run(cmds.scan_command(
-            group=target.group, session=target.session, run_id=target.run_id, known=target.known)))
+        return self._remember(
+            target,
+            await self._run(
+                cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
+            ),
+        )
 
     @staticmethod
     def _remember(target: _Target, scan_output: str) -> dict[int, Proc]:
@@ -215,19 +256,30 @@ class ServerControl:
 
     # -------------------------------------------------------------------------------------------- watch
 
-    async def watch_process_state(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
-                                  first_rescan_s: float | None = None, activity: bool = True
-                                  ) -> AsyncIterator[ServerProcess]:
+    async def watch_process_state(
+        self,
+        interval: float = 2.0,
+        *,
+        rescan_s: float = RESCAN_S,
+        first_rescan_s: float | None = None,
+        activity: bool = True,
+    ) -> AsyncIterator[ServerProcess]:
         """watch_process_events, the process states only."""
-        async with aclosing(self.watch_process_events(interval, rescan_s=rescan_s, first_rescan_s=first_rescan_s,
-                                                      activity=activity)) as events:
+        async with aclosing(
+            self.watch_process_events(interval, rescan_s=rescan_s, first_rescan_s=first_rescan_s, activity=activity)
+        ) as events:
             async for event in events:
                 if isinstance(event, ServerProcess):
                     yield event
 
-    async def watch_process_events(self, interval: float = 2.0, *, rescan_s: float = RESCAN_S,
-                                   first_rescan_s: float | None = None, activity: bool = True
-                                   ) -> AsyncGenerator[ServerProcess | PortOwner, None]:
+    async def watch_process_events(
+        self,
+        interval: float = 2.0,
+        *,
+        rescan_s: float = RESCAN_S,
+        first_rescan_s: float | None = None,
+        activity: bool = True,
+    ) -> AsyncGenerator[ServerProcess | PortOwner, None]:
         """process_state, continuously, from ONE long-lived loop on the host (no channel, login shell or
         full /proc scan per check): a ServerProcess per check while found, per search while not, and a
         PortOwner whenever who listens on the port changes (from each search, and each full scan).
@@ -245,10 +297,17 @@ class ServerControl:
             if target is None:
                 command = cmds.watch_find_command(self.port, self.log_path, every_s=every)
             else:
-                command = cmds.watch_scan_command(group=target.group, session=target.session, run_id=target.run_id,
-                                                  known=target.known, interval=interval, rescan_s=rescan_s,
-                                                  first_rescan_s=first_rescan_s, port=self.port,
-                                                  activity=activity)
+                command = cmds.watch_scan_command(
+                    group=target.group,
+                    session=target.session,
+                    run_id=target.run_id,
+                    known=target.known,
+                    interval=interval,
+                    rescan_s=rescan_s,
+                    first_rescan_s=first_rescan_s,
+                    port=self.port,
+                    activity=activity,
+                )
             reported = False
             try:
                 proc = await self.host.start(command)
@@ -275,8 +334,9 @@ class ServerControl:
                 delays = backoff_delays(1.0, 30.0)
             await asyncio.sleep(next(delays))
 
-    async def _watch_blocks(self, proc: RemoteProcess, generation: int, *, stale_s: float
-                            ) -> AsyncGenerator[tuple[str, str], None]:
+    async def _watch_blocks(
+        self, proc: RemoteProcess, generation: int, *, stale_s: float
+    ) -> AsyncGenerator[tuple[str, str], None]:
         """(kind, text) per report of a watch loop, until it ends or the target is replaced; TimeoutError
         when it says nothing for stale_s (a scan stuck on a hung process: start it again)."""
         assert self._target_changed is not None
@@ -377,8 +437,13 @@ class ServerControl:
         except (HostError, TimeoutError) as exc:
             return ControlResult("launch", False, f"launch failed: {exc}")
         if running.alive:
-            return ControlResult("launch", False, f"a server is already running (pids {', '.join(map(str, running.pids))},"
-                                 f" {running.detail}): stop it first", survivors=running.pids)
+            return ControlResult(
+                "launch",
+                False,
+                f"a server is already running (pids {', '.join(map(str, running.pids))},"
+                f" {running.detail}): stop it first",
+                survivors=running.pids,
+            )
         if not running.visible:  # one may run under a uid we cannot see: a second launch would fight it
             return ControlResult("launch", False, f"{running.detail}: a server may already run; not launching")
         run_id = cmds.new_run_id()
@@ -391,12 +456,14 @@ class ServerControl:
         text = result.stdout.decode("utf-8", "replace").strip()
         if not text.isdigit():
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            return ControlResult("launch", False, "launch failed: " + (why[-1] if why else "no pid recorded within 5 s"),
-                                 command=command)
+            return ControlResult(
+                "launch", False, "launch failed: " + (why[-1] if why else "no pid recorded within 5 s"), command=command
+            )
         pid = int(text)
         self._target = _Target(main=pid, group=pid, session=pid, run_id=run_id, how="launched")
-        return ControlResult("launch", True, f"started pid {pid} (run {run_id}), output to {self.log_path}",
-                             command=command)
+        return ControlResult(
+            "launch", True, f"started pid {pid} (run {run_id}), output to {self.log_path}", command=command
+        )
 
     async def terminate(self) -> ControlResult:
         """TERM the group, wait out SGLang's drain, KILL what is left, sweep, confirm GPU memory released."""
@@ -412,11 +479,18 @@ class ServerControl:
             return ControlResult("restart", False, "no --launch CMD given: cannot start the server again")
         stopped = await self._stop("restart", graceful=True)
         if not stopped.ok:
-            return ControlResult("restart", False, f"not relaunched: {stopped.detail}", stopped.command,
-                                 stopped.survivors, stopped.gpu_held)
+            return ControlResult(
+                "restart",
+                False,
+                f"not relaunched: {stopped.detail}",
+                stopped.command,
+                stopped.survivors,
+                stopped.gpu_held,
+            )
         launched = await self.launch()
-        return ControlResult("restart", launched.ok, f"{stopped.detail}; {launched.detail}",
-                             f"{stopped.command}\n{launched.command}")
+        return ControlResult(
+            "restart", launched.ok, f"{stopped.detail}; {launched.detail}", f"{stopped.command}\n{launched.command}"
+        )
 
     async def _stop(self, action: str, *, graceful: bool) -> ControlResult:
         try:
@@ -460,13 +534,15 @@ class ServerControl:
         found = "nothing" if ok and not steps else ""  # gone before the stop began: it stopped nothing
         return ControlResult(action, ok, detail, "\n".join(commands), survivors, held, found=found)
 
-    async def _signal_and_wait(self, target: _Target, signal: str, live: dict[int, Proc], wait_s: float,
-                               commands: list[str]) -> dict[int, Proc]:
+    async def _signal_and_wait(
+        self, target: _Target, signal: str, live: dict[int, Proc], wait_s: float, commands: list[str]
+    ) -> dict[int, Proc]:
         """Signal the group (when it is the server's own) and each live member, wait, rescan: one round trip."""
         group = target.group if target.group and any(p.pgid == target.group for p in live.values()) else None
         scan = cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
-        command = cmds.stop_command(signal, group=group, procs={pid: p.start for pid, p in live.items()},
-                                    wait_s=wait_s, scan=scan)
+        command = cmds.stop_command(
+            signal, group=group, procs={pid: p.start for pid, p in live.items()}, wait_s=wait_s, scan=scan
+        )
         commands.append(command)
         return self._remember(target, await self._run(command, timeout=wait_s + 30.0))
 
@@ -498,5 +574,11 @@ class ServerControl:
         if snapshot.error:
             return False, (), f"GPU memory not confirmed: {snapshot.error}"
         names = target.names
-        return False, held, "GPU memory still held: " + ", ".join(
-            f"GPU {gpu} {_gib(used)} by pid {pid} {names.get(pid, '')}".rstrip() for gpu, pid, used in held)
+        return (
+            False,
+            held,
+            "GPU memory still held: "
+            + ", ".join(
+                f"GPU {gpu} {_gib(used)} by pid {pid} {names.get(pid, '')}".rstrip() for gpu, pid, used in held
+            ),
+        )

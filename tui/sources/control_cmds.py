@@ -42,8 +42,10 @@ def launch_command(command: str, *, log_path: str, run_id: str, cwd: str | None 
 def read_pidfile_command(log_path: str, wait_s: float = 5.0) -> str:
     """Print the launcher's pid once it has written it (polling up to wait_s)."""
     pidfile = q(pidfile_for(log_path))
-    return (f"n=0; while [ ! -s {pidfile} ] && [ $n -lt {max(int(wait_s * 20), 1)} ]; do sleep 0.05; n=$((n+1)); done; "
-            f"cat -- {pidfile} 2>/dev/null")
+    return (
+        f"n=0; while [ ! -s {pidfile} ] && [ $n -lt {max(int(wait_s * 20), 1)} ]; do sleep 0.05; n=$((n+1)); done; "
+        f"cat -- {pidfile} 2>/dev/null"
+    )
 
 
 # A process's fields after the `(comm)`: state ppid pgrp session … starttime (field 22 of stat = 20th here).
@@ -57,7 +59,7 @@ _CMDLINE_LINE = "printf 'C %s ' \"$p\"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/d
 # listens on $port (/proc/net/tcp names its uid even when that uid's /proc/PID/fd cannot be read), `W UID`
 # the log's owner, `M UID` the uid this runs as. Needs $ph (the port in hex) and $log.
 _VISIBILITY_LINES = (
-    "awk -v ph=\"$ph\" 'FNR > 1 && $4 == \"0A\" { n = split($2, a, \":\"); if (a[n] == ph) print \"U\", $8, $10 }' "
+    'awk -v ph="$ph" \'FNR > 1 && $4 == "0A" { n = split($2, a, ":"); if (a[n] == ph) print "U", $8, $10 }\' '
     "/proc/net/tcp /proc/net/tcp6 2>/dev/null\n"
     '[ -n "$log" ] && w=$(stat -L -c %u -- "$log" 2>/dev/null) && echo "W $w"\n'
     'echo "M $(id -u)"'
@@ -99,9 +101,11 @@ def scan_command(*, group: int | None, session: int | None, run_id: str | None, 
 
 def _scan(*, group: int | None, session: int | None, run_id: str | None, known_word: str) -> str:
     """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch)."""
-    marker = f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
+    marker = (
+        f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
+    )
     # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
-    return f"""mk=$({marker if run_id else 'true'})
+    return f"""mk=$({marker if run_id else "true"})
 cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={known_word} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
@@ -114,8 +118,10 @@ done"""
 
 # Shell functions with no forks: `live PID START` is true while that very process (same start time, so
 # never a reused pid) exists and is not a zombie.
-PROC_FUNCS = ('st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; T=${20}; }\n'
-              'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }')
+PROC_FUNCS = (
+    'st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; T=${20}; }\n'
+    'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }'
+)
 
 
 def _pairs(procs: dict[int, int]) -> str:
@@ -129,15 +135,19 @@ def signal_group_command(signal: str, group: int) -> str:
 
 def signal_pids_command(signal: str, procs: dict[int, int]) -> str:
     """Signal each pid whose start time still matches (so a reused pid is never hit)."""
-    return (f"for ps in {_pairs(procs)}; do live ${{ps%%:*}} ${{ps#*:}} && "
-            f"kill -s {signal} -- ${{ps%%:*}} 2>/dev/null; done")
+    return (
+        f"for ps in {_pairs(procs)}; do live ${{ps%%:*}} ${{ps#*:}} && "
+        f"kill -s {signal} -- ${{ps%%:*}} 2>/dev/null; done"
+    )
 
 
 def wait_gone_command(procs: dict[int, int], limit_s: float) -> str:
     """Poll (every 0.1 s, up to limit_s) until none of these processes is alive; on the host, one round trip."""
     ticks = max(int(limit_s * 10), 1)
-    return (f"n=0; while [ $n -lt {ticks} ]; do a=; for ps in {_pairs(procs)}; do "
-            f"live ${{ps%%:*}} ${{ps#*:}} && a=1 && break; done; [ -z \"$a\" ] && break; n=$((n+1)); sleep 0.1; done")
+    return (
+        f"n=0; while [ $n -lt {ticks} ]; do a=; for ps in {_pairs(procs)}; do "
+        f'live ${{ps%%:*}} ${{ps#*:}} && a=1 && break; done; [ -z "$a" ] && break; n=$((n+1)); sleep 0.1; done'
+    )
 
 
 def stop_command(signal: str, *, group: int | None, procs: dict[int, int], wait_s: float, scan: str) -> str:
@@ -169,10 +179,12 @@ nap() { sleep "$1" & z=$!; wait "$z"; z=; }"""
 # `up PID`: the process exists and is not a zombie, read from the State line of /proc/PID/status (the 3rd
 # line: a few bytes, where dash's byte-wise `read` of /proc/PID/stat costs ~0.4 ms a process). No start
 # time: a pid reused between two checks would need the pid space to wrap within `interval`.
-_UP_FUNC = ('up() { [ -d "/proc/$1" ] || return 1; '
-            '{ while read -r k v r; do [ "$k" = State: ] && break; done < "/proc/$1/status"; } 2>/dev/null '
-            '|| return 1; '
-            '[ "$v" != Z ] && [ "$v" != X ]; }')
+_UP_FUNC = (
+    'up() { [ -d "/proc/$1" ] || return 1; '
+    '{ while read -r k v r; do [ "$k" = State: ] && break; done < "/proc/$1/status"; } 2>/dev/null '
+    "|| return 1; "
+    '[ "$v" != Z ] && [ "$v" != X ]; }'
+)
 
 # What a watch prints: `K` when every known process was still alive at a check; a block `S`, the lines of
 # scan_command, `.` after a full scan; a block `F`, the lines of find_command, `.` after a search; after
@@ -202,12 +214,23 @@ $({_CMDLINE_LINE})"
   fi
   printf '%s\n%s\nM %s\n' "$l" "$po" "$mu"
 }}"""
+
+
 WATCH_ACTIVITY = "A"  # `A CLK_TCK`, then the lines of `act`, `.` (issue 13)
 
 
-def watch_scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int],
-                       interval: float, rescan_s: float, first_rescan_s: float | None = None,
-                       port: int | None = None, activity: bool = False) -> str:
+def watch_scan_command(
+    *,
+    group: int | None,
+    session: int | None,
+    run_id: str | None,
+    known: dict[int, int],
+    interval: float,
+    rescan_s: float,
+    first_rescan_s: float | None = None,
+    port: int | None = None,
+    activity: bool = False,
+) -> str:
     """A loop on the host: every `interval` s check that the known processes exist and are no zombies (no
     fork); scan fully when one is gone or none is known, and otherwise after `first_rescan_s` (default: one
     check), doubling while the scan finds the same processes up to `rescan_s` (back to the first when not).
@@ -252,8 +275,23 @@ done"""
 # `R pid ppid cpu_ticks read_bytes comm state rss_pages`, and `J pid ppid comm cmdline` for compilers; then, only when
 # `*.incomplete` blobs exist in the cache, one `wc -c` for their sizes: `H bytes files DIR`.
 # The block starts with `A`, the clock tick rate and the page size (`A 100 4096`) and ends with `.`.
-COMPILERS = ("nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "gcc", "g++", "c++", "cc", "cudafe++",
-             "fatbinary", "nvlink", "ld", "as")
+COMPILERS = (
+    "nvcc",
+    "cicc",
+    "ptxas",
+    "ninja",
+    "cc1plus",
+    "cc1",
+    "gcc",
+    "g++",
+    "c++",
+    "cc",
+    "cudafe++",
+    "fatbinary",
+    "nvlink",
+    "ld",
+    "as",
+)
 _COMPILE_WORKERS = ("compile_worker", "deep_gemm", "deepgemm", "flashinfer")  # python that drives them
 
 _ACT_AWK = r"""function kids(f,   l, c, i, k) { if ((getline l < f) > 0) { k = split(l, c, " ")
@@ -290,21 +328,26 @@ _HUB_AWK = r"""BEGIN { RS = "\000"; n = split(pids, a, " ")
   else if (v["HF_HOME"] != "") print v["HF_HOME"] "/hub"
   else if (v["HOME"] != "") print v["HOME"] "/.cache/huggingface/hub" }"""
 
-_ACT_FUNCS = (f"hubdir() {{ hub=$(awk -v pids=\"$known\" {q(_HUB_AWK)} < /dev/null); "
-              "[ -n \"$hub\" ] || hub=\"$HOME/.cache/huggingface/hub\"; }\n"
-              "act() { ts=; for ps in $known; do for f in /proc/${ps%%:*}/task/*/children; do ts=\"$ts $f\"; done; done\n"
-              "  echo \"A $clk $pg\"\n"
-              f"  awk -v pids=\"$known\" -v tasks=\"$ts\" -v cc={q(' '.join(COMPILERS))} "
-              f"-v cw={q(' '.join(_COMPILE_WORKERS))} {q(_ACT_AWK)} < /dev/null\n"
-              "  set -- \"$hub\"/*--*/blobs/*.incomplete\n"
-              "  [ -e \"$1\" ] && wc -c -- \"$@\" 2>/dev/null | awk -v d=\"$hub\" -v n=$# "
-              "'n == 1 || NR <= n { b += $1; c++ } END { print \"H\", b + 0, c + 0, d }'\n"
-              "  echo .; }")
+_ACT_FUNCS = (
+    f'hubdir() {{ hub=$(awk -v pids="$known" {q(_HUB_AWK)} < /dev/null); '
+    '[ -n "$hub" ] || hub="$HOME/.cache/huggingface/hub"; }\n'
+    'act() { ts=; for ps in $known; do for f in /proc/${ps%%:*}/task/*/children; do ts="$ts $f"; done; done\n'
+    '  echo "A $clk $pg"\n'
+    f'  awk -v pids="$known" -v tasks="$ts" -v cc={q(" ".join(COMPILERS))} '
+    f"-v cw={q(' '.join(_COMPILE_WORKERS))} {q(_ACT_AWK)} < /dev/null\n"
+    '  set -- "$hub"/*--*/blobs/*.incomplete\n'
+    '  [ -e "$1" ] && wc -c -- "$@" 2>/dev/null | awk -v d="$hub" -v n=$# '
+    "'n == 1 || NR <= n { b += $1; c++ } END { print \"H\", b + 0, c + 0, d }'\n"
+    "  echo .; }"
+)
 
 
 def watch_activity_funcs() -> str:
     """The sh functions `hubdir` and `act` (see above), and the clock tick rate, read once."""
-    return "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); pg=$(getconf PAGESIZE 2>/dev/null || echo 4096); hub=\n" + _ACT_FUNCS
+    return (
+        "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); pg=$(getconf PAGESIZE 2>/dev/null || echo 4096); hub=\n"
+        + _ACT_FUNCS
+    )
 
 
 def watch_find_command(port: int, log_path: str | None, *, every_s: float) -> str:
@@ -494,10 +537,17 @@ def parse_activity(text: str, names: dict[int, str] | None = None) -> HostActivi
             elif f[0] == "R" and len(f) >= 6:
                 pid = int(f[1])
                 rest = f[5].split(" ")  # comm (no spaces), then state and RSS pages where the watch sent them
-                procs.append(ProcCounters(pid, int(f[2]), names.get(pid) or rest[0], int(f[3]) / clk,
-                                          int(f[4]) if f[4].isdigit() else None,
-                                          state=rest[1] if len(rest) > 1 else "",
-                                          rss_bytes=int(rest[2]) * page if len(rest) > 2 and rest[2].isdigit() else None))
+                procs.append(
+                    ProcCounters(
+                        pid,
+                        int(f[2]),
+                        names.get(pid) or rest[0],
+                        int(f[3]) / clk,
+                        int(f[4]) if f[4].isdigit() else None,
+                        state=rest[1] if len(rest) > 1 else "",
+                        rss_bytes=int(rest[2]) * page if len(rest) > 2 and rest[2].isdigit() else None,
+                    )
+                )
             elif f[0] == "J" and len(f) >= 5:
                 compilers.append(CompilerProc(int(f[1]), int(f[2]), f[3], " ".join(f[4:]).strip()))
             elif f[0] == "H" and len(f) >= 3:

@@ -139,4 +139,3 @@ async def connect_members(specs: list[MemberSpec], hosts: list[Host]) -> str | N
         if isinstance(result, BaseException):
             raise result
     return None
-

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from tui.core.events import GpuSnapshot
 from tui.core.gpuparse import parse_probe_line
@@ -24,8 +24,9 @@ def probe_script() -> bytes:
     return PROBE_PATH.read_bytes()
 
 
-def probe_command(remote_python: str = "python3", *, interval: float = 1.0, sim_dir: str | None = None,
-                  count: int | None = None) -> str:
+def probe_command(
+    remote_python: str = "python3", *, interval: float = 1.0, sim_dir: str | None = None, count: int | None = None
+) -> str:
     """`exec PYTHON -u - ARGS` (every word quoted; exec: no idle shell left above it): the script comes on stdin."""
     words = [remote_python, "-u", "-", "--interval", f"{interval:g}"]
     if sim_dir:

@@ -18,14 +18,22 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 MIB = 1024 * 1024
 
 # nvidia-smi fallback: the fields asked for, in order (memory.reserved is dropped on drivers without it).
 SMI_GPU_FIELDS = (
-    "index", "uuid", "name", "memory.used", "memory.total", "memory.reserved",
-    "utilization.gpu", "temperature.gpu", "power.draw",
+    "index",
+    "uuid",
+    "name",
+    "memory.used",
+    "memory.total",
+    "memory.reserved",
+    "utilization.gpu",
+    "temperature.gpu",
+    "power.draw",
 )
 SMI_APP_FIELDS = ("timestamp", "pid", "gpu_uuid", "used_memory", "process_name")
 # The error a GPU-less host gets (no NVML library, no driver, no nvidia-smi): it holds no GPU memory.
@@ -199,8 +207,11 @@ class NvmlBackend:
         def text(value: Any) -> str:
             return value.decode() if isinstance(value, bytes) else str(value or "")
 
-        return {"index": index, "uuid": text(self._call(self.nv.nvmlDeviceGetUUID, handle)),
-                "name": text(self._call(self.nv.nvmlDeviceGetName, handle))}
+        return {
+            "index": index,
+            "uuid": text(self._call(self.nv.nvmlDeviceGetUUID, handle)),
+            "name": text(self._call(self.nv.nvmlDeviceGetName, handle)),
+        }
 
     def _memory(self, handle: Any) -> tuple[int | None, int | None, int | None]:
         """(used, total, reserved): v2 matches nvidia-smi (reserved excluded from used); v1 has no reserved."""
@@ -223,8 +234,14 @@ class NvmlBackend:
 
     def _procs(self, handle: Any) -> list[dict[str, Any]]:
         procs = self._call(self.nv.nvmlDeviceGetComputeRunningProcesses, handle) or []
-        return [{"pid": int(p.pid), "used": None if p.usedGpuMemory is None else int(p.usedGpuMemory),
-                 "name": process_name(int(p.pid))} for p in procs]
+        return [
+            {
+                "pid": int(p.pid),
+                "used": None if p.usedGpuMemory is None else int(p.usedGpuMemory),
+                "name": process_name(int(p.pid)),
+            }
+            for p in procs
+        ]
 
     def read(self) -> list[dict[str, Any]]:
         gpus = []
@@ -232,18 +249,25 @@ class NvmlBackend:
             used, total, reserved = self._memory(handle)
             util = self._call(self.nv.nvmlDeviceGetUtilizationRates, handle)
             power_mw = self._call(self.nv.nvmlDeviceGetPowerUsage, handle)
-            gpus.append({**static, "used": used, "total": total, "reserved": reserved,
-                         "util": None if util is None else float(util.gpu),
-                         "temp": self._temperature(handle),
-                         "power": None if power_mw is None else power_mw / 1000.0,
-                         "procs": self._procs(handle)})
+            gpus.append(
+                {
+                    **static,
+                    "used": used,
+                    "total": total,
+                    "reserved": reserved,
+                    "util": None if util is None else float(util.gpu),
+                    "temp": self._temperature(handle),
+                    "power": None if power_mw is None else power_mw / 1000.0,
+                    "procs": self._procs(handle),
+                }
+            )
         return gpus
 
     def close(self) -> None:
         self._call(self.nv.nvmlShutdown)
 
 
-def _reader(stream: Any, sink: "queue.Queue[tuple[float, str | None]]") -> None:
+def _reader(stream: Any, sink: queue.Queue[tuple[float, str | None]]) -> None:
     """Copy a child's stdout lines into a queue (None at EOF), stamped with their arrival time."""
     for raw in iter(stream.readline, b""):
         sink.put((time.monotonic(), raw.decode("utf-8", "replace")))
@@ -266,9 +290,13 @@ class SmiBackend:
         self.apps_at = 0.0
         self._start()
 
-    def _spawn(self, query: str, fields: tuple[str, ...], sink: "queue.Queue[tuple[float, str | None]]") -> None:
-        argv = [self.smi, f"--query-{query}={','.join(fields)}", "--format=csv,noheader,nounits",
-                f"-lms={max(int(self.interval * 1000), 100)}"]
+    def _spawn(self, query: str, fields: tuple[str, ...], sink: queue.Queue[tuple[float, str | None]]) -> None:
+        argv = [
+            self.smi,
+            f"--query-{query}={','.join(fields)}",
+            "--format=csv,noheader,nounits",
+            f"-lms={max(int(self.interval * 1000), 100)}",
+        ]
         try:
             child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         except OSError as exc:
@@ -371,9 +399,21 @@ class SimBackend:
                 devices = json.load(f)["gpus"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ProbeError(f"simulated GPU state unreadable in {self.directory}: {exc}") from None
-        gpus = {int(d["index"]): {"index": int(d["index"]), "uuid": d.get("uuid", ""), "name": d.get("name", ""),
-                                  "used": 0, "total": d.get("total"), "reserved": 0, "util": None, "temp": None,
-                                  "power": None, "procs": []} for d in devices}
+        gpus = {
+            int(d["index"]): {
+                "index": int(d["index"]),
+                "uuid": d.get("uuid", ""),
+                "name": d.get("name", ""),
+                "used": 0,
+                "total": d.get("total"),
+                "reserved": 0,
+                "util": None,
+                "temp": None,
+                "power": None,
+                "procs": [],
+            }
+            for d in devices
+        }
         for path in sorted(glob.glob(os.path.join(glob.escape(self.directory), "proc-*.json"))):
             try:
                 with open(path, encoding="utf-8") as f:
@@ -459,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             emit(tick_line("none", error=str(exc)))
             return 3
         smi_paced = isinstance(backend, SmiBackend)  # nvidia-smi -lms sets the pace itself
-        for _ in (ticks(0.0 if smi_paced else args.interval, args.count)):
+        for _ in ticks(0.0 if smi_paced else args.interval, args.count):
             try:
                 emit(tick_line(backend.source, backend.read()))
             except ProbeError as exc:

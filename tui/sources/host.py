@@ -10,8 +10,8 @@ This module is a contract: LocalHost (tui/sources/local.py) and SshHost (tui/sou
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable
 
 from tui.core.events import ConnectionState
 
@@ -54,7 +54,7 @@ class RemoteProcess(abc.ABC):
     async def close(self) -> None:
         """Stop it: close the channel / kill the local process. Never leaves it running on the host."""
 
-    async def __aenter__(self) -> "RemoteProcess":
+    async def __aenter__(self) -> RemoteProcess:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -44,7 +44,9 @@ class _Child:
             self._transports.append(transport)
         if self.popen.stdin is None:
             return
-        writer, protocol = await self.loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), self.popen.stdin)
+        writer, protocol = await self.loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(), self.popen.stdin
+        )
         self._transports.append(writer)
         self.stdin = asyncio.StreamWriter(writer, protocol, None, self.loop)
         if input is not None:
@@ -118,7 +120,9 @@ async def _spawn(command: str, input: bytes | None, keep_stdin: bool) -> _Child:
         popen = subprocess.Popen(
             ["sh", "-c", command],
             stdin=subprocess.PIPE if (input is not None or keep_stdin) else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as exc:
         raise HostError(f"cannot start a local shell: {exc}") from exc
@@ -134,7 +138,7 @@ async def _spawn(command: str, input: bytes | None, keep_stdin: bool) -> _Child:
 class LocalProcess(RemoteProcess):
     """A long-running local `sh -c` command with stdout/stderr as bytes."""
 
-    def __init__(self, child: _Child, owner: "LocalHost") -> None:
+    def __init__(self, child: _Child, owner: LocalHost) -> None:
         self._child = child
         self._owner = owner
 

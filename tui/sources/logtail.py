@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any, AsyncIterator
+from typing import Any
 
 from tui.core.events import LogActivity, LogFile, LogReset
 from tui.sources.backoff import backoff_delays
@@ -31,8 +32,13 @@ _PROBLEM_WAIT_S = 2.0  # a directory or an unreadable file: look again this ofte
 
 # What `tail -F` says on stderr when the file under the name changes (coreutils 9.x wording).
 _TRUNCATED = b"file truncated"
-_RENAMED = (b"has become inaccessible", b"has appeared", b"has been replaced", b"cannot open",
-            b"cannot watch")  # "cannot watch …: Permission denied": made unreadable (chmod) under tail
+_RENAMED = (
+    b"has become inaccessible",
+    b"has appeared",
+    b"has been replaced",
+    b"cannot open",
+    b"cannot watch",
+)  # "cannot watch …: Permission denied": made unreadable (chmod) under tail
 _NOTICE_YIELDS = 5  # event-loop turns a stdout chunk waits for a stderr notice already on its way
 _SEEN_TAIL = 64  # bytes remembered before the offset, compared on resync
 
@@ -65,18 +71,22 @@ def look_command(path: str) -> str:
     """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE` (a file;
     followed by `R` when this uid cannot read it), `R` (cannot even stat it) or `M` (missing)."""
     q = shlex.quote(path)
-    return (f"p={q}; [ -L \"$p\" ] && echo \"L $(readlink -f -- \"$p\")\"; "
-            'if [ -d "$p" ]; then echo D; '
-            "elif s=$(LC_ALL=C stat -L -c '%d %i %s' -- \"$p\" 2>&1); then echo \"I $s\"; [ -r \"$p\" ] || echo R; "
-            'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi')
+    return (
+        f'p={q}; [ -L "$p" ] && echo "L $(readlink -f -- "$p")"; '
+        'if [ -d "$p" ]; then echo D; '
+        'elif s=$(LC_ALL=C stat -L -c \'%d %i %s\' -- "$p" 2>&1); then echo "I $s"; [ -r "$p" ] || echo R; '
+        'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi'
+    )
 
 
 def writer_command(dev: str, inode: str) -> str:
     """`W /proc/PID/fd/N TARGET` for the first process whose stdout or stderr is that file (dev, inode)."""
     want = shlex.quote(f"{dev} {inode}")
-    return ("f=$(stat -L -c '%d %i %n' /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 2>/dev/null "
-            f"| awk -v w={want} '$1 \" \" $2 == w {{ print $3; exit }}'); "
-            '[ -n "$f" ] && echo "W $f $(readlink -- "$f")"; true')
+    return (
+        "f=$(stat -L -c '%d %i %n' /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 2>/dev/null "
+        f"| awk -v w={want} '$1 \" \" $2 == w {{ print $3; exit }}'); "
+        '[ -n "$f" ] && echo "W $f $(readlink -- "$f")"; true'
+    )
 
 
 @dataclass(frozen=True)
@@ -173,8 +183,9 @@ class LogTail:
                 return Writer(parts[1], parts[2])
         return None
 
-    def _say(self, status: str, *, target: str = "", pid: int | None = None,
-             symlink: str | None = None) -> list[TailEvent]:
+    def _say(
+        self, status: str, *, target: str = "", pid: int | None = None, symlink: str | None = None
+    ) -> list[TailEvent]:
         """A LogFile fact, once per change."""
         fact = LogFile(status, self.path, target, pid, symlink)
         if fact == self._said or (self._said is None and status == "ok" and symlink is None):
@@ -207,7 +218,8 @@ class LogTail:
         q = shlex.quote(self.path)
         tries = int(_WAIT_APPEAR_S / 0.25)
         await self.host.run(
-            f"i=0; while [ ! -e {q} ] && [ $i -lt {tries} ]; do sleep 0.25; i=$((i+1)); done", timeout=_WAIT_APPEAR_S + 15
+            f"i=0; while [ ! -e {q} ] && [ $i -lt {tries} ]; do sleep 0.25; i=$((i+1)); done",
+            timeout=_WAIT_APPEAR_S + 15,
         )
 
     async def _last_launch(self, size: int) -> tuple[int, str]:
@@ -244,8 +256,9 @@ class LogTail:
                 return await self._follow_writer(writer, look.symlink), True
         if look.kind == "directory" or (look.kind in ("denied", "file") and not look.readable):
             self._problem = True
-            return self._say("directory" if look.kind == "directory" else "permission_denied",
-                             symlink=look.symlink), False
+            return self._say(
+                "directory" if look.kind == "directory" else "permission_denied", symlink=look.symlink
+            ), False
         if found is None:
             events += self._say("missing", symlink=look.symlink)
             if not self._missing:
@@ -272,7 +285,9 @@ class LogTail:
             events.append(LogReset("truncated", f"{self.path}: {why}"))
             self.offset = 0
         elif not await self._same_bytes_before_offset():
-            events.append(LogReset("truncated", f"{self.path}: rewritten (the bytes before offset {self.offset} changed)"))
+            events.append(
+                LogReset("truncated", f"{self.path}: rewritten (the bytes before offset {self.offset} changed)")
+            )
             self.offset = 0
         if self.offset == 0:
             self._seen_tail = b""

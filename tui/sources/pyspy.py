@@ -77,7 +77,9 @@ async def dump(host: Host, control: ServerControl, *, remote_python: str, where:
         if kind is None and parsed:
             out.stacks.append(stacks.ProcessStack(pid, name, parsed[0].cmdline, parsed[0].threads))
             continue
-        first = next((ln.strip() for ln in body.splitlines() if ln.strip() and not ln.startswith("Stack backtrace")), "")
+        first = next(
+            (ln.strip() for ln in body.splitlines() if ln.strip() and not ln.startswith("Stack backtrace")), ""
+        )
         out.stacks.append(stacks.ProcessStack(pid, name, chosen.get(pid, ""), error=first or "py-spy printed nothing"))
         if kind == "ptrace":
             refused.append(f"{name} (pid {pid})")
@@ -88,7 +90,9 @@ async def dump(host: Host, control: ServerControl, *, remote_python: str, where:
     elif refused:
         out.error = stacks.ptrace_line(", ".join(refused), where)
     elif not any(not s.error for s in out.stacks):
-        out.error = f"py-spy could not dump the server on {where}: " + (out.stacks[0].error if out.stacks else "no output")
+        out.error = f"py-spy could not dump the server on {where}: " + (
+            out.stacks[0].error if out.stacks else "no output"
+        )
     out.grouping = stacks.group(out.stacks)
     return out
 

@@ -69,7 +69,7 @@ def _split_target(target: str, user: str | None) -> tuple[str, str | None]:
 class _Client(asyncssh.SSHClient):
     """Reports the loss of one connection generation to its SshHost."""
 
-    def __init__(self, owner: "SshHost", generation: int) -> None:
+    def __init__(self, owner: SshHost, generation: int) -> None:
         self._owner = owner
         self._generation = generation
 
@@ -218,9 +218,13 @@ class SshHost(Host):
                 f"{who}{self._where}: authentication refused: check --identity, your ssh-agent and --user"
             ) from None
         except socket.gaierror:
-            raise HostUnreachable(f"cannot resolve host name {self._host!r}: check the name or your ssh config") from None
+            raise HostUnreachable(
+                f"cannot resolve host name {self._host!r}: check the name or your ssh config"
+            ) from None
         except ConnectionRefusedError:
-            raise HostUnreachable(f"{self._where}: connection refused: is sshd running there, and is --ssh-port right?") from None
+            raise HostUnreachable(
+                f"{self._where}: connection refused: is sshd running there, and is --ssh-port right?"
+            ) from None
         except (asyncio.TimeoutError, TimeoutError):
             raise HostUnreachable(f"{self._where}: timed out connecting ({self._connect_timeout:g} s)") from None
         except asyncssh.DisconnectError as exc:
@@ -403,7 +407,9 @@ class SshHost(Host):
         except asyncio.TimeoutError:
             raise HostUnreachable(f"{self.name}: all SSH channels busy") from None
 
-    async def _channel(self, command: str, wait: float, input: bytes | None) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientProcess[bytes]]:
+    async def _channel(
+        self, command: str, wait: float, input: bytes | None
+    ) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientProcess[bytes]]:
         """Open an exec channel running `command`, waiting up to `wait` s for a reconnect if the link just died.
 
         A channel that never opened ran nothing, so trying again on the new connection is safe."""

@@ -24,7 +24,7 @@ def stat_command(model: str) -> str:
     return (
         f"d={q}; case $d in '~/'*) d=$HOME/${{d#'~/'}};; esac; "
         f'if [ -d "$d" ]; then set -- "$d"/*.safetensors; else '
-        'h=${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}; '
+        "h=${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}; "
         f'r=$h/{repo}; s=$(cat "$r/refs/main" 2>/dev/null); set -- "$r/snapshots/$s"/*.safetensors; fi; '
         '[ -e "$1" ] && stat -L -c %s -- "$@"; true'
     )

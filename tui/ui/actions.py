@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
-
 _KEY_NAMES = {"question_mark": "?", "slash": "/"}
 
 
@@ -42,31 +41,97 @@ ACTIONS: tuple[Action, ...] = (
     Action("search", "slash", "search", "Search the log (a regex; esc clears)", "search"),
     Action("search-next", "n", "search_next", "Next match", show=False),
     Action("search-previous", "N", "search_previous", "Previous match", show=False),
-    Action("search-filter", "F", "search_filter", "Show only the lines the search matches (again: all lines)", show=False),
+    Action(
+        "search-filter", "F", "search_filter", "Show only the lines the search matches (again: all lines)", show=False
+    ),
     Action("next-problem", "e", "next_problem", "Jump to the next error or warning line", "error", show=False),
     Action("previous-problem", "E", "previous_problem", "Jump to the previous error or warning line", show=False),
-    Action("severity-filter", "s", "severity_filter", "Show only errors and warnings, then only errors, then all lines (cycles)", "severity",
-           show=False),
+    Action(
+        "severity-filter",
+        "s",
+        "severity_filter",
+        "Show only errors and warnings, then only errors, then all lines (cycles)",
+        "severity",
+        show=False,
+    ),
     Action("rank-filter", "t", "rank_filter", "Show only one rank's log lines (cycles)", "rank"),
     Action("wrap", "w", "wrap", "Wrap long log lines", "wrap"),
-    Action("hide-probes", "h", "hide_probes", "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)", "probes", show=False),
+    Action(
+        "hide-probes",
+        "h",
+        "hide_probes",
+        "Hide or show sglang-tui's own probe lines (dimmed: /health access and its prefill)",
+        "probes",
+        show=False,
+    ),
     Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
-    Action("copy-report", "C", "copy_report", "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard", show=False),
+    Action(
+        "copy-report",
+        "C",
+        "copy_report",
+        "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard",
+        show=False,
+    ),
     Action("save-log", "ctrl+s", "save_log", "Save the log seen so far to a file in the current directory", show=False),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
-    Action("process-tree", "P", "process_tree", "Show the server's process tree: PID, state, CPU, RSS, GPU memory (esc closes)", "procs",
-           show=False),
-    Action("dump", "d", "dump", "Dump every rank's Python stack (py-spy on the host) and name the odd ones; saved to a file", "dump"),
+    Action(
+        "process-tree",
+        "P",
+        "process_tree",
+        "Show the server's process tree: PID, state, CPU, RSS, GPU memory (esc closes)",
+        "procs",
+        show=False,
+    ),
+    Action(
+        "dump",
+        "d",
+        "dump",
+        "Dump every rank's Python stack (py-spy on the host) and name the odd ones; saved to a file",
+        "dump",
+    ),
     Action("pane-log", "1", "pane('log')", "Focus the log pane; again: maximize it, again: restore", "log", show=False),
-    Action("pane-shards", "2", "pane('shards')", "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore", "shards", show=False),
-    Action("pane-gpus", "3", "pane('gpus')", "Focus the GPUs pane; again: maximize, again: restore", "GPUs", show=False),
-    Action("pane-health", "4", "pane('health')", "Focus the health / decode pane; again: maximize, again: restore", "health", show=False),
-    Action("bench", "b", "bench", "Benchmark the ready server: TTFT, tok/s, accept len (asks first; escape or ctrl+c stops it)", "bench",
-           asks=True),
-    Action("bench-stop", "escape,ctrl+c", "stop_bench", "Stop a running bench (no request is left running)", show=False),
+    Action(
+        "pane-shards",
+        "2",
+        "pane('shards')",
+        "Focus the weights / CUDA graphs / ranks pane; again: maximize, again: restore",
+        "shards",
+        show=False,
+    ),
+    Action(
+        "pane-gpus", "3", "pane('gpus')", "Focus the GPUs pane; again: maximize, again: restore", "GPUs", show=False
+    ),
+    Action(
+        "pane-health",
+        "4",
+        "pane('health')",
+        "Focus the health / decode pane; again: maximize, again: restore",
+        "health",
+        show=False,
+    ),
+    Action(
+        "bench",
+        "b",
+        "bench",
+        "Benchmark the ready server: TTFT, tok/s, accept len (asks first; escape or ctrl+c stops it)",
+        "bench",
+        asks=True,
+    ),
+    Action(
+        "bench-stop", "escape,ctrl+c", "stop_bench", "Stop a running bench (no request is left running)", show=False
+    ),
     Action("restart-server", "r", "restart_server", "Restart the server (asks first)", "restart", dangerous=True),
-    Action("terminate-server", "T", "terminate_server", "Terminate the server: SIGTERM its process group (asks first)", "terminate", dangerous=True),
-    Action("kill-server", "K", "kill_server", "Kill the server: SIGKILL its processes (asks first)", "kill", dangerous=True),
+    Action(
+        "terminate-server",
+        "T",
+        "terminate_server",
+        "Terminate the server: SIGTERM its process group (asks first)",
+        "terminate",
+        dangerous=True,
+    ),
+    Action(
+        "kill-server", "K", "kill_server", "Kill the server: SIGKILL its processes (asks first)", "kill", dangerous=True
+    ),
 )
 
 DANGEROUS_ACTIONS: frozenset[str] = frozenset(a.action for a in ACTIONS if a.dangerous)
@@ -86,11 +151,7 @@ def by_id(action_id: str) -> Action | None:
 
 def bindings() -> list[Binding]:
     """Textual bindings for every action that the app binds itself."""
-    return [
-        Binding(a.key, a.action, a.short or a.description, show=a.show, id=a.id)
-        for a in ACTIONS
-        if not a.builtin
-    ]
+    return [Binding(a.key, a.action, a.short or a.description, show=a.show, id=a.id) for a in ACTIONS if not a.builtin]
 
 
 def visible_actions(read_only: bool) -> tuple[Action, ...]:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, AsyncIterator, Awaitable, Callable, ClassVar, Iterable, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.reactive import var
 from textual.screen import Screen
-from textual import events
 
 from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
@@ -24,7 +24,7 @@ from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui import actions
-from tui.ui.labels import control_summary, kind_words, stopped_by_tool, stopped_by_us, verdict_words
+from tui.ui.labels import control_summary, kind_words, stopped_by_tool, verdict_words
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
 from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpu_chart import GpuChart
@@ -146,7 +146,9 @@ class SglangTui(App[None]):
     TITLE = "sglang-tui"
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
-    ALLOW_IN_MAXIMIZED_VIEW = "HeaderPane, KeyBar, GpuChart"  # the phase and the keys stay in view (the chart: only under maximized GPUs)
+    ALLOW_IN_MAXIMIZED_VIEW = (
+        "HeaderPane, KeyBar, GpuChart"  # the phase and the keys stay in view (the chart: only under maximized GPUs)
+    )
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
@@ -211,9 +213,9 @@ class SglangTui(App[None]):
 
     def compose(self) -> ComposeResult:
         view = SglangTui.view
-        yield HeaderPane(self.sources.host_label, read_only=self.read_only, port=self.sources.port, id="header").data_bind(
-            view, SglangTui.paused
-        )
+        yield HeaderPane(
+            self.sources.host_label, read_only=self.read_only, port=self.sources.port, id="header"
+        ).data_bind(view, SglangTui.paused)
         with Horizontal(id="top"):
             yield TimelinePane(id="timeline").data_bind(view)
             yield ShardsPane(id="shards").data_bind(view)
@@ -238,7 +240,11 @@ class SglangTui(App[None]):
             if self._theme_wanted in self.available_themes:
                 self.theme = self._theme_wanted
             else:
-                self.notify(f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)", severity="warning", timeout=10)
+                self.notify(
+                    f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)",
+                    severity="warning",
+                    timeout=10,
+                )
         if self._theme_file is not None:
             self._theme_kept = self.theme
             self.theme_changed_signal.subscribe(self, self._keep_theme)
@@ -262,7 +268,7 @@ class SglangTui(App[None]):
         short = self.size.height < SHORT_BELOW
         shards, header = screen.query_one(ShardsPane), screen.query_one(HeaderPane)
         wanted = (short and screen.maximized is not shards, short)
-        for pane, compact in zip((shards, header), wanted):
+        for pane, compact in zip((shards, header), wanted, strict=True):
             if pane.compact != compact:
                 pane.compact = compact
                 pane._drawn = None
@@ -283,8 +289,12 @@ class SglangTui(App[None]):
             pane = self.screen_stack[0].query_one(selector)
             if focused is not None and (focused is pane or pane in focused.ancestors):
                 name = pane_name
-        bar.show_for(read_only=self.read_only, has_control=self.sources.control is not None, focused=name,
-                     searching=bool(self.log_pane.view.search_term))
+        bar.show_for(
+            read_only=self.read_only,
+            has_control=self.sources.control is not None,
+            focused=name,
+            searching=bool(self.log_pane.view.search_term),
+        )
 
     # ------------------------------------------------------------------------------ data in (one way)
 
@@ -311,7 +321,9 @@ class SglangTui(App[None]):
         try:
             found = await control.process_state()
         except Exception as err:  # an unknown state is no licence to launch a second server
-            self.notify(f"not launching: process state unknown ({type(err).__name__}: {err})", severity="error", timeout=10)
+            self.notify(
+                f"not launching: process state unknown ({type(err).__name__}: {err})", severity="error", timeout=10
+            )
             return
         if found.alive:
             self.post_message(EventsReceived((found,)))
@@ -352,7 +364,12 @@ class SglangTui(App[None]):
         self._fold((result,))
         live = self._held_live if self.paused else self.log_pane.live
         self._show_lines(control_lines(result), live)
-        self.notify(control_summary(result), title=f"{result.action}", severity="information" if result.ok else "error", timeout=10)
+        self.notify(
+            control_summary(result),
+            title=f"{result.action}",
+            severity="information" if result.ok else "error",
+            timeout=10,
+        )
 
     def _tick(self) -> None:
         self._fold((Tick(),))
@@ -416,10 +433,16 @@ class SglangTui(App[None]):
         if new.phase in _UP and old.phase not in _UP:
             self.bell()
             self._desktop_notify(f"{self.sources.host_label}: the server is ready", new.reason)
-            facts = [f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen]
-            self.notify("; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10)
+            facts = [
+                f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen
+            ]
+            self.notify(
+                "; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10
+            )
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
-            self.notify(verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
+            self.notify(
+                verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10
+            )  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
             why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
@@ -438,9 +461,14 @@ class SglangTui(App[None]):
             return
         if new.phase in _UP and old.phase not in _UP:
             kind = "ready"
-        elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is None:
-            kind = "fail"
-        elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
+        elif (
+            new.phase is Phase.FAILED
+            and old.phase is not Phase.FAILED
+            and stopped_by_tool(new) is None
+            or new.stall is not None
+            and old.stall is None
+            and new.phase not in (*_UP, Phase.FAILED)
+        ):
             kind = "fail"
         else:
             return
@@ -478,7 +506,11 @@ class SglangTui(App[None]):
         for action in actions.visible_actions(self.read_only):
             if action.builtin or action.action in ("quit", "help"):
                 continue
-            yield SystemCommand(action.description, f"key {action.display_key.replace('`', '')}", partial(self.run_action, action.action))
+            yield SystemCommand(
+                action.description,
+                f"key {action.display_key.replace('`', '')}",
+                partial(self.run_action, action.action),
+            )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -704,7 +736,9 @@ class SglangTui(App[None]):
             await runner.check_ready()
             result = await runner.run()
         except asyncio.CancelledError:
-            self.post_message(BenchFinished(None, "stopped; every open stream was closed, so no request is left running"))
+            self.post_message(
+                BenchFinished(None, "stopped; every open stream was closed, so no request is left running")
+            )
             raise
         except Exception as err:  # not ready, the link went away: a line to show, not a crash
             self.post_message(BenchFinished(None, str(err) or type(err).__name__))
@@ -735,7 +769,9 @@ class SglangTui(App[None]):
             except Exception as err:  # nor a history write
                 self.log.error(f"record bench: {err}")
         if not isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
-            self.push_screen(BenchResultScreen(result, self._bench_where(), previous, self.sources.previous_bench is not None))
+            self.push_screen(
+                BenchResultScreen(result, self._bench_where(), previous, self.sources.previous_bench is not None)
+            )
 
     @work(exclusive=True, group="control", exit_on_error=False)
     async def _run_control(self, verb: str, command: str) -> None:
@@ -747,4 +783,3 @@ class SglangTui(App[None]):
         except Exception as err:  # the failure is a result to show, not a crash
             result = ControlResult(verb, ok=False, detail=f"{type(err).__name__}: {err}", command=command)
         self.post_message(ControlFinished(result))
-

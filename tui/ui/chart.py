@@ -5,8 +5,8 @@ the x positions follow the samples' times, so a gap in sampling shows as a gap."
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rich.text import Text
 

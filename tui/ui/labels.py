@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tui.core.events import ControlResult
 from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL
-from tui.core.state import ErrorInfo, Phase, Readiness
 from tui.core.fmt import gib_bytes
+from tui.core.state import ErrorInfo, Phase, Readiness
 
 PHASE_NAMES: dict[Phase, str] = {
     Phase.STARTING: "starting",
@@ -123,7 +123,12 @@ def health_is_old(state: Readiness, endpoint: str) -> bool:
     """The endpoint's last answer came before this launch began (the old server's, after a restart)."""
     checked = dict(state.health_checked_at).get(endpoint)
     began = state.timeline[0].started_at if state.timeline else None
-    return checked is not None and began is not None and state.launches + (state.last_control is not None) > 0 and checked < began
+    return (
+        checked is not None
+        and began is not None
+        and state.launches + (state.last_control is not None) > 0
+        and checked < began
+    )
 
 
 def phase_label(state: Readiness) -> str:

@@ -13,12 +13,25 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
     reason, evidence = explain(state, now)
     server = state.server
     lines = [f"## sglang-tui: {host}", "", f"**{phase_label(state)}**: {verdict_words(state, reason)}", ""]
-    facts = [("model", server.model), ("tp", server.tp_size), ("speculative", server.speculative), ("port", server.port),
-             ("link", state.connection), ("process", None if state.process_alive is None else ("alive" if state.process_alive else "gone"))]
+    facts = [
+        ("model", server.model),
+        ("tp", server.tp_size),
+        ("speculative", server.speculative),
+        ("port", server.port),
+        ("link", state.connection),
+        ("process", None if state.process_alive is None else ("alive" if state.process_alive else "gone")),
+    ]
     lines += [f"- {name}: {value}" for name, value in facts if value]
     if state.error is not None:
         badge = error_badge(state.error)[0].strip()
-        lines += ["", f"### Root cause: {badge} ({kind_words(state.error.kind)})", "", "```", state.error.line.strip(), "```"]
+        lines += [
+            "",
+            f"### Root cause: {badge} ({kind_words(state.error.kind)})",
+            "",
+            "```",
+            state.error.line.strip(),
+            "```",
+        ]
     if state.timeline:
         lines += ["", "### Timeline", "", "| phase | log time | took |", "|---|---|---|"]
         for span in state.timeline:

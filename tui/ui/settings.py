@@ -54,7 +54,7 @@ def parse(text: str, where: str = "config.toml") -> Settings:
             raise SettingsError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(_TOP))})")
     theme = data.get("theme")
     if theme is not None and (not isinstance(theme, str) or not theme):
-        raise SettingsError(f"{where}: theme must be a theme's name, e.g. theme = \"nord\"")
+        raise SettingsError(f'{where}: theme must be a theme\'s name, e.g. theme = "nord"')
     keys = _table(data, "keys", where)
     from tui.ui.actions import ACTIONS  # only when keys are remapped: `replay` never loads Textual
 
@@ -63,7 +63,7 @@ def parse(text: str, where: str = "config.toml") -> Settings:
         if action_id not in ids:
             raise SettingsError(f"{where}: [keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})")
         if not isinstance(spec, str) or not spec.strip():
-            raise SettingsError(f"{where}: [keys] {action_id} must be a key, e.g. {action_id} = \"ctrl+k\"")
+            raise SettingsError(f'{where}: [keys] {action_id} must be a key, e.g. {action_id} = "ctrl+k"')
     defaults = _table(data, "defaults", where)
     for name, value in defaults.items():
         kind = _DEFAULTS.get(name)
@@ -127,4 +127,3 @@ def save_theme(theme: str, path: Path | None = None) -> str | None:
     except (OSError, SettingsError) as err:
         return f"theme not saved to {path}: {err}"
     return None
-

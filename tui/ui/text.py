@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _SPARKS = "▁▂▃▄▅▆▇█"
@@ -42,4 +42,3 @@ def sparkline(values: Iterable[float | None], width: int, *, lo: float | None = 
             level = round((min(max(v, low), high) - low) / span * (len(_SPARKS) - 1))
             out.append(_SPARKS[level])
     return "".join(out)
-

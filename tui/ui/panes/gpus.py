@@ -8,8 +8,8 @@ from textual.reactive import var
 from textual.widgets import DataTable
 
 from tui.core.events import GpuInfo
-from tui.core.state import Readiness
 from tui.core.fmt import GIB, ago
+from tui.core.state import Readiness
 from tui.ui.panes.base import StateAt, set_titles
 from tui.ui.text import bar, sparkline
 
@@ -17,7 +17,9 @@ STALE_AFTER_S = 5.0
 BAR_WIDTH = 14
 SPARK_WIDTH = 16
 COLUMNS = ("gpu", "rank", "memory", "used / total GiB", "util", "held by", "history")
-EXTRA_AT = len(COLUMNS)  # temperature and power, when the probe has them, come last (the other columns keep their place)
+EXTRA_AT = len(
+    COLUMNS
+)  # temperature and power, when the probe has them, come last (the other columns keep their place)
 
 
 def columns_for(gpus: tuple[GpuInfo, ...]) -> tuple[str, ...]:
@@ -32,7 +34,12 @@ def _extra_cells(gpu: GpuInfo, columns: tuple[str, ...], stale: bool) -> tuple[T
     cells = []
     if "temp" in columns:
         hot = gpu.temp_c is not None and gpu.temp_c >= 85
-        cells.append(Text(f"{gpu.temp_c:>3.0f}°C" if gpu.temp_c is not None else "  N/A", style="red" if hot and not stale else dim))
+        cells.append(
+            Text(
+                f"{gpu.temp_c:>3.0f}°C" if gpu.temp_c is not None else "  N/A",
+                style="red" if hot and not stale else dim,
+            )
+        )
     if "power" in columns:
         cells.append(Text(f"{gpu.power_w:>4.0f} W" if gpu.power_w is not None else "  N/A", style=dim))
     return tuple(cells)
@@ -49,7 +56,7 @@ def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) ->
     drawn = bar(fraction, BAR_WIDTH)
     filled = drawn.rstrip("░")
     memory = Text(filled, style=bar_style)
-    memory.append(drawn[len(filled):], style="dim")
+    memory.append(drawn[len(filled) :], style="dim")
     util = f"{gpu.util_pct:.0f}%" if gpu.util_pct is not None else "N/A"
     if gpu.procs:
         top = max(gpu.procs, key=lambda p: p.used_bytes or 0)

@@ -7,10 +7,20 @@ from textual.reactive import var
 
 from tui.core.eta import estimate, eta_words
 from tui.core.explain import explain
-from tui.core.state import Phase, Readiness
-from tui.ui.labels import PHASE_STYLES, control_summary, error_badge, health_is_old, people_words, phase_label, stopped_by_tool, stopped_by_us, verdict_words
-from tui.ui.panes.base import StatePane
 from tui.core.fmt import ago, duration
+from tui.core.state import Phase, Readiness
+from tui.ui.labels import (
+    PHASE_STYLES,
+    control_summary,
+    error_badge,
+    health_is_old,
+    people_words,
+    phase_label,
+    stopped_by_tool,
+    stopped_by_us,
+    verdict_words,
+)
+from tui.ui.panes.base import StatePane
 
 STALE_AFTER_S = 5.0  # data older than this (with the link not connected) is labelled stale
 
@@ -22,14 +32,20 @@ def _health_words(state: Readiness, now: float) -> str:
             age = dict(state.health_checked_at).get("/health")
             when = f", {ago(now - age)}" if age is not None else ""
             old = "before this launch: " if health_is_old(state, "/health") else ""
-            if not old and state.phase is Phase.FAILED and age is not None and state.phase_since is not None and age <= state.phase_since:
+            if (
+                not old
+                and state.phase is Phase.FAILED
+                and age is not None
+                and state.phase_since is not None
+                and age <= state.phase_since
+            ):
                 old = "before it stopped: " if stopped_by_tool(state) is not None else "before it failed: "
             return f"{old}{result.outcome}{status}{when}"
     return "not probed yet"
 
 
 def _alive_words(pids: tuple[int, ...]) -> str:
-    """"alive (pid 4242)", "alive (9 pids)" or just "alive"."""
+    """ "alive (pid 4242)", "alive (9 pids)" or just "alive"."""
     if not pids:
         return "alive"
     return f"alive (pid {pids[0]})" if len(pids) == 1 else f"alive ({len(pids)} pids)"
@@ -68,11 +84,15 @@ class HeaderPane(StatePane):
         if self.paused:
             text.append("  [PAUSED: p resumes]", style="bold reverse yellow")
         text.append("   link: ")
-        link_style = "green" if state.connection == "connected" else ("bold red" if state.connection == "failed" else "yellow")
+        link_style = (
+            "green" if state.connection == "connected" else ("bold red" if state.connection == "failed" else "yellow")
+        )
         text.append(state.connection, style=link_style)
         if state.connection != "connected" and state.connection_since is not None:
             text.append(f" for {duration(now - state.connection_since)}", style=link_style)
-        newest = max((t for t in (state.gpus_at, *(t for _, t in state.health_checked_at)) if t is not None), default=None)
+        newest = max(
+            (t for t in (state.gpus_at, *(t for _, t in state.health_checked_at)) if t is not None), default=None
+        )
         if newest is not None and now - newest > STALE_AFTER_S:
             text.append(f"  data {duration(now - newest)} old (stale)", style="bold yellow")
         if state.connection != "connected" and state.connection_detail:
@@ -110,7 +130,9 @@ class HeaderPane(StatePane):
         text.append("fired up" if state.log_ready else "not ready", style="green" if state.log_ready else "")
         text.append("   health says: ")
         # green only while it is this launch's answer and the launch is alive (never after a stop or a failure)
-        text.append(_health_words(state, now), style="green" if state.health_ready and state.phase is not Phase.FAILED else "")
+        text.append(
+            _health_words(state, now), style="green" if state.health_ready and state.phase is not Phase.FAILED else ""
+        )
         if state.process_alive is not None:
             text.append("   process: ")
             if state.process_alive:
@@ -119,7 +141,9 @@ class HeaderPane(StatePane):
                 text.append("gone", style="bold red")
             else:  # nothing of a server was ever seen: say where we looked
                 port = state.server.port or self.port
-                text.append(f"no server process found on :{port}" if port else "no server process found", style="bold yellow")
+                text.append(
+                    f"no server process found on :{port}" if port else "no server process found", style="bold yellow"
+                )
         if evidence:
             text.append("   evidence: " + people_words("; ".join(evidence)), style="dim")
         # line 4: the cause, the stall, or the result of the last action
@@ -141,7 +165,11 @@ class HeaderPane(StatePane):
                 + (f": {state.stall.detail}" if state.stall.detail else ""),
                 style="yellow",
             )
-        routine = state.last_control is not None and state.last_control.ok and state.last_control.action in ("launch", "restart")
+        routine = (
+            state.last_control is not None
+            and state.last_control.ok
+            and state.last_control.action in ("launch", "restart")
+        )
         if state.last_control is not None and state.last_control is not stop and not (self.compact and routine):
             text.append("\n")
             ok = state.last_control.ok

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tui.core.fmt import ago
 from tui.core.state import Phase, Readiness
 from tui.ui.labels import control_summary, health_is_old, source_failure
 from tui.ui.panes.base import StatePane, set_titles
-from tui.core.fmt import ago
 from tui.ui.text import sparkline
 
-_OUTCOME_STYLES = {"ok": "green", "starting": "yellow", "refused": "dim", "timeout": "red", "garbage": "red", "http_error": "red", "error": "red"}
+_OUTCOME_STYLES = {
+    "ok": "green",
+    "starting": "yellow",
+    "refused": "dim",
+    "timeout": "red",
+    "garbage": "red",
+    "http_error": "red",
+    "error": "red",
+}
 SPARK_WIDTH = 20
 
 
@@ -26,11 +34,24 @@ class HealthPane(StatePane, can_focus=True):
         self.border_title = "health · decode"
 
     def select(self, state: Readiness) -> object:
-        return (state.health, state.health_checked_at, state.decode, state.decode_history, state.last_control, state.connection,
-                state.source_failures, state.timeline[:1], state.launches, state.phase, state.phase_since)
+        return (
+            state.health,
+            state.health_checked_at,
+            state.decode,
+            state.decode_history,
+            state.last_control,
+            state.connection,
+            state.source_failures,
+            state.timeline[:1],
+            state.launches,
+            state.phase,
+            state.phase_since,
+        )
 
     def draw(self, state: Readiness, now: float) -> Text:
-        set_titles(self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)"))
+        set_titles(
+            self, "health · decode" + ("" if state.connection == "connected" else f" (link {state.connection}: stale)")
+        )
         text = Text(no_wrap=True, overflow="ellipsis")
         checked = dict(state.health_checked_at)
         if not state.health:
@@ -41,7 +62,12 @@ class HealthPane(StatePane, can_focus=True):
             text.append(f"{result.endpoint:<13}", style="bold" if result.endpoint == "/health" else "")
             answer = result.outcome + (f" {result.status}" if result.status is not None else "")
             at = checked.get(result.endpoint)
-            ended = state.phase is Phase.FAILED and at is not None and state.phase_since is not None and at <= state.phase_since
+            ended = (
+                state.phase is Phase.FAILED
+                and at is not None
+                and state.phase_since is not None
+                and at <= state.phase_since
+            )
             old = ended or health_is_old(state, result.endpoint)  # an answer from before a stop or restart: never green
             text.append(f"{answer:<12}", style="dim strike" if old else _OUTCOME_STYLES.get(result.outcome, ""))
             latency = f"{result.latency_s * 1000:.0f} ms" if result.latency_s is not None else "—"

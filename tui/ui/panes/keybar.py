@@ -57,7 +57,11 @@ def hints(*, read_only: bool, has_control: bool, focused: str, searching: bool, 
         KeyHint("1-4", "panes" if not focused or log else "again: zoom", "pane('log')", 2 if not log else 3),
     ]
     if not read_only:
-        for action_id, word in (("restart-server", "restart"), ("terminate-server", "terminate"), ("kill-server", "kill")):
+        for action_id, word in (
+            ("restart-server", "restart"),
+            ("terminate-server", "terminate"),
+            ("kill-server", "kill"),
+        ):
             a = actions.by_id(action_id)
             if a is not None:
                 out.append(KeyHint(_key(action_id), word, a.action, 0 if has_control else 9, dangerous=True))
@@ -99,7 +103,10 @@ class KeyBar(Static):
         if context == self._keys_for:
             return
         self._keys_for = context
-        entries = fit(hints(read_only=read_only, has_control=has_control, focused=focused, searching=searching, width=width), width)
+        entries = fit(
+            hints(read_only=read_only, has_control=has_control, focused=focused, searching=searching, width=width),
+            width,
+        )
         compact = _width(entries) > width
         text = Text(no_wrap=True, overflow="ellipsis")
         self._click_spans = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.text import Text
 from textual import events
@@ -12,7 +12,6 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from tui.ui.panes.log_view import LogLine, LogView
-
 
 SEVERITY_WORDS = {"warning": "warnings and errors", "error": "errors only"}
 
@@ -101,7 +100,9 @@ class LogPane(Vertical):
             at, count = view.match_position()
             where = f"{at}/{count}" if at else f"{count} matching"
             text.append(f"   /{view.search_term}  {where}", style="bold")
-            text.append("  n/N: next/previous  F: " + ("all lines" if view.only_matches else "only these") + "  esc: clear")
+            text.append(
+                "  n/N: next/previous  F: " + ("all lines" if view.only_matches else "only these") + "  esc: clear"
+            )
         self.query_one(LogStatus).update(text)
 
     # ------------------------------------------------------------------------------------- intents (keys)

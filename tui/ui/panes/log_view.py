@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.style import Style
 from rich.text import Text
@@ -165,8 +165,13 @@ class LogView(ScrollView, can_focus=True):
         widest = max(len(line.text) for line in new)
         if widest > self._max_width:
             self._max_width = widest
-        if (self.rank_filter is None and self.severity is None and not self.wrap and not self.hide_probes
-                and not self.only_matches):
+        if (
+            self.rank_filter is None
+            and self.severity is None
+            and not self.wrap
+            and not self.hide_probes
+            and not self.only_matches
+        ):
             self._rows.extend((first + offset, 0, len(line.text)) for offset, line in enumerate(new))
         else:
             for offset, line in enumerate(new):
@@ -212,7 +217,9 @@ class LogView(ScrollView, can_focus=True):
             return False
         if self.rank_filter is not None and line.rank != self.rank_filter:
             return False
-        if self.severity is not None and not (line.kind == "error" or (self.severity == "warning" and line.kind == "warning")):
+        if self.severity is not None and not (
+            line.kind == "error" or (self.severity == "warning" and line.kind == "warning")
+        ):
             return False
         return not (self.only_matches and self._pattern is not None) or self._pattern.search(line.text) is not None
 
@@ -348,7 +355,11 @@ class LogView(ScrollView, can_focus=True):
         """(which match the cursor is on, 1-based; 0 when not on one, how many lines match)."""
         if self._pattern is None:
             return 0, 0
-        matching = [self._base + i for i, line in enumerate(self._lines) if self._passes(line) and self._pattern.search(line.text)]
+        matching = [
+            self._base + i
+            for i, line in enumerate(self._lines)
+            if self._passes(line) and self._pattern.search(line.text)
+        ]
         if self.cursor is None or not matching:
             return 0, len(matching)
         pos = bisect_left(matching, self.cursor)
@@ -373,7 +384,9 @@ class LogView(ScrollView, can_focus=True):
             return False
         if self.cursor is not None and from_cursor:
             pos = bisect_left(candidates, self.cursor)
-            start = pos - 1 if backwards else pos + (1 if pos < len(candidates) and candidates[pos] == self.cursor else 0)
+            start = (
+                pos - 1 if backwards else pos + (1 if pos < len(candidates) and candidates[pos] == self.cursor else 0)
+            )
         else:
             start = len(candidates) - 1 if backwards else 0
         count = len(candidates)
@@ -388,7 +401,11 @@ class LogView(ScrollView, can_focus=True):
 
     def find_problem(self, *, backwards: bool = False) -> bool:
         """Select the next (or previous) error or warning line after the cursor (or from the end), wrapping around."""
-        candidates = [self._base + i for i, line in enumerate(self._lines) if self._passes(line) and line.kind in ("error", "warning")]
+        candidates = [
+            self._base + i
+            for i, line in enumerate(self._lines)
+            if self._passes(line) and line.kind in ("error", "warning")
+        ]
         if not candidates:
             return False
         if self.cursor is None:

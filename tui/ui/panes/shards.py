@@ -6,11 +6,11 @@ import re
 
 from rich.text import Text
 
+from tui.core.eta import bar_left
+from tui.core.fmt import duration, eta, rate
 from tui.core.state import BarState, Phase, RankState, Readiness
 from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
 from tui.ui.panes.base import StatePane
-from tui.core.eta import bar_left
-from tui.core.fmt import duration, eta, rate
 from tui.ui.text import bar
 
 RANK_CELL = 21  # "  TP12 graph…  25.7G"
@@ -24,7 +24,11 @@ def _rank_word(kind: str) -> str:
 
 
 def _word_style(word: str) -> str:
-    return "green" if word.endswith("✓") or word in ("ready", "http", "up") else ("yellow" if "!" in word or "slow" in word else "")
+    return (
+        "green"
+        if word.endswith("✓") or word in ("ready", "http", "up")
+        else ("yellow" if "!" in word or "slow" in word else "")
+    )
 
 
 def rank_groups(ranks: tuple[RankState, ...]) -> list[tuple[str, str]]:
@@ -68,8 +72,16 @@ def compact_ranks(text: Text, ranks: tuple[RankState, ...], width: int) -> None:
         used += len(piece)
 
 
-def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: int, extra: str = "", halted: str | None = None,
-              now: float | None = None) -> None:
+def _bar_line(
+    text: Text,
+    label: str,
+    state: BarState | None,
+    unit: str,
+    width: int,
+    extra: str = "",
+    halted: str | None = None,
+    now: float | None = None,
+) -> None:
     text.append(f"{label:<8}", style="bold")
     if state is None:
         text.append(bar(None, width), style="dim")
@@ -80,7 +92,7 @@ def _bar_line(text: Text, label: str, state: BarState | None, unit: str, width: 
     drawn = bar(fraction, width)
     filled = drawn.rstrip("░")
     text.append(filled, style="green" if complete else "cyan")
-    text.append(drawn[len(filled):], style="dim")
+    text.append(drawn[len(filled) :], style="dim")
     text.append(f" {state.done:>3}/{state.total:<3}", style="bold")
     if complete:
         text.append("  done", style="green")
@@ -116,7 +128,17 @@ class ShardsPane(StatePane, can_focus=True):
         """Ranks on one grouped line (short terminals), instead of one cell per rank."""
 
     def select(self, state: Readiness) -> object:
-        return (state.shards, state.draft_shards, state.capture, state.ranks, state.server.speculative, state.stall is not None, state.phase is Phase.FAILED, stopped_by_tool(state) is not None, self.compact)
+        return (
+            state.shards,
+            state.draft_shards,
+            state.capture,
+            state.ranks,
+            state.server.speculative,
+            state.stall is not None,
+            state.phase is Phase.FAILED,
+            stopped_by_tool(state) is not None,
+            self.compact,
+        )
 
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80

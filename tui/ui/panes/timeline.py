@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tui.core import fmt
+from tui.core.eta import estimate
+from tui.core.fmt import clock_of, duration
 from tui.core.state import Phase, Readiness
 from tui.core.timeline import span_duration
 from tui.ui.labels import PHASE_NAMES, failed_phase, stopped_by_tool
 from tui.ui.panes.base import StatePane
-from tui.core import fmt
-from tui.core.eta import estimate
-from tui.core.fmt import clock_of, duration
 
 STARTUP: tuple[Phase, ...] = (
     Phase.STARTING,
@@ -55,8 +55,16 @@ class TimelinePane(StatePane):
         self.border_title = "timeline"
 
     def select(self, state: Readiness) -> object:
-        return (state.phase, state.timeline, state.shards, state.capture, state.stall, state.past, state.weights_mem,
-                state.error)
+        return (
+            state.phase,
+            state.timeline,
+            state.shards,
+            state.capture,
+            state.stall,
+            state.past,
+            state.weights_mem,
+            state.error,
+        )
 
     def draw(self, state: Readiness, now: float) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -80,8 +88,15 @@ class TimelinePane(StatePane):
                 name = "stopped (by sglang-tui)"
             if phase is state.phase and not (spans and spans[-1].ended_at is not None):
                 current = spans[-1] if spans else None
-                style = ("bold yellow" if stopped else "bold red") if phase is Phase.FAILED else ("bold yellow" if state.stall else "bold")
-                text.append("■ " if phase is Phase.FAILED and stopped else ("✗ " if phase is Phase.FAILED else "▶ "), style=style)
+                style = (
+                    ("bold yellow" if stopped else "bold red")
+                    if phase is Phase.FAILED
+                    else ("bold yellow" if state.stall else "bold")
+                )
+                text.append(
+                    "■ " if phase is Phase.FAILED and stopped else ("✗ " if phase is Phase.FAILED else "▶ "),
+                    style=style,
+                )
                 text.append(f"{_clock(current.start if current else state.phase_since_log)} ", style="dim")
                 text.append(f"{name:<19}", style=style)
                 if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):

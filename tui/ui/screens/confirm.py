@@ -23,7 +23,10 @@ def summary_lines(verb: str, host: str, state: Readiness) -> list[str]:
     """The dialog's first lines: where, how many processes, the GiB they hold per GPU, and what will happen."""
     pids = state.process_pids
     procs = f"{len(pids)} process{'es' if len(pids) != 1 else ''}" if pids else "its processes (none seen yet)"
-    lines = [f"host:    {host}", f"server:  {procs}" + (f" (pid {pids[0]}…)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else ""))]
+    lines = [
+        f"host:    {host}",
+        f"server:  {procs}" + (f" (pid {pids[0]}…)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else "")),
+    ]
     held: list[tuple[int, int]] = []
     gpus = state.gpus.gpus if state.gpus is not None else ()
     ours = set(pids)
@@ -84,9 +87,14 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label(self.title_text, id="confirm-title")
             yield Static("\n".join(self.summary), id="confirm-summary", markup=False)
             lines = self.command.count("\n") + 1
-            with Collapsible(title=f"the exact commands ({lines} line{'s' if lines != 1 else ''}): tab, enter: show", collapsed=True):
-                with VerticalScroll():
-                    yield Static(self.command, id="confirm-command", markup=False)
+            with (
+                Collapsible(
+                    title=f"the exact commands ({lines} line{'s' if lines != 1 else ''}): tab, enter: show",
+                    collapsed=True,
+                ),
+                VerticalScroll(),
+            ):
+                yield Static(self.command, id="confirm-command", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="error", id="yes")
                 yield Button("No (n)", variant="primary", id="no")

@@ -30,9 +30,18 @@ PAIRS: dict[tuple[str, ...], str] = {
     ("search-next", "search-previous"): "Next / previous match",
     ("copy", "copy-report"): "Copy the selected line (or the error line) / a Markdown report, to the clipboard",
     ("next-problem", "previous-problem"): "Next / previous error or warning line",
-    ("severity-filter", "rank-filter", "wrap"): "Log: warnings+errors / errors only / all (cycles); one rank's lines; wrap",
+    (
+        "severity-filter",
+        "rank-filter",
+        "wrap",
+    ): "Log: warnings+errors / errors only / all (cycles); one rank's lines; wrap",
     ("process-tree", "dump"): "Process tree (PID, state, CPU, RSS, GPU memory); dump every rank's stack (py-spy)",
-    ("pane-log", "pane-shards", "pane-gpus", "pane-health"): "Focus log / weights / GPUs / health; again: maximize; again: restore",
+    (
+        "pane-log",
+        "pane-shards",
+        "pane-gpus",
+        "pane-health",
+    ): "Focus log / weights / GPUs / health; again: maximize; again: restore",
 }
 
 
