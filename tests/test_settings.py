@@ -157,3 +157,45 @@ async def test_without_a_theme_file_nothing_is_written(tmp_path: Path, monkeypat
         app.theme = next(name for name in app.available_themes if name != app.theme)
         await pilot.pause(0.2)
     assert not config_path().exists()
+
+
+def _args_seen(env: dict[str, str], argv: list[str]) -> str:
+    """What `wait` would be run with after the settings: its log, port and remote python (printed)."""
+    code = (
+        "import sys, tui.cli as c\n"
+        "import tui.commands.wait as w\n"
+        "w.run = lambda args: print('seen', args.log, args.port, args.remote_python) or 0\n"
+        f"sys.exit(c.main({argv!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_hosts_own_log_port_and_python_apply_unless_the_command_line_says_otherwise(tmp_path: Path) -> None:
+    conf = tmp_path / "sglang-tui" / "config.toml"
+    conf.parent.mkdir()
+    conf.write_text(
+        '[defaults]\nport = 31000\n[hosts."gpu-node-7"]\nlog = "/data/sglang.log"\nport = 30001\n'
+        'remote_python = "/opt/py/bin/python"\n'
+    )
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
+    assert _args_seen(env, ["wait", "gpu-node-7"]) == "seen /data/sglang.log 30001 /opt/py/bin/python"
+    assert _args_seen(env, ["wait", "gpu-node-7", "--log", "/x.log", "--port=4"]) == (
+        "seen /x.log 4 /opt/py/bin/python"
+    )
+    assert _args_seen(env, ["wait", "other-host"]) == "seen None 31000 python3"  # [defaults] only
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('[hosts."h"]\nlogg = "/x"\n', '[hosts."h"] logg: unknown'),
+        ('[hosts."h"]\nport = "x"\n', '[hosts."h"] port must be a number'),
+        ("[hosts]\nh = 3\n", "hosts.h must be a table"),
+    ],
+)
+def test_a_bad_host_setting_is_named(text: str, named: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        parse(text)
+    assert named in str(err.value)

@@ -279,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
+    if hasattr(args, "host"):
+        from tui.ui.settings import apply_host
+
+        apply_host(settings, args, argv)
     if hasattr(args, "port") and args.command != "simulate" and args.port is None:
         # neither --port nor a settings default: watch/wait of one HOST without --log find the server there
         args.discover = (

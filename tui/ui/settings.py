@@ -6,6 +6,9 @@
     remote_python = "/opt/sglang/.venv/bin/python"
     [keys]
     kill-server = "ctrl+k"     # an action id from the key table; several keys: "x,ctrl+x"
+    [hosts."gpu-node-7"]       # per host (as typed on the command line): its log, port, remote python
+    log = "/data/sglang/server.log"
+    port = 30001
 
 A bad file gives one line naming the key (SettingsError); parsing is pure, reading the file is `load`."""
 
@@ -21,8 +24,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover  (3.10: the tomli backport, a dependency there)
     import tomli as tomllib
 
-_TOP = {"theme", "defaults", "keys"}
+_TOP = {"theme", "defaults", "keys", "hosts"}
 _DEFAULTS = {"port": int, "remote_python": str}
+_HOST_KEYS = {"port": int, "remote_python": str, "log": str}
 
 
 class SettingsError(Exception):
@@ -34,6 +38,7 @@ class Settings:
     theme: str | None = None
     keys: dict[str, str] = field(default_factory=dict)  # action id -> Textual key spec
     defaults: dict[str, object] = field(default_factory=dict)  # option dest (port, remote_python) -> value
+    hosts: dict[str, dict[str, object]] = field(default_factory=dict)  # host -> {log, port, remote_python}
 
 
 def config_path(env: dict[str, str] | None = None) -> Path:
@@ -65,15 +70,27 @@ def parse(text: str, where: str = "config.toml") -> Settings:
         if not isinstance(spec, str) or not spec.strip():
             raise SettingsError(f'{where}: [keys] {action_id} must be a key, e.g. {action_id} = "ctrl+k"')
     defaults = _table(data, "defaults", where)
-    for name, value in defaults.items():
-        kind = _DEFAULTS.get(name)
+    _check_values(defaults, _DEFAULTS, "[defaults]", where)
+    hosts: dict[str, dict[str, object]] = {}
+    for host, table in _table(data, "hosts", where).items():
+        if not isinstance(table, dict):
+            raise SettingsError(f'{where}: hosts.{host} must be a table ([hosts."{host}"])')
+        _check_values(table, _HOST_KEYS, f'[hosts."{host}"]', where)
+        hosts[str(host)] = dict(table)
+    return Settings(
+        theme=theme, keys={k: str(v).strip() for k, v in keys.items()}, defaults=dict(defaults), hosts=hosts
+    )
+
+
+def _check_values(table: dict[str, object], kinds: dict[str, type], name: str, where: str) -> None:
+    for key, value in table.items():
+        kind = kinds.get(key)
         if kind is None:
-            raise SettingsError(f"{where}: [defaults] {name}: unknown (known: {', '.join(sorted(_DEFAULTS))})")
+            raise SettingsError(f"{where}: {name} {key}: unknown (known: {', '.join(sorted(kinds))})")
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise SettingsError(f"{where}: [defaults] {name} must be a {'number' if kind is int else 'string'}")
-        if name == "port" and not 0 < int(value) < 65536:  # type: ignore[call-overload]
-            raise SettingsError(f"{where}: [defaults] port {value} is not a TCP port (1-65535)")
-    return Settings(theme=theme, keys={k: str(v).strip() for k, v in keys.items()}, defaults=dict(defaults))
+            raise SettingsError(f"{where}: {name} {key} must be a {'number' if kind is int else 'string'}")
+        if key == "port" and not 0 < int(str(value)) < 65536:
+            raise SettingsError(f"{where}: {name} port {value} is not a TCP port (1-65535)")
 
 
 def _table(data: dict[str, object], name: str, where: str) -> dict[str, object]:
@@ -127,3 +144,15 @@ def save_theme(theme: str, path: Path | None = None) -> str | None:
     except (OSError, SettingsError) as err:
         return f"theme not saved to {path}: {err}"
     return None
+
+
+def apply_host(settings: Settings, args: object, argv: list[str]) -> None:
+    """The host's own settings ([hosts."NAME"]) for what the command line did not say: --log, --port,
+    --remote-python (over [defaults])."""
+    host = getattr(args, "host", None)
+    entry = settings.hosts.get(host) if isinstance(host, str) and len(getattr(args, "hosts", [host])) == 1 else None
+    for key, value in (entry or {}).items():
+        flag = "--" + key.replace("_", "-")
+        given = any(a == flag or a.startswith(flag + "=") for a in argv)
+        if hasattr(args, key) and not given:
+            setattr(args, key, value)
