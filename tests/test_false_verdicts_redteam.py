@@ -149,3 +149,23 @@ def test_log_replaced_by_a_directory_mid_load_is_named_and_followed(tmp_path: Pa
     assert proc.returncode == 0, err[-3000:]
     assert "log deleted; following the server's stdout (pid " in err, err[-3000:]
     assert states[-1]["phase"] == "ready" and states[-1]["shards"] == {"done": 8, "total": 8}
+
+
+def test_a_lookalike_on_node0_with_previous_runs_logs_is_not_ready_for_a_multi_node_wait(tmp_path: Path) -> None:
+    """The same look-alike, watched as a 2-node deployment (`wait HOST:LOG HOST:LOG`): each member's first state
+    carries what `wait HOST` sets (health probed, log tailed, processes watched), so node 0's old log vouches for
+    nothing and the deployment is never ready."""
+    lookalike = Listener(tmp_path, LOOKALIKE, MODEL)
+    log0 = old_log(tmp_path, lookalike.port, "node0.log")
+    log1 = old_log(tmp_path, lookalike.port, "node1.log")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "wait", f"local:{log0}", f"local:{log1}", "--port", str(lookalike.port),
+             "--timeout", "20", "--json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        paths = lookalike.stop()
+    assert "/health" in paths, paths  # node 0's /health was asked, and answered 200
+    phases = {json.loads(line)["phase"] for line in proc.stdout.splitlines() if line.strip()}
+    assert proc.returncode != 0 and not phases & NOT_READY, proc.stderr[-2000:]

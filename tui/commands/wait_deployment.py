@@ -56,12 +56,25 @@ def specs_from_args(args: argparse.Namespace) -> list[MemberSpec]:
 
 
 def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
-    base = Readiness(stall_after=stall_after)
     return dm.Deployment(tuple(
-        dm.Member(s.name, s.role, s.host, base, node_rank=s.node_rank, bootstrap_port=s.bootstrap_port,
-                  router=dm.RouterInfo() if s.role == "router" else None)
+        dm.Member(s.name, s.role, s.host, _start(s, stall_after), node_rank=s.node_rank,
+                  bootstrap_port=s.bootstrap_port, router=dm.RouterInfo() if s.role == "router" else None)
         for s in specs
     ))  # fmt: skip
+
+
+def _start(spec: MemberSpec, stall_after: float | None) -> Readiness:
+    """A member's first state: the facts its watcher sets once, as `wait HOST` does (issue 17): whether its
+    /health is probed and on which port, whether a log is tailed, and that its processes are watched (each
+    member's Monitor runs the process watch), so an old log never vouches for someone else's 200."""
+    probed = spec.health
+    return Readiness(
+        stall_after=stall_after,
+        health_probed=True if probed else None,
+        health_port=spec.port if probed else None,
+        log_watched=bool(spec.log),
+        process_watched=True,
+    )
 
 
 def make_member_host(args: argparse.Namespace, host: str) -> Host:
