@@ -134,7 +134,7 @@ def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tm
     out = run_wait(sshd, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "600", "--json", timeout=60)
     assert out.code == 2, out.stderr
     assert out.stderr.splitlines()[-1] == (
-        f"sglang-tui wait: --log {tmp_path} is a directory, not a file; pass the log file inside it"
+        f"sglang-tui wait: log path is a directory, not a file: {tmp_path}; pass the log file inside it"
     )
     assert "Traceback" not in out.stderr and "timed out" not in out.stderr
     assert "log path is a directory" in str(out.last_json()["reason"])

@@ -28,7 +28,7 @@ from typing import TextIO
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
-from tui.core.explain import symlink_line
+from tui.core.explain import log_file_line, symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.serverinfo import GRACE_S, awaits_server_info
@@ -177,8 +177,8 @@ async def wait_for(
             if verdict_now is not None:
                 return verdict_now
             if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
-                return Verdict(EXIT_BAD_ARGS, f"--log {state.log_file.path} is a directory, not a file; "
-                                              "pass the log file inside it")  # fmt: skip
+                # the words of the verdict (explain.log_file_line), and what to do
+                return Verdict(EXIT_BAD_ARGS, f"{log_file_line(state.log_file)}; pass the log file inside it")
             held = None
         return held
 
