@@ -56,6 +56,26 @@ def test_grouping_names_the_odd_rank_and_the_majority() -> None:
     assert stacks.to_json(_eight(), g)["odd"] == ["TP3"]
 
 
+def test_a_side_step_in_one_sample_is_outvoted_and_a_hung_rank_stays_odd() -> None:
+    """CI once named TP1 odd: it was caught writing a file while TP0, TP2, TP3 ran. Samples settle that."""
+    calm = _eight(odd_rank=-1)  # all eight in barrier
+    side = _eight(odd_rank=1)  # TP1 caught once elsewhere
+    chosen, steady = stacks.settle([side, calm, calm])
+    assert stacks.group(chosen, steady).odd == ()
+    assert "TP1" not in steady and "TP0" in steady
+    hung = _eight(odd_rank=3)
+    chosen, steady = stacks.settle([hung, hung, hung])
+    g = stacks.group(chosen, steady)
+    assert g.odd == ("TP3",) and g.groups == (("TP0", "TP1", "TP2", "TP4", "TP5", "TP6", "TP7"), ("TP3",))
+    # TP1 caught in a side step while TP3 hangs: TP1 gets its usual shape back, TP3 alone is odd
+    middle = [side[1] if s.name == "TP1" else s for s in hung]
+    chosen, steady = stacks.settle([hung, middle, hung])
+    assert "TP1" not in steady
+    g = stacks.group(chosen, steady)
+    assert g.groups == (("TP0", "TP1", "TP2", "TP4", "TP5", "TP6", "TP7"), ("TP3",))
+    assert g.odd == ("TP3",)
+
+
 def test_no_majority_no_odd_and_all_alike() -> None:
     two = _eight()[2:4]  # TP2 barrier, TP3 all_reduce: one each
     assert stacks.group(two).odd == ()

@@ -129,20 +129,41 @@ def _shape(stack: ProcessStack) -> tuple[tuple[str, str], ...]:
     return tuple((f.func, f.file) for f in stack.frames)
 
 
-def _is_rank(name: str) -> bool:
+def is_rank(name: str) -> bool:
     return re.match(r"^(?:[A-Z]{2}\d+ )*TP\d+$", name) is not None
 
 
-def group(stacks: list[ProcessStack]) -> Grouping:
-    """Group the scheduler ranks by the shape of their main thread's stack; name the odd ones out."""
-    ranks = [s for s in stacks if _is_rank(s.name) and not s.error]
+def settle(samples: list[list[ProcessStack]]) -> tuple[list[ProcessStack], frozenset[str]]:
+    """Several dumps of the same processes, taken apart in time, as one: each process by the stack shape it showed
+    most often (a tie goes to the latest), and the names of those whose shape never changed. A healthy rank caught
+    once in a side step (writing a file, a lock) must not be named as the odd one; a hung rank stays put."""
+    latest = samples[-1]
+    steady: set[str] = set()
+    chosen: list[ProcessStack] = []
+    for stack in latest:
+        seen = [s for sample in samples for s in sample if s.name == stack.name and not s.error]
+        if stack.error or not seen:
+            chosen.append(stack)
+            continue
+        shapes = [_shape(s) for s in seen]
+        best = max(reversed(range(len(seen))), key=lambda i: shapes.count(shapes[i]))
+        chosen.append(seen[best])
+        if len(seen) == len(samples) and len(set(shapes)) == 1:
+            steady.add(stack.name)
+    return chosen, frozenset(steady)
+
+
+def group(stacks: list[ProcessStack], steady: frozenset[str] | None = None) -> Grouping:
+    """Group the scheduler ranks by the shape of their main thread's stack; name the odd ones out (of `steady`
+    only, when given: a rank that moved between samples is not stuck)."""
+    ranks = [s for s in stacks if is_rank(s.name) and not s.error]
     shapes: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for s in ranks:
         shapes.setdefault(_shape(s), []).append(s.name)
     groups = sorted((tuple(names) for names in shapes.values()), key=lambda g: (-len(g), _order(g[0])))
     odd: tuple[str, ...] = ()
     if len(groups) > 1 and len(groups[0]) > len(groups[1]):
-        odd = tuple(sorted((n for g in groups[1:] for n in g), key=_order))
+        odd = tuple(sorted((n for g in groups[1:] for n in g if steady is None or n in steady), key=_order))
     by_name = {s.name: s for s in ranks}
     parts = []
     for g in sorted(groups, key=lambda g: (g[0] not in odd, _order(g[0]))) if odd else groups:

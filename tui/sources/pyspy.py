@@ -8,6 +8,7 @@ process, the schedulers and the detokenizer are dumped (not compilers or other h
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from dataclasses import dataclass, field
 
@@ -46,13 +47,37 @@ class DumpResult:
     error: str = ""  # one line when nothing could be dumped (py-spy missing, ptrace refused, no server)
 
 
+SETTLE_GAP_S = 0.5  # between the samples that confirm an odd rank
+SETTLE_SAMPLES = 3  # in all, when the first shows an odd rank: a majority outvotes a side step
+
+
 async def dump(host: Host, control: ServerControl, *, remote_python: str, where: str) -> DumpResult:
-    """Dump the server's processes; `where` names the host in messages."""
+    """Dump the server's processes; `where` names the host in messages. When the ranks disagree, the ranks are
+    dumped twice more, and only a rank that stayed in its odd place is named odd (stacks.settle)."""
     main, procs = await control.server_processes()
     if not procs:
         target = f"port {control.port}" + (f" or log {control.log_path}" if control.log_path else "")
         return DumpResult(error=f"no server process found on {where} ({target})")
     chosen = {pid: title for pid, title in procs.items() if pid == main or "sglang::" in title}
+    out = await _sample(host, remote_python, chosen, main, where)
+    if out.error or out.grouping is None or not out.grouping.odd:
+        return out
+    ranks = {s.pid: chosen.get(s.pid, "") for s in out.stacks if stacks.is_rank(s.name) and not s.error}
+    samples = [[s for s in out.stacks if s.pid in ranks]]
+    for _ in range(SETTLE_SAMPLES - 1):
+        await asyncio.sleep(SETTLE_GAP_S)
+        again = await _sample(host, remote_python, ranks, main, where)
+        samples.append([s for s in again.stacks if s.pid in ranks])
+        out.raw += "\n# sampled again, to confirm the odd ranks\n" + again.raw
+    settled, steady = stacks.settle(samples)
+    by_pid = {s.pid: s for s in settled}
+    out.stacks = [by_pid.get(s.pid, s) for s in out.stacks]
+    out.grouping = stacks.group(out.stacks, steady)
+    return out
+
+
+async def _sample(host: Host, remote_python: str, chosen: dict[int, str], main: int | None, where: str) -> DumpResult:
+    """One py-spy dump of each of `chosen` (pid: title), in one round trip."""
     result = await host.run(dump_command(remote_python, sorted(chosen)), timeout=DUMP_TIMEOUT_S * len(chosen) + 30)
     text = result.stdout.decode("utf-8", "replace")
     if text.strip() == MISSING:
