@@ -23,7 +23,7 @@ def _sample(
 
 
 def _start(stall_after: float = 15.0) -> Readiness:
-    s = Readiness(stall_after=stall_after)
+    s = Readiness.of(stall_after=stall_after)
     s = reduce(s, ServerArgs(model="m", tp_size=2), 0.0)
     return reduce(s, Milestone("graph_begin", rank="TP0"), 1.0)
 
@@ -50,7 +50,7 @@ def test_idle_ranks_do_not_count_and_busy_ones_do() -> None:
 
 
 def test_download_is_a_state_inside_loading_with_bytes_and_rate() -> None:
-    s = reduce(Readiness(stall_after=15.0), ServerArgs(model="m", tp_size=2), 0.0)
+    s = reduce(Readiness.of(stall_after=15.0), ServerArgs(model="m", tp_size=2), 0.0)
     s = reduce(s, Milestone("load_begin", rank="TP0"), 1.0)
     for i, t in enumerate(range(2, 40, 2)):
         s = reduce(s, ServerProcess(True, (11, 12), activity=_sample((1.0, 1.0), download=i * (200 << 20))), float(t))

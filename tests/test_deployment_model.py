@@ -10,13 +10,12 @@ from tui.core.state import BarState, ErrorInfo, Phase, RankState, Readiness, Ser
 
 def _state(phase: Phase, *, shards: tuple[int, int] | None = None, ranks: range = range(0), tp: int | None = None,
            **kw: object) -> Readiness:  # fmt: skip
-    return replace(
-        Readiness(),
+    return Readiness.of(
         phase=phase,
         shards=BarState(*shards) if shards else None,
         ranks=tuple(RankState(f"TP{i}", last_milestone="load_begin") for i in ranks),
         server=ServerInfo(tp_size=tp, tp_from_args=tp is not None),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -164,9 +163,8 @@ def test_gpus_of_all_nodes_in_one_list_grouped_by_node_with_global_indexes() -> 
     from tui.core.events import GpuInfo, GpuSnapshot
 
     snap = GpuSnapshot("sim", tuple(GpuInfo(i, used_bytes=i) for i in range(8)))
-    s0 = replace(_state(Phase.INIT), gpus=snap, ranks=(RankState("TP0", gpu_index=0, pid=1),))
-    s1 = replace(
-        _state(Phase.INIT),
+    s0 = _state(Phase.INIT).evolve(gpus=snap, ranks=(RankState("TP0", gpu_index=0, pid=1),))
+    s1 = _state(Phase.INIT).evolve(
         gpus=snap,
         ranks=(
             RankState("TP8", gpu_index=0, pid=2),

@@ -3,8 +3,6 @@ is withdrawn when progress stops, regressions flagged against the history, and t
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tests.test_readiness_phases import at, feed, ranks
 from tui.core.eta import WITHDRAW_AFTER, estimate, eta_words
 from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, Milestone, ServerArgs, Tick
@@ -47,7 +45,7 @@ def test_no_history_gives_the_phase_progress_eta_only() -> None:
 
 
 def test_history_gives_ready_in_from_medians_and_progress() -> None:
-    s = replace(loading(4), past=past())
+    s = loading(4).evolve(past=past())
     now = s.updated_at
     eta = estimate(s, now)
     elapsed = now - s.phase_since  # 16 s of a 64 s median
@@ -70,7 +68,7 @@ def test_shard_eta_decays_then_is_withdrawn_after_three_intervals() -> None:
     assert "no progress for 12 s · stalled at 3m00s" in after.reason, after.reason
     eta = estimate(after, after.updated_at)
     assert eta.phase_left_s is None and eta.ready_in_s is None and eta.silent_s is not None
-    with_history = reduce(replace(s, past=past()), Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
+    with_history = reduce(s.evolve(past=past()), Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
     assert estimate(with_history, with_history.updated_at).ready_in_s is None  # not a frozen small number
     stalled = reduce(s, Tick(), last + 200.0)
     assert stalled.stall is not None and to_json(stalled)["eta"]["ready_in_s"] is None
@@ -84,7 +82,7 @@ def test_gpu_memory_eta_from_the_weight_bytes_of_past_launches() -> None:
             "sim", tuple(GpuInfo(i, used_bytes=int(used_gib * gib), total_bytes=140 * gib) for i in (0, 1))
         )
 
-    s = replace(feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2)), past=past(weight_gib=32.0))
+    s = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2)).evolve(past=past(weight_gib=32.0))
     s = reduce(s, snap(2.0), T0 + 3)
     s = reduce(s, Milestone("load_begin", rank="TP0", **at(4)), T0 + 4)
     for sec in range(5, 21):  # 1 GiB/s per GPU, whatever the shard bar does
@@ -100,11 +98,11 @@ def test_slow_phase_is_flagged_against_two_or_more_launches() -> None:
     base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
                 + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
     assert base.phase is Phase.CUDA_GRAPH
-    s = replace(base, past=past())
+    s = base.evolve(past=past())
     assert "slower than usual" not in reduce(s, Tick(), T0 + 62 + 40).reason  # 1.33x: usual enough
     late = reduce(s, Tick(), T0 + 62 + 63)
     assert "capture 2.1× slower than usual" in late.reason, late.reason
-    one = reduce(replace(base, past=past(n=1)), Tick(), T0 + 62 + 63)
+    one = reduce(base.evolve(past=past(n=1)), Tick(), T0 + 62 + 63)
     assert "slower than usual" not in one.reason  # one earlier launch is not a "usual"
 
 
@@ -113,7 +111,7 @@ def test_a_phase_past_its_median_with_no_progress_gives_no_ready_in() -> None:
     past the median, with no progress signal, the history's 0 s left plus the later phases was shown as an ETA."""
     base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
                 + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
-    s = replace(base, past=past())
+    s = base.evolve(past=past())
     early = estimate(s, T0 + 62 + 10)  # 10 s of a 30 s median: the history still knows
     assert early.basis == "history" and early.ready_in_s is not None and abs(early.ready_in_s - 25.0) < 1.0
     late = estimate(s, T0 + 62 + 40)  # 40 s of a 30 s median, no capture bar: nothing says what is left
@@ -126,8 +124,8 @@ def test_stall_budget_comes_from_history() -> None:
     base = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
                 + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
     assert limit_for(base) == 300.0
-    assert limit_for(replace(base, past=past())) == 120.0  # 3 x the 30 s median, at least 2 minutes
-    assert limit_for(replace(base, past=past(scale=(2.0,)))) == 180.0  # 3 x a 60 s median
+    assert limit_for(base.evolve(past=past())) == 120.0  # 3 x the 30 s median, at least 2 minutes
+    assert limit_for(base.evolve(past=past(scale=(2.0,)))) == 180.0  # 3 x a 60 s median
 
 
 def test_sglang_startup_timings_are_kept_and_cross_checked() -> None:
@@ -155,7 +153,7 @@ def test_ready_summary_names_the_slow_phase() -> None:
     from tui.core.report import format_report
 
     fast = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 2.0), ("loading_weights", 6.0))) for i in (1, 2)))
-    s = replace(feed(startup()), past=fast)
+    s = feed(startup()).evolve(past=fast)
     s = reduce(s, HealthResult("/health", "ok", status=200), s.updated_at + 1)
     assert s.phase is Phase.READY
     capture = next(span for span in s.timeline if span.phase is Phase.CUDA_GRAPH)

@@ -141,7 +141,7 @@ async def test_a_sigterm_from_someone_else_is_stopped_from_outside(tmp_path: Pat
 
     sim = start_sim(tmp_path, speed=400.0, tp=2, shards=4)
     monitor = Monitor(LocalHost(), log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state))
-    state = Readiness(health_probed=True, health_port=sim.port)
+    state = Readiness.of(health_probed=True, health_port=sim.port)
     signalled = False
     try:
         async with asyncio.timeout(90):

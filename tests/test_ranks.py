@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tui.core.events import GpuInfo, GpuProcess, GpuSnapshot
-from tui.core.ranks import map_ranks, placement_gpu, rank_key, title_key
+from tui.core.ranklabels import rank_key, title_key
+from tui.core.ranks import map_ranks, placement_gpu
 
 GIB = 2**30
 

@@ -164,7 +164,9 @@ def test_rate_is_smoothed_over_the_recent_window() -> None:
 
 
 def test_draft_bar_is_kept_apart_from_the_main_shards() -> None:
-    s = feed(startup("load_end") + [BarProgress("weights", 0, 1, **at(10)), BarProgress("weights", 1, 1, **at(11))])
+    # the parser names the draft's bar (tests/test_parse_draft.py): the reducer keeps it apart
+    draft = [BarProgress("draft_weights", 0, 1, **at(10)), BarProgress("draft_weights", 1, 1, **at(11))]
+    s = feed(startup("load_end") + draft)
     assert s.shards is not None and (s.shards.done, s.shards.total) == (4, 4)
     assert s.draft_shards is not None and (s.draft_shards.done, s.draft_shards.total) == (1, 1)
     drafts = [span for span in s.timeline if span.model == "draft"]
@@ -193,7 +195,10 @@ def test_draft_spans_inside_the_main_phases_with_durations() -> None:
 
 
 def test_unflagged_second_load_after_capture_is_the_draft() -> None:
-    s = feed(startup("graph_end") + ranks("load_begin", 30) + ranks("load_end", 32))
+    # the parser flags an unflagged second load after capture as the draft's (tests/test_parse_draft.py)
+    second = [Milestone(m.kind, m.rank, True, m.fields, m.line, m.at, m.t) for m in ranks("load_begin", 30)]
+    second += [Milestone(m.kind, m.rank, True, m.fields, m.line, m.at, m.t) for m in ranks("load_end", 32)]
+    s = feed(startup("graph_end") + second)
     assert s.phase is Phase.CUDA_GRAPH
     assert [span.phase for span in s.timeline if span.model == "draft"] == [Phase.LOADING_WEIGHTS]
 

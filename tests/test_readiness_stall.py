@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, LogActivity, Milestone, ServerProcess, Tick
@@ -84,7 +82,7 @@ def test_never_stalled_when_the_process_is_dead() -> None:
     s = ticks(s, 5000.0, 20.0, step=500.0)
     assert s.phase is Phase.FAILED and s.stall is None
     # and the rule itself refuses, whatever the phase
-    assert stall_for(replace(enter("kv_alloc"), process_alive=False), 1e6) is None
+    assert stall_for(enter("kv_alloc").evolve(process_alive=False), 1e6) is None
 
 
 def test_a_stall_with_a_live_process_stays_a_stall() -> None:
@@ -99,11 +97,11 @@ def test_never_stalled_in_ready_serving_or_failed(kind: str) -> None:
     assert s.phase is Phase.READY
     assert reduce(s, Tick(), 1e6).stall is None
     for phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
-        assert stall_for(replace(s, phase=phase, stall_after=1.0), 1e6) is None
+        assert stall_for(s.evolve(phase=phase, stall_after=1.0), 1e6) is None
 
 
 def test_stall_after_overrides_every_phase_limit() -> None:
-    s = replace(Readiness(), stall_after=30.0)
+    s = Readiness().evolve(stall_after=30.0)
     s = enter("init_begin", state=s)
     assert limit_for(s) == 30.0
     assert reduce(s, Tick(), 29.0).stall is None

@@ -24,7 +24,7 @@ REFUSED = HealthResult("/health", "refused", detail="connection refused")
 HUNG = HealthResult("/health", "timeout", detail="ReadTimeout")
 SGLANG_M = HealthResult("/model_info", "ok", status=200, detail="m", model_path="m")
 GARBAGE = HealthResult("/model_info", "garbage", status=200, detail="no model_path in b'<html>'")
-PROBED = Readiness(health_probed=True, health_port=30000)  # as `wait` and the TUI start
+PROBED = Readiness.of(health_probed=True, health_port=30000)  # as `wait` and the TUI start
 
 
 def test_fired_up_with_health_refused_is_not_ready_and_says_why() -> None:
@@ -114,12 +114,14 @@ def test_decode_lines_are_not_serving_until_this_servers_health_says_200() -> No
 
 
 def test_no_health_by_choice_is_ready_from_the_log_with_a_live_process() -> None:
-    s = feed(startup(), Readiness(health_probed=False))
+    s = feed(startup(), Readiness.of(health_probed=False))
     assert s.phase is Phase.WARMUP  # the process watch has not seen it alive yet
     s = reduce(s, ServerProcess(alive=True, pids=(5,)), 36021.0)
     assert s.phase is Phase.READY
     assert s.reason == "ready: the log says fired up (log only: /health is not probed, --no-health)"
-    dead = reduce(feed(startup("uvicorn_running"), Readiness(health_probed=False)), ServerProcess(alive=False), 36100.0)
+    dead = reduce(
+        feed(startup("uvicorn_running"), Readiness.of(health_probed=False)), ServerProcess(alive=False), 36100.0
+    )
     dead = feed([Milestone("fired_up", **at(101))], dead)
     assert dead.phase is Phase.FAILED  # dead is never ready
     replayed = feed(startup())
@@ -199,7 +201,7 @@ def test_host_text_in_the_verdict_has_no_terminal_escapes() -> None:
 
 
 def test_with_a_log_watched_an_sglang_answering_before_the_launch_is_a_server_from_before() -> None:
-    watched = Readiness(health_probed=True, health_port=30000, log_watched=True)
+    watched = Readiness.of(health_probed=True, health_port=30000, log_watched=True)
     s = reduce(reduce(watched, SGLANG_M, 1.0), OK, 1.1)  # `launch … > LOG & wait`: LOG still empty
     assert s.phase is Phase.STARTING and s.reason.endswith("checking what answers (reading the log first)")
     s = reduce(s, Tick(), 4.5)  # the tail had its time: the log is empty

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tests.helpers.ui_fakes import FakeBatchSource, FakeClock, Step, make_app, play, startup_to_ready
 from tui.core.events import HealthResult, ServerProcess, SourceFailed, Tick
 from tui.core.readiness import reduce
@@ -25,7 +23,7 @@ def test_a_source_failure_changes_no_other_fact() -> None:
     failed = reduce(before, SourceFailed("processes", "RuntimeError: boom"), 20.0)
     assert failed.source_failures == (("processes", "RuntimeError: boom", 20.0),)
     # Everything else is what a Tick at the same time gives: health, process, phase untouched.
-    assert replace(failed, source_failures=()) == reduce(before, Tick(), 20.0)
+    assert failed.evolve(source_failures=()) == reduce(before, Tick(), 20.0)
     assert failed.health_ready and failed.process_alive is True
 
 

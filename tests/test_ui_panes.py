@@ -161,7 +161,7 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
 
 async def test_stalled_is_shown_and_announced() -> None:
     clock, source = FakeClock(), FakeBatchSource()
-    app = make_app(source, clock=clock, initial=Readiness(stall_after=120.0))
+    app = make_app(source, clock=clock, initial=Readiness.of(stall_after=120.0))
     bells: list[int] = []
     app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
     seen: list[object] = []

@@ -474,7 +474,7 @@ SCENES: tuple[Scene, ...] = (
     Scene("cuda_graph_capture", startup_to_capture),
     Scene("ready_with_decode", startup_to_ready),
     Scene("failed_oom", startup_failed_oom),
-    Scene("stalled", startup_stalled, initial=Readiness(stall_after=120.0)),
+    Scene("stalled", startup_stalled, initial=Readiness.of(stall_after=120.0)),
     Scene("disconnected", startup_disconnected),
     Scene("confirm_kill", startup_to_loading, press=("K",)),
     Scene("loading_80x24", startup_to_loading, size=(80, 24)),

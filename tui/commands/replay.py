@@ -135,7 +135,7 @@ def replay_stream(handle: BinaryIO, name: str = "input") -> Readiness:
     for early in held:
         state = reduce(state, early, now if now is not None else 0.0)
     if now is None:  # no line had a time: the replay has no clock, so no span has a known duration
-        state = replace(state, timeline=tuple(replace(span, duration_s=None) for span in state.timeline))
+        state = state.evolve(timeline=tuple(replace(span, duration_s=None) for span in state.timeline))
     return state
 
 

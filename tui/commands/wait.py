@@ -144,7 +144,7 @@ async def wait_for(
     """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
     recorder (history) sees every state; `launched`: our own launch, folded first."""
     start = clock()
-    state = Readiness(
+    state = Readiness.of(
         stall_after=stall_after,
         health_probed=health,
         health_port=port,

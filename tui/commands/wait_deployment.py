@@ -68,7 +68,7 @@ def _start(spec: MemberSpec, stall_after: float | None) -> Readiness:
     /health is probed and on which port, whether a log is tailed, and that its processes are watched (each
     member's Monitor runs the process watch), so an old log never vouches for someone else's 200."""
     probed = spec.health
-    return Readiness(
+    return Readiness.of(
         stall_after=stall_after,
         health_probed=True if probed else None,
         health_port=spec.port if probed else None,

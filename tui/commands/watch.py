@@ -8,7 +8,6 @@ import argparse
 import asyncio
 import signal
 import sys
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -112,10 +111,10 @@ def build_app(
         health=HealthPoller(host, args.port, enabled=probe),
     )
     start = initial if initial is not None else Readiness()
-    start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
+    start = start.evolve(health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None:
-        start = replace(start, stall_after=stall_after)
+        start = start.evolve(stall_after=stall_after)
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(
         batches=monitor.batches,

@@ -8,15 +8,14 @@ it as progress for the stall rule, and the reason says it. Pure: times are the r
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from tui.core.events import HostActivity, ProcCounters
+from tui.core.ranklabels import rank_of, ranks_span
 
 BUSY_CPU_FRACTION = 0.05  # a rank using 5% of a core or more between two samples is working
 BUSY_READ_BYTES = 1 << 20  # a rank that read 1 MiB or more from disk between two samples is loading
 FRESH_S = 12.0  # a sample older than this no longer describes what the server does now
-_RANK = re.compile(r"scheduler(?:_(.+))?$")
 _KINDS = (("deep_gemm", "DeepGEMM"), ("deepgemm", "DeepGEMM"), ("flashinfer", "FlashInfer"))
 
 
@@ -36,15 +35,6 @@ class ActivityState:
     cache_dir: str = ""
     procs: tuple[ProcCounters, ...] = ()  # the server's processes in the last sample (the process tree, key P)
     cpu_pct: tuple[tuple[int, float], ...] = ()  # (pid, % of one core) between the last two samples
-
-
-def rank_of(title: str) -> str | None:
-    """`sglang::scheduler_TP3` -> "TP3", `sglang::scheduler_DP1_TP3` -> "DP1 TP3", `sglang::scheduler` -> "TP0"."""
-    name = title.split()[0] if title else ""
-    m = _RANK.search(name)
-    if not m or "::" not in name:
-        return None
-    return (m.group(1) or "TP0").replace("_", " ")
 
 
 def compiler_kind(texts: list[str]) -> str | None:
@@ -135,21 +125,6 @@ def fmt_bytes(n: float | None) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"
-
-
-def ranks_span(names: tuple[str, ...] | list[str]) -> str:
-    """("TP0", "TP1", "TP2", "TP4") -> "TP0–2, TP4" (runs of plain TP ranks collapsed; others listed)."""
-    plain = sorted(int(n[2:]) for n in names if re.fullmatch(r"TP\d+", n))
-    other = [n for n in names if not re.fullmatch(r"TP\d+", n)]
-    parts: list[str] = []
-    i = 0
-    while i < len(plain):
-        j = i
-        while j + 1 < len(plain) and plain[j + 1] == plain[j] + 1:
-            j += 1
-        parts.append(f"TP{plain[i]}" if i == j else f"TP{plain[i]}–{plain[j]}")
-        i = j + 1
-    return ", ".join(parts + other)
 
 
 def fresh(a: ActivityState | None, now: float) -> ActivityState | None:

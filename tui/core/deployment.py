@@ -14,7 +14,7 @@ reads those states. It decides:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from tui.core.events import GpuSnapshot
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
@@ -342,10 +342,8 @@ def combined(dep: Deployment) -> Readiness:
     if behind.role == "node" and behind.state.shards is None:
         shards = base.shards  # a non-zero node prints no bar: node 0's is the model's
     server: ServerInfo = replace(base.server, tp_size=tp_size(dep))
-    return replace(
-        base,
+    merged = base.evolve(
         phase=phase,
-        reason=reason(dep),
         error=behind.state.error if phase is Phase.FAILED else None,
         stall=replace(stall, detail=f"{behind.name}: {stall.detail}" if stall.detail else behind.name)
         if stall
@@ -360,6 +358,19 @@ def combined(dep: Deployment) -> Readiness:
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
         health_ready=phase in READY_PHASES,
     )
+    return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, words=reason(dep))
+
+
+@dataclass(frozen=True)
+class Combined(Readiness):
+    """The whole deployment as one Readiness, for `wait`'s exit rules, the JSON report and the views: its words
+    are the deployment's (which member holds it back, and why), not those of the one state it is built on."""
+
+    words: str = ""
+
+    @property
+    def reason(self) -> str:
+        return self.words
 
 
 def members_json(dep: Deployment) -> list[dict[str, object]]:

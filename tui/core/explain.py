@@ -6,6 +6,7 @@ from tui.core import activity as host_activity
 from tui.core import eta, fmt, stacks
 from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
 from tui.core.events import HealthResult, LogFile
+from tui.core.ranklabels import ranks_span
 from tui.core.stall import describe, limit_for
 from tui.core.state import BarState, ErrorInfo, Phase, Readiness
 
@@ -139,10 +140,7 @@ def rendezvous(s: Readiness) -> str:
     if not missing or not waiting:
         return ""
     verb = "has" if len(missing) == 1 else "have"
-    return (
-        f"NCCL rendezvous: {host_activity.ranks_span(waiting)} wait at init; "
-        f"{host_activity.ranks_span(missing)} {verb} not reached it"
-    )
+    return f"NCCL rendezvous: {ranks_span(waiting)} wait at init; {ranks_span(missing)} {verb} not reached it"
 
 
 def _names(s: Readiness, kind: str) -> tuple[str, ...]:

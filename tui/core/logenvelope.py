@@ -47,7 +47,6 @@ LEVEL_PREFIX = re.compile(
     re.ASCII,
 )
 CUT_ERROR = re.compile(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
-_RANK_TOKEN = re.compile(r"TP(\d+)", re.ASCII)
 _TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
 
 
@@ -120,14 +119,6 @@ def _plausible_prefix(prefix: str) -> bool:
         and not prefix.startswith((" ", "\t"))
         and not any(word in prefix for word in ('"', "Error", "Exception", "error", "Traceback"))
     )
-
-
-def tp_index(rank: str) -> int | None:
-    """The TP index in a rank label ("DP1 TP3 EP3" → 3, "rank7" → 7), None when it has none."""
-    if rank.startswith("rank"):
-        return int(rank[4:])
-    m = _RANK_TOKEN.search(rank)
-    return int(m.group(1)) if m else None
 
 
 def torch_rank(text: str) -> str | None:

@@ -25,7 +25,7 @@ from tui.core.events import (
 from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
-from tui.core.logenvelope import LogClock, split_envelope, torch_rank, tp_index
+from tui.core.logenvelope import LogClock, split_envelope, torch_rank
 from tui.core.logfailures import exception_failure, is_exception_line, kind_of, marker_failure
 from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
@@ -38,7 +38,11 @@ from tui.core.logmilestones import (
     uvicorn,
 )
 from tui.core.probes import is_probe_access, is_probe_prefill
+from tui.core.ranklabels import tp_index
 
+# Main-model milestones after the weights: a weight load after one of them is the draft's (speculative on).
+_PAST_LOADING = frozenset({"kv_alloc", "mem_pool_end", "kv_profile", "graph_begin", "graph_end", "max_tokens",
+                           "uvicorn_started", "app_startup_complete", "uvicorn_running", "http_running", "fired_up"})  # fmt: skip
 # Per-rank milestones that repeat for the draft model (second cycle on the same rank = draft).
 _CYCLE_KINDS = frozenset(
     ("init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end")
@@ -81,6 +85,7 @@ class LogParser:
         self._cycles: dict[tuple[str, str | None], int] = {}
         self._main_load_end = False  # rank 0 finished loading the main model
         self._capture_seen = False
+        self._past_loading = False  # the main model's startup went past its weights (KV cache, capture, HTTP)
         self._in_capture = False  # a bare tqdm bar now is a capture bar
         self._weights_desc: str | None = None
         self._weights_total = 0
@@ -397,6 +402,8 @@ class LogParser:
                     self._main_load_end = True
             elif kind == "load_begin":
                 self._in_capture = False
+            if not draft and kind in ("load_begin", "load_end") and self._past_loading and self._speculative_on():
+                draft = True  # EAGLE v1's order: the draft loads after the target's KV cache or capture
         elif kind in ("graph_begin", "graph_end"):
             draft = "draft" in str(fields[0][1]).lower() if fields else False
             if draft and not self._speculative_off:  # a draft model's graph: speculative decoding is on
@@ -411,7 +418,12 @@ class LogParser:
             self._in_capture = False
         elif kind == "fired_up":
             self._ready, self._warm, self._in_capture = True, False, False
+        if not draft and kind in _PAST_LOADING:
+            self._past_loading = True
         self._emit(Milestone(kind, rank, draft, fields, line, at, self._t(at)))
+
+    def _speculative_on(self) -> bool:
+        return self._hint_level >= 1 and not self._speculative_off
 
     def _uvicorn_line(self, kind: str, fields: tuple[tuple[str, object], ...], line: str, at: str | None) -> None:
         if kind == "access":
@@ -436,7 +448,7 @@ class LogParser:
             bar = "draft_weights" if self._is_draft_bar(frame.desc, frame.done, frame.total) else "weights"
         elif frame.kind == "capture":
             bar = "piecewise" if frame.desc.startswith(PIECEWISE_DESCS) else "capture"
-            self._capture_seen = self._in_capture = True
+            self._capture_seen = self._in_capture = self._past_loading = True
             self._capture_bar = bar
         elif frame.kind in ("jit", "warmup"):
             bar = frame.kind
@@ -471,7 +483,8 @@ class LogParser:
             return True
         if self._weights_desc is not None:
             complete = self._weights_done >= self._weights_total
-            if desc != self._weights_desc or (complete and (total != self._weights_total or done < self._weights_done)):
+            other_size = total != self._weights_total and (complete or self._speculative_on())
+            if desc != self._weights_desc or other_size or (complete and done < self._weights_done):
                 self._draft_bar = True
                 return True
         self._weights_desc = desc

@@ -7,26 +7,10 @@ title matches, from SGLang's placement rule: GPU = base + (pp % pp_per_node) * t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 
 from tui.core.events import GpuSnapshot
-
-_TOKEN = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?!\d)")
-_TITLE = re.compile(r"sglang::scheduler((?:_[A-Z_]*\d+)*)(?:\s|$)")
-
-RankKey = tuple[tuple[str, int], ...]
-
-
-def rank_key(text: str) -> RankKey:
-    """("DP", 1), ("TP", 3) … from a rank label ("DP1 TP3") or a title suffix ("_DP1_TP3"), in order."""
-    return tuple((kind, int(num)) for kind, num in _TOKEN.findall(text))
-
-
-def title_key(name: str) -> RankKey | None:
-    """The rank key of a scheduler process title, or None when the process is no scheduler."""
-    match = _TITLE.search(name.strip() + " ")
-    return None if match is None else rank_key(match.group(1))
+from tui.core.ranklabels import RankKey, rank_key, title_key
 
 
 def _consistent(rank: RankKey, title: RankKey) -> bool:

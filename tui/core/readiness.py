@@ -7,9 +7,8 @@ a truncated or rotated log (a relaunch the parser cannot see), or a launch/resta
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from tui.core import activity as host_activity
@@ -43,15 +42,20 @@ from tui.core.events import (
     WatchdogDump,
     WeightFiles,
 )
-from tui.core.explain import PROCESS_EXITED, explain, from_processes, stopped_line
+from tui.core.explain import PROCESS_EXITED, from_processes, stopped_line
 from tui.core.progress import advance_bar, is_complete, start_bar
+from tui.core.ranklabels import sort_key, tp_index
 from tui.core.stall import stall_for
 from tui.core.state import (
     PHASE_ORDER,
     BarState,
     DecodeInfo,
     ErrorInfo,
+    HealthFacts,
+    LaunchFacts,
     Phase,
+    ProcessFacts,
+    ProgressFacts,
     RankState,
     Readiness,
     ServerInfo,
@@ -128,7 +132,6 @@ DRAFT_SPANS: dict[str, tuple[Phase, bool]] = {
 }
 HTTP_UP_ENDPOINTS = frozenset({"/v1/models", "/model_info", "/get_model_info", "/server_info", "/get_server_info"})
 HTTP_ANSWERS = frozenset({"ok", "starting", "http_error"})
-_TP_INDEX = re.compile(r"(?:\bTP|^rank)(\d+)\b")
 
 _ORDER = {phase: i for i, phase in enumerate(PHASE_ORDER)}
 _T = TypeVar("_T")
@@ -151,8 +154,7 @@ def _advance(s: Readiness, target: Phase, at: str | None, t: float | None, now: 
     """Move to `target` when it is ahead of the current phase (failed is final until a new launch)."""
     if s.phase is Phase.FAILED or _ORDER[target] <= _ORDER[s.phase]:
         return s
-    return _with(
-        s,
+    return s.evolve(
         phase=target,
         phase_since=now,
         phase_since_log=at,
@@ -163,8 +165,7 @@ def _advance(s: Readiness, target: Phase, at: str | None, t: float | None, now: 
 def _fail(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
     if s.phase is Phase.FAILED:
         return s
-    return _with(
-        s,
+    return s.evolve(
         phase=Phase.FAILED,
         phase_since=now,
         phase_since_log=at,
@@ -223,43 +224,34 @@ def _fresh_launch(
     Health results are kept for display, but `health_ready` waits for a /health 200 received after this.
     """
     return Readiness(
-        phase=Phase.STARTING,
-        phase_since=now,
-        phase_since_log=at,
-        first_seen_at=s.first_seen_at,
-        timeline=enter_phase((), Phase.STARTING, at, t, now),
-        last_progress_at=now,
-        last_progress=why,
-        log_offset=s.log_offset if log_offset is None else log_offset,
-        launches=s.launches + 1 if counts else s.launches,
-        health=s.health,
-        health_checked_at=s.health_checked_at,
-        health_reachable=s.health_reachable,
-        gpus=s.gpus,
-        gpus_at=s.gpus_at,
-        gpu_history=s.gpu_history,
-        gpu_util_history=s.gpu_util_history,
-        gpu_history_at=s.gpu_history_at,
-        connection=s.connection,
-        connection_detail=s.connection_detail,
-        connection_since=s.connection_since,
-        process_alive=None,  # what the poll said was of the old launch; this one's processes are not found yet
-        process_pids=(),
-        last_control=s.last_control,
-        last_control_at=s.last_control_at,
-        stall_after=s.stall_after,
-        health_probed=s.health_probed,
-        health_port=s.health_port,
-        log_watched=s.log_watched,
-        process_watched=s.process_watched,
-        port_owner=s.port_owner,
-        launched=launched,
-        last_log_at=at or s.last_log_at,
-        log_restart_at=now if from_log else s.log_restart_at,
-        process_visible=s.process_visible,  # who can see whose /proc, and what the log path is: not the launch's
-        process_owner_uid=s.process_owner_uid,
-        log_file=s.log_file,
-        past=s.past,  # the caller replaces it when the new launch's key differs
+        launch=LaunchFacts(
+            phase_since=now,
+            phase_since_log=at,
+            first_seen_at=s.first_seen_at,
+            timeline=enter_phase((), Phase.STARTING, at, t, now),
+            launches=s.launches + 1 if counts else s.launches,
+            launched=launched,
+            log_restart_at=now if from_log else s.log_restart_at,
+        ),
+        # what the probes last answered is kept for display; health_ready waits for a 200 after this
+        probes=HealthFacts(health=s.health, health_checked_at=s.health_checked_at, health_reachable=s.health_reachable),
+        gpu=s.gpu,
+        link=replace(s.link, source_failures=()),
+        # what the poll said was of the old launch: this one's processes are not found yet. Who can see whose
+        # /proc, and who listens on the port, are not the launch's.
+        proc=ProcessFacts(
+            process_visible=s.process_visible, process_owner_uid=s.process_owner_uid, port_owner=s.port_owner
+        ),
+        control=s.control,
+        progress=ProgressFacts(
+            last_progress_at=now,
+            last_progress=why,
+            log_offset=s.log_offset if log_offset is None else log_offset,
+            last_log_at=at or s.last_log_at,
+            log_file=s.log_file,
+        ),
+        setup=s.setup,  # past included: the caller replaces it when the new launch's key differs
+        updated_at=s.updated_at,
     )
 
 
@@ -278,7 +270,7 @@ def _log_seen(
     changes: dict[str, object] = {"last_progress_at": now, "last_progress": what}
     if at:
         changes["last_log_at"] = at
-    index = tp_rank if tp_rank is not None else (_tp_index(rank) if rank else None)
+    index = tp_rank if tp_rank is not None else (tp_index(rank) if rank else None)
     if index is not None and (s.tp_rank_max is None or index > s.tp_rank_max):
         changes["tp_rank_max"] = index
     if index is not None and index not in s.tp_ranks_seen:
@@ -288,7 +280,7 @@ def _log_seen(
             size, how = infer_tp_size(seen)
             changes["server"] = replace(s.server, tp_size=size)
             changes["tp_inferred"] = how
-    return _with(s, **changes)
+    return s.evolve(**changes)
 
 
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
@@ -314,7 +306,7 @@ def _tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:
     seen = (0,) if why == TP_ONE_REASON else ()
     if s.server.tp_from_args or s.server.tp_size is not None or s.tp_ranks_seen != seen or ev.draft:
         return s
-    return _with(s, server=replace(s.server, tp_size=1), tp_inferred=why)
+    return s.evolve(server=replace(s.server, tp_size=1), tp_inferred=why)
 
 
 def untagged_scheduler_line(ev: Milestone) -> bool:
@@ -333,8 +325,7 @@ def _on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, what="server_args")
     server = s.server
     tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
-    s = _with(
-        s,
+    s = s.evolve(
         launched=True,
         server=ServerInfo(
             model=ev.model or server.model,
@@ -354,7 +345,7 @@ def _on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
         ),
     )
     if not s.timeline and s.phase is Phase.STARTING:
-        s = _with(s, timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, now), phase_since=now, phase_since_log=ev.at)
+        s = s.evolve(timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, now), phase_since=now, phase_since_log=ev.at)
     return s
 
 
@@ -370,30 +361,29 @@ def _on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     rank = ev.rank or ("TP0" if ev.kind in SCHEDULER_KINDS else None)
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
     if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
-        return s if s.shutdown is not None else _with(s, shutdown=ev)
-    if ev.kind in PER_RANK_KINDS and ev.rank is not None and _tp_index(ev.rank) == 0:
+        return s if s.shutdown is not None else s.evolve(shutdown=ev)
+    if ev.kind in PER_RANK_KINDS and ev.rank is not None and tp_index(ev.rank) == 0:
         s = _tp_one(s, ev)
     elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
         s = _tp_one(s, ev, TP_UNTAGGED_REASON)
     s = _shape_facts(s, ev)
     if rank:
-        s = _with(s, ranks=_update_rank(s.ranks, rank, ev, now))
-    draft = ev.draft or _looks_like_draft_load(s, ev)
-    if draft:
+        s = s.evolve(ranks=_update_rank(s.ranks, rank, ev, now))
+    if ev.draft:
         span = DRAFT_SPANS.get(ev.kind)
         if span is not None:
             phase, begins = span
             opener = open_draft if begins else close_draft
-            s = _with(s, timeline=opener(s.timeline, phase, ev.at, ev.t, now))
+            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now))
         return s
-    s = _with(s, latest_milestone=ev, milestone_ranks=_add_rank(s.milestone_ranks, ev.kind, rank))
+    s = s.evolve(latest_milestone=ev, milestone_ranks=_add_rank(s.milestone_ranks, ev.kind, rank))
     if ev.kind == "startup_timings":
-        s = _with(s, startup_timings=tuple((k, float(v)) for k, v in ev.fields if isinstance(v, (int, float))))
+        s = s.evolve(startup_timings=tuple((k, float(v)) for k, v in ev.fields if isinstance(v, (int, float))))
     if ev.kind in MILESTONE_PHASE or ev.kind == "fired_up":
-        s = _with(s, launched=True)
+        s = s.evolve(launched=True)
     if ev.kind == "fired_up":
         ready_at = s.log_ready_at if s.log_ready else now
-        return _maybe_ready(_with(s, log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
+        return _maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
     target = MILESTONE_PHASE.get(ev.kind)
     return _advance(s, target, ev.at, ev.t, now) if target is not None else s
 
@@ -402,33 +392,33 @@ def _shape_facts(s: Readiness, ev: Milestone) -> Readiness:
     """The facts the 0.5.14 … 0.5.23 lines carry (DeepGEMM JIT, HTTP server, PD, EPLB, HF snapshot, weight cache)."""
     kind = ev.kind
     if kind == "jit_begin":
-        return _with(s, jit_active=True)
+        return s.evolve(jit_active=True)
     if kind == "jit_kernel":
-        return _with(
-            s, jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}"
+        return s.evolve(
+            jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}"
         )
     if kind in ("jit_end", "graph_end", "max_tokens", "fired_up"):
-        s = _with(s, jit_active=False) if s.jit_active else s
-        return _with(s, http_server=s.http_server or "uvicorn") if kind == "fired_up" else s
+        s = s.evolve(jit_active=False) if s.jit_active else s
+        return s.evolve(http_server=s.http_server or "uvicorn") if kind == "fired_up" else s
     if kind == "uvicorn_running":
         workers = ev.get("workers")
-        return _with(s, http_server="uvicorn", http_workers=workers if isinstance(workers, int) else s.http_workers)
+        return s.evolve(http_server="uvicorn", http_workers=workers if isinstance(workers, int) else s.http_workers)
     if kind == "http_running":
-        return _with(s, http_server=str(ev.get("server") or "other"))
+        return s.evolve(http_server=str(ev.get("server") or "other"))
     if kind == "pd_bootstrap":
-        return _with(s, pd_bootstrap=True)
+        return s.evolve(pd_bootstrap=True)
     if kind == "pd_warmup_begin":
-        return _with(s, pd_warmup="running")
+        return s.evolve(pd_warmup="running")
     if kind == "pd_warmup_end":
-        return _with(s, pd_warmup="ok" if ev.get("ok", True) else "failed")
+        return s.evolve(pd_warmup="ok" if ev.get("ok", True) else "failed")
     if kind == "eplb_begin":
-        return _with(s, eplb_rebalancing=True, last_progress="EPLB rebalance")
+        return s.evolve(eplb_rebalancing=True, last_progress="EPLB rebalance")
     if kind == "eplb_end":
-        return _with(s, eplb_rebalancing=False, eplb_rebalances=s.eplb_rebalances + 1)
+        return s.evolve(eplb_rebalancing=False, eplb_rebalances=s.eplb_rebalances + 1)
     if kind == "hf_snapshot":
-        return _with(s, hf_snapshot="local" if ev.get("local") else "download")
+        return s.evolve(hf_snapshot="local" if ev.get("local") else "download")
     if kind == "weight_cache":
-        return _with(s, weight_cache=_weight_cache(s.weight_cache, ev))
+        return s.evolve(weight_cache=_weight_cache(s.weight_cache, ev))
     return s
 
 
@@ -446,19 +436,10 @@ def _weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo
     return info
 
 
-def _looks_like_draft_load(s: Readiness, ev: Milestone) -> bool:
-    """An unflagged second weight load after the target's (EAGLE v1 order: after its capture) is the draft's."""
-    if ev.kind not in ("load_begin", "load_end") or not s.server.speculative:
-        return False
-    return _ORDER[s.phase] > _ORDER[Phase.LOADING_WEIGHTS] and s.phase is not Phase.FAILED
-
-
 def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
     s = _log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.bar} bar")
     when, clock = _bar_time(ev, now)
-    if ev.bar == "weights":
-        if _is_draft_bar(s, ev):
-            return _draft_bar(s, ev, when, clock, now)
+    if ev.bar == "weights":  # the parser decides which bars and loads are the draft model's
         old = s.shards
         if old is None or old.total != ev.total:
             bar = start_bar(ev.done, ev.total, when, clock, now, label=ev.label)
@@ -466,14 +447,14 @@ def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
             bar = advance_bar(old, ev.done, when, clock, now)
         if bar.rate_per_s is None and ev.remaining_s is not None and not is_complete(bar):
             bar = replace(bar, eta_s=ev.remaining_s)  # tqdm's own estimate until we have a rate
-        s = _with(s, shards=bar, launched=True)
+        s = s.evolve(shards=bar, launched=True)
         if old is None or bar.done != old.done:
-            s = _with(s, last_progress=f"shards {bar.done}/{bar.total}")
+            s = s.evolve(last_progress=f"shards {bar.done}/{bar.total}")
         return _advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if ev.bar == "draft_weights":
         return _draft_bar(s, ev, when, clock, now)
     if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
-        s = _with(s, jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
+        s = s.evolve(jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
     if ev.bar in BAR_FIELDS:
         return _other_bar(s, ev, when, clock, now)
     if ev.bar == "capture":
@@ -483,9 +464,9 @@ def _on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
             bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
         else:
             bar = advance_bar(old, ev.done, when, clock, now, **extra)
-        s = _with(s, capture=bar, launched=True)
+        s = s.evolve(capture=bar, launched=True)
         if bar != old:
-            s = _with(s, last_progress=f"capture {bar.done}/{bar.total}")
+            s = s.evolve(last_progress=f"capture {bar.done}/{bar.total}")
         return _advance(s, Phase.CUDA_GRAPH, ev.at, ev.t, now)
     return s
 
@@ -499,11 +480,11 @@ def _other_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: floa
         bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
     else:
         bar = advance_bar(old, ev.done, when, clock, now, **extra)
-    s = _with(s, launched=True, **{name: bar})
+    s = s.evolve(launched=True, **{name: bar})
     if bar != old:
-        s = _with(s, last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
+        s = s.evolve(last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
     if ev.bar == "jit" and not s.jit_active:
-        s = _with(s, jit_active=True)
+        s = s.evolve(jit_active=True)
     target = BAR_PHASE[ev.bar]
     return _advance(s, target, ev.at, ev.t, now) if target is not None else s
 
@@ -517,16 +498,6 @@ def _bar_time(ev: BarProgress, now: float) -> tuple[float, str]:
     return now, "clock"
 
 
-def _is_draft_bar(s: Readiness, ev: BarProgress) -> bool:
-    """A second weight bar after the target's finished (or of another size, with speculative on) is the draft's."""
-    main = s.shards
-    if main is None:
-        return False
-    if is_complete(main):
-        return ev.total != main.total or ev.done < main.done
-    return ev.total != main.total and bool(s.server.speculative)
-
-
 def _draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: float) -> Readiness:
     old = s.draft_shards
     if old is None or old.total != ev.total or (is_complete(old) and ev.done < old.done):
@@ -536,9 +507,9 @@ def _draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: floa
     timeline = open_draft(s.timeline, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if is_complete(bar):
         timeline = close_draft(timeline, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
-    s = _with(s, draft_shards=bar, timeline=timeline, launched=True)
+    s = s.evolve(draft_shards=bar, timeline=timeline, launched=True)
     if old is None or bar.done != old.done:
-        s = _with(s, last_progress=f"draft shards {bar.done}/{bar.total}")
+        s = s.evolve(last_progress=f"draft shards {bar.done}/{bar.total}")
     return s
 
 
@@ -551,7 +522,7 @@ def _on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
             return _stopped_from_outside(s, ev.line, ev.at, ev.t, now)
     old = s.error
     if old is None or (ev.root_cause and not old.root_cause) or _marker_outranks(old, ev):
-        s = _with(s, error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
+        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
     return _fail(s, ev.at, ev.t, now)
 
 
@@ -573,7 +544,7 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
         if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and _traffic(s, ev))):
             return _advance(s, Phase.SERVING, ev.at, ev.t, now)
         if ev.stage == "prefill":
-            return _with(s, prefill_lines=s.prefill_lines + ev.count)
+            return s.evolve(prefill_lines=s.prefill_lines + ev.count)
         return s
     decode = DecodeInfo(
         accept_len=ev.accept_len,
@@ -584,9 +555,9 @@ def _on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
         at=ev.at,
     )
     history = (s.decode_history + ((now, ev.gen_throughput, ev.accept_len),))[-DECODE_HISTORY:]
-    s = _with(s, decode=decode, decode_history=history)
+    s = s.evolve(decode=decode, decode_history=history)
     if ev.accept_len is not None and not s.server.speculative:
-        s = _with(s, server=replace(s.server, speculative="unknown"))
+        s = s.evolve(server=replace(s.server, speculative="unknown"))
     if ev.running_req is not None and ev.running_req <= 0:
         return s
     # Decoding requests: the server serves (a log attached mid-run shows nothing else).
@@ -607,7 +578,7 @@ def _on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:
     current = s.server.speculative
     if current and current != "unknown":
         return s
-    return _with(s, server=replace(s.server, speculative=ev.algorithm or "unknown"))
+    return s.evolve(server=replace(s.server, speculative=ev.algorithm or "unknown"))
 
 
 # ---------------------------------------------------------------------------------------- source events
@@ -617,14 +588,14 @@ def _on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
     if ev.offset == s.log_offset and not ev.data:
         return s
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
-        s = _with(s, log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
+        s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
     grew = now if ev.data else s.log_grew_at
-    return _with(s, log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
+    return s.evolve(log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
 
 
 def _on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
     """What the log path is: a fact for the verdict; it changes no phase."""
-    return _with(s, log_file=ev)
+    return s.evolve(log_file=ev)
 
 
 def _on_log_reset(s: Readiness, ev: LogReset, now: float) -> Readiness:
@@ -634,13 +605,13 @@ def _on_log_reset(s: Readiness, ev: LogReset, now: float) -> Readiness:
             s, None, None, now, why=f"log {ev.reason}", counts=False, launched=_launched_by_us(s, now), log_offset=0
         )
     if ev.reason in ("missing", "appeared"):
-        return _with(s, log_offset=0)
+        return s.evolve(log_offset=0)
     return s
 
 
 def _on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if ev.error is not None or not ev.gpus:
-        return _with(s, gpus=ev, gpus_at=now)
+        return s.evolve(gpus=ev, gpus_at=now)
     changes: dict[str, object] = {"gpus": ev, "gpus_at": now, "gpu_history": _gpu_history(s.gpu_history, ev)}
     changes["gpu_util_history"] = _gpu_util_history(s.gpu_util_history, ev)
     changes["gpu_history_at"] = (s.gpu_history_at + (now,))[-GPU_HISTORY:]
@@ -649,8 +620,8 @@ def _on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
         changes["last_progress"] = "GPU memory"
     if s.phase is Phase.LOADING_WEIGHTS:
         changes["weights_mem"] = weights_memory(s.weights_mem, s.gpus, ev, _server_gpus(s), now)
-    s = _with(s, **changes)
-    return _with(s, ranks=_map_ranks(s, ev))
+    s = s.evolve(**changes)
+    return s.evolve(ranks=_map_ranks(s, ev))
 
 
 def _server_gpus(s: Readiness) -> frozenset[int] | None:
@@ -663,10 +634,10 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     results = tuple(r for r in s.health if r.endpoint != ev.endpoint) + (ev,)
     checked = tuple(c for c in s.health_checked_at if c[0] != ev.endpoint) + ((ev.endpoint, now),)
     reachable = any(_http_answer(r) for r in results)
-    s = _with(s, health=results, health_checked_at=checked, health_reachable=reachable)
+    s = s.evolve(health=results, health_checked_at=checked, health_reachable=reachable)
     if ev.endpoint == "/health":
         since = (s.health_ok_since if s.health_ready else now) if ev.outcome == "ok" else None
-        s = _with(s, health_ready=ev.outcome == "ok", health_ok_since=since)
+        s = s.evolve(health_ready=ev.outcome == "ok", health_ok_since=since)
     if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
         # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
         # answers before it shows a launch may be a server from before)
@@ -677,13 +648,13 @@ def _on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
 def _on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
     """The one /server_info read: the version (what answers knows it best) and 0.5.23's startup_time figures.
     An answer naming another model is not this launch's (the identity probe decides whose the 200 is)."""
-    s = _with(s, server_info=ev.outcome)
+    s = s.evolve(server_info=ev.outcome)
     if ev.outcome != "ok":
         return s
     if ev.model_path and s.server.model and not same_model(ev.model_path, s.server.model):
-        return _with(s, server_info="foreign")
+        return s.evolve(server_info="foreign")
     server = replace(s.server, version=ev.version) if ev.version and ev.version != s.server.version else s.server
-    return _with(s, server=server, startup_time=ev.startup_time or s.startup_time)
+    return s.evolve(server=server, startup_time=ev.startup_time or s.startup_time)
 
 
 def _http_answer(r: HealthResult) -> bool:
@@ -694,15 +665,15 @@ def _on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
     """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
     activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
     if activity.moved:
-        return _with(s, activity=activity, last_progress_at=now, last_progress=activity.moved)
-    return _with(s, activity=activity)
+        return s.evolve(activity=activity, last_progress_at=now, last_progress=activity.moved)
+    return s.evolve(activity=activity)
 
 
 WATCHDOG_STACKS = 64
 
 
 def _on_jit_hint(s: Readiness, ev: JitHint, now: float) -> Readiness:
-    return _with(s, jit_named=ev.kind)
+    return s.evolve(jit_named=ev.kind)
 
 
 def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
@@ -715,7 +686,7 @@ def _on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
             name = ev.rank
         kept.pop(name, None)
         kept[name] = stacks.ProcessStack(p.pid, name, p.cmdline, p.threads)
-    return _with(s, watchdog_stacks=tuple(kept.values())[-WATCHDOG_STACKS:])
+    return s.evolve(watchdog_stacks=tuple(kept.values())[-WATCHDOG_STACKS:])
 
 
 def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
@@ -724,16 +695,16 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     Only `alive is False` from a watch that can see the processes means dead; an unseen process is unknown.
     """
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
-        return _with(s, process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
+        return s.evolve(process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if ev.alive is None:  # a watch that cannot tell: unknown, never dead
-        return _with(s, process_alive=None, process_pids=ev.pids)  # type: ignore[unreachable]
+        return s.evolve(process_alive=None, process_pids=ev.pids)  # type: ignore[unreachable]
     if not s.process_visible:
-        s = _with(s, process_visible=True, process_owner_uid=None)
+        s = s.evolve(process_visible=True, process_owner_uid=None)
     if ev.activity is not None and ev.alive:
         s = _on_activity(s, ev.activity, now)
     if not ev.alive and _not_found_yet(s, now):
-        return _with(s, process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
-    s = _with(s, process_alive=ev.alive, process_pids=ev.pids)
+        return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
+    s = s.evolve(process_alive=ev.alive, process_pids=ev.pids)
     if ev.alive:
         return _maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
@@ -742,18 +713,18 @@ def _on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return _stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
         return _stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
-    return _fail(_with(s, error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+    return _fail(s.evolve(error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
 
 
 def _stopped_from_outside(s: Readiness, line: str, at: str | None, t: float | None, now: float) -> Readiness:
     """Failed because a signal from someone else stopped it (SIGTERM, Ctrl-C): that line says why."""
     error = ErrorInfo(kind="other", line=line, at=at, root_cause=True, stopped_by="outside")
-    return _fail(_with(s, error=error), at, t, now)
+    return _fail(s.evolve(error=error), at, t, now)
 
 
 def _on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
     """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours."""
-    return _maybe_ready(_with(s, port_owner=ev), None, None, now)
+    return _maybe_ready(s.evolve(port_owner=ev), None, None, now)
 
 
 def _stopped_by_us(s: Readiness, now: float) -> bool:
@@ -780,13 +751,13 @@ def _stopped(s: Readiness, action: str, now: float) -> Readiness:
     """Failed because sglang-tui stopped it: a log line that states another cause (an OOM before) still wins."""
     old = s.error
     if old is None or not old.root_cause or from_processes(old) or old.stopped_by == "outside":
-        s = _with(s, error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True, stopped_by="sglang-tui"))
+        s = s.evolve(error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True, stopped_by="sglang-tui"))
     return _fail(s, None, None, now)
 
 
 def _on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
     since = s.connection_since if ev.state == s.connection and s.connection_since is not None else now
-    return _with(s, connection=ev.state, connection_detail=ev.detail, connection_since=since)
+    return s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
 
 
 def _on_control(s: Readiness, ev: ControlResult, now: float) -> Readiness:
@@ -799,10 +770,10 @@ def _on_control(s: Readiness, ev: ControlResult, now: float) -> Readiness:
         )
         if not shown:
             s = _fresh_launch(s, None, None, now, why=f"{ev.action} by sglang-tui", counts=False, from_log=False)
-        return _with(s, last_control=ev, last_control_at=now, launched=True)
-    s = _with(s, last_control=ev, last_control_at=now)
+        return s.evolve(last_control=ev, last_control_at=now, launched=True)
+    s = s.evolve(last_control=ev, last_control_at=now)
     if ev.ok and ev.action in STOP_ACTIONS and (s.launched or s.timeline):
-        return _stopped(_with(s, process_alive=False, process_pids=()), ev.action, now)
+        return _stopped(s.evolve(process_alive=False, process_pids=()), ev.action, now)
     return s
 
 
@@ -813,13 +784,13 @@ def _on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:
 def _on_source_failed(s: Readiness, ev: SourceFailed, now: float) -> Readiness:
     """A source's worker crashed: kept under that source only; no other fact (health, process, phase) moves."""
     kept = tuple(f for f in s.source_failures if f[0] != ev.source)
-    return _with(s, source_failures=(*kept, (ev.source, ev.message, now)))
+    return s.evolve(source_failures=(*kept, (ev.source, ev.message, now)))
 
 
 def _on_weight_files(s: Readiness, ev: WeightFiles, now: float) -> Readiness:
     if ev.total_bytes is None or ev.total_bytes <= 0:
         return s
-    return _with(s, weight_files=(ev.model, ev.total_bytes, ev.files))
+    return s.evolve(weight_files=(ev.model, ev.total_bytes, ev.files))
 
 
 _HANDLERS: dict[type, Handler] = {
@@ -854,42 +825,16 @@ _HANDLERS: dict[type, Handler] = {
 
 
 def _finish(s: Readiness, now: float) -> Readiness:
-    """Stamp the clock, apply the stall rule, and explain the verdict."""
+    """Stamp the clock and apply the stall rule. The words (reason, evidence) are the views' (explain)."""
     if s.first_seen_at is None:  # the first event: the phase began no earlier than now (not at clock 0)
-        s = _with(s, first_seen_at=now, phase_since=now)
-    s = _with(s, updated_at=now)
-    s.__dict__["stall"] = stall_for(s, now)  # s is our own fresh copy: fill it in place before anyone sees it
-    reason, evidence = explain(s, now)
-    s.__dict__["reason"] = reason
-    s.__dict__["evidence"] = evidence
-    return s
-
-
-_FIELDS = frozenset(f.name for f in fields(Readiness))
-
-
-def _with(s: Readiness, **changes: object) -> Readiness:
-    """dataclasses.replace for the big state, without re-running __init__ over ~50 fields (20x faster)."""
-    unknown = changes.keys() - _FIELDS
-    if unknown:
-        raise TypeError(f"Readiness has no field {sorted(unknown)}")
-    new = object.__new__(Readiness)
-    new.__dict__.update(s.__dict__)
-    new.__dict__.update(changes)
-    return new
+        s = s.evolve(first_seen_at=now, phase_since=now)
+    stall = stall_for(s, now)
+    if stall != s.stall:
+        s = s.evolve(stall=stall)
+    return replace(s, updated_at=now)
 
 
 # ------------------------------------------------------------------------------------------------- ranks
-
-
-def _tp_index(rank: str) -> int | None:
-    match = _TP_INDEX.search(rank)
-    return int(match.group(1)) if match else None
-
-
-def rank_sort_key(name: str) -> tuple[tuple[str, int], ...]:
-    """Natural order of rank labels: TP2 before TP10, DP0 TP1 before DP1 TP0."""
-    return tuple((m.group(1), int(m.group(2))) for m in re.finditer(r"([A-Za-z_]+)(\d+)", name)) or ((name, 0),)
 
 
 def _update_rank(ranks: tuple[RankState, ...], name: str, ev: Milestone, now: float) -> tuple[RankState, ...]:
@@ -904,7 +849,7 @@ def _update_rank(ranks: tuple[RankState, ...], name: str, ev: Milestone, now: fl
         updated_at=now,
     )
     others = tuple(r for r in ranks if r.name != name)
-    return tuple(sorted(others + (new,), key=lambda r: rank_sort_key(r.name)))
+    return tuple(sorted(others + (new,), key=lambda r: sort_key(r.name)))
 
 
 def _add_rank(
@@ -938,7 +883,7 @@ def _map_ranks(s: Readiness, snapshot: GpuSnapshot) -> tuple[RankState, ...]:
             by_name[name] = replace(base, gpu_index=gpu, pid=pid)
     if all(by_name.get(r.name) is r for r in s.ranks) and len(by_name) == len(s.ranks):
         return s.ranks
-    return tuple(sorted(by_name.values(), key=lambda r: rank_sort_key(r.name)))
+    return tuple(sorted(by_name.values(), key=lambda r: sort_key(r.name)))
 
 
 # -------------------------------------------------------------------------------------------------- GPUs

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tui.core.activity import rank_of, ranks_span
+from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$", re.M)
 _THREAD = re.compile(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
@@ -129,10 +129,6 @@ def _shape(stack: ProcessStack) -> tuple[tuple[str, str], ...]:
     return tuple((f.func, f.file) for f in stack.frames)
 
 
-def is_rank(name: str) -> bool:
-    return re.match(r"^(?:[A-Z]{2}\d+ )*TP\d+$", name) is not None
-
-
 def settle(samples: list[list[ProcessStack]]) -> tuple[list[ProcessStack], frozenset[str]]:
     """Several dumps of the same processes, taken apart in time, as one: each process by the stack shape it showed
     most often (a tie goes to the latest), and the names of those whose shape never changed. A healthy rank caught
@@ -160,13 +156,13 @@ def group(stacks: list[ProcessStack], steady: frozenset[str] | None = None) -> G
     shapes: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for s in ranks:
         shapes.setdefault(_shape(s), []).append(s.name)
-    groups = sorted((tuple(names) for names in shapes.values()), key=lambda g: (-len(g), _order(g[0])))
+    groups = sorted((tuple(names) for names in shapes.values()), key=lambda g: (-len(g), sort_key(g[0])))
     odd: tuple[str, ...] = ()
     if len(groups) > 1 and len(groups[0]) > len(groups[1]):
-        odd = tuple(sorted((n for g in groups[1:] for n in g if steady is None or n in steady), key=_order))
+        odd = tuple(sorted((n for g in groups[1:] for n in g if steady is None or n in steady), key=sort_key))
     by_name = {s.name: s for s in ranks}
     parts = []
-    for g in sorted(groups, key=lambda g: (g[0] not in odd, _order(g[0]))) if odd else groups:
+    for g in sorted(groups, key=lambda g: (g[0] not in odd, sort_key(g[0]))) if odd else groups:
         where = _innermost(by_name[g[0]])
         verb = "is" if len(g) == 1 else "are"
         parts.append(f"{ranks_span(g)} {verb} in {where}")
@@ -186,11 +182,6 @@ def _innermost(stack: ProcessStack) -> str:
     f = frames[0]
     text = f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
     return "".join(c if c.isprintable() else "?" for c in text)  # a terminal never gets a raw escape
-
-
-def _order(name: str) -> tuple[int, ...]:
-    nums = tuple(int(n) for n in re.findall(r"\d+", name))
-    return nums or (1 << 30,)
 
 
 def to_json(stacks: list[ProcessStack], grouping: Grouping) -> dict[str, object]:

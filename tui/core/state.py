@@ -7,13 +7,17 @@ fields with defaults, never rename or remove.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from typing import Generic, Literal, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
+
+T = TypeVar("T")
+ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
 
 
 class Phase(str, Enum):
@@ -156,70 +160,67 @@ class WeightsMem:
         return (self.moves[-1] - self.moves[0]) / (len(self.moves) - 1)
 
 
+class Fact(Generic[T]):
+    """A flat read of one fact kept in one of Readiness's records: `state.shards` is `state.bars.shards`.
+
+    The views and `wait` read facts by name; the reducer writes the record an event touches."""
+
+    def __init__(self, record: str) -> None:
+        self.record = record
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Fact[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> Fact[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(getattr(obj, self.record), self.name)
+        return value
+
+
 @dataclass(frozen=True)
-class Readiness:
+class LaunchFacts:
+    """Where this launch stands: the phase, since when, how it got there, and how it ended."""
+
     phase: Phase = Phase.STARTING
     phase_since: float = 0.0  # clock time the current phase began
     phase_since_log: str | None = None  # log timestamp the current phase began
     first_seen_at: float | None = None  # clock time of the first event
-    reason: str = "waiting for the first log line"  # one line: why the model says what it says
-    evidence: tuple[str, ...] = ()  # the facts behind the verdict, e.g. ("log: fired up 12:01:02", "health: 200")
-    log_ready: bool = False  # the log said "fired up"
-    health_ready: bool = False  # /health answered 200
-    health_reachable: bool = False  # some HTTP probe got an HTTP answer (of any status)
-    server: ServerInfo = ServerInfo()
     timeline: tuple[PhaseSpan, ...] = ()
-    shards: BarState | None = None  # main model weights
-    draft_shards: BarState | None = None
-    capture: BarState | None = None  # CUDA graph capture batches (current bar)
-    ranks: tuple[RankState, ...] = ()  # sorted by rank name
-    error: ErrorInfo | None = None
-    decode: DecodeInfo | None = None
-    decode_history: tuple[
-        tuple[float, float | None, float | None], ...
-    ] = ()  # (t, gen_throughput, accept_len), bounded
-    stall: StallInfo | None = None
-    last_progress_at: float | None = None
-    log_offset: int = 0
-    launches: int = (
-        0  # LaunchStarted seen (a new launch in the same log; a truncated/rotated log or our own launch is not)
-    )
-    health: tuple[HealthResult, ...] = ()  # latest result per endpoint
-    health_checked_at: tuple[tuple[str, float], ...] = ()  # (endpoint, clock time of that result)
-    gpus: GpuSnapshot | None = None
-    gpus_at: float | None = None
-    gpu_history: tuple[tuple[int, tuple[float, ...]], ...] = ()  # (gpu index, recent used fractions), bounded
-    gpu_util_history: tuple[tuple[int, tuple[float | None, ...]], ...] = ()  # (gpu index, recent util %), bounded
-    gpu_history_at: tuple[float, ...] = ()  # when each of the recent samples came (the newest last), bounded
-    connection: str = "connecting"  # connecting | connected | reconnecting | failed
-    connection_detail: str = ""
-    connection_since: float | None = None
-    process_alive: bool | None = None  # None: unknown (replay, or no control channel)
-    process_pids: tuple[int, ...] = ()
-    last_control: ControlResult | None = None
-    stall_after: float | None = None  # set once by the caller: overrides every per-phase stall limit (seconds)
     launched: bool = False  # a launch was seen (server_args, a new launch, a startup line, or our own launch)
-    updated_at: float = 0.0  # clock time of the last event reduced
-    last_log_at: str | None = None  # log timestamp of the last timestamped log event
-    last_progress: str = ""  # which signal progressed last, e.g. "shards 57/64", "log bytes", "GPU memory"
-    milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # milestone kind -> ranks that printed it
-    tp_rank_max: int | None = None  # the highest TP index seen in rank labels
-    latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)
+    launches: int = 0  # LaunchStarted seen (a new launch in the same log; a truncated/rotated log or ours is not)
+    log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a launch)
+    error: ErrorInfo | None = None
+    shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
+    log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
-    last_control_at: float | None = None  # clock time last_control arrived
-    log_restart_at: float | None = None  # clock time the log last showed a new start (truncated, rotated, a new launch)
-    source_failures: tuple[
-        tuple[str, str, float], ...
-    ] = ()  # (source, message, clock time): the latest crash per source
-    process_visible: bool = True  # False: the server's processes cannot be seen (another uid's /proc)
-    process_owner_uid: int | None = None  # the uid that owns them, when known
-    log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
-    # SGLang 0.5.14 … 0.5.23 startup shapes (issue 12)
-    piecewise: BarState | None = None  # piecewise CUDA graph: `Capturing num tokens` / `Compiling num tokens` bar
-    jit: BarState | None = None  # DeepGEMM JIT: the `DeepGEMM warmup` bar of the kernel shape compiling now
+
+
+@dataclass(frozen=True)
+class LogFacts:
+    """What this launch's log lines said, beyond the phase."""
+
+    latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)
+    milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # milestone kind -> ranks that printed it
+    startup_timings: tuple[tuple[str, float], ...] = ()  # SGLang's own `Engine startup timings (s)` figures
+    watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
+    decode: DecodeInfo | None = None
+    decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
+    prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
+
+
+@dataclass(frozen=True)
+class ShapeFacts:
+    """SGLang 0.5.14 … 0.5.23 startup shapes (issue 12): JIT, HTTP server, PD, EPLB, HF snapshot, weight cache."""
+
     jit_kernels: int = 0  # DeepGEMM kernel shapes compiled (`Try DeepGEMM JIT Compiling for <KIND> N=…, K=…`)
     jit_active: bool = False  # a DeepGEMM JIT pre-compile session began and nothing after it (capture end…) yet
-    warmup_bar: BarState | None = None  # `Warmup prefill shapes` / `Profiling prefill latency for dynamic chunking`
+    jit_named: str | None = None  # the JIT the log names ("DeepGEMM", "FlashInfer"), for the compilers it runs
     http_server: str | None = None  # "uvicorn" | "rust" | "granian" once the log says which one listens
     http_workers: int | None = None  # `Uvicorn running on … with N SO_REUSEPORT workers`
     pd_bootstrap: bool = False  # a PD disaggregation bootstrap server started
@@ -228,31 +229,258 @@ class Readiness:
     eplb_rebalances: int = 0  # rebalances completed
     hf_snapshot: str | None = None  # "local" (found in the HF cache, no download) | "download"
     weight_cache: WeightCacheInfo | None = None  # the weight cache daemon, when the log shows one
-    tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
-    prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
-    tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
-    activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads, HF download (issue 13)
-    watchdog_stacks: tuple[ProcessStack, ...] = ()  # SGLang's own py-spy dumps in the log, the latest per rank
-    jit_named: str | None = None  # the JIT the log names ("DeepGEMM", "FlashInfer"), for the compilers it runs
-    # Set once by the caller: True when /health is probed (wait, the TUI), False when it is not by choice
-    # (--no-health: ready may then rest on the log alone), None when not told (replay: probed once a /health
-    # result arrives).
-    health_probed: bool | None = None
-    health_port: int | None = None  # set once by the caller: the port the probes ask (for the words)
-    log_watched: bool | None = None  # set once by the caller: a --log is tailed (True), none given (False)
-    # set once by the caller: a process watch runs (wait, the TUI). The log's fired up then vouches for a /health
-    # 200 only once the watch found the log's server alive (when it can see it): a finished run's log vouches for
-    # nothing that answers now.
-    process_watched: bool | None = None
-    health_ok_since: float | None = None  # clock time the current run of /health 200s began
-    log_grew_at: float | None = None  # clock time log bytes last arrived
-    port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
-    shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
-    past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
+
+
+@dataclass(frozen=True)
+class BarFacts:
+    """The progress bars, and what the weights' progress is measured against."""
+
+    shards: BarState | None = None  # main model weights
+    draft_shards: BarState | None = None
+    capture: BarState | None = None  # CUDA graph capture batches (current bar)
+    piecewise: BarState | None = None  # piecewise CUDA graph: `Capturing num tokens` / `Compiling num tokens` bar
+    jit: BarState | None = None  # DeepGEMM JIT: the `DeepGEMM warmup` bar of the kernel shape compiling now
+    warmup_bar: BarState | None = None  # `Warmup prefill shapes` / `Profiling prefill latency for dynamic chunking`
     weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
-    startup_timings: tuple[tuple[str, float], ...] = ()  # SGLang's own `Engine startup timings (s)` figures
-    startup_time: tuple[tuple[str, float], ...] = ()  # the same from /server_info's `startup_time` (0.5.23), read once
-    server_info: str | None = (
-        None  # the outcome of that one /server_info read (ok, http_error, timeout, …); None: none yet
-    )
     weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host
+
+
+@dataclass(frozen=True)
+class RankFacts:
+    """The ranks, and what their labels say of the TP size."""
+
+    ranks: tuple[RankState, ...] = ()  # sorted by rank name (tui.core.ranklabels)
+    tp_rank_max: int | None = None  # the highest TP index seen in rank labels
+    tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
+    tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
+
+
+@dataclass(frozen=True)
+class HealthFacts:
+    """What the HTTP probes answered."""
+
+    health: tuple[HealthResult, ...] = ()  # latest result per endpoint
+    health_checked_at: tuple[tuple[str, float], ...] = ()  # (endpoint, clock time of that result)
+    health_reachable: bool = False  # some HTTP probe got an HTTP answer (of any status)
+    health_ready: bool = False  # /health answered 200
+    health_ok_since: float | None = None  # clock time the current run of /health 200s began
+    server_info: str | None = None  # the outcome of the one /server_info read (ok, http_error, …); None: none yet
+    startup_time: tuple[tuple[str, float], ...] = ()  # /server_info's `startup_time` (0.5.23), read once
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    gpus: GpuSnapshot | None = None
+    gpus_at: float | None = None
+    gpu_history: tuple[tuple[int, tuple[float, ...]], ...] = ()  # (gpu index, recent used fractions), bounded
+    gpu_util_history: tuple[tuple[int, tuple[float | None, ...]], ...] = ()  # (gpu index, recent util %), bounded
+    gpu_history_at: tuple[float, ...] = ()  # when each of the recent samples came (the newest last), bounded
+
+
+@dataclass(frozen=True)
+class LinkFacts:
+    """The connection to the host, and the sources that crashed."""
+
+    connection: ConnectionStatus = "connecting"
+    connection_detail: str = ""
+    connection_since: float | None = None
+    source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): latest per source
+
+
+@dataclass(frozen=True)
+class ProcessFacts:
+    """The server's processes as the process watch sees them."""
+
+    process_alive: bool | None = None  # None: unknown (replay, or no control channel)
+    process_pids: tuple[int, ...] = ()
+    process_visible: bool = True  # False: the server's processes cannot be seen (another uid's /proc)
+    process_owner_uid: int | None = None  # the uid that owns them, when known
+    port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
+    activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads (issue 13)
+
+
+@dataclass(frozen=True)
+class ControlFacts:
+    last_control: ControlResult | None = None
+    last_control_at: float | None = None  # clock time last_control arrived
+
+
+@dataclass(frozen=True)
+class ProgressFacts:
+    """The last progress on any signal, and the stall verdict it gives."""
+
+    last_progress_at: float | None = None
+    last_progress: str = ""  # which signal progressed last, e.g. "shards 57/64", "log bytes", "GPU memory"
+    stall: StallInfo | None = None
+    last_log_at: str | None = None  # log timestamp of the last timestamped log event
+    log_grew_at: float | None = None  # clock time log bytes last arrived
+    log_offset: int = 0
+    log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
+
+
+@dataclass(frozen=True)
+class WatchSetup:
+    """Set once by the caller: how this watch is set up, and what the history says of earlier launches."""
+
+    stall_after: float | None = None  # overrides every per-phase stall limit (seconds)
+    # True when /health is probed (wait, the TUI), False when it is not by choice (--no-health: ready may then rest
+    # on the log alone), None when not told (replay: probed once a /health result arrives).
+    health_probed: bool | None = None
+    health_port: int | None = None  # the port the probes ask (for the words)
+    log_watched: bool | None = None  # a --log is tailed (True), none given (False)
+    # a process watch runs (wait, the TUI). The log's fired up then vouches for a /health 200 only once the watch
+    # found the log's server alive (when it can see it): a finished run's log vouches for nothing that answers now.
+    process_watched: bool | None = None
+    past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The whole state: one record per fact. Facts only: `reason` and `evidence` are words, computed from the
+    facts by `tui.core.explain.explain(state, now)` (the properties below give them at the last event)."""
+
+    launch: LaunchFacts = LaunchFacts()
+    server: ServerInfo = ServerInfo()
+    logged: LogFacts = LogFacts()
+    shape: ShapeFacts = ShapeFacts()
+    bars: BarFacts = BarFacts()
+    rankset: RankFacts = RankFacts()
+    probes: HealthFacts = HealthFacts()
+    gpu: GpuFacts = GpuFacts()
+    link: LinkFacts = LinkFacts()
+    proc: ProcessFacts = ProcessFacts()
+    control: ControlFacts = ControlFacts()
+    progress: ProgressFacts = ProgressFacts()
+    setup: WatchSetup = WatchSetup()
+    updated_at: float = field(default=0.0, compare=False)  # clock time of the last event: a stamp, not a fact
+
+    phase = Fact[Phase]("launch")
+    phase_since = Fact[float]("launch")
+    phase_since_log = Fact[str | None]("launch")
+    first_seen_at = Fact[float | None]("launch")
+    timeline = Fact[tuple[PhaseSpan, ...]]("launch")
+    launched = Fact[bool]("launch")
+    launches = Fact[int]("launch")
+    log_restart_at = Fact[float | None]("launch")
+    error = Fact[ErrorInfo | None]("launch")
+    shutdown = Fact[Milestone | None]("launch")
+    log_ready = Fact[bool]("launch")
+    log_ready_at = Fact[float | None]("launch")
+
+    latest_milestone = Fact[Milestone | None]("logged")
+    milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
+    startup_timings = Fact[tuple[tuple[str, float], ...]]("logged")
+    watchdog_stacks = Fact[tuple[ProcessStack, ...]]("logged")
+    decode = Fact[DecodeInfo | None]("logged")
+    decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
+    prefill_lines = Fact[int]("logged")
+
+    jit_kernels = Fact[int]("shape")
+    jit_active = Fact[bool]("shape")
+    jit_named = Fact[str | None]("shape")
+    http_server = Fact[str | None]("shape")
+    http_workers = Fact[int | None]("shape")
+    pd_bootstrap = Fact[bool]("shape")
+    pd_warmup = Fact[str | None]("shape")
+    eplb_rebalancing = Fact[bool]("shape")
+    eplb_rebalances = Fact[int]("shape")
+    hf_snapshot = Fact[str | None]("shape")
+    weight_cache = Fact[WeightCacheInfo | None]("shape")
+
+    shards = Fact[BarState | None]("bars")
+    draft_shards = Fact[BarState | None]("bars")
+    capture = Fact[BarState | None]("bars")
+    piecewise = Fact[BarState | None]("bars")
+    jit = Fact[BarState | None]("bars")
+    warmup_bar = Fact[BarState | None]("bars")
+    weights_mem = Fact[WeightsMem | None]("bars")
+    weight_files = Fact[tuple[str, int, int] | None]("bars")
+
+    ranks = Fact[tuple[RankState, ...]]("rankset")
+    tp_rank_max = Fact[int | None]("rankset")
+    tp_ranks_seen = Fact[tuple[int, ...]]("rankset")
+    tp_inferred = Fact[str]("rankset")
+
+    health = Fact[tuple[HealthResult, ...]]("probes")
+    health_checked_at = Fact[tuple[tuple[str, float], ...]]("probes")
+    health_reachable = Fact[bool]("probes")
+    health_ready = Fact[bool]("probes")
+    health_ok_since = Fact[float | None]("probes")
+    server_info = Fact[str | None]("probes")
+    startup_time = Fact[tuple[tuple[str, float], ...]]("probes")
+
+    gpus = Fact[GpuSnapshot | None]("gpu")
+    gpus_at = Fact[float | None]("gpu")
+    gpu_history = Fact[tuple[tuple[int, tuple[float, ...]], ...]]("gpu")
+    gpu_util_history = Fact[tuple[tuple[int, tuple[float | None, ...]], ...]]("gpu")
+    gpu_history_at = Fact[tuple[float, ...]]("gpu")
+
+    connection = Fact[ConnectionStatus]("link")
+    connection_detail = Fact[str]("link")
+    connection_since = Fact[float | None]("link")
+    source_failures = Fact[tuple[tuple[str, str, float], ...]]("link")
+
+    process_alive = Fact[bool | None]("proc")
+    process_pids = Fact[tuple[int, ...]]("proc")
+    process_visible = Fact[bool]("proc")
+    process_owner_uid = Fact[int | None]("proc")
+    port_owner = Fact[PortOwner | None]("proc")
+    activity = Fact[ActivityState | None]("proc")
+
+    last_control = Fact[ControlResult | None]("control")
+    last_control_at = Fact[float | None]("control")
+
+    last_progress_at = Fact[float | None]("progress")
+    last_progress = Fact[str]("progress")
+    stall = Fact[StallInfo | None]("progress")
+    last_log_at = Fact[str | None]("progress")
+    log_grew_at = Fact[float | None]("progress")
+    log_offset = Fact[int]("progress")
+    log_file = Fact[LogFile | None]("progress")
+
+    stall_after = Fact[float | None]("setup")
+    health_probed = Fact[bool | None]("setup")
+    health_port = Fact[int | None]("setup")
+    log_watched = Fact[bool | None]("setup")
+    process_watched = Fact[bool | None]("setup")
+    past = Fact[Past | None]("setup")
+
+    @classmethod
+    def of(cls, **facts: object) -> Readiness:
+        """A state from facts named flat (`Readiness.of(phase=…, shards=…)`): for the callers' first state
+        and for tests."""
+        return cls().evolve(**facts)
+
+    def evolve(self, **facts: object) -> Readiness:
+        """This state with the named facts changed: `dataclasses.replace` on each record they belong to."""
+        by_record: dict[str, dict[str, object]] = {}
+        top: dict[str, object] = {}
+        for name, value in facts.items():
+            record = _RECORD_OF.get(name)
+            if record is None:
+                if name not in _RECORDS:
+                    raise TypeError(f"Readiness has no fact {name!r}")
+                top[name] = value
+            else:
+                by_record.setdefault(record, {})[name] = value
+        for record, changes in by_record.items():
+            top[record] = replace(top.get(record, getattr(self, record)), **changes)  # type: ignore[type-var]
+        return replace(self, **top)  # type: ignore[arg-type]
+
+    @property
+    def reason(self) -> str:
+        """One line: why the model says what it says (at the last event's time)."""
+        from tui.core.explain import explain
+
+        return explain(self, self.updated_at)[0]
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """The facts behind the verdict, e.g. ("log: fired up 12:01:02", "health: 200"), at the last event."""
+        from tui.core.explain import explain
+
+        return explain(self, self.updated_at)[1]
+
+
+_RECORDS = frozenset(f.name for f in fields(Readiness))
+_RECORD_OF = {name: d.record for name, d in vars(Readiness).items() if isinstance(d, Fact)}

@@ -90,7 +90,7 @@ class Recorder:
                 self._off(err)
                 return state
             self._loaded = (key, mark)
-            state = replace(state, past=past)
+            state = state.evolve(past=past)
         outcome = outcome_of(state)
         if outcome is not None and mark is not None and self._recorded.get(mark) != self._facts(state, outcome):
             self.record(state, outcome)

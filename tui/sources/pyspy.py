@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from tui.core import stacks
+from tui.core.ranklabels import is_rank, sort_key
 from tui.core.stacks import Grouping, ProcessStack
 from tui.sources.control import ServerControl
 from tui.sources.host import Host
@@ -62,7 +63,7 @@ async def dump(host: Host, control: ServerControl, *, remote_python: str, where:
     out = await _sample(host, remote_python, chosen, main, where)
     if out.error or out.grouping is None or not out.grouping.odd:
         return out
-    ranks = {s.pid: chosen.get(s.pid, "") for s in out.stacks if stacks.is_rank(s.name) and not s.error}
+    ranks = {s.pid: chosen.get(s.pid, "") for s in out.stacks if is_rank(s.name) and not s.error}
     samples = [[s for s in out.stacks if s.pid in ranks]]
     for _ in range(SETTLE_SAMPLES - 1):
         await asyncio.sleep(SETTLE_GAP_S)
@@ -108,7 +109,7 @@ async def _sample(host: Host, remote_python: str, chosen: dict[int, str], main: 
         out.stacks.append(stacks.ProcessStack(pid, name, chosen.get(pid, ""), error=first or "py-spy printed nothing"))
         if kind == "ptrace":
             refused.append(f"{name} (pid {pid})")
-    out.stacks.sort(key=lambda s: (not s.name.startswith(("TP", "DP", "PP")), stacks._order(s.name), s.name))
+    out.stacks.sort(key=lambda s: (not s.name.startswith(("TP", "DP", "PP")), sort_key(s.name), s.name))
     if refused and not any(not s.error for s in out.stacks):
         who = refused[0] if len(refused) == 1 else f"{len(refused)} processes ({', '.join(refused[:3])}…)"
         out.error = stacks.ptrace_line(who, where)

@@ -17,6 +17,7 @@ from textual.strip import Strip
 
 from tui.core.loglines import classify_line
 from tui.core.probes import is_probe_line
+from tui.core.ranklabels import sort_key
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
@@ -74,10 +75,6 @@ def search_pattern(term: str) -> re.Pattern[str]:
         return re.compile(term, re.IGNORECASE)
     except re.error:
         return re.compile(re.escape(term), re.IGNORECASE)
-
-
-def _rank_sort_key(rank: str) -> tuple[object, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank))
 
 
 class LogView(ScrollView, can_focus=True):
@@ -141,7 +138,7 @@ class LogView(ScrollView, can_focus=True):
     @property
     def ranks(self) -> list[str]:
         """Rank labels in the kept lines, in natural order."""
-        return sorted({line.rank for line in self._lines if line.rank}, key=_rank_sort_key)
+        return sorted({line.rank for line in self._lines if line.rank}, key=sort_key)
 
     def visible_texts(self) -> list[str]:
         """The text of the rows on screen now (for tests and copy)."""
