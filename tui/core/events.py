@@ -13,6 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from tui.core.vocab import (
+    BarName,
+    BatchStage,
+    ConnectionStatus,
+    ControlAction,
+    ErrorKind,
+    GpuSource,
+    HealthOutcome,
+    LogResetReason,
+    ServerInfoOutcome,
+)
+
 # ---------------------------------------------------------------------------------------------- log events
 
 
@@ -78,7 +90,7 @@ class BarProgress:
     "piecewise" (piecewise CUDA graph: `Compiling num tokens` / `Capturing num tokens`), "jit" (`DeepGEMM warmup`)
     or "warmup" (`Warmup prefill shapes`, `Profiling prefill latency for dynamic chunking`)."""
 
-    bar: str
+    bar: BarName
     done: int
     total: int
     rank: str | None = None
@@ -101,7 +113,7 @@ class Failure:
     keeps the strongest line it has seen.
     """
 
-    kind: str
+    kind: ErrorKind
     line: str
     root_cause: bool = True
     rank: str | None = None
@@ -113,7 +125,7 @@ class Failure:
 class BatchStats:
     """A `Prefill batch` / `Decode batch` line after startup."""
 
-    stage: str  # "prefill" | "decode"
+    stage: BatchStage
     gen_throughput: float | None = None
     accept_len: float | None = None
     accept_rate: float | None = None
@@ -200,7 +212,7 @@ class LogReset:
     """The log file was truncated, rotated (new inode) or appeared/disappeared. reason: truncated |
     rotated | missing | appeared | started_at_last_launch."""
 
-    reason: str
+    reason: LogResetReason
     detail: str = ""
 
 
@@ -232,7 +244,7 @@ class GpuInfo:
 class GpuSnapshot:
     """One probe tick. source: nvml | nvidia-smi | sim. error set when the probe could not read GPUs."""
 
-    source: str
+    source: GpuSource
     gpus: tuple[GpuInfo, ...] = ()
     error: str | None = None
     t: float | None = None  # the probe's own clock (host time)
@@ -247,7 +259,7 @@ class HealthResult:
     """
 
     endpoint: str  # "/health", "/v1/models", "/model_info", "/get_server_info"
-    outcome: str
+    outcome: HealthOutcome
     status: int | None = None
     latency_s: float | None = None
     detail: str = ""
@@ -266,7 +278,7 @@ class ServerInfoAnswer:
     """
 
     endpoint: str
-    outcome: str
+    outcome: ServerInfoOutcome
     version: str | None = None
     startup_time: tuple[tuple[str, float], ...] = ()
     model_path: str | None = None
@@ -277,7 +289,7 @@ class ServerInfoAnswer:
 class ConnectionState:
     """The link to the host. state: connecting | connected | reconnecting | failed (final: auth / host key)."""
 
-    state: str
+    state: ConnectionStatus
     detail: str = ""
 
 
@@ -338,7 +350,7 @@ class ServerProcess:
 class ControlResult:
     """The outcome of an intent (restart, terminate, kill, stop): shown, never assumed."""
 
-    action: str  # restart | terminate | kill | launch | stop
+    action: ControlAction
     ok: bool
     detail: str = ""
     command: str = ""

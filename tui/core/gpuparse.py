@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from tui.core.events import GpuInfo, GpuProcess, GpuSnapshot
+from tui.core.vocab import gpu_source
 
 
 def _int(value: Any) -> int | None:
@@ -59,7 +60,7 @@ def parse_probe_line(line: str | bytes) -> GpuSnapshot:
         return GpuSnapshot(source="probe", error=f"GPU probe printed a non-JSON line: {text.strip()[:120]!r}")
     if not isinstance(data, dict):
         return GpuSnapshot(source="probe", error=f"GPU probe printed {type(data).__name__}, not an object")
-    source = str(data.get("source") or "probe")
+    source = gpu_source(str(data.get("source") or "probe"))
     t = _float(data.get("t"))
     if data.get("error") is not None:
         return GpuSnapshot(source=source, error=str(data["error"]), t=t)

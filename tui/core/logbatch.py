@@ -11,6 +11,7 @@ import re
 from tui.core.events import BatchStats
 from tui.core.logenvelope import LogClock, split_envelope
 from tui.core.loglines import strip_ansi
+from tui.core.vocab import BatchStage
 
 _BATCH_FIELD = re.compile(
     r"(#running-req|#queue-req|token usage|accept len|accept rate|gen throughput \(token/s\)): (-?\d{1,12}(?:\.\d{1,6})?)",
@@ -30,13 +31,13 @@ class BatchRun:
     """The current run: per stage, the last line seen (text or raw bytes) and how many lines it stands for."""
 
     def __init__(self) -> None:
-        self._stages: dict[str, list[object]] = {}  # stage → [last line, count, order of last line]
+        self._stages: dict[BatchStage, list[object]] = {}  # stage → [last line, count, order of last line]
         self._order = 0
 
     def __bool__(self) -> bool:
         return bool(self._stages)
 
-    def add(self, stage: str, line: str | bytes, count: int = 1) -> None:
+    def add(self, stage: BatchStage, line: str | bytes, count: int = 1) -> None:
         self._order += 1
         entry = self._stages.get(stage)
         if entry is None:
@@ -49,7 +50,10 @@ class BatchRun:
     def add_block(self, decode: bytes | None, n_decode: int, prefill: bytes | None, n_prefill: int,
                   decode_last: bool) -> None:  # fmt: skip
         """Add what a scan over a block collected, keeping the order of the two stages' last lines."""
-        stages = [("decode", decode, n_decode), ("prefill", prefill, n_prefill)]
+        stages: list[tuple[BatchStage, bytes | None, int]] = [
+            ("decode", decode, n_decode),
+            ("prefill", prefill, n_prefill),
+        ]
         for stage, line, count in stages[::-1] if decode_last else stages:
             if line is not None:
                 self.add(stage, line, count)

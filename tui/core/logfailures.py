@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from tui.core.vocab import ErrorKind
+
 OOM = re.compile(
     r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
     r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
@@ -45,7 +47,7 @@ _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
 _ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
 
 
-def kind_of(text: str) -> str | None:
+def kind_of(text: str) -> ErrorKind | None:
     """The specific kind a line names (oom, port_in_use, model_not_found, nccl), or None."""
     if OOM.search(text):
         return "oom"
@@ -63,7 +65,7 @@ def is_exception_line(msg: str) -> bool:
     return bool(msg) and not msg[0].isspace() and EXCEPTION_LINE.match(msg) is not None
 
 
-def exception_failure(msg: str) -> tuple[str, bool]:
+def exception_failure(msg: str) -> tuple[ErrorKind, bool]:
     """(kind, root_cause) of a traceback's exception line."""
     kind = kind_of(msg)
     if kind is not None:
@@ -73,7 +75,7 @@ def exception_failure(msg: str) -> tuple[str, bool]:
     return "exception", True
 
 
-def marker_failure(msg: str) -> tuple[str, bool, bool] | None:
+def marker_failure(msg: str) -> tuple[ErrorKind, bool, bool] | None:
     """(kind, root_cause, opens_traceback) for a failure line outside a traceback, or None.
 
     Generic markers carry root_cause=False; a line that names a specific cause carries True."""

@@ -39,6 +39,7 @@ from tui.core.logmilestones import (
 )
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.ranklabels import tp_index
+from tui.core.vocab import BarName
 
 # Main-model milestones after the weights: a weight load after one of them is the draft's (speculative on).
 _PAST_LOADING = frozenset({"kv_alloc", "mem_pool_end", "kv_profile", "graph_begin", "graph_end", "max_tokens",
@@ -104,7 +105,7 @@ class LogParser:
         self._tb_reported = False  # a failure was already reported for this traceback
         self._tb_at: str | None = None
         self._tb_ready = False  # the server was ready when the traceback opened
-        self._capture_bar = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
+        self._capture_bar: BarName = "capture"  # which capture a bare tqdm frame belongs to ("capture" or "piecewise")
         self._failed = False  # a failure was reported in this launch
         self._pyspy: tuple[int, str | None, str | None, list[str]] | None = None  # SGLang's own dump being read
         self._jit_named: set[str] = set()
@@ -444,14 +445,17 @@ class LogParser:
         frame = parse_frame(msg)
         if frame is None:
             return False
+        bar: BarName
         if frame.kind == "shards":
             bar = "draft_weights" if self._is_draft_bar(frame.desc, frame.done, frame.total) else "weights"
         elif frame.kind == "capture":
             bar = "piecewise" if frame.desc.startswith(PIECEWISE_DESCS) else "capture"
             self._capture_seen = self._in_capture = self._past_loading = True
             self._capture_bar = bar
-        elif frame.kind in ("jit", "warmup"):
-            bar = frame.kind
+        elif frame.kind == "jit":
+            bar = "jit"
+        elif frame.kind == "warmup":
+            bar = "warmup"
         elif self._in_capture:
             bar = self._capture_bar
         else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tui.core.events import ControlResult, GpuSnapshot, HostActivity, PortOwner, ServerProcess
 from tui.core.explain import cannot_see_line
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
+from tui.core.vocab import StopAction
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
 from tui.sources.control_cmds import FindResult, Proc
@@ -492,13 +493,13 @@ class ServerControl:
             "restart", launched.ok, f"{stopped.detail}; {launched.detail}", f"{stopped.command}\n{launched.command}"
         )
 
-    async def _stop(self, action: str, *, graceful: bool) -> ControlResult:
+    async def _stop(self, action: StopAction, *, graceful: bool) -> ControlResult:
         try:
             return await self._stop_steps(action, graceful)
         except (HostError, TimeoutError) as exc:
             return ControlResult(action, False, f"{action} interrupted: {exc}", command=self.describe(action))
 
-    async def _stop_steps(self, action: str, graceful: bool) -> ControlResult:
+    async def _stop_steps(self, action: StopAction, graceful: bool) -> ControlResult:
         target = await self._current()
         if target is None:
             unseen = self.cannot_see()

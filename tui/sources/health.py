@@ -26,6 +26,7 @@ import httpx
 from tui.core.events import HealthResult, ServerInfoAnswer
 from tui.core.probes import probe_path
 from tui.core.serverinfo import parse_server_info
+from tui.core.vocab import HealthOutcome
 from tui.sources.host import Host, HostAuthError, HostError
 
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
@@ -38,7 +39,7 @@ PROBE_HEADERS = {"User-Agent": "sglang-tui-probe"}
 FAST_PHASES = frozenset({"warmup", "ready", "serving"})
 
 
-def classify(endpoint: str, response: httpx.Response) -> tuple[str, str]:
+def classify(endpoint: str, response: httpx.Response) -> tuple[HealthOutcome, str]:
     """HTTP answer → (outcome, detail). /v1/models must be the OpenAI list shape, or it is garbage."""
     status = response.status_code
     if status == 503:
@@ -57,7 +58,7 @@ def classify(endpoint: str, response: httpx.Response) -> tuple[str, str]:
     return "http_error", f"HTTP {status}"
 
 
-def _identity_answer(content: bytes) -> tuple[str, str]:
+def _identity_answer(content: bytes) -> tuple[HealthOutcome, str]:
     """SGLang's model info is a JSON object with a string model_path: ("ok", model_path), else garbage."""
     try:
         body = json.loads(content)
@@ -69,7 +70,7 @@ def _identity_answer(content: bytes) -> tuple[str, str]:
     return "ok", path
 
 
-def classify_error(exc: Exception) -> tuple[str, str]:
+def classify_error(exc: Exception) -> tuple[HealthOutcome, str]:
     """A failed request → (outcome, detail). Through an SSH tunnel, a closed port looks like a disconnect."""
     if isinstance(exc, httpx.TimeoutException):
         return "timeout", type(exc).__name__

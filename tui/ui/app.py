@@ -23,6 +23,7 @@ from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, 
 from tui.core.loglines import LineSplitter
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.vocab import control_action
 from tui.ui import actions
 from tui.ui.labels import control_summary, kind_words, stopped_by_tool, verdict_words
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
@@ -781,5 +782,7 @@ class SglangTui(App[None]):
         try:
             result = await getattr(control, verb)()
         except Exception as err:  # the failure is a result to show, not a crash
-            result = ControlResult(verb, ok=False, detail=f"{type(err).__name__}: {err}", command=command)
+            result = ControlResult(
+                control_action(verb), ok=False, detail=f"{type(err).__name__}: {err}", command=command
+            )
         self.post_message(ControlFinished(result))

@@ -6,6 +6,7 @@ from tui.core.events import ControlResult
 from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL
 from tui.core.fmt import gib_bytes
 from tui.core.state import ErrorInfo, Phase, Readiness
+from tui.core.vocab import control_action
 
 PHASE_NAMES: dict[Phase, str] = {
     Phase.STARTING: "starting",
@@ -79,8 +80,8 @@ def stopped_by_tool(state: Readiness) -> ControlResult | None:
     c = state.last_control
     if c is not None and c.action in _STOP_ACTIONS:
         return c
-    action = state.error.line.removeprefix(STOPPED_BY_TOOL + " (").rstrip(")") if state.error else "stop"
-    return ControlResult(action, ok=True)
+    word = state.error.line.removeprefix(STOPPED_BY_TOOL + " (").rstrip(")") if state.error else "stop"
+    return ControlResult(control_action(word), ok=True)
 
 
 def failed_phase(state: Readiness) -> Phase | None:

@@ -1,0 +1,108 @@
+"""Progress bars: the weights' (the draft's apart, as the parser names it), capture, piecewise, JIT and warmup bars, each with its rate; and the weight files' size on the host."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tui.core.events import (
+    BarProgress,
+    WeightFiles,
+)
+from tui.core.fold_log import log_seen
+from tui.core.fold_phase import advance
+from tui.core.progress import advance_bar, is_complete, start_bar
+from tui.core.state import (
+    BarState,
+    Phase,
+    Readiness,
+)
+from tui.core.timeline import close_draft, open_draft
+
+# Bars other than the weights' and the classic capture's: the phase each one shows (None: a step inside a phase).
+BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": None, "warmup": Phase.WARMUP}
+
+
+BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
+
+
+def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
+    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.bar} bar")
+    when, clock = bar_time(ev, now)
+    if ev.bar == "weights":  # the parser decides which bars and loads are the draft model's
+        old = s.shards
+        if old is None or old.total != ev.total:
+            bar = start_bar(ev.done, ev.total, when, clock, now, label=ev.label)
+        else:
+            bar = advance_bar(old, ev.done, when, clock, now)
+        if bar.rate_per_s is None and ev.remaining_s is not None and not is_complete(bar):
+            bar = replace(bar, eta_s=ev.remaining_s)  # tqdm's own estimate until we have a rate
+        s = s.evolve(shards=bar, launched=True)
+        if old is None or bar.done != old.done:
+            s = s.evolve(last_progress=f"shards {bar.done}/{bar.total}")
+        return advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
+    if ev.bar == "draft_weights":
+        return draft_bar(s, ev, when, clock, now)
+    if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
+        s = s.evolve(jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
+    if ev.bar in BAR_FIELDS:
+        return other_bar(s, ev, when, clock, now)
+    if ev.bar == "capture":
+        old = s.capture
+        extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+        if old is None or old.total != ev.total or ev.done < old.done:
+            bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
+        else:
+            bar = advance_bar(old, ev.done, when, clock, now, **extra)
+        s = s.evolve(capture=bar, launched=True)
+        if bar != old:
+            s = s.evolve(last_progress=f"capture {bar.done}/{bar.total}")
+        return advance(s, Phase.CUDA_GRAPH, ev.at, ev.t, now)
+    return s
+
+
+def other_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: float) -> Readiness:
+    """Piecewise capture, DeepGEMM JIT and warmup bars: each its own progress (a new bar when the total changes)."""
+    name = BAR_FIELDS[ev.bar]
+    old: BarState | None = getattr(s, name)
+    extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+    if old is None or old.total != ev.total or ev.done < old.done:
+        bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
+    else:
+        bar = advance_bar(old, ev.done, when, clock, now, **extra)
+    s = s.evolve(launched=True, **{name: bar})
+    if bar != old:
+        s = s.evolve(last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
+    if ev.bar == "jit" and not s.jit_active:
+        s = s.evolve(jit_active=True)
+    target = BAR_PHASE[ev.bar]
+    return advance(s, target, ev.at, ev.t, now) if target is not None else s
+
+
+def bar_time(ev: BarProgress, now: float) -> tuple[float, str]:
+    """The time axis of a bar's rate: tqdm's own elapsed (printed in the frame, 1 s steps), else log time, else now."""
+    if ev.elapsed_s is not None:
+        return ev.elapsed_s, "tqdm"
+    if ev.t is not None:
+        return ev.t, "log"
+    return now, "clock"
+
+
+def draft_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: float) -> Readiness:
+    old = s.draft_shards
+    if old is None or old.total != ev.total or (is_complete(old) and ev.done < old.done):
+        bar = start_bar(ev.done, ev.total, when, clock, now, label=ev.label)
+    else:
+        bar = advance_bar(old, ev.done, when, clock, now)
+    timeline = open_draft(s.timeline, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
+    if is_complete(bar):
+        timeline = close_draft(timeline, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
+    s = s.evolve(draft_shards=bar, timeline=timeline, launched=True)
+    if old is None or bar.done != old.done:
+        s = s.evolve(last_progress=f"draft shards {bar.done}/{bar.total}")
+    return s
+
+
+def on_weight_files(s: Readiness, ev: WeightFiles, now: float) -> Readiness:
+    if ev.total_bytes is None or ev.total_bytes <= 0:
+        return s
+    return s.evolve(weight_files=(ev.model, ev.total_bytes, ev.files))

@@ -1,0 +1,363 @@
+"""What the log's lines say: milestones and the phase they show, the TP size the rank labels show, failures, batches, the 0.5.14 … 0.5.23 shapes, SGLang's own py-spy dumps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TypeVar
+
+from tui.core import stacks
+from tui.core.events import (
+    BatchStats,
+    Failure,
+    JitHint,
+    Milestone,
+    RankSeen,
+    ServerArgs,
+    SpeculativeHint,
+    WatchdogDump,
+)
+from tui.core.fold_launch import fresh_launch, stopped_by_us, stopped_from_outside
+from tui.core.fold_phase import advance, fail, may_be_ready, maybe_ready
+from tui.core.fold_ranks import add_rank, update_rank
+from tui.core.ranklabels import tp_index
+from tui.core.state import (
+    DecodeInfo,
+    ErrorInfo,
+    Phase,
+    Readiness,
+    ServerInfo,
+    WeightCacheInfo,
+)
+from tui.core.timeline import close_draft, enter_phase, open_draft
+
+# A milestone of the main model moves the phase to (at least) this.
+MILESTONE_PHASE: dict[str, Phase] = {
+    "init_begin": Phase.INIT,
+    "init_end": Phase.INIT,
+    "mem_baseline": Phase.INIT,
+    "load_begin": Phase.LOADING_WEIGHTS,
+    "load_end": Phase.LOADING_WEIGHTS,
+    "kv_alloc": Phase.KV_CACHE,
+    "mem_pool_end": Phase.KV_CACHE,
+    "graph_begin": Phase.CUDA_GRAPH,
+    "graph_end": Phase.CUDA_GRAPH,
+    "uvicorn_started": Phase.WARMUP,
+    "app_startup_complete": Phase.WARMUP,
+    "uvicorn_running": Phase.WARMUP,
+    "warmup_request": Phase.WARMUP,
+    # SGLang 0.5.14 … 0.5.23 shapes (tui.core.logshapes)
+    "dist_init": Phase.INIT,
+    "kv_profile": Phase.KV_CACHE,
+    "http_running": Phase.WARMUP,
+    "pd_warmup_begin": Phase.WARMUP,
+    "warmups_begin": Phase.WARMUP,
+    "warmups_end": Phase.WARMUP,
+}
+
+
+SHUTDOWN_KINDS = frozenset({"shutdown"})  # the log's "SIGTERM received …" / uvicorn's "Shutting down"
+
+
+# Milestones that only a scheduler prints: with TP=1 they carry no rank label, and belong to TP0.
+SCHEDULER_KINDS = frozenset(
+    {
+        "init_begin",
+        "init_end",
+        "mem_baseline",
+        "load_begin",
+        "load_end",
+        "kv_alloc",
+        "mem_pool_end",
+        "graph_begin",
+        "graph_end",
+        "max_tokens",
+        "unbalanced_memory",
+        "load_straggler",
+    }
+)
+
+
+# Per-rank startup lines that every rank prints: seen for TP0 alone (and no other rank), TP is 1.
+PER_RANK_KINDS = frozenset({"init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end",
+                            "graph_begin", "graph_end"})  # fmt: skip
+
+
+TP_ONE_REASON = "inferred: per-rank startup lines appear for TP0 only"
+
+
+TP_UNTAGGED_REASON = "inferred: per-rank startup lines carry no TP tag (SGLang prints one only when TP > 1)"
+
+
+# Draft milestones that open/close a draft span inside the main phase.
+DRAFT_SPANS: dict[str, tuple[Phase, bool]] = {
+    "load_begin": (Phase.LOADING_WEIGHTS, True),
+    "load_end": (Phase.LOADING_WEIGHTS, False),
+    "graph_begin": (Phase.CUDA_GRAPH, True),
+    "graph_end": (Phase.CUDA_GRAPH, False),
+}
+
+
+DECODE_HISTORY = 120
+
+
+WATCHDOG_STACKS = 64
+
+
+_T = TypeVar("_T")
+
+
+def log_seen(
+    s: Readiness,
+    at: str | None,
+    now: float,
+    rank: str | None = None,
+    what: str = "log line",
+    tp_rank: int | None = None,
+) -> Readiness:
+    """Any parsed log event is progress (it came from new log bytes) and may name a rank."""
+    changes: dict[str, object] = {"last_progress_at": now, "last_progress": what}
+    if at:
+        changes["last_log_at"] = at
+    index = tp_rank if tp_rank is not None else (tp_index(rank) if rank else None)
+    if index is not None and (s.tp_rank_max is None or index > s.tp_rank_max):
+        changes["tp_rank_max"] = index
+    if index is not None and index not in s.tp_ranks_seen:
+        seen = tuple(sorted(s.tp_ranks_seen + (index,)))
+        changes["tp_ranks_seen"] = seen
+        if not s.server.tp_from_args and index >= 1:  # a lone TP0 tag says TP > 1, not how many
+            size, how = infer_tp_size(seen)
+            changes["server"] = replace(s.server, tp_size=size)
+            changes["tp_inferred"] = how
+    return s.evolve(**changes)
+
+
+def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
+    """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
+
+    The highest index + 1 when that is a usual TP size (a power of two: TP splits the attention heads), when
+    every index below it was seen, or as a lower bound when several ranks show; a lone TP2 (a traceback of one
+    rank) says only "at least 3 ranks", which is no size."""
+    top = seen[-1]
+    size = top + 1
+    if size & (size - 1) == 0:
+        return size, f"inferred: highest rank seen is TP{top}"
+    if len(seen) == size:
+        return size, f"inferred: ranks TP0..TP{top} seen"
+    if len(seen) >= 2:
+        return size, f"inferred: at least {size} ranks (highest seen TP{top})"
+    return None, ""
+
+
+def tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:
+    """A per-rank startup line of TP0 (or with no TP tag at all) and no other rank seen: TP is 1 (inferred,
+    until another rank shows)."""
+    seen = (0,) if why == TP_ONE_REASON else ()
+    if s.server.tp_from_args or s.server.tp_size is not None or s.tp_ranks_seen != seen or ev.draft:
+        return s
+    return s.evolve(server=replace(s.server, tp_size=1), tp_inferred=why)
+
+
+def untagged_scheduler_line(ev: Milestone) -> bool:
+    """A scheduler's line in SGLang's own `[time]` envelope with no rank label (not a foreign format that drops
+    the labels): 0.5.x prints the TP token only when TP > 1."""
+    return ev.at is not None and ev.line.startswith("[") and ev.line[1:2].isdigit()
+
+
+def on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
+    return log_seen(s, ev.at, now, ev.rank, what="log: rank line", tp_rank=ev.tp_rank)
+
+
+def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
+    if s.launched and s.phase is not Phase.STARTING:
+        s = fresh_launch(s, ev.at, ev.t, now)  # a relaunch the parser could not see (log truncated or rotated)
+    s = log_seen(s, ev.at, now, what="server_args")
+    server = s.server
+    tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
+    s = s.evolve(
+        launched=True,
+        server=ServerInfo(
+            model=ev.model or server.model,
+            tp_size=tp_size,
+            speculative=ev.speculative or server.speculative,
+            draft_model=ev.draft_model or server.draft_model,
+            port=ev.port if ev.port is not None else server.port,
+            tp_from_args=ev.tp_size is not None or server.tp_from_args,
+            dp_size=first(ev.dp_size, server.dp_size),
+            pp_size=first(ev.pp_size, server.pp_size),
+            ep_size=first(ev.ep_size, server.ep_size),
+            nnodes=first(ev.nnodes, server.nnodes),
+            load_format=first(ev.load_format, server.load_format),
+            quantization=first(ev.quantization, server.quantization),
+            version=first(ev.version, server.version),
+            args_hash=first(ev.args_hash, server.args_hash),
+        ),
+    )
+    if not s.timeline and s.phase is Phase.STARTING:
+        s = s.evolve(timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, now), phase_since=now, phase_since_log=ev.at)
+    return s
+
+
+def first(a: _T | None, b: _T | None) -> _T | None:
+    return a if a is not None else b
+
+
+def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
+    rank = ev.rank or ("TP0" if ev.kind in SCHEDULER_KINDS else None)
+    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
+    if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
+        return s if s.shutdown is not None else s.evolve(shutdown=ev)
+    if ev.kind in PER_RANK_KINDS and ev.rank is not None and tp_index(ev.rank) == 0:
+        s = tp_one(s, ev)
+    elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
+        s = tp_one(s, ev, TP_UNTAGGED_REASON)
+    s = shape_facts(s, ev)
+    if rank:
+        s = s.evolve(ranks=update_rank(s.ranks, rank, ev, now))
+    if ev.draft:
+        span = DRAFT_SPANS.get(ev.kind)
+        if span is not None:
+            phase, begins = span
+            opener = open_draft if begins else close_draft
+            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now))
+        return s
+    s = s.evolve(latest_milestone=ev, milestone_ranks=add_rank(s.milestone_ranks, ev.kind, rank))
+    if ev.kind == "startup_timings":
+        s = s.evolve(startup_timings=tuple((k, float(v)) for k, v in ev.fields if isinstance(v, (int, float))))
+    if ev.kind in MILESTONE_PHASE or ev.kind == "fired_up":
+        s = s.evolve(launched=True)
+    if ev.kind == "fired_up":
+        ready_at = s.log_ready_at if s.log_ready else now
+        return maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
+    target = MILESTONE_PHASE.get(ev.kind)
+    return advance(s, target, ev.at, ev.t, now) if target is not None else s
+
+
+def shape_facts(s: Readiness, ev: Milestone) -> Readiness:
+    """The facts the 0.5.14 … 0.5.23 lines carry (DeepGEMM JIT, HTTP server, PD, EPLB, HF snapshot, weight cache)."""
+    kind = ev.kind
+    if kind == "jit_begin":
+        return s.evolve(jit_active=True)
+    if kind == "jit_kernel":
+        return s.evolve(
+            jit_active=True, jit_kernels=s.jit_kernels + 1, last_progress=f"DeepGEMM JIT kernel {s.jit_kernels + 1}"
+        )
+    if kind in ("jit_end", "graph_end", "max_tokens", "fired_up"):
+        s = s.evolve(jit_active=False) if s.jit_active else s
+        return s.evolve(http_server=s.http_server or "uvicorn") if kind == "fired_up" else s
+    if kind == "uvicorn_running":
+        workers = ev.get("workers")
+        return s.evolve(http_server="uvicorn", http_workers=workers if isinstance(workers, int) else s.http_workers)
+    if kind == "http_running":
+        return s.evolve(http_server=str(ev.get("server") or "other"))
+    if kind == "pd_bootstrap":
+        return s.evolve(pd_bootstrap=True)
+    if kind == "pd_warmup_begin":
+        return s.evolve(pd_warmup="running")
+    if kind == "pd_warmup_end":
+        return s.evolve(pd_warmup="ok" if ev.get("ok", True) else "failed")
+    if kind == "eplb_begin":
+        return s.evolve(eplb_rebalancing=True, last_progress="EPLB rebalance")
+    if kind == "eplb_end":
+        return s.evolve(eplb_rebalancing=False, eplb_rebalances=s.eplb_rebalances + 1)
+    if kind == "hf_snapshot":
+        return s.evolve(hf_snapshot="local" if ev.get("local") else "download")
+    if kind == "weight_cache":
+        return s.evolve(weight_cache=weight_cache(s.weight_cache, ev))
+    return s
+
+
+def weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo:
+    info = old or WeightCacheInfo()
+    role, pid, mode = ev.get("role"), ev.get("pid"), ev.get("mode")
+    if isinstance(pid, int) and pid not in info.pids:
+        info = replace(info, pids=info.pids + (pid,))
+    if role == "launching":  # the engine launches its own daemons: co-terminal with it
+        info = replace(info, mode=info.mode or "daemon")
+    if isinstance(mode, str):
+        info = replace(info, mode=mode)
+    if ev.get("standalone") is True and info.mode != "daemon":  # not when this engine launched its own
+        info = replace(info, standalone=True)
+    return info
+
+
+def on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
+    s = log_seen(s, ev.at, now, ev.rank, what="log: failure")
+    if s.phase is not Phase.FAILED and not stopped_by_us(s, now):
+        if s.shutdown is not None:  # a traceback of the shutdown a signal asked for: its noise, not a cause
+            return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, ev.t, now)
+        if is_interrupt(ev):  # Ctrl-C (SIGINT) from someone: a stop from outside, not a crash
+            return stopped_from_outside(s, ev.line, ev.at, ev.t, now)
+    old = s.error
+    if old is None or (ev.root_cause and not old.root_cause) or marker_outranks(old, ev):
+        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
+    return fail(s, ev.at, ev.t, now)
+
+
+def marker_outranks(old: ErrorInfo, ev: Failure) -> bool:
+    """A scheduler's exception marker says more than a generic "other" one printed before it (`Received sigquit
+    from a child process` is the parent reacting to the child's exception, which is the cause)."""
+    return not old.root_cause and not ev.root_cause and old.kind == "other" and ev.kind != "other"
+
+
+def is_interrupt(ev: Failure) -> bool:
+    return ev.line.rstrip().endswith("KeyboardInterrupt")
+
+
+def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
+    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.stage} batch")
+    if ev.stage != "decode":
+        # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
+        # of prefills only, or one after ready. Before fired up it is the warmup's own request.
+        if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and traffic(s, ev))):
+            return advance(s, Phase.SERVING, ev.at, ev.t, now)
+        return s.evolve(prefill_lines=s.prefill_lines + ev.count)
+    decode = DecodeInfo(
+        accept_len=ev.accept_len,
+        accept_rate=ev.accept_rate,
+        gen_throughput=ev.gen_throughput,
+        running_req=ev.running_req,
+        token_usage=ev.token_usage,
+        at=ev.at,
+    )
+    history = (s.decode_history + ((now, ev.gen_throughput, ev.accept_len),))[-DECODE_HISTORY:]
+    s = s.evolve(decode=decode, decode_history=history)
+    if ev.accept_len is not None and not s.server.speculative:
+        s = s.evolve(server=replace(s.server, speculative="unknown"))
+    if ev.running_req is not None and ev.running_req <= 0:
+        return s
+    # Decoding requests: the server serves (a log attached mid-run shows nothing else).
+    if s.phase is Phase.READY or (s.phase in (Phase.STARTING, Phase.WARMUP) and may_be_ready(s)):
+        return advance(s, Phase.SERVING, ev.at, ev.t, now)
+    return s
+
+
+def traffic(s: Readiness, ev: BatchStats) -> bool:
+    """Prefills with no startup in view are requests being served, unless they may be the warmup's one request:
+    more than one prefill line, or one that shows other requests (running, queued, tokens in use)."""
+    busy = (ev.running_req or 0) > 0 or (ev.queue_req or 0) > 0 or (ev.token_usage or 0.0) > 0.0
+    return busy or s.prefill_lines + ev.count >= 2
+
+
+def on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:
+    s = log_seen(s, ev.at, now, what="log: speculative hint")
+    current = s.server.speculative
+    if current and current != "unknown":
+        return s
+    return s.evolve(server=replace(s.server, speculative=ev.algorithm or "unknown"))
+
+
+def on_jit_hint(s: Readiness, ev: JitHint, now: float) -> Readiness:
+    return s.evolve(jit_named=ev.kind)
+
+
+def on_watchdog_dump(s: Readiness, ev: WatchdogDump, now: float) -> Readiness:
+    """SGLang's own py-spy dump: kept under its rank (the dumped process's title, else the line's prefix);
+    neither an error nor progress."""
+    kept = {p.name: p for p in s.watchdog_stacks}
+    for p in stacks.parse_pyspy(ev.text) or [stacks.ProcessStack(ev.pid)]:
+        name = stacks.label(p.pid, p.cmdline, None)
+        if name.startswith("pid ") and ev.rank:
+            name = ev.rank
+        kept.pop(name, None)
+        kept[name] = stacks.ProcessStack(p.pid, name, p.cmdline, p.threads)
+    return s.evolve(watchdog_stacks=tuple(kept.values())[-WATCHDOG_STACKS:])

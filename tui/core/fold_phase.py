@@ -1,0 +1,69 @@
+"""Phase moves: forward only, failed from anywhere, and the readiness rule (dead is never ready; a 200 counts when it is this server's)."""
+
+from __future__ import annotations
+
+from tui.core.answerer import OURS, answerer
+from tui.core.state import (
+    PHASE_ORDER,
+    Phase,
+    Readiness,
+)
+from tui.core.timeline import enter_phase
+
+PHASE_RANK = {phase: i for i, phase in enumerate(PHASE_ORDER)}
+
+
+def advance(s: Readiness, target: Phase, at: str | None, t: float | None, now: float) -> Readiness:
+    """Move to `target` when it is ahead of the current phase (failed is final until a new launch)."""
+    if s.phase is Phase.FAILED or PHASE_RANK[target] <= PHASE_RANK[s.phase]:
+        return s
+    return s.evolve(
+        phase=target,
+        phase_since=now,
+        phase_since_log=at,
+        timeline=enter_phase(s.timeline, target, at, t, now),
+    )
+
+
+def fail(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
+    if s.phase is Phase.FAILED:
+        return s
+    return s.evolve(
+        phase=Phase.FAILED,
+        phase_since=now,
+        phase_since_log=at,
+        timeline=enter_phase(s.timeline, Phase.FAILED, at, t, now),
+        launched=True,
+    )
+
+
+def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
+    """Ready needs this server's /health 200; the log's fired-up line alone only when /health is not probed."""
+    if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+        return s
+    if (s.log_ready or s.health_ready) and may_be_ready(s):
+        return advance(s, Phase.READY, at, t, now)
+    return s
+
+
+def may_be_ready(s: Readiness) -> bool:
+    """Whether the facts allow ready (or serving) now.
+
+    Dead is never ready. A /health 200 counts when it is this server's (see tui.core.answerer). Without one,
+    the log alone decides only where /health is not probed: by choice (--no-health: then the process must be
+    seen alive) or not at all (replay: no /health result ever arrived).
+    """
+    if s.process_alive is False and s.launched:
+        return False
+    if s.health_ready:
+        return answerer(s)[0] == OURS
+    if health_probed(s):
+        return False
+    return s.health_probed is None or s.process_alive is True
+
+
+def health_probed(s: Readiness) -> bool:
+    """/health is probed: the caller said so, or (not told) an HTTP probe result arrived."""
+    if s.health_probed is not None:
+        return s.health_probed
+    return bool(s.health_checked_at)

@@ -1,0 +1,133 @@
+"""What the sources other than the log report: log bytes and the log file, HTTP probes, the process watch and the port owner, host activity, the connection, and a source's own crash."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tui.core import activity as host_activity
+from tui.core.answerer import same_model
+from tui.core.events import (
+    ConnectionState,
+    HealthResult,
+    HostActivity,
+    LogActivity,
+    LogFile,
+    PortOwner,
+    ServerInfoAnswer,
+    ServerProcess,
+    SourceFailed,
+    Tick,
+)
+from tui.core.explain import PROCESS_EXITED
+from tui.core.fold_launch import not_found_yet, stopped, stopped_by_us, stopped_from_outside
+from tui.core.fold_phase import advance, fail, maybe_ready
+from tui.core.state import (
+    ErrorInfo,
+    Phase,
+    Readiness,
+)
+
+HTTP_UP_ENDPOINTS = frozenset({"/v1/models", "/model_info", "/get_model_info", "/server_info", "/get_server_info"})
+
+
+HTTP_ANSWERS = frozenset({"ok", "starting", "http_error"})
+
+
+def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
+    if ev.offset == s.log_offset and not ev.data:
+        return s
+    if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
+        s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
+    grew = now if ev.data else s.log_grew_at
+    return s.evolve(log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
+
+
+def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
+    """What the log path is: a fact for the verdict; it changes no phase."""
+    return s.evolve(log_file=ev)
+
+
+def on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
+    results = tuple(r for r in s.health if r.endpoint != ev.endpoint) + (ev,)
+    checked = tuple(c for c in s.health_checked_at if c[0] != ev.endpoint) + ((ev.endpoint, now),)
+    reachable = any(http_answer(r) for r in results)
+    s = s.evolve(health=results, health_checked_at=checked, health_reachable=reachable)
+    if ev.endpoint == "/health":
+        since = (s.health_ok_since if s.health_ready else now) if ev.outcome == "ok" else None
+        s = s.evolve(health_ready=ev.outcome == "ok", health_ok_since=since)
+    if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
+        # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
+        # answers before it shows a launch may be a server from before)
+        s = advance(s, Phase.WARMUP, None, None, now)
+    return maybe_ready(s, None, None, now)
+
+
+def on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
+    """The one /server_info read: the version (what answers knows it best) and 0.5.23's startup_time figures.
+    An answer naming another model is not this launch's (the identity probe decides whose the 200 is)."""
+    s = s.evolve(server_info=ev.outcome)
+    if ev.outcome != "ok":
+        return s
+    if ev.model_path and s.server.model and not same_model(ev.model_path, s.server.model):
+        return s.evolve(server_info="foreign")
+    server = replace(s.server, version=ev.version) if ev.version and ev.version != s.server.version else s.server
+    return s.evolve(server=server, startup_time=ev.startup_time or s.startup_time)
+
+
+def http_answer(r: HealthResult) -> bool:
+    return r.outcome in HTTP_ANSWERS or (r.outcome == "garbage" and r.status is not None)
+
+
+def on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
+    """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
+    activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
+    if activity.moved:
+        return s.evolve(activity=activity, last_progress_at=now, last_progress=activity.moved)
+    return s.evolve(activity=activity)
+
+
+def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
+    """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said).
+
+    Only `alive is False` from a watch that can see the processes means dead; an unseen process is unknown.
+    """
+    if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
+        return s.evolve(process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
+    if ev.alive is None:  # a watch that cannot tell: unknown, never dead
+        return s.evolve(process_alive=None, process_pids=ev.pids)  # type: ignore[unreachable]
+    if not s.process_visible:
+        s = s.evolve(process_visible=True, process_owner_uid=None)
+    if ev.activity is not None and ev.alive:
+        s = on_activity(s, ev.activity, now)
+    if not ev.alive and not_found_yet(s, now):
+        return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
+    s = s.evolve(process_alive=ev.alive, process_pids=ev.pids)
+    if ev.alive:
+        return maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
+    if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
+        return s
+    if stopped_by_us(s, now):
+        return stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
+    if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
+        return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
+    return fail(s.evolve(error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+
+
+def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
+    """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours."""
+    return maybe_ready(s.evolve(port_owner=ev), None, None, now)
+
+
+def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
+    since = s.connection_since if ev.state == s.connection and s.connection_since is not None else now
+    return s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
+
+
+def on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:
+    return s
+
+
+def on_source_failed(s: Readiness, ev: SourceFailed, now: float) -> Readiness:
+    """A source's worker crashed: kept under that source only; no other fact (health, process, phase) moves."""
+    kept = tuple(f for f in s.source_failures if f[0] != ev.source)
+    return s.evolve(source_failures=(*kept, (ev.source, ev.message, now)))

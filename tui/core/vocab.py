@@ -1,0 +1,45 @@
+"""The closed vocabularies the events and the state use: each a Literal, so mypy checks every use.
+
+They stay strings at run time (the JSON contract prints them as they are), and each is written here once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
+# what one HTTP probe got: 200 (ok), 503 (starting), another status (http_error), a 2xx with the wrong body
+# (garbage), no listener (refused), no answer in time (timeout), anything else (error)
+HealthOutcome = Literal["ok", "starting", "http_error", "garbage", "refused", "timeout", "error"]
+# the one /server_info read: an HealthOutcome, or an answer naming another model (foreign)
+ServerInfoOutcome = Literal["ok", "starting", "http_error", "garbage", "refused", "timeout", "error", "foreign"]
+ControlAction = Literal["launch", "restart", "terminate", "kill", "stop"]
+StopAction = Literal["terminate", "kill", "stop", "restart"]  # restart stops first
+ErrorKind = Literal["oom", "nccl", "port_in_use", "model_not_found", "exception", "other"]
+StoppedBy = Literal["", "sglang-tui", "outside"]  # who stopped it: not a stop, our own, someone else's signal
+BarName = Literal["weights", "draft_weights", "capture", "piecewise", "jit", "warmup"]
+LogResetReason = Literal["truncated", "rotated", "missing", "appeared", "started_at_last_launch"]
+BatchStage = Literal["prefill", "decode"]
+# who read the GPUs: the probe's backends, "none" (no driver on the host), "probe" (the probe itself failed)
+GpuSource = Literal["nvml", "nvidia-smi", "sim", "none", "probe"]
+
+HEALTH_OUTCOMES: frozenset[str] = frozenset(get_args(HealthOutcome))
+ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
+
+CONTROL_ACTIONS: frozenset[str] = frozenset(get_args(ControlAction))
+
+
+def control_action(word: str, default: ControlAction = "stop") -> ControlAction:
+    """`word` as a ControlAction when it is one, else `default` (text from a log line or a key binding)."""
+    for action in get_args(ControlAction):
+        if action == word:
+            return action  # type: ignore[no-any-return]
+    return default
+
+
+def gpu_source(word: str) -> GpuSource:
+    """The probe line's `source` as a GpuSource; a word this version does not know is the probe's."""
+    for source in get_args(GpuSource):
+        if source == word:
+            return source  # type: ignore[no-any-return]
+    return "probe"
