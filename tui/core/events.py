@@ -22,6 +22,7 @@ from tui.core.vocab import (
     GpuSource,
     HealthOutcome,
     LogResetReason,
+    MilestoneKind,
     ServerInfoOutcome,
 )
 
@@ -69,7 +70,7 @@ class Milestone:
     "tokens": 2490368, "bs": [1, 2, 4], "what": "decode"}.
     """
 
-    kind: str
+    kind: MilestoneKind
     rank: str | None = None
     draft: bool = False
     fields: tuple[tuple[str, object], ...] = ()

@@ -7,8 +7,10 @@ the parser decides what order means (which load cycle is the draft model's, whic
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from tui.core.logshapes import shape
+from tui.core.vocab import MilestoneKind
 
 _NUM = r"(\d{1,12}(?:\.\d{1,6})?)"
 _ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)" + _NUM + r" ?s", re.ASCII)
@@ -30,7 +32,7 @@ _VERSION = re.compile(r"sglang version: (\d{1,4}\.\d{1,4}[\w.+-]{0,40})$", re.AS
 DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
-_PREFIXES: tuple[tuple[str, str], ...] = (
+_PREFIXES: tuple[tuple[str, MilestoneKind], ...] = (
     ("Init torch distributed begin", "init_begin"),
     ("Init parallel begin", "init_begin"),
     ("Init torch distributed ends", "init_end"),
@@ -51,7 +53,7 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
 Fields = tuple[tuple[str, object], ...]
 
 
-def milestone(msg: str) -> tuple[str, Fields] | None:
+def milestone(msg: str) -> tuple[MilestoneKind, Fields] | None:
     """(kind, fields) when `msg` is a startup milestone of the scheduler or main process."""
     for prefix, kind in _PREFIXES:
         if msg.startswith(prefix):
@@ -72,7 +74,7 @@ def milestone(msg: str) -> tuple[str, Fields] | None:
     return shape(msg)
 
 
-def uvicorn(msg: str) -> tuple[str, Fields] | None:
+def uvicorn(msg: str) -> tuple[MilestoneKind | Literal["access"], Fields] | None:
     """uvicorn's own lines (`INFO:     Started server process [pid]`, …) as milestones; access lines as
     ("access", {method, path, status})."""
     body = msg[5:].lstrip() if msg.startswith("INFO:") else msg

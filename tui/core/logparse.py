@@ -9,6 +9,7 @@ once per stage, with the last line's numbers and the run's line count, so a 1M-l
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from tui.core.events import (
     BarProgress,
@@ -39,7 +40,7 @@ from tui.core.logmilestones import (
 )
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.ranklabels import tp_index
-from tui.core.vocab import BarName
+from tui.core.vocab import BarName, MilestoneKind
 
 # Main-model milestones after the weights: a weight load after one of them is the draft's (speculative on).
 _PAST_LOADING = frozenset({"kv_alloc", "mem_pool_end", "kv_profile", "graph_begin", "graph_end", "max_tokens",
@@ -271,9 +272,9 @@ class LogParser:
             self._milestone(found[0], found[1], env.rank, env.line, env.at)
             return
         if msg.startswith(("INFO:", "Started server process", "Application startup complete", "Uvicorn running on")):
-            found = uvicorn(msg)
-            if found is not None:
-                self._uvicorn_line(found[0], found[1], env.line, env.at)
+            answer = uvicorn(msg)
+            if answer is not None:
+                self._uvicorn_line(answer[0], answer[1], env.line, env.at)
             return
         if "peculative" in msg or "eagle" in msg:
             if ("speculative decoding" in msg or "eagle speculative" in msg) and not _SPEC_OFF.search(msg):
@@ -386,7 +387,7 @@ class LogParser:
             )
         )
 
-    def _milestone(self, kind: str, fields: tuple[tuple[str, object], ...], rank: str | None, line: str,
+    def _milestone(self, kind: MilestoneKind, fields: tuple[tuple[str, object], ...], rank: str | None, line: str,
                    at: str | None) -> None:  # fmt: skip
         draft = False
         if kind in _CYCLE_KINDS:
@@ -426,7 +427,9 @@ class LogParser:
     def _speculative_on(self) -> bool:
         return self._hint_level >= 1 and not self._speculative_off
 
-    def _uvicorn_line(self, kind: str, fields: tuple[tuple[str, object], ...], line: str, at: str | None) -> None:
+    def _uvicorn_line(
+        self, kind: MilestoneKind | Literal["access"], fields: tuple[tuple[str, object], ...], line: str, at: str | None
+    ) -> None:
         if kind == "access":
             if not self._warm:
                 return

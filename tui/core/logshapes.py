@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import re
 
+from tui.core.vocab import MilestoneKind
+
 Fields = tuple[tuple[str, object], ...]
 
 _JIT_KERNEL = re.compile(r"Try DeepGEMM JIT Compiling for <(\w+)> N=(\d+), K=(\d+)(?:, num_groups=(\d+))?", re.ASCII)
@@ -49,7 +51,7 @@ _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is
 _LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
 
 
-def shape(msg: str) -> tuple[str, Fields] | None:
+def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
     """(kind, fields) for the lines listed in the module docstring, else None."""
     first = msg[:1]
     if first == "[":
@@ -82,7 +84,7 @@ def shape(msg: str) -> tuple[str, Fields] | None:
     return _servers(msg) or _daemons(msg)
 
 
-def _bracketed(msg: str) -> tuple[str, Fields] | None:
+def _bracketed(msg: str) -> tuple[MilestoneKind, Fields] | None:
     if msg.startswith("[Gloo] Rank"):
         return "dist_init", ()
     if msg.startswith("[EPLBManager] rebalance "):
@@ -98,7 +100,7 @@ def _bracketed(msg: str) -> tuple[str, Fields] | None:
     return None
 
 
-def _servers(msg: str) -> tuple[str, Fields] | None:
+def _servers(msg: str) -> tuple[MilestoneKind, Fields] | None:
     if msg.startswith("Uvicorn running on") and "SO_REUSEPORT" in msg:
         m = _REUSEPORT.match(msg)
         if m:
@@ -126,7 +128,7 @@ def _servers(msg: str) -> tuple[str, Fields] | None:
     return None
 
 
-def _daemons(msg: str) -> tuple[str, Fields] | None:
+def _daemons(msg: str) -> tuple[MilestoneKind, Fields] | None:
     """The weight cache daemon: fields role (launching | launched | daemon | client), pid, standalone."""
     if "eight cache daemon" not in msg and not msg.startswith(("[WeightCacheDaemon", "[IpcModelLoader]")):
         return None

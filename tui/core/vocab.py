@@ -7,6 +7,14 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# a startup milestone of a scheduler or the main process (tui.core.logmilestones, tui.core.logshapes, the parser)
+MilestoneKind = Literal[
+    "init_begin", "init_end", "mem_baseline", "load_begin", "load_end", "kv_alloc", "mem_pool_end", "graph_begin",
+    "graph_end", "max_tokens", "startup_timings", "uvicorn_started", "app_startup_complete", "uvicorn_running",
+    "warmup_request", "fired_up", "unbalanced_memory", "load_straggler", "dist_init", "kv_profile", "jit_begin",
+    "jit_kernel", "jit_end", "hf_snapshot", "weight_cache", "pd_bootstrap", "pd_warmup_begin", "pd_warmup_end",
+    "http_running", "warmups_begin", "warmups_end", "eplb_begin", "eplb_end", "shutdown",
+]  # fmt: skip
 ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
 # what one HTTP probe got: 200 (ok), 503 (starting), another status (http_error), a 2xx with the wrong body
 # (garbage), no listener (refused), no answer in time (timeout), anything else (error)
