@@ -123,6 +123,11 @@ class Api:
             return Response.json({"detail": "Internal Server Error"}, 500)
         return None
 
+    def _admitted(self, request: Request) -> dict[str, object] | Response:
+        """The request's JSON body, or the answer that turns it away (bad body, draining, failing on purpose)."""
+        body = self._body(request)
+        return body if isinstance(body, Response) else (self._refuse() or body)
+
     @staticmethod
     def _body(request: Request) -> dict[str, object] | Response:
         try:
@@ -163,12 +168,9 @@ class Api:
                 self.aborted += 1
 
     async def generate(self, request: Request) -> Response:
-        body = self._body(request)
+        body = self._admitted(request)
         if isinstance(body, Response):
             return body
-        refused = self._refuse()
-        if refused:
-            return refused
         params = body.get("sampling_params") or {}
         if not isinstance(params, dict):
             return Response.json({"object": "error", "message": "sampling_params must be an object", "code": 400}, 400)
@@ -215,12 +217,9 @@ class Api:
         return await self._openai(request, chat=False)
 
     async def _openai(self, request: Request, *, chat: bool) -> Response:
-        body = self._body(request)
+        body = self._admitted(request)
         if isinstance(body, Response):
             return body
-        refused = self._refuse()
-        if refused:
-            return refused
         if chat:
             messages = body.get("messages")
             listed = messages if isinstance(messages, list) else []
