@@ -22,7 +22,7 @@ PHASES = (("starting", 6.0), ("init", 3.0), ("loading_weights", 500.0), ("kv_cac
 
 def seed_history(path: Path) -> None:
     """Two earlier ready launches of the key the fake startup will show."""
-    first = startup_to_loading(1)[1].events[0]
+    first = next(e for e in startup_to_loading(1)[1].events if isinstance(e, ServerArgs))  # parsed from the log
     assert isinstance(first, ServerArgs)
     server = reduce(Readiness(), first, 0.0).server
     key = launch_key(server, HOST)

@@ -9,22 +9,19 @@ from dataclasses import dataclass, field
 
 from tui.core.events import (
     BarProgress,
-    BatchStats,
     ConnectionState,
     ControlResult,
     Event,
-    Failure,
     GpuInfo,
     GpuProcess,
     GpuSnapshot,
     HealthResult,
     LogActivity,
     LogReset,
-    Milestone,
-    ServerArgs,
     ServerProcess,
     Tick,
 )
+from tui.core.logparse import LogParser
 from tui.core.state import Readiness
 from tui.ui.app import SglangTui, UiSources
 
@@ -159,6 +156,27 @@ def log_bytes(lines: Sequence[str], offset: int = 0) -> LogActivity:
     return LogActivity(offset + len(data), data)
 
 
+class SceneLog:
+    """A scene's server log: lines in, out the events the Monitor delivers for them (the bytes as LogActivity,
+    then what the real LogParser makes of them), so each scene is the log text a server writes."""
+
+    def __init__(self, offset: int = 0) -> None:
+        self.parser = LogParser()
+        self.offset = offset
+
+    def write(self, *lines: str) -> list[Event]:
+        data = "".join(line + "\n" for line in lines).encode()
+        self.offset += len(data)
+        return [LogActivity(self.offset, data), *self.parser.feed(data)]
+
+    def show(self, *lines: str) -> list[Event]:
+        """Bytes for the log pane only, not parsed: for tqdm frames whose BarProgress the scene gives itself, with
+        log times (a frame's own elapsed has whole seconds, which would move the rates the tests pin)."""
+        data = "".join(line + "\n" for line in lines).encode()
+        self.offset += len(data)
+        return [LogActivity(self.offset, data)]
+
+
 def gpus(used_gib: float | Sequence[float], *, util: float = 0.0, alive: bool = True, n: int = TP) -> GpuSnapshot:
     amounts = [used_gib] * n if isinstance(used_gib, (int, float)) else list(used_gib)
     out = []
@@ -177,17 +195,20 @@ class Step:
     events: list[Event]
 
 
-def _rank_lines(kind: str, seconds: float, **fields: object) -> list[Event]:
-    stamp, t = at(seconds)
-    items = tuple(fields.items())
-    return [
-        Milestone(kind, rank=f"TP{i}", fields=items, line=f"[{stamp} TP{i}] {kind}", at=stamp, t=t) for i in range(TP)
-    ]
+def _ranks(seconds: float, text: str) -> list[str]:
+    """The line every rank prints at `seconds`, in SGLang's `[time TPk]` envelope."""
+    return [f"[{at(seconds)[0]} TP{i}] {text}" for i in range(TP)]
 
 
-def startup_to_loading(shards_done: int = 57, shards: int = 64) -> list[Step]:
+SERVER_ARGS = (
+    "server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, port=30000, "
+    "speculative_algorithm='EAGLE3', speculative_draft_model_path='lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B')"
+)
+
+
+def startup_to_loading(shards_done: int = 57, shards: int = 64, log: SceneLog | None = None) -> list[Step]:
     """Launch → init → loading weights at shards_done/shards (7.1 shards/s)."""
-    s0, t0 = at(2)
+    log = log or SceneLog()
     steps = [
         Step(
             T0 + 2,
@@ -199,136 +220,83 @@ def startup_to_loading(shards_done: int = 57, shards: int = 64) -> list[Step]:
                 gpus(0.5),
             ],
         ),
-        Step(
-            T0 + 3,
-            [
-                ServerArgs(
-                    model="meta-llama/Llama-3.3-70B-Instruct",
-                    tp_size=TP,
-                    speculative="EAGLE3",
-                    draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
-                    port=30000,
-                    at=s0,
-                    t=t0,
-                ),
-                log_bytes(
-                    [f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"]
-                ),
-            ],
-        ),
-        Step(
-            T0 + 9,
-            _rank_lines("init_begin", 9)
-            + [log_bytes([f"[{at(9)[0]} TP{i}] Init torch distributed begin." for i in range(TP)])],
-        ),
+        Step(T0 + 3, log.write(f"[{at(2)[0]}] {SERVER_ARGS}")),
+        Step(T0 + 9, log.write(*_ranks(9, "Init torch distributed begin."))),
         Step(
             T0 + 12,
-            _rank_lines("init_end", 12, mem_usage_gb=1.02)
-            + _rank_lines("load_begin", 12, avail_mem_gb=138.05)
-            + [
+            [
+                *log.write(
+                    *_ranks(12, "Init torch distributed ends. mem usage=1.02 GB"),
+                    *_ranks(12, "Load weight begin. avail mem=138.05 GB"),
+                ),
                 gpus(1.5),
-                log_bytes([f"[{at(12)[0]} TP{i}] Load weight begin. avail mem=138.05 GB" for i in range(TP)]),
             ],
         ),
     ]
-    bars = []
+    bars: list[Event] = []
     for k in range(shards_done + 1):
         stamp, t = at(13 + k / 7.1)
         bars.append(BarProgress("weights", k, shards, label="Multi-thread loading shards", at=stamp, t=t))
-    steps.append(
-        Step(
-            T0 + 13 + shards_done / 7.1,
-            bars
-            + [
-                gpus(1.5 + 16.5 * shards_done / shards, util=35.0),
-                log_bytes(
-                    [
-                        f"Multi-thread loading shards:  {100 * shards_done // shards}% Completed | {shards_done}/{shards} [00:08<00:01,  7.10it/s]"
-                    ]
-                ),
-            ],
-        )
-    )
+    frame = f"Multi-thread loading shards:  {100 * shards_done // shards}% Completed | {shards_done}/{shards} [00:08<00:01,  7.10it/s]"
+    last = gpus(1.5 + 16.5 * shards_done / shards, util=35.0)
+    steps.append(Step(T0 + 13 + shards_done / 7.1, [*bars, last, *log.show(frame)]))
     return steps
 
 
-def startup_to_capture(batches_done: int = 12, batches: int = 36) -> list[Step]:
-    steps = startup_to_loading(64)
-    s, t = at(25)
+def startup_to_capture(batches_done: int = 12, batches: int = 36, log: SceneLog | None = None) -> list[Step]:
+    log = log or SceneLog()
+    steps = startup_to_loading(64, log=log)
+    load_end = "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=121.49 GB, mem usage=16.56 GB."
+    draft = "Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:00<00:00,  1.20it/s]"
+    steps.append(Step(T0 + 25, [*log.write(*_ranks(25, load_end), draft), gpus(18.0)]))
+    kv = "KV Cache is allocated. #tokens: 1048576, K size: 40.00 GB, V size: 40.00 GB"
     steps.append(
-        Step(
-            T0 + 25,
-            _rank_lines("load_end", 25, avail_mem_gb=121.49, mem_usage_gb=16.56)
-            + [BarProgress("draft_weights", 1, 1, at=s, t=t), gpus(18.0)],
-        )
+        Step(T0 + 27, [*log.write(*_ranks(27, kv), *_ranks(27, "Memory pool end. avail mem=26.05 GB")), gpus(113.5)])
     )
-    steps.append(
-        Step(T0 + 27, _rank_lines("kv_alloc", 27) + _rank_lines("mem_pool_end", 27, avail_mem_gb=26.05) + [gpus(113.5)])
-    )
-    steps.append(Step(T0 + 28, _rank_lines("graph_begin", 28, avail_mem_gb=25.74)))
+    begin = "Capture cuda graph begin. This can take up to several minutes. avail mem=25.74 GB"
+    steps.append(Step(T0 + 28, log.write(*_ranks(28, begin))))
     bars = []
     for k in range(batches_done + 1):
         stamp, tt = at(29 + k * 0.8)
         bars.append(BarProgress("capture", k, batches, bs=512 - 8 * k, avail_mem_gb=25.6 - 0.02 * k, at=stamp, t=tt))
-    steps.append(
-        Step(
-            T0 + 29 + batches_done * 0.8,
-            bars
-            + [
-                gpus(115.0, util=90.0),
-                log_bytes(
-                    [
-                        f"Capturing batches (bs={512 - 8 * batches_done} avail_mem=25.36 GB):  33%| {batches_done}/{batches} [00:09<00:19,  1.25it/s]"
-                    ]
-                ),
-            ],
-        )
-    )
+    frame = f"Capturing batches (bs={512 - 8 * batches_done} avail_mem=25.36 GB):  33%| {batches_done}/{batches} [00:09<00:19,  1.25it/s]"
+    steps.append(Step(T0 + 29 + batches_done * 0.8, [*bars, gpus(115.0, util=90.0), *log.show(frame)]))
     return steps
 
 
 def startup_to_ready(decode_lines: int = 24) -> list[Step]:
-    steps = startup_to_capture(36, 36)
-    steps.append(Step(T0 + 60, _rank_lines("graph_end", 60, avail_mem_gb=22.1)))
-    s, t = at(62)
+    log = SceneLog()
+    steps = startup_to_capture(36, 36, log=log)
+    end = "Capture cuda graph end. Time elapsed: 31.00 s. mem usage=3.64 GB. avail mem=22.10 GB."
+    steps.append(Step(T0 + 60, log.write(*_ranks(60, end))))
     steps.append(
         Step(
             T0 + 62,
             [
-                Milestone("uvicorn_running", at=s, t=t),
+                *log.write(f"[{at(62)[0]}] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
                 HealthResult("/health", "starting", 503, 0.004),
                 HealthResult("/v1/models", "ok", 200, 0.003),
             ],
         )
     )
-    s, t = at(66)
     steps.append(
         Step(
             T0 + 66,
             [
-                Milestone("fired_up", at=s, t=t),
+                *log.write(f"[{at(66)[0]}] The server is fired up and ready to roll!"),
                 HealthResult("/health", "ok", 200, 1.21),
-                log_bytes([f"[{s}] The server is fired up and ready to roll!"]),
             ],
         )
     )
-    decode = []
-    for k in range(decode_lines):
-        s, t = at(70 + k)
-        decode.append(
-            BatchStats(
-                "decode",
-                gen_throughput=40.0 + (k * 7) % 23,
-                accept_len=1.4 + ((k * 3) % 7) / 20,
-                accept_rate=0.7,
-                running_req=3,
-                token_usage=0.12,
-                rank="TP0",
-                at=s,
-                t=t,
-            )
-        )
-    steps.append(Step(T0 + 70 + decode_lines, decode + [gpus(115.0, util=60.0)]))
+    decode = [
+        f"[{at(70 + k)[0]} TP0] Decode batch, #running-req: 3, #token: 6000, token usage: 0.12, "
+        f"accept len: {1.4 + ((k * 3) % 7) / 20:.2f}, accept rate: 0.70, cuda graph: True, "
+        f"gen throughput (token/s): {40.0 + (k * 7) % 23:.2f}, #queue-req: 0"
+        for k in range(decode_lines)
+    ]
+    # one read per line, as a live tail delivers them: the parser folds the lines of one read into one BatchStats
+    served = [event for line in decode for event in log.write(line)]
+    steps.append(Step(T0 + 70 + decode_lines, [*served, gpus(115.0, util=60.0)]))
     return steps
 
 
@@ -339,16 +307,11 @@ OOM_LINE = (
 
 
 def startup_failed_oom() -> list[Step]:
-    steps = startup_to_capture(20, 36)
-    s, t = at(50)
+    log = SceneLog()
+    steps = startup_to_capture(20, 36, log=log)
+    s = at(50)[0]
     steps.append(
-        Step(
-            T0 + 50,
-            [
-                Failure("oom", OOM_LINE, rank="TP3", at=s, t=t),
-                log_bytes([f"[{s} TP3] Scheduler hit an exception: Traceback (most recent call last):", OOM_LINE]),
-            ],
-        )
+        Step(T0 + 50, log.write(f"[{s} TP3] Scheduler hit an exception: Traceback (most recent call last):", OOM_LINE))
     )
     steps.append(Step(T0 + 52, [ServerProcess(False), gpus(0.0, alive=False)]))
     return steps
@@ -356,34 +319,18 @@ def startup_failed_oom() -> list[Step]:
 
 def restarted_run() -> list[Step]:
     """What the monitor sees after a restart: the log truncated by the launch, the new run's first lines."""
-    s0, t0 = at(40)
-    s1, t1 = at(46)
+    log = SceneLog()
     return [
         Step(
             T0 + 40,
             [
                 LogReset("truncated", "/tmp/server.log: size 210 < offset 48213"),
                 ServerProcess(True, tuple(range(4343, 4353))),
-                ServerArgs(
-                    model="meta-llama/Llama-3.3-70B-Instruct",
-                    tp_size=TP,
-                    speculative="EAGLE3",
-                    draft_model="lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
-                    port=30000,
-                    at=s0,
-                    t=t0,
-                ),
                 gpus(0.0, alive=False),
-                log_bytes(
-                    [f"[{s0}] server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct', tp_size=8, …)"]
-                ),
+                *log.write(f"[{at(40)[0]}] {SERVER_ARGS}"),
             ],
         ),
-        Step(
-            T0 + 46,
-            _rank_lines("init_begin", 46)
-            + [gpus(0.5), log_bytes([f"[{s1} TP{i}] Init torch distributed begin." for i in range(TP)], 210)],
-        ),
+        Step(T0 + 46, [gpus(0.5), *log.write(*_ranks(46, "Init torch distributed begin."))]),
     ]
 
 
