@@ -89,6 +89,20 @@ async def test_a_remapped_key_runs_its_action_and_the_footer_shows_it() -> None:
         assert isinstance(app.screen, ConfirmScreen)
 
 
+async def test_the_help_shows_the_remapped_key() -> None:
+    from tui.ui.screens.help import HelpScreen
+
+    app = make_app(FakeBatchSource(), control=FakeControl(), keymap={"kill-server": "ctrl+k", "help": "f2"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f2")
+        assert isinstance(app.screen, HelpScreen)
+        rows = [line for line in app.screen.shown.splitlines() if "Kill" in line or "kill" in line]
+        assert any("ctrl+k" in line for line in rows), rows
+        assert "r, T and ctrl+k ask first" in app.screen.shown
+        assert not any(line.lstrip().startswith("K ") for line in rows), rows  # the old key is not offered
+
+
 async def test_save_log_and_copy_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers.ui_fakes import FakeClock, play, startup_failed_oom
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from textual.binding import Binding
 
@@ -154,9 +155,16 @@ def bindings() -> list[Binding]:
     return [Binding(a.key, a.action, a.short or a.description, show=a.show, id=a.id) for a in ACTIONS if not a.builtin]
 
 
-def visible_actions(read_only: bool) -> tuple[Action, ...]:
-    """The actions available in this mode (`--read-only` drops the dangerous ones)."""
-    return tuple(a for a in ACTIONS if not (read_only and a.dangerous))
+def visible_actions(read_only: bool, keymap: Mapping[str, str] | None = None) -> tuple[Action, ...]:
+    """The actions available in this mode (`--read-only` drops the dangerous ones), with the keys the settings'
+    [keys] remap them to (what the help and the key bar show is what to type)."""
+    return tuple(remapped(a, keymap) for a in ACTIONS if not (read_only and a.dangerous))
+
+
+def remapped(a: Action, keymap: Mapping[str, str] | None) -> Action:
+    """`a` with its key from `keymap` (action id -> Textual key spec) when it is remapped there."""
+    spec = (keymap or {}).get(a.id)
+    return replace(a, key=spec) if spec else a
 
 
 def key_table_markdown(read_only: bool = False) -> str:

@@ -515,7 +515,7 @@ class SglangTui(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.read_only))
+            self.push_screen(HelpScreen(self.read_only, self._keymap))
 
     def action_process_tree(self) -> None:
         from tui.ui.screens.proctree import ProcTreeScreen

@@ -31,10 +31,7 @@ def _key(action_id: str) -> str:
     a = actions.by_id(action_id)
     if a is None:
         return "?"
-    spec = KEYMAP.get(action_id)
-    if spec:
-        a = actions.Action(a.id, spec, a.action, a.description)
-    return a.display_key.split(" / ")[0].strip("`")
+    return actions.remapped(a, KEYMAP).display_key.split(" / ")[0].strip("`")
 
 
 def hints(*, read_only: bool, has_control: bool, focused: str, searching: bool, width: int) -> list[KeyHint]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +22,16 @@ LEGEND: tuple[tuple[str, str, str], ...] = (
     ("STALE", "bold yellow", "data older than 5 s (link down or slow)"),
     ("+N", "bold yellow", "more rows than fit: the pane's key (2, 3) zooms it"),
 )
-INTRO = "r, T and K ask first and show the exact command; log says and health says are two facts."
+INTRO = "{keys} ask first and show the exact command; log says and health says are two facts."
+
+
+def intro(read_only: bool, keymap: Mapping[str, str] | None = None) -> str:
+    """The help's first line, with the keys that ask first as they are typed (after any remap)."""
+    keys = [_keys(a).split(" / ")[0] for a in visible_actions(read_only, keymap) if a.dangerous]
+    if not keys:
+        return "Read-only: no key here changes the server; log says and health says are two facts."
+    words = ", ".join(keys[:-1]) + f" and {keys[-1]}" if len(keys) > 1 else keys[0]
+    return INTRO.format(keys=words)
 
 
 #: Actions shown on one row together (by id): the row's keys and words.
@@ -45,11 +56,11 @@ PAIRS: dict[tuple[str, ...], str] = {
 }
 
 
-def key_rows(read_only: bool, term: str = "") -> list[tuple[str, str, bool]]:
+def key_rows(read_only: bool, term: str = "", keymap: Mapping[str, str] | None = None) -> list[tuple[str, str, bool]]:
     """(keys, what it does, asks first) for every action whose keys, words or id contain `term` (any case);
     related actions (n/N, e/E, 1-4) share a row so the table fits 24 lines."""
     needle = term.lower().strip()
-    shown = visible_actions(read_only)
+    shown = visible_actions(read_only, keymap)
     grouped = {i: group for group in PAIRS for i in group}
     rows = []
     done: set[str] = set()
@@ -72,11 +83,11 @@ def _keys(a: Action) -> str:
     return a.display_key.replace("`", "")
 
 
-def help_text(read_only: bool, term: str, width: int) -> Text:
+def help_text(read_only: bool, term: str, width: int, keymap: Mapping[str, str] | None = None) -> Text:
     """The keys in one column, or two when the screen is wide enough, then the legend."""
-    rows = key_rows(read_only, term)
+    rows = key_rows(read_only, term, keymap)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(INTRO + "\n", style="italic")
+    text.append(intro(read_only, keymap) + "\n", style="italic")
     if not rows:
         text.append(f"no key matches {term!r}\n", style="yellow")
     key_w = max((len(k) for k, _, _ in rows), default=4) + 2
@@ -122,9 +133,10 @@ class HelpScreen(ModalScreen[None]):
         Binding("slash", "filter", "Filter", id="help-filter"),
     ]
 
-    def __init__(self, read_only: bool) -> None:
+    def __init__(self, read_only: bool, keymap: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.read_only = read_only
+        self.keymap = dict(keymap or {})
         self.term = ""
 
     def compose(self) -> ComposeResult:
@@ -141,11 +153,11 @@ class HelpScreen(ModalScreen[None]):
 
     def _show(self) -> None:
         width = max(40, self.query_one(VerticalScroll).content_size.width or self.app.size.width - 6)
-        self.query_one("#help-keys", Static).update(help_text(self.read_only, self.term, width))
+        self.query_one("#help-keys", Static).update(help_text(self.read_only, self.term, width, self.keymap))
 
     @property
     def shown(self) -> str:
-        return help_text(self.read_only, self.term, max(40, self.app.size.width - 6)).plain
+        return help_text(self.read_only, self.term, max(40, self.app.size.width - 6), self.keymap).plain
 
     def action_filter(self) -> None:
         self.add_class("-filtering")
