@@ -14,11 +14,11 @@ import argparse
 import asyncio
 import sys
 
-from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
-from tui.commands.wait_deployment import make_member_host, specs_from_args
+from tui.commands.members import close_all, connect_all
+from tui.commands.stop import EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
-from tui.sources.deployment import MemberSpec, connect_members
+from tui.sources.deployment import MemberSpec
 
 
 def stop_order(specs: list[MemberSpec]) -> list[int]:
@@ -28,17 +28,11 @@ def stop_order(specs: list[MemberSpec]) -> list[int]:
 
 
 async def _stop(args: argparse.Namespace) -> int:
+    found_hosts = await connect_all(args, lambda line: print(f"sglang-tui stop: {line}", file=sys.stderr))
+    if isinstance(found_hosts, int):
+        return found_hosts
+    specs, hosts = found_hosts
     try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        print(f"sglang-tui stop: {err}", file=sys.stderr)
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
-    try:
-        problem = await connect_members(specs, hosts)
-        if problem is not None:
-            print(f"sglang-tui stop: {problem}", file=sys.stderr)
-            return EXIT_CONNECT
         controls = [
             ServerControl(h, port=s.port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
             for s, h in zip(specs, hosts, strict=True)
@@ -49,7 +43,7 @@ async def _stop(args: argparse.Namespace) -> int:
             control = controls[i]
             results[i] = await (control.kill() if args.force else control.terminate())
     finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+        await close_all(hosts)
     ok = all(r.ok for r in results.values())
     for i, spec in enumerate(specs):
         before = found[i]

@@ -15,15 +15,16 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TextIO
 
 from tui.commands.wait import EXIT_CONNECT, EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.events import LogActivity
-from tui.core.readiness import reduce
+from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
-from tui.core.state import Readiness
+from tui.core.state import Phase, Readiness
 from tui.sources.deployment import DeploymentMonitor, MemberSpec, connect_members, node_specs
 from tui.sources.host import Host
 from tui.sources.router import RouterStatus, router_statuses
@@ -91,14 +92,13 @@ async def fold_deployment(
 ) -> tuple[Verdict, dm.Deployment]:  # fmt: skip
     start = clock()
     reporter.dep = dep
-    folder = MemberFolder(dep)
+    folder = MemberFolder(dep, monitor.set_phase)
 
     async def fold() -> Verdict | None:
         nonlocal dep
         async for name, batch in monitor.batches():
             now = clock()
             dep = folder(dep, name, batch, now)
-            monitor.set_phase(name, dep.member(name).state.phase)
             reporter.dep = dep
             whole = dm.combined(dep)
             reporter.update(whole, now - start)
@@ -120,17 +120,19 @@ async def fold_deployment(
 
 
 class MemberFolder:
-    """Folds one member's batch into the deployment: reducer events into its Readiness, the router
-    poller's facts and the router's worker-health log lines into RouterInfo (shared by `wait` and the TUI)."""
+    """Folds one member's batch into the deployment: reducer events into its Readiness through its own Fold
+    (the phase fed back to that member's Monitor), the router poller's facts and the router's worker-health
+    log lines into RouterInfo (shared by `wait` and the TUI)."""
 
-    def __init__(self, dep: dm.Deployment) -> None:
+    def __init__(self, dep: dm.Deployment, set_phase: Callable[[str, Phase], None] | None = None) -> None:
         self.router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
+        self.folds = {
+            m.name: Fold(feedback=partial(set_phase, m.name) if set_phase is not None else None) for m in dep.members
+        }
 
     def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
-        state = dep.member(name).state
-        for event in batch:
-            if not isinstance(event, RouterStatus):
-                state = reduce(state, event, now)  # type: ignore[arg-type]
+        events = [event for event in batch if not isinstance(event, RouterStatus)]
+        state = self.folds[name](dep.member(name).state, events, now)  # type: ignore[arg-type]
         dep = dep.with_state(name, state)
         return _router_facts(dep, name, batch, self.router_logs.get(name))
 

@@ -10,52 +10,34 @@ import asyncio
 import sys
 from typing import Any
 
-from tui.commands.wait_deployment import (
-    MemberFolder,
-    add_router_pollers,
-    deployment_of,
-    make_member_host,
-    specs_from_args,
-)
-from tui.core import deployment as dm
-from tui.sources.deployment import DeploymentMonitor, connect_members
+from tui.commands.members import close_all, connect_all
+from tui.commands.wait_deployment import MemberFolder, add_router_pollers, deployment_of
+from tui.sources.deployment import DeploymentMonitor
 
 
 async def watch(args: argparse.Namespace) -> int:
     from tui.ui.app import UiSources
     from tui.ui.deployment_app import DeploymentTui
 
+    found = await connect_all(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr))
+    if isinstance(found, int):
+        return found
+    specs, hosts = found
     try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        print(f"sglang-tui: {err}", file=sys.stderr)
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
-    try:
-        problem = await connect_members(specs, hosts)
-        if problem is not None:
-            print(f"sglang-tui: {problem}", file=sys.stderr)
-            return 4
         monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
         add_router_pollers(monitor, specs, hosts)
         dep = deployment_of(specs, getattr(args, "stall_after", None))
-        folder = MemberFolder(dep)
-
-        def fold(current: dm.Deployment, name: str, items: list[Any], now: float) -> dm.Deployment:
-            after = folder(current, name, items, now)
-            monitor.set_phase(name, after.member(name).state.phase)
-            return after
-
+        folder = MemberFolder(dep, monitor.set_phase)  # each member's phase fed back to its own Monitor
         label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
         sources = UiSources(batches=_no_batches, control=None, host_label=label, port=specs[0].port)
-        app = DeploymentTui(sources, dep, monitor.batches, fold)
+        app = DeploymentTui(sources, dep, monitor.batches, folder)
         try:
             await app.run_async()
         finally:
             await monitor.close()
         return 0
     finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+        await close_all(hosts)
 
 
 async def _no_batches() -> Any:  # the app reads member batches instead (DeploymentTui._consume)
