@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from tui.commands.config import host_spec
 from tui.core import stacks
 from tui.sources import pyspy
 from tui.sources.connect import make_host
@@ -70,7 +71,7 @@ async def dump_and_save(
 
 
 async def _main(args: argparse.Namespace) -> int:
-    host = make_host(args)
+    host = make_host(host_spec(args))
     try:
         await host.connect()
     except HostError as exc:

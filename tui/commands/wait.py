@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from tui.commands.config import host_spec, watch_config
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
@@ -36,9 +37,7 @@ from tui.core.state import Phase, Readiness
 from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.connect import make_host
-from tui.sources.health import HealthPoller
 from tui.sources.host import HostError
-from tui.sources.monitor import Monitor
 from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
@@ -176,7 +175,7 @@ async def wait_for(session: Session, reporter: Reporter, *, timeout: float | Non
 
 async def _main(args: argparse.Namespace) -> int:
     reporter = Reporter(bool(args.json))
-    host = make_host(args)
+    host = make_host(host_spec(args))
     started = time.monotonic()
     try:
         try:
@@ -193,20 +192,13 @@ async def _main(args: argparse.Namespace) -> int:
             code = await find(host, args, say=lambda line: reporter.say(f"sglang-tui wait: {line}"))
             if code is not None:
                 return code
+        config = watch_config(args)  # after `find`, which names the port and log it found
         control = None
         launched: ControlResult | None = None
-        if getattr(args, "launch", None):
-            from tui.sources.control import ServerControl
+        if config.launch:
+            from tui.sources.control import controller
 
-            control = ServerControl(
-                host,
-                port=args.port,
-                log_path=args.log,
-                launch=args.launch,
-                cwd=args.cwd,
-                remote_python=args.remote_python,
-                sim_gpus=args.sim_gpus,
-            )
+            control = controller(host, config)
             launched, line = await launch_if_absent(control)
             reporter.say(f"sglang-tui wait: {line}")
             if launched is not None and not launched.ok:
@@ -214,21 +206,14 @@ async def _main(args: argparse.Namespace) -> int:
                 reporter.say(f"sglang-tui wait: {found.line}")
                 run_hook(args, found)
                 return found.code
-        probe = not getattr(args, "no_health", False)
-        monitor = Monitor(
-            host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
-            health=HealthPoller(host, args.port, enabled=probe), process_watch=control,
-        )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
         recorder = Recorder(history_path(args), args.host, "wait")
-        initial = Readiness(
-            stall_after=args.stall_after, health_probed=probe, health_port=args.port, log_watched=bool(args.log),
-            process_watched=True,
-        )  # fmt: skip
+        initial = config.first_state()
         if launched is not None:  # our own launch, folded first
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
-        found, state = await wait_for(Session(monitor, initial=initial, steps=steps), reporter, timeout=remaining)
+        session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
+        found, state = await wait_for(session, reporter, timeout=remaining)
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)

@@ -79,11 +79,10 @@ def _start(spec: MemberSpec, stall_after: float | None) -> Readiness:
 
 
 def make_member_host(args: argparse.Namespace, host: str) -> Host:
+    from tui.commands.config import host_spec
     from tui.sources.connect import make_host
 
-    one = argparse.Namespace(**vars(args))
-    one.host = host
-    return make_host(one)
+    return make_host(host_spec(args, host))
 
 
 async def fold_deployment(

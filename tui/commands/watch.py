@@ -8,7 +8,6 @@ import argparse
 import asyncio
 import signal
 import sys
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -41,11 +40,12 @@ def run(args: argparse.Namespace) -> int:
 
 async def watch(args: argparse.Namespace) -> int:
     """Exit 4 with one line when the host cannot be reached or refuses us; else run the app until `q`."""
+    from tui.commands.config import host_spec
     from tui.sources.connect import make_host
     from tui.sources.host import HostError
 
     try:
-        host = make_host(args)
+        host = make_host(host_spec(args))
         await host.connect()
     except (HostError, OSError, ValueError) as err:
         print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
@@ -81,36 +81,21 @@ def build_app(
 ) -> tuple[SglangTui, Session]:
     """The app and its Session for a connected host. One process watch serves the Monitor and the keys: a
     ServerControl, or under --read-only a ProcessWatch alone (nothing that can signal a process is built)."""
+    from tui.commands.config import watch_config
     from tui.commands.wait import tui_hook
     from tui.history.paths import history_path
     from tui.history.recorder import Recorder
-    from tui.sources.control import ServerControl
-    from tui.sources.health import HealthPoller
-    from tui.sources.monitor import Monitor
+    from tui.sources.control import ServerControl, process_watch
     from tui.sources.session import Session, weights_step
     from tui.sources.weightfiles import WeightFilesProbe
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
-    sim_gpus = getattr(args, "sim_gpus", None)
-    watch = process_watch(host, args, control)
-    probe = not getattr(args, "no_health", False)
-    monitor = Monitor(
-        host,
-        log_path=args.log,
-        port=args.port,
-        remote_python=args.remote_python,
-        sim_gpus=sim_gpus,
-        process_watch=watch,
-        health=HealthPoller(host, args.port, enabled=probe),
-    )
-    start = initial if initial is not None else Readiness()
-    start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
-    stall_after = getattr(args, "stall_after", None)
-    if stall_after is not None:
-        start = replace(start, stall_after=stall_after)
+    config = watch_config(args)
+    watch = process_watch(host, config, control)
+    start = config.first_state(initial)
     recorder = Recorder(history_path(args), host_label, "tui")
-    # the weights' bytes on the host (one stat), then the history
-    session = Session(monitor, initial=start, steps=(weights_step(WeightFilesProbe(host)), recorder.step))
+    steps = (weights_step(WeightFilesProbe(host)), recorder.step)  # the weights' bytes on the host, then the history
+    session = Session.open(host, config, process_watch=watch, initial=start, steps=steps)
     controller = watch if isinstance(watch, ServerControl) else None
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(
@@ -119,8 +104,8 @@ def build_app(
         host_label=host_label,
         fold=session.fold,
         port=args.port,
-        launch_if_absent=bool(getattr(args, "launch", None)) and controller is not None,
-        dump=_dumper(host, watch, args.remote_python, host_label),
+        launch_if_absent=bool(config.launch) and controller is not None,
+        dump=_dumper(host, watch, config.remote_python, host_label),
         bench=partial(_bench_runner, host, args.port, args.log),
         verdict_hook=tui_hook(args),
     )
@@ -134,7 +119,7 @@ def build_app(
     settings = getattr(args, "settings", None)
     app = SglangTui(
         sources,
-        read_only=args.read_only,
+        read_only=config.read_only,
         initial=start,
         ready_clock_ticks=READY_CLOCK_TICKS,
         keymap=settings.keys if settings else None,
@@ -143,26 +128,6 @@ def build_app(
     )
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, session
-
-
-def process_watch(host: Host, args: argparse.Namespace, control: ServerControl | None = None) -> ProcessWatch:
-    """The controller (given, or built from the options), or under --read-only the read-only watch only."""
-    from tui.sources.control import ServerControl
-    from tui.sources.procwatch import ProcessWatch
-
-    if args.read_only:
-        return ProcessWatch(host, port=args.port, log_path=args.log)
-    if control is not None:
-        return control
-    return ServerControl(
-        host,
-        port=args.port,
-        log_path=args.log,
-        launch=getattr(args, "launch", None),
-        cwd=getattr(args, "cwd", None),
-        remote_python=args.remote_python,
-        sim_gpus=getattr(args, "sim_gpus", None),
-    )
 
 
 def _dumper(host: Host, watch: ProcessWatch, remote_python: str, where: str):  # type: ignore[no-untyped-def]

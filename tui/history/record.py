@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tui.core.explain import STOPPED_BY_TOOL
 from tui.core.launchkey import key_fields, launch_key
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.history.store import LaunchRecord
@@ -16,7 +15,7 @@ def outcome_of(state: Readiness) -> str | None:
     if state.phase in (Phase.READY, Phase.SERVING):
         return "ready"
     if state.phase is Phase.FAILED:
-        if state.error is not None and state.error.line.startswith(STOPPED_BY_TOOL):
+        if state.error is not None and state.error.stopped_by == "sglang-tui":  # our own stop, by its field
             return "stopped"
         return "failed"
     if state.stall is not None:

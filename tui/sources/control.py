@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tui.core.config import WatchConfig
 from tui.core.events import ControlResult, GpuSnapshot
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import control_cmds as cmds
@@ -250,3 +251,24 @@ class ServerControl(ProcessWatch):
                 f"GPU {gpu} {_gib(used)} by pid {pid} {names.get(pid, '')}".rstrip() for gpu, pid, used in held
             ),
         )
+
+
+def controller(host: Host, config: WatchConfig) -> ServerControl:
+    """The ServerControl the options describe (the keys' restart/terminate/kill, `--launch`)."""
+    return ServerControl(
+        host,
+        port=config.port,
+        log_path=config.log,
+        launch=config.launch,
+        cwd=config.cwd,
+        remote_python=config.remote_python,
+        sim_gpus=config.sim_gpus,
+    )
+
+
+def process_watch(host: Host, config: WatchConfig, given: ServerControl | None = None) -> ProcessWatch:
+    """What watches the server's processes: under read_only a ProcessWatch alone (nothing that can signal a
+    process is built); else a controller, the one given (the demo's) or one from the options."""
+    if config.read_only:
+        return ProcessWatch(host, port=config.port, log_path=config.log)
+    return given if given is not None else controller(host, config)

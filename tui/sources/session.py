@@ -11,10 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
+from tui.core.config import WatchConfig
+from tui.core.control import ProcessWatchLike
 from tui.core.events import Event
 from tui.core.fold import Fold, StateStep
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.sources.health import HealthPoller
+from tui.sources.host import Host
 from tui.sources.monitor import Monitor
 from tui.sources.weightfiles import WeightFilesProbe
 
@@ -34,6 +38,28 @@ class Session:
         self.fold = Fold(steps, feedback=monitor.set_phase)
         self.state = initial if initial is not None else Readiness()
         self.clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        host: Host,
+        config: WatchConfig,
+        *,
+        process_watch: ProcessWatchLike | None = None,
+        initial: Readiness | None = None,
+        steps: tuple[StateStep, ...] = (),
+    ) -> Session:
+        """A Session over a new Monitor of the host, as the options say (its /health probed unless --no-health)."""
+        monitor = Monitor(
+            host,
+            log_path=config.log,
+            port=config.port,
+            remote_python=config.remote_python,
+            sim_gpus=config.sim_gpus,
+            process_watch=process_watch,
+            health=HealthPoller(host, config.port, enabled=config.health),
+        )
+        return cls(monitor, initial=initial, steps=steps)
 
     def batches(self) -> AsyncIterator[list[Event]]:
         """The Monitor's batches, unfolded (the TUI folds them itself, with its ticks)."""
