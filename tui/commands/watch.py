@@ -103,10 +103,10 @@ def build_app(
         control=controller,
         host_label=host_label,
         fold=session.fold,
-        port=args.port,
+        port=config.port,
         launch_if_absent=bool(config.launch) and controller is not None,
         dump=_dumper(host, watch, config.remote_python, host_label),
-        bench=partial(_bench_runner, host, args.port, args.log),
+        bench=partial(_bench_runner, host, config.port, config.log),
         verdict_hook=tui_hook(args),
     )
 
