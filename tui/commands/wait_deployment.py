@@ -18,14 +18,15 @@ from dataclasses import replace
 from functools import partial
 from typing import TextIO
 
-from tui.commands.wait import EXIT_CONNECT, EXIT_TIMEOUT, Reporter, Verdict, verdict
+from tui.commands.members import with_members
+from tui.commands.wait import EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.events import LogActivity
 from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
 from tui.core.state import Phase, Readiness
-from tui.sources.deployment import DeploymentMonitor, MemberSpec, connect_members, node_specs
+from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.host import Host
 from tui.sources.router import RouterStatus, router_statuses
 
@@ -45,15 +46,6 @@ class DeploymentReporter(Reporter):
             self._write(self.out, text)
             self._last_json = text
         return None
-
-
-def specs_from_args(args: argparse.Namespace) -> list[MemberSpec]:
-    """The members named on the command line or in --deployment; ValueError with one line for bad input."""
-    if getattr(args, "deployment", None):
-        from tui.commands.deployment_file import load
-
-        return load(args.deployment, sim_gpus=args.sim_gpus)
-    return node_specs(list(args.hosts), log=args.log, port=args.port, sim_gpus=args.sim_gpus)
 
 
 def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
@@ -76,13 +68,6 @@ def _start(spec: MemberSpec, stall_after: float | None) -> Readiness:
         log_watched=bool(spec.log),
         process_watched=True,
     )
-
-
-def make_member_host(args: argparse.Namespace, host: str) -> Host:
-    from tui.commands.config import host_spec
-    from tui.sources.connect import make_host
-
-    return make_host(host_spec(args, host))
 
 
 async def fold_deployment(
@@ -155,6 +140,13 @@ def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: Route
     return dep
 
 
+def deployment_monitor(specs: list[MemberSpec], hosts: list[Host], remote_python: str) -> DeploymentMonitor:
+    """One Monitor per member, and the router's poller (for `wait` and the TUI alike)."""
+    monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=remote_python)
+    add_router_pollers(monitor, specs, hosts)
+    return monitor
+
+
 def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], hosts: list[Host]) -> None:
     """One poller for the router's health and workers and the prefill bootstrap ports (when there are any)."""
     router = next(((s, h) for s, h in zip(specs, hosts, strict=True) if s.role == "router"), None)
@@ -167,34 +159,20 @@ def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], host
 
 async def _main(args: argparse.Namespace) -> int:
     reporter = DeploymentReporter(bool(args.json))
-    try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        reporter.say(f"sglang-tui wait: {err}")
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
     started = time.monotonic()
-    try:
-        problem = await asyncio.wait_for(connect_members(specs, hosts), args.timeout)
-    except asyncio.TimeoutError:
-        reporter.say("sglang-tui wait: timed out connecting to " + ", ".join(s.host for s in specs))
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
-        return EXIT_TIMEOUT
-    try:
-        if problem is not None:
-            reporter.say(f"sglang-tui wait: {problem}")
-            return EXIT_CONNECT
-        monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
-        add_router_pollers(monitor, specs, hosts)
+
+    async def wait_members(specs: list[MemberSpec], hosts: list[Host]) -> int:
+        monitor = deployment_monitor(specs, hosts, args.remote_python)
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        dep = deployment_of(specs, args.stall_after)
-        found, dep = await fold_deployment(monitor, dep, reporter, timeout=remaining)
+        found, dep = await fold_deployment(monitor, deployment_of(specs, args.stall_after), reporter, timeout=remaining)
         if args.json:
             reporter.emit_json(dm.combined(dep), force=True)
         reporter.say(f"sglang-tui wait: {found.line}")
         return found.code
-    finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+
+    return await with_members(
+        args, lambda line: reporter.say(f"sglang-tui wait: {line}"), wait_members, timeout=args.timeout
+    )
 
 
 def run(args: argparse.Namespace) -> int:
