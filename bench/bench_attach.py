@@ -27,6 +27,7 @@ from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.sources.logtail import LogTail
 from tui.sources.monitor import Monitor
+from tui.sources.session import Session
 
 TIMEOUT_S = 120.0
 STARTUP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs" / "v0.5.9-tp8-eagle3-ready.log"
@@ -53,19 +54,16 @@ async def monitor_attach(sshd, sim) -> float:  # type: ignore[no-untyped-def]
     started = time.monotonic()
     host = ssh_host(sshd)
     await host.connect()
-    monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
+    session = Session(
+        Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
+    )
     try:
-        state = Readiness()
         async with asyncio.timeout(TIMEOUT_S):
-            async for batch in monitor.batches():
-                now = time.time()
-                for event in batch:
-                    state = reduce(state, event, now)
-                monitor.set_phase(state.phase)
+            async for state, _ in session.states():  # the fold `wait` runs
                 if full(state):
                     return time.monotonic() - started
     finally:
-        await monitor.close()
+        await session.close()
         await host.close()
     raise RuntimeError("no full state")
 
@@ -76,8 +74,10 @@ async def tui_attach(sshd, sim) -> float:  # type: ignore[no-untyped-def]
     started = time.monotonic()
     host = ssh_host(sshd)
     await host.connect()
-    monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
-    app = SglangTui(UiSources(batches=monitor.batches, host_label="bench"), read_only=True)
+    session = Session(
+        Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
+    )
+    app = SglangTui(UiSources(batches=session.batches, fold=session.fold, host_label="bench"), read_only=True)
     try:
         async with app.run_test(size=(160, 48)):
             deadline = time.monotonic() + TIMEOUT_S
@@ -86,7 +86,7 @@ async def tui_attach(sshd, sim) -> float:  # type: ignore[no-untyped-def]
                     raise RuntimeError("the TUI showed no full state")
                 await asyncio.sleep(0.005)
             shown = time.monotonic() - started
-            await monitor.close()
+            await session.close()
         return shown
     finally:
         await host.close()

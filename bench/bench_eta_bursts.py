@@ -16,18 +16,17 @@ import asyncio
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.helpers.sim import start_sim  # noqa: E402
 from tui.core.eta import memory_left  # noqa: E402
-from tui.core.readiness import reduce  # noqa: E402
 from tui.core.state import Phase, Readiness  # noqa: E402
 from tui.history.recorder import Recorder  # noqa: E402
 from tui.sources.local import LocalHost  # noqa: E402
 from tui.sources.monitor import Monitor  # noqa: E402
+from tui.sources.session import Session  # noqa: E402
 
 
 async def watch(tmp: Path, history: Path, args: argparse.Namespace, seed: int) -> list[tuple[float, Readiness]]:
@@ -38,22 +37,17 @@ async def watch(tmp: Path, history: Path, args: argparse.Namespace, seed: int) -
     await host.connect()
     monitor = Monitor(host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state))
     recorder = Recorder(history, "local", "bench")
+    session = Session(monitor, steps=(recorder.step,))  # the fold `wait` runs, with the history
     states: list[tuple[float, Readiness]] = []
-    state = Readiness()
     try:
         async with asyncio.timeout(600):
-            async for batch in monitor.batches():
-                now = time.time()
-                for event in batch:
-                    state = reduce(state, event, now)
-                state = recorder.update(state)
-                monitor.set_phase(state.phase)
+            async for state, now in session.states():
                 states.append((now, state))
                 if state.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
                     break
     finally:
-        recorder.finish(state)
-        await monitor.close()
+        recorder.finish(session.state)
+        await session.close()
         await host.close()
         sim.stop()
     return states

@@ -21,7 +21,7 @@ from pathlib import Path
 from bench_common import PY, default_of, loopback_sshd, md_table, section, sim_ready, ssh_argv, ssh_host, tree_cpu_s
 
 from tui.core.events import GpuSnapshot, HealthResult
-from tui.core.readiness import reduce
+from tui.core.fold import Fold
 from tui.core.state import Readiness
 from tui.sources.health import HealthPoller
 from tui.sources.monitor import Monitor
@@ -54,17 +54,17 @@ async def sglang_tui(
     counts = {"gpu": 0, "health": 0}
     counting = False
 
+    fold = Fold(feedback=monitor.set_phase)  # the fold `wait` runs
+
     async def consume() -> None:
         state = Readiness()
         async for batch in monitor.batches():
-            now = time.time()
+            state = fold(state, batch, time.time())
             for event in batch:
-                state = reduce(state, event, now)
                 if counting and isinstance(event, GpuSnapshot) and event.error is None:
                     counts["gpu"] += 1
                 if counting and isinstance(event, HealthResult):
                     counts["health"] += 1
-            monitor.set_phase(state.phase)
 
     task = asyncio.ensure_future(consume())
     try:

@@ -119,13 +119,15 @@ async def loop_lag(stop: asyncio.Event, out: list[float], period: float = 0.02) 
 
 
 async def tui_run(sshd, sim, idle_s: float, lines: int, pour_s: float, rate: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    from tui.sources.session import Session
     from tui.ui.app import SglangTui, UiSources
 
     res: dict[str, object] = {}
     host = ssh_host(sshd)
     await host.connect()
     monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
-    app = SglangTui(UiSources(batches=monitor.batches, host_label="bench"), read_only=True)
+    session = Session(monitor)  # the TUI's fold: the reducer, and the phase fed back to the Monitor
+    app = SglangTui(UiSources(batches=session.batches, fold=session.fold, host_label="bench"), read_only=True)
     probe = Probe(app)
     async with app.run_test(size=SIZE) as pilot:
         probe.wrap_pane()
@@ -187,20 +189,17 @@ async def tui_run(sshd, sim, idle_s: float, lines: int, pour_s: float, rate: int
 
 async def monitor_idle(sshd, sim, idle_s: float) -> float:  # type: ignore[no-untyped-def]
     """CPU per minute of the Monitor + reduce alone (what `sglang-tui wait` runs), server quiet."""
-    from tui.core.readiness import reduce
-    from tui.core.state import Readiness
+    from tui.sources.session import Session
 
     host = ssh_host(sshd)
     await host.connect()
-    monitor = Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
+    session = Session(
+        Monitor(host, log_path=str(sim.log), port=sim.port, remote_python=PY, sim_gpus=str(sim.gpu_state))
+    )
 
     async def consume() -> None:
-        state = Readiness()
-        async for batch in monitor.batches():
-            now = time.time()
-            for event in batch:
-                state = reduce(state, event, now)
-            monitor.set_phase(state.phase)
+        async for _ in session.states():
+            pass
 
     task = asyncio.ensure_future(consume())
     try:
@@ -211,7 +210,7 @@ async def monitor_idle(sshd, sim, idle_s: float) -> float:  # type: ignore[no-un
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await monitor.close()
+        await session.close()
         await host.close()
 
 

@@ -225,15 +225,15 @@ async def screenshot(out: Path, log: Path, port: int, world: int, control: Any) 
     """The real TUI (Monitor on LocalHost) headless, saved once its GPU pane shows every rank's memory."""
     from tui.sources.local import LocalHost
     from tui.sources.monitor import Monitor
+    from tui.sources.session import Session
     from tui.ui.app import SglangTui, UiSources
 
     host = LocalHost()
     await host.connect()
-    monitor = Monitor(host, log_path=str(log), port=port, remote_python=sys.executable, control=control)
+    monitor = Monitor(host, log_path=str(log), port=port, remote_python=sys.executable, process_watch=control)
+    session = Session(monitor)
     app = SglangTui(
-        UiSources(
-            batches=monitor.batches, control=None, host_label="local", phase_changed=monitor.set_phase, port=port
-        ),
+        UiSources(batches=session.batches, control=None, host_label="local", fold=session.fold, port=port),
         read_only=True,
     )
     info: dict[str, Any] = {}

@@ -140,7 +140,7 @@ class BrokenControl:
 
 
 async def test_a_failing_worker_becomes_an_event(tmp_path: Path) -> None:
-    monitor = Monitor(LocalHost(), log_path=None, port=1, gpus=False, control=BrokenControl(), tick_interval=0.1)
+    monitor = Monitor(LocalHost(), log_path=None, port=1, gpus=False, process_watch=BrokenControl(), tick_interval=0.1)
     seen = await collect(
         monitor, lambda seen: any(isinstance(e, SourceFailed) and "boom" in e.message for e in seen), timeout=10
     )
@@ -166,7 +166,9 @@ async def _health_200(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 async def test_a_crashing_process_watch_shows_as_its_failure_and_health_keeps_its_fact() -> None:
     server = await asyncio.start_server(_health_200, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    monitor = Monitor(LocalHost(), log_path=None, port=port, gpus=False, control=BrokenControl(), tick_interval=0.1)
+    monitor = Monitor(
+        LocalHost(), log_path=None, port=port, gpus=False, process_watch=BrokenControl(), tick_interval=0.1
+    )
     state, seen = Readiness(), []
     try:
         async with asyncio.timeout(30):

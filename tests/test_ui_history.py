@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, make_app, play, startup_to_loading
 from tui.core.events import ServerArgs
+from tui.core.fold import Fold
 from tui.core.launchkey import key_fields, launch_key
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
@@ -42,7 +43,7 @@ async def test_header_shows_ready_in_and_the_last_launches(tmp_path: Path) -> No
     recorder = Recorder(path, HOST, "tui")
     clock, source = FakeClock(), FakeBatchSource()
     app = make_app(source, clock=clock)
-    app.sources.state_hook = recorder.update
+    app.sources.fold = Fold(steps=(recorder.step,))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_loading(16))
         header = app.query_one(HeaderPane).shown

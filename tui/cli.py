@@ -280,9 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
     if hasattr(args, "host"):
-        from tui.ui.settings import apply_host
+        from tui.ui.settings import host_overrides
 
-        apply_host(settings, args, argv)
+        one = args.host if isinstance(args.host, str) and len(getattr(args, "hosts", [args.host])) == 1 else None
+        for key, value in host_overrides(settings, one, argv).items():
+            if hasattr(args, key):  # an option this command has
+                setattr(args, key, value)
     if hasattr(args, "port") and args.command != "simulate" and args.port is None:
         # neither --port nor a settings default: watch/wait of one HOST without --log find the server there
         args.discover = (

@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 
+from tui.commands.config import host_spec
 from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
 from tui.core.benchstats import BenchResult, compare, render
 from tui.sources.bench import BenchPlan, BenchRunner, NotReady
@@ -90,7 +91,7 @@ def against_history(args: argparse.Namespace, result: BenchResult) -> str | None
 
 async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
     _stop_on_signals()
-    host = make_host(args)
+    host = make_host(host_spec(args))
     try:
         try:
             await asyncio.wait_for(host.connect(), 60)

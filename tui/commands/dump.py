@@ -18,11 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+from tui.commands.config import host_spec
 from tui.core import stacks
 from tui.sources import pyspy
 from tui.sources.connect import make_host
-from tui.sources.control import ServerControl
 from tui.sources.host import Host, HostError
+from tui.sources.procwatch import ProcessWatch
 
 EXIT_OK, EXIT_NO_DUMP, EXIT_CONNECT = 0, 1, 4
 
@@ -60,17 +61,17 @@ def save(text: str, path: Path) -> Path:
 
 
 async def dump_and_save(
-    host: Host, control: ServerControl, *, remote_python: str, where: str, out: str | None = None
+    host: Host, watch: ProcessWatch, *, remote_python: str, where: str, out: str | None = None
 ) -> tuple[pyspy.DumpResult, Path | None]:
     """Dump and save (also for `wait --dump-on-stall` and the TUI's `d`); no file when nothing was dumped."""
-    result = await pyspy.dump(host, control, remote_python=remote_python, where=where)
+    result = await pyspy.dump(host, watch, remote_python=remote_python, where=where)
     if not result.stacks:
         return result, None
     return result, save(report_text(result, where), Path(out) if out else default_path(where))
 
 
 async def _main(args: argparse.Namespace) -> int:
-    host = make_host(args)
+    host = make_host(host_spec(args))
     try:
         await host.connect()
     except HostError as exc:
@@ -78,10 +79,10 @@ async def _main(args: argparse.Namespace) -> int:
         return EXIT_CONNECT
     where = f"{args.host} port {args.port}"
     try:
-        control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python)
+        watch = ProcessWatch(host, port=args.port, log_path=args.log)
         try:
             result, path = await dump_and_save(
-                host, control, remote_python=args.remote_python, where=args.host, out=args.out
+                host, watch, remote_python=args.remote_python, where=args.host, out=args.out
             )
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui dump: {where}: {exc}", file=sys.stderr)

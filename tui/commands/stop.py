@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import sys
 
+from tui.commands.config import host_spec
 from tui.core.events import ControlResult
 from tui.sources.connect import make_host
 from tui.sources.control import ServerControl
@@ -36,7 +37,7 @@ def report(result: ControlResult, where: str, forced: bool = False) -> str:
 
 
 async def stop(args: argparse.Namespace) -> int:
-    host = make_host(args)
+    host = make_host(host_spec(args))
     try:
         await host.connect()
     except HostError as exc:

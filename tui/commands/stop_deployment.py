@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from functools import partial
 
-from tui.commands.stop import EXIT_CONNECT, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
-from tui.commands.wait_deployment import make_member_host, specs_from_args
+from tui.commands.members import with_members
+from tui.commands.stop import EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
-from tui.sources.deployment import MemberSpec, connect_members
+from tui.sources.deployment import MemberSpec
+from tui.sources.host import Host
 
 
 def stop_order(specs: list[MemberSpec]) -> list[int]:
@@ -28,28 +30,21 @@ def stop_order(specs: list[MemberSpec]) -> list[int]:
 
 
 async def _stop(args: argparse.Namespace) -> int:
-    try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        print(f"sglang-tui stop: {err}", file=sys.stderr)
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
-    try:
-        problem = await connect_members(specs, hosts)
-        if problem is not None:
-            print(f"sglang-tui stop: {problem}", file=sys.stderr)
-            return EXIT_CONNECT
-        controls = [
-            ServerControl(h, port=s.port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
-            for s, h in zip(specs, hosts, strict=True)
-        ]
-        found = await asyncio.gather(*(c.process_state_now() for c in controls), return_exceptions=True)
-        results: dict[int, ControlResult] = {}
-        for i in stop_order(specs):
-            control = controls[i]
-            results[i] = await (control.kill() if args.force else control.terminate())
-    finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+    return await with_members(
+        args, lambda line: print(f"sglang-tui stop: {line}", file=sys.stderr), partial(_stop_members, args)
+    )
+
+
+async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts: list[Host]) -> int:
+    controls = [
+        ServerControl(h, port=s.port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
+        for s, h in zip(specs, hosts, strict=True)
+    ]
+    found = await asyncio.gather(*(c.process_state_now() for c in controls), return_exceptions=True)
+    results: dict[int, ControlResult] = {}
+    for i in stop_order(specs):
+        control = controls[i]
+        results[i] = await (control.kill() if args.force else control.terminate())
     ok = all(r.ok for r in results.values())
     for i, spec in enumerate(specs):
         before = found[i]

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from tui.commands.config import host_spec, watch_config
 from tui.core import fmt
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
@@ -36,9 +37,8 @@ from tui.core.state import Phase, Readiness
 from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.connect import make_host
-from tui.sources.health import HealthPoller
 from tui.sources.host import HostError
-from tui.sources.monitor import Monitor
+from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
@@ -134,39 +134,14 @@ class Reporter:
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
-async def wait_for(
-    monitor: Monitor, reporter: Reporter, *, stall_after: float | None, timeout: float | None,
-    clock: Callable[[], float] = time.time, health: bool = True, port: int | None = None,
-    log_watched: bool | None = None, recorder: Recorder | None = None, weights: WeightFilesProbe | None = None,
-    launched: ControlResult | None = None,
-    process_watched: bool | None = None,
-) -> tuple[Verdict, Readiness]:  # fmt: skip
-    """Fold batches until a verdict; a timeout gives EXIT_TIMEOUT. health: whether /health is probed; the
-    recorder (history) sees every state; `launched`: our own launch, folded first."""
-    start = clock()
-    state = Readiness.of(
-        stall_after=stall_after,
-        health_probed=health,
-        health_port=port,
-        log_watched=log_watched,
-        process_watched=process_watched,
-    )
-    if launched is not None:
-        state = reduce(state, launched, start)
+async def wait_for(session: Session, reporter: Reporter, *, timeout: float | None) -> tuple[Verdict, Readiness]:
+    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT."""
+    start = session.clock()
 
     async def fold() -> Verdict | None:
-        nonlocal state
         ready_at: float | None = None
         held: Verdict | None = None  # ready, held back a moment for the /server_info answer
-        async for batch in monitor.batches():
-            now = clock()
-            for event in batch:
-                state = reduce(state, event, now)
-            for found in weights.poll(state) if weights is not None else ():
-                state = reduce(state, found, now)  # the safetensors' bytes on the host (one stat)
-            if recorder is not None:
-                state = recorder.update(state)
-            monitor.set_phase(state.phase)
+        async for state, now in session.states():
             reporter.update(state, now - start)
             verdict_now = verdict(state)
             if verdict_now is not None and verdict_now.code == EXIT_READY and awaits_server_info(state):
@@ -185,13 +160,14 @@ async def wait_for(
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
         found = await asyncio.wait_for(fold(), timeout)
         if found is not None:
-            return found, state
+            return found, session.state
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        ready = verdict(state)
+        ready = verdict(session.state)
         if ready is not None and ready.code == EXIT_READY:  # timed out while held for the /server_info answer
-            return ready, state
+            return ready, session.state
     finally:
-        await monitor.close()
+        await session.close()
+    state = session.state
     return Verdict(
         EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"
     ), state
@@ -199,7 +175,7 @@ async def wait_for(
 
 async def _main(args: argparse.Namespace) -> int:
     reporter = Reporter(bool(args.json))
-    host = make_host(args)
+    host = make_host(host_spec(args))
     started = time.monotonic()
     try:
         try:
@@ -216,20 +192,13 @@ async def _main(args: argparse.Namespace) -> int:
             code = await find(host, args, say=lambda line: reporter.say(f"sglang-tui wait: {line}"))
             if code is not None:
                 return code
+        config = watch_config(args)  # after `find`, which names the port and log it found
         control = None
         launched: ControlResult | None = None
-        if getattr(args, "launch", None):
-            from tui.sources.control import ServerControl
+        if config.launch:
+            from tui.sources.control import controller
 
-            control = ServerControl(
-                host,
-                port=args.port,
-                log_path=args.log,
-                launch=args.launch,
-                cwd=args.cwd,
-                remote_python=args.remote_python,
-                sim_gpus=args.sim_gpus,
-            )
+            control = controller(host, config)
             launched, line = await launch_if_absent(control)
             reporter.say(f"sglang-tui wait: {line}")
             if launched is not None and not launched.ok:
@@ -237,18 +206,14 @@ async def _main(args: argparse.Namespace) -> int:
                 reporter.say(f"sglang-tui wait: {found.line}")
                 run_hook(args, found)
                 return found.code
-        probe = not getattr(args, "no_health", False)
-        monitor = Monitor(
-            host, log_path=args.log, port=args.port, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
-            health=HealthPoller(host, args.port, enabled=probe), control=control,
-        )  # fmt: skip
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
         recorder = Recorder(history_path(args), args.host, "wait")
-        found, state = await wait_for(
-            monitor, reporter, stall_after=args.stall_after, timeout=remaining, health=probe, port=args.port,
-            log_watched=bool(args.log), recorder=recorder, weights=WeightFilesProbe(host), launched=launched,
-            process_watched=True,
-        )  # fmt: skip
+        initial = config.first_state()
+        if launched is not None:  # our own launch, folded first
+            initial = reduce(initial, launched, time.time())
+        steps = (weights_step(WeightFilesProbe(host)), recorder.step)
+        session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
+        found, state = await wait_for(session, reporter, timeout=remaining)
         recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
@@ -277,11 +242,11 @@ async def _main(args: argparse.Namespace) -> int:
 async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Reporter) -> None:
     """`--dump-on-stall`: py-spy every process of the stalled server (issue 13); the exit code stays 3."""
     from tui.commands.dump import dump_and_save
-    from tui.sources.control import ServerControl
+    from tui.sources.procwatch import ProcessWatch
 
-    control = ServerControl(host, port=args.port, log_path=args.log, remote_python=args.remote_python)  # type: ignore[arg-type]
+    watch = ProcessWatch(host, port=args.port, log_path=args.log)  # type: ignore[arg-type]
     try:
-        result, path = await dump_and_save(host, control, remote_python=args.remote_python, where=args.host)  # type: ignore[arg-type]
+        result, path = await dump_and_save(host, watch, remote_python=args.remote_python, where=args.host)  # type: ignore[arg-type]
     except (HostError, TimeoutError, OSError) as exc:
         reporter.say(f"sglang-tui wait: no dump: {exc}")
         return

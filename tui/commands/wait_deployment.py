@@ -15,16 +15,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TextIO
 
-from tui.commands.wait import EXIT_CONNECT, EXIT_TIMEOUT, Reporter, Verdict, verdict
+from tui.commands.members import with_members
+from tui.commands.wait import EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.events import LogActivity
-from tui.core.readiness import reduce
+from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
-from tui.core.state import Readiness
-from tui.sources.deployment import DeploymentMonitor, MemberSpec, connect_members, node_specs
+from tui.core.state import Phase, Readiness
+from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.host import Host
 from tui.sources.router import RouterStatus, router_statuses
 
@@ -44,15 +46,6 @@ class DeploymentReporter(Reporter):
             self._write(self.out, text)
             self._last_json = text
         return None
-
-
-def specs_from_args(args: argparse.Namespace) -> list[MemberSpec]:
-    """The members named on the command line or in --deployment; ValueError with one line for bad input."""
-    if getattr(args, "deployment", None):
-        from tui.commands.deployment_file import load
-
-        return load(args.deployment, sim_gpus=args.sim_gpus)
-    return node_specs(list(args.hosts), log=args.log, port=args.port, sim_gpus=args.sim_gpus)
 
 
 def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
@@ -77,28 +70,19 @@ def _start(spec: MemberSpec, stall_after: float | None) -> Readiness:
     )
 
 
-def make_member_host(args: argparse.Namespace, host: str) -> Host:
-    from tui.sources.connect import make_host
-
-    one = argparse.Namespace(**vars(args))
-    one.host = host
-    return make_host(one)
-
-
 async def fold_deployment(
     monitor: DeploymentMonitor, dep: dm.Deployment, reporter: DeploymentReporter, *, timeout: float | None,
     clock: Callable[[], float] = time.time,
 ) -> tuple[Verdict, dm.Deployment]:  # fmt: skip
     start = clock()
     reporter.dep = dep
-    folder = MemberFolder(dep)
+    folder = MemberFolder(dep, monitor.set_phase)
 
     async def fold() -> Verdict | None:
         nonlocal dep
         async for name, batch in monitor.batches():
             now = clock()
             dep = folder(dep, name, batch, now)
-            monitor.set_phase(name, dep.member(name).state.phase)
             reporter.dep = dep
             whole = dm.combined(dep)
             reporter.update(whole, now - start)
@@ -120,17 +104,19 @@ async def fold_deployment(
 
 
 class MemberFolder:
-    """Folds one member's batch into the deployment: reducer events into its Readiness, the router
-    poller's facts and the router's worker-health log lines into RouterInfo (shared by `wait` and the TUI)."""
+    """Folds one member's batch into the deployment: reducer events into its Readiness through its own Fold
+    (the phase fed back to that member's Monitor), the router poller's facts and the router's worker-health
+    log lines into RouterInfo (shared by `wait` and the TUI)."""
 
-    def __init__(self, dep: dm.Deployment) -> None:
+    def __init__(self, dep: dm.Deployment, set_phase: Callable[[str, Phase], None] | None = None) -> None:
         self.router_logs = {m.name: RouterLog() for m in dep.members if m.role == "router"}
+        self.folds = {
+            m.name: Fold(feedback=partial(set_phase, m.name) if set_phase is not None else None) for m in dep.members
+        }
 
     def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
-        state = dep.member(name).state
-        for event in batch:
-            if not isinstance(event, RouterStatus):
-                state = reduce(state, event, now)  # type: ignore[arg-type]
+        events = [event for event in batch if not isinstance(event, RouterStatus)]
+        state = self.folds[name](dep.member(name).state, events, now)  # type: ignore[arg-type]
         dep = dep.with_state(name, state)
         return _router_facts(dep, name, batch, self.router_logs.get(name))
 
@@ -154,6 +140,13 @@ def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: Route
     return dep
 
 
+def deployment_monitor(specs: list[MemberSpec], hosts: list[Host], remote_python: str) -> DeploymentMonitor:
+    """One Monitor per member, and the router's poller (for `wait` and the TUI alike)."""
+    monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=remote_python)
+    add_router_pollers(monitor, specs, hosts)
+    return monitor
+
+
 def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], hosts: list[Host]) -> None:
     """One poller for the router's health and workers and the prefill bootstrap ports (when there are any)."""
     router = next(((s, h) for s, h in zip(specs, hosts, strict=True) if s.role == "router"), None)
@@ -166,34 +159,20 @@ def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], host
 
 async def _main(args: argparse.Namespace) -> int:
     reporter = DeploymentReporter(bool(args.json))
-    try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        reporter.say(f"sglang-tui wait: {err}")
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
     started = time.monotonic()
-    try:
-        problem = await asyncio.wait_for(connect_members(specs, hosts), args.timeout)
-    except asyncio.TimeoutError:
-        reporter.say("sglang-tui wait: timed out connecting to " + ", ".join(s.host for s in specs))
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
-        return EXIT_TIMEOUT
-    try:
-        if problem is not None:
-            reporter.say(f"sglang-tui wait: {problem}")
-            return EXIT_CONNECT
-        monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
-        add_router_pollers(monitor, specs, hosts)
+
+    async def wait_members(specs: list[MemberSpec], hosts: list[Host]) -> int:
+        monitor = deployment_monitor(specs, hosts, args.remote_python)
         remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        dep = deployment_of(specs, args.stall_after)
-        found, dep = await fold_deployment(monitor, dep, reporter, timeout=remaining)
+        found, dep = await fold_deployment(monitor, deployment_of(specs, args.stall_after), reporter, timeout=remaining)
         if args.json:
             reporter.emit_json(dm.combined(dep), force=True)
         reporter.say(f"sglang-tui wait: {found.line}")
         return found.code
-    finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+
+    return await with_members(
+        args, lambda line: reporter.say(f"sglang-tui wait: {line}"), wait_members, timeout=args.timeout
+    )
 
 
 def run(args: argparse.Namespace) -> int:

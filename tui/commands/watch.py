@@ -1,4 +1,4 @@
-"""`sglang-tui HOST …`: connect, then run the TUI over the Monitor's batches with ServerControl for the keys.
+"""`sglang-tui HOST …`: connect, then run the TUI over a Session (the Monitor's batches folded), ServerControl for the keys.
 
 With `--launch CMD` (and not `--read-only`) the app launches the server when no process of it is found."""
 
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from tui.sources.bench import BenchRunner
     from tui.sources.control import ServerControl
     from tui.sources.host import Host
-    from tui.sources.monitor import Monitor
+    from tui.sources.procwatch import ProcessWatch
+    from tui.sources.session import Session
     from tui.ui.app import SglangTui
 
 
@@ -39,11 +40,12 @@ def run(args: argparse.Namespace) -> int:
 
 async def watch(args: argparse.Namespace) -> int:
     """Exit 4 with one line when the host cannot be reached or refuses us; else run the app until `q`."""
+    from tui.commands.config import host_spec
     from tui.sources.connect import make_host
     from tui.sources.host import HostError
 
     try:
-        host = make_host(args)
+        host = make_host(host_spec(args))
         await host.connect()
     except (HostError, OSError, ValueError) as err:
         print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
@@ -76,66 +78,37 @@ def build_app(
     host_label: str,
     initial: Readiness | None = None,
     control: ServerControl | None = None,
-) -> tuple[SglangTui, Monitor]:
-    """The app and its Monitor for a connected host (one ServerControl serves the Monitor and the keys)."""
+) -> tuple[SglangTui, Session]:
+    """The app and its Session for a connected host. One process watch serves the Monitor and the keys: a
+    ServerControl, or under --read-only a ProcessWatch alone (nothing that can signal a process is built)."""
+    from tui.commands.config import watch_config
     from tui.commands.wait import tui_hook
-    from tui.core.readiness import reduce
     from tui.history.paths import history_path
     from tui.history.recorder import Recorder
-    from tui.sources.control import ServerControl
-    from tui.sources.monitor import Monitor
+    from tui.sources.control import ServerControl, process_watch
+    from tui.sources.session import Session, weights_step
     from tui.sources.weightfiles import WeightFilesProbe
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
-    sim_gpus = getattr(args, "sim_gpus", None)
-    if control is None:
-        control = ServerControl(
-            host,
-            port=args.port,
-            log_path=args.log,
-            launch=getattr(args, "launch", None),
-            cwd=getattr(args, "cwd", None),
-            remote_python=args.remote_python,
-            sim_gpus=sim_gpus,
-        )
-    from tui.sources.health import HealthPoller
-
-    probe = not getattr(args, "no_health", False)
-    monitor = Monitor(
-        host,
-        log_path=args.log,
-        port=args.port,
-        remote_python=args.remote_python,
-        sim_gpus=sim_gpus,
-        control=control,
-        health=HealthPoller(host, args.port, enabled=probe),
-    )
-    start = initial if initial is not None else Readiness()
-    start = start.evolve(health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)
-    stall_after = getattr(args, "stall_after", None)
-    if stall_after is not None:
-        start = start.evolve(stall_after=stall_after)
+    config = watch_config(args)
+    watch = process_watch(host, config, control)
+    start = config.first_state(initial)
+    recorder = Recorder(history_path(args), host_label, "tui")
+    steps = (weights_step(WeightFilesProbe(host)), recorder.step)  # the weights' bytes on the host, then the history
+    session = Session.open(host, config, process_watch=watch, initial=start, steps=steps)
+    controller = watch if isinstance(watch, ServerControl) else None
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(
-        batches=monitor.batches,
-        control=None if args.read_only else control,
+        batches=session.batches,
+        control=controller,
         host_label=host_label,
-        phase_changed=monitor.set_phase,
-        port=args.port,
-        launch_if_absent=bool(getattr(args, "launch", None)) and not args.read_only,
-        dump=_dumper(host, control, args.remote_python, host_label),
-        bench=partial(_bench_runner, host, args.port, args.log),
+        fold=session.fold,
+        port=config.port,
+        launch_if_absent=bool(config.launch) and controller is not None,
+        dump=_dumper(host, watch, config.remote_python, host_label),
+        bench=partial(_bench_runner, host, config.port, config.log),
         verdict_hook=tui_hook(args),
     )
-    recorder = Recorder(history_path(args), host_label, "tui")
-    weights = WeightFilesProbe(host)
-
-    def hook(state: Readiness) -> Readiness:  # the weights' bytes on the host (one stat), then the history
-        for found in weights.poll(state):
-            state = reduce(state, found, state.updated_at)
-        return recorder.update(state)
-
-    sources.state_hook = hook
 
     def previous_bench() -> BenchResult | None:
         found = recorder.last_bench()
@@ -146,7 +119,7 @@ def build_app(
     settings = getattr(args, "settings", None)
     app = SglangTui(
         sources,
-        read_only=args.read_only,
+        read_only=config.read_only,
         initial=start,
         ready_clock_ticks=READY_CLOCK_TICKS,
         keymap=settings.keys if settings else None,
@@ -154,15 +127,15 @@ def build_app(
         theme_file=config_path(),
     )
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
-    return app, monitor
+    return app, session
 
 
-def _dumper(host: Host, control: ServerControl, remote_python: str, where: str):  # type: ignore[no-untyped-def]
+def _dumper(host: Host, watch: ProcessWatch, remote_python: str, where: str):  # type: ignore[no-untyped-def]
     """The `d` key's intent: py-spy every process of the server, save it; (one line, saved path or None)."""
     from tui.commands.dump import dump_and_save
 
     async def dump() -> tuple[str, str | None]:
-        result, path = await dump_and_save(host, control, remote_python=remote_python, where=where)
+        result, path = await dump_and_save(host, watch, remote_python=remote_python, where=where)
         line = result.error or (result.grouping.summary if result.grouping is not None else "nothing dumped")
         return line, str(path) if path is not None else None
 
@@ -179,7 +152,7 @@ async def run_tui(
 ) -> int:
     """Run the app until the user quits or a SIGHUP/SIGTERM/SIGINT comes (the terminal closed, a kill, ctrl+c from
     outside), then close the Monitor; a signal exits 128+signal, after the caller's cleanup (`finally`) has run."""
-    app, monitor = build_app(host, args, host_label=host_label, initial=initial, control=control)
+    app, session = build_app(host, args, host_label=host_label, initial=initial, control=control)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     caught: list[int] = []
@@ -211,7 +184,7 @@ async def run_tui(
             timer.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)
-        await monitor.close()
+        await session.close()
         recorder = getattr(app, "history_recorder", None)
         if recorder is not None:
             recorder.finish(getattr(app, "_live", None) or Readiness())

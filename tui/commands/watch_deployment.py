@@ -8,54 +8,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from functools import partial
 from typing import Any
 
-from tui.commands.wait_deployment import (
-    MemberFolder,
-    add_router_pollers,
-    deployment_of,
-    make_member_host,
-    specs_from_args,
-)
-from tui.core import deployment as dm
-from tui.sources.deployment import DeploymentMonitor, connect_members
+from tui.commands.members import with_members
+from tui.commands.wait_deployment import MemberFolder, deployment_monitor, deployment_of
+from tui.sources.deployment import MemberSpec
+from tui.sources.host import Host
 
 
 async def watch(args: argparse.Namespace) -> int:
+    return await with_members(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr), partial(_watch, args))
+
+
+async def _watch(args: argparse.Namespace, specs: list[MemberSpec], hosts: list[Host]) -> int:
     from tui.ui.app import UiSources
     from tui.ui.deployment_app import DeploymentTui
 
+    monitor = deployment_monitor(specs, hosts, args.remote_python)
+    dep = deployment_of(specs, getattr(args, "stall_after", None))
+    folder = MemberFolder(dep, monitor.set_phase)  # each member's phase fed back to its own Monitor
+    label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
+    sources = UiSources(batches=_no_batches, control=None, host_label=label, port=specs[0].port)
+    app = DeploymentTui(sources, dep, monitor.batches, folder)
     try:
-        specs = specs_from_args(args)
-    except ValueError as err:
-        print(f"sglang-tui: {err}", file=sys.stderr)
-        return 2
-    hosts = [make_member_host(args, spec.host) for spec in specs]
-    try:
-        problem = await connect_members(specs, hosts)
-        if problem is not None:
-            print(f"sglang-tui: {problem}", file=sys.stderr)
-            return 4
-        monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=args.remote_python)
-        add_router_pollers(monitor, specs, hosts)
-        dep = deployment_of(specs, getattr(args, "stall_after", None))
-        folder = MemberFolder(dep)
-
-        def fold(current: dm.Deployment, name: str, items: list[Any], now: float) -> dm.Deployment:
-            after = folder(current, name, items, now)
-            monitor.set_phase(name, after.member(name).state.phase)
-            return after
-
-        label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
-        sources = UiSources(batches=_no_batches, control=None, host_label=label, port=specs[0].port)
-        app = DeploymentTui(sources, dep, monitor.batches, fold)
-        try:
-            await app.run_async()
-        finally:
-            await monitor.close()
-        return 0
+        await app.run_async()
     finally:
-        await asyncio.gather(*(h.close() for h in hosts), return_exceptions=True)
+        await monitor.close()
+    return 0
 
 
 async def _no_batches() -> Any:  # the app reads member batches instead (DeploymentTui._consume)

@@ -1,7 +1,7 @@
-"""What a consumer needs from the server's control (tui.sources.control.ServerControl), as a Protocol.
+"""What a consumer needs from the server's process watch and control (tui.sources.procwatch, control), as Protocols.
 
-The TUI (tui.ui.app) and the Monitor (tui.sources.monitor) both type their control collaborator with it, so a
-fake in a test and the real ServerControl are held to the same methods. Pure: typing only.
+The Monitor (tui.sources.monitor) types its process watch with ProcessWatchLike and the TUI (tui.ui.app) its control
+with ServerControlLike, so a fake in a test and the real classes are held to the same methods. Pure: typing only.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from typing import Protocol
 from tui.core.events import ControlResult, ServerProcess
 
 
-class ServerControlLike(Protocol):
+class ProcessWatchLike(Protocol):
+    """The server's processes, read only: what they are (tui.sources.procwatch.ProcessWatch)."""
+
+    async def process_state(self) -> ServerProcess: ...
+
+
+class ServerControlLike(ProcessWatchLike, Protocol):
     """The server's processes: what they are (process_state), and what may be done to them."""
 
     def describe(self, action: str) -> str: ...
-
-    async def process_state(self) -> ServerProcess: ...
 
     async def launch(self) -> ControlResult: ...
 

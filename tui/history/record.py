@@ -15,7 +15,7 @@ def outcome_of(state: Readiness) -> str | None:
     if state.phase in (Phase.READY, Phase.SERVING):
         return "ready"
     if state.phase is Phase.FAILED:
-        if state.error is not None and state.error.stopped_by == "sglang-tui":
+        if state.error is not None and state.error.stopped_by == "sglang-tui":  # our own stop, by its field
             return "stopped"
         return "failed"
     if state.stall is not None:

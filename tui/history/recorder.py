@@ -75,6 +75,10 @@ class Recorder:
         if launch_id is not None:
             self.store.record_bench(launch_id, result)
 
+    def step(self, state: Readiness, now: float) -> Readiness:
+        """update, as a step of tui.core.fold.Fold (the clock is not needed)."""
+        return self.update(state)
+
     def update(self, state: Readiness) -> Readiness:
         """The state with its key's past attached (loaded when the key or launch changes); records outcomes."""
         if self.store is None:

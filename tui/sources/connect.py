@@ -1,25 +1,38 @@
-"""Build the right Host from the command line's parsed arguments (`local` means no SSH)."""
+"""Build the right Host from where to connect (`local` means no SSH)."""
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 
 from tui.sources.host import Host
 
 
-def make_host(args: argparse.Namespace) -> Host:
+@dataclass(frozen=True)
+class HostSpec:
+    """Where to connect: `local`, or an SSH destination with the options the command line gave (None: from
+    ~/.ssh/config or SSH's defaults). Built by the command layer (tui/commands/config.py)."""
+
+    host: str
+    ssh_port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    ssh_config: str | None = None
+
+
+def make_host(spec: HostSpec) -> Host:
     """`local` → LocalHost; anything else → SshHost with the SSH options given."""
-    if args.host == "local":
+    if spec.host == "local":
         from tui.sources.local import LocalHost
 
         return LocalHost()
     from tui.sources.ssh import SshHost
 
     return SshHost(
-        args.host,
-        port=getattr(args, "ssh_port", None),
-        user=getattr(args, "user", None),
-        identity=getattr(args, "identity", None),
-        known_hosts=getattr(args, "known_hosts", None),
-        ssh_config=getattr(args, "ssh_config", None),
+        spec.host,
+        port=spec.ssh_port,
+        user=spec.user,
+        identity=spec.identity,
+        known_hosts=spec.known_hosts,
+        ssh_config=spec.ssh_config,
     )

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from tui.core.control import ServerControlLike
+from tui.core.control import ProcessWatchLike
 from tui.core.events import (
     ConnectionState,
     Event,
@@ -26,11 +26,11 @@ from tui.core.events import (
     Tick,
 )
 from tui.sources.backoff import backoff_delays
-from tui.sources.control import ServerControl
 from tui.sources.gpu import gpu_snapshots
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.logtail import LogTail
+from tui.sources.procwatch import ProcessWatch
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Monitor:
         tick_interval: float = 1.0,
         process_interval: float = 2.0,
         batch_interval: float = 0.02,
-        control: ServerControlLike | None = None,
+        process_watch: ProcessWatchLike | None = None,
         health: HealthPoller | None = None,
         gpus: bool = True,
         processes: bool = True,
@@ -88,7 +88,9 @@ class Monitor:
         self.process_interval = process_interval
         self.batch_interval = batch_interval
         self.health = health or HealthPoller(host, port)
-        self._control = control
+        self.process_watch = process_watch
+        """Finds and watches the server's processes (None: a ProcessWatch of its own); a ServerControl too when
+        the keys may act on what it finds, never under --read-only."""
         self._want_gpus = gpus
         self._want_processes = processes
         self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
@@ -242,14 +244,9 @@ class Monitor:
             self._put(snapshot)
 
     async def _processes(self) -> None:
-        control = self._control
-        if control is None:
-            control = ServerControl(
-                self.host, port=self.port, log_path=self.log_path, remote_python=self.remote_python,
-                sim_gpus=self.sim_gpus,
-            )  # fmt: skip
-        # watch_process_events also says who listens on the port (PortOwner); a control without it, only states.
-        watch = getattr(control, "watch_process_events", None) or getattr(control, "watch_process_state", None)
+        procs = self.process_watch or ProcessWatch(self.host, port=self.port, log_path=self.log_path)
+        # watch_process_events also says who listens on the port (PortOwner); a watch without it, only states.
+        watch = getattr(procs, "watch_process_events", None) or getattr(procs, "watch_process_state", None)
         if watch is not None:
             # One long-lived loop on the host: a new channel (sshd session + login shell) per check costs
             # the host ~100 ms of CPU; the watch yields nothing while the host is unreachable.
@@ -257,10 +254,10 @@ class Monitor:
                 if self._connection == "connected":
                     self._put(state)
             return
-        while True:  # a control without a watch: poll it
+        while True:  # a watch without a loop of its own: poll it
             if self._connection == "connected":
                 started = time.monotonic()
-                polled: ServerProcess = await control.process_state()
+                polled: ServerProcess = await procs.process_state()
                 # "Unknown" (the link dropped mid-scan) is not "dead": saying dead would fail the startup.
                 if self._connection == "connected" and not polled.detail.startswith("process state unknown"):
                     self._put(polled)

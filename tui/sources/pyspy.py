@@ -1,7 +1,7 @@
 """`py-spy dump` of every process of the server, run on the host through the Host (issue 13).
 
 One round trip: find py-spy next to the remote Python, else on PATH, then dump each pid in turn, each
-answer framed by `== PID` and `== rc N` lines. The server's processes are the ones ServerControl finds
+answer framed by `== PID` and `== rc N` lines. The server's processes are the ones ProcessWatch finds
 (pidfile, port listener, log writer, then group, session, run marker and descent); of those, the main
 process, the schedulers and the detokenizer are dumped (not compilers or other helpers).
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from tui.core import stacks
 from tui.core.ranklabels import is_rank, sort_key
 from tui.core.stacks import Grouping, ProcessStack
-from tui.sources.control import ServerControl
 from tui.sources.host import Host
+from tui.sources.procwatch import ProcessWatch
 
 q = shlex.quote
 MISSING = "NO-PY-SPY"
@@ -52,12 +52,12 @@ SETTLE_GAP_S = 0.5  # between the samples that confirm an odd rank
 SETTLE_SAMPLES = 3  # in all, when the first shows an odd rank: a majority outvotes a side step
 
 
-async def dump(host: Host, control: ServerControl, *, remote_python: str, where: str) -> DumpResult:
+async def dump(host: Host, watch: ProcessWatch, *, remote_python: str, where: str) -> DumpResult:
     """Dump the server's processes; `where` names the host in messages. When the ranks disagree, the ranks are
     dumped twice more, and only a rank that stayed in its odd place is named odd (stacks.settle)."""
-    main, procs = await control.server_processes()
+    main, procs = await watch.server_processes()
     if not procs:
-        target = f"port {control.port}" + (f" or log {control.log_path}" if control.log_path else "")
+        target = f"port {watch.port}" + (f" or log {watch.log_path}" if watch.log_path else "")
         return DumpResult(error=f"no server process found on {where} ({target})")
     chosen = {pid: title for pid, title in procs.items() if pid == main or "sglang::" in title}
     out = await _sample(host, remote_python, chosen, main, where)

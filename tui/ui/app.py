@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -20,8 +20,8 @@ from textual.screen import Screen
 from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
+from tui.core.fold import Fold
 from tui.core.loglines import LineSplitter
-from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.core.vocab import control_action
 from tui.ui import actions
@@ -79,8 +79,6 @@ class UiSources:
     """Restart/terminate/kill; None: watch only."""
     host_label: str = "local"
     """The host as the user typed it (shown in the header and the confirm dialog)."""
-    phase_changed: Callable[[Phase], None] | None = None
-    """Told each new phase (Monitor.set_phase: the health poller picks its cadence from it)."""
     port: int | None = None
     """The server's port on the host (the header names it when no server process is found)."""
     launch_if_absent: bool = False
@@ -93,11 +91,12 @@ class UiSources:
     """The last launch's bench of the same launch key, from the history store (None: no store wired)."""
     record_bench: Callable[[BenchResult], None] | None = None
     """Keep a finished bench with this launch in the history store (None: no store wired)."""
-    state_hook: Callable[[Readiness], Readiness] | None = None
+    fold: Fold = field(default_factory=Fold)
+    """Folds each batch, tick and control result (the Session's: the reducer, the weight files' stat, the launch
+    history, and the phase fed back to the Monitor); the default: the reducer alone."""
     verdict_hook: Callable[[Readiness], str | None] | None = None
     """--on-ready / --on-fail: run once per kind ("ready", "fail") when the state turns ready, or failed or
     stalled; blocking, so the app calls it in a thread worker; returns what went wrong (shown), or None."""
-    """Each folded state passes through it (the launch history: the key's past attached, outcomes recorded)."""
 
 
 _RESET_WORDS = {
@@ -378,23 +377,8 @@ class SglangTui(App[None]):
     def _fold(self, batch: Iterable[Event]) -> None:
         now = self.clock()
         before = self._live
-        state = before
-        for event in batch:
-            try:
-                state = reduce(state, event, now)
-            except Exception as err:  # reduce is total; a bug there must still not freeze the screen
-                self.log.error(f"reduce failed on {type(event).__name__}: {err}")
-        if self.sources.state_hook is not None:
-            try:
-                state = self.sources.state_hook(state)
-            except Exception as err:  # the history must never freeze the screen
-                self.log.error(f"state hook failed: {err}")
+        state = self.sources.fold(before, batch, now, on_error=self.log.error)  # a bug must not freeze the screen
         self._live = state
-        if state.phase is not before.phase and self.sources.phase_changed is not None:
-            try:
-                self.sources.phase_changed(state.phase)
-            except Exception as err:  # a source's hook must not take the screen down
-                self.log.error(f"phase_changed hook failed: {err}")
         self._announce(before, state)
         self._verdict_hook(before, state)
         if not self.paused:

@@ -146,13 +146,13 @@ def save_theme(theme: str, path: Path | None = None) -> str | None:
     return None
 
 
-def apply_host(settings: Settings, args: object, argv: list[str]) -> None:
+def host_overrides(settings: Settings, host: str | None, argv: list[str]) -> dict[str, object]:
     """The host's own settings ([hosts."NAME"]) for what the command line did not say: --log, --port,
-    --remote-python (over [defaults])."""
-    host = getattr(args, "host", None)
-    entry = settings.hosts.get(host) if isinstance(host, str) and len(getattr(args, "hosts", [host])) == 1 else None
+    --remote-python (over [defaults]). host: the one HOST watched (None for several)."""
+    entry = settings.hosts.get(host) if host is not None else None
+    out: dict[str, object] = {}
     for key, value in (entry or {}).items():
         flag = "--" + key.replace("_", "-")
-        given = any(a == flag or a.startswith(flag + "=") for a in argv)
-        if hasattr(args, key) and not given:
-            setattr(args, key, value)
+        if not any(a == flag or a.startswith(flag + "=") for a in argv):
+            out[key] = value
+    return out
