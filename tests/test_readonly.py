@@ -4,11 +4,14 @@ the read-only process watch still finds and watches the server. Against the real
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
 from argparse import Namespace
 from pathlib import Path
 
-from tests.helpers.sim import start_sim, wait_for_log
+import pytest
+
+from tests.helpers.sim import ROOT, start_sim, wait_for_log
 from tui.commands.watch import build_app
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
@@ -73,3 +76,16 @@ async def test_read_only_ignores_a_controller_handed_in_and_without_it_one_is_bu
         assert app.sources.control is session.monitor.process_watch  # one controller: the keys and the watch
     finally:
         await host.close()
+
+
+@pytest.mark.parametrize("command", [["wait", "local"], ["local"]])
+def test_launch_and_read_only_together_are_one_line_and_exit_2(command: list[str], tmp_path: Path) -> None:
+    marker = tmp_path / "launched"
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", *command, "--launch", f"touch {marker}", "--read-only"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "--launch" in lines[0] and "--read-only" in lines[0] and "drop one" in lines[0]
+    assert not marker.exists()  # nothing was launched

@@ -272,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    if getattr(args, "launch", None) and getattr(args, "read_only", False):
+        # read-only promises the server is never changed; a launch changes it: say so rather than pick one
+        print(f"sglang-tui {args.command}: --launch starts a server and --read-only never changes one; drop one of them",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
         if not hosts and not getattr(args, "deployment", None):
