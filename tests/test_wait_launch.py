@@ -12,30 +12,12 @@ from pathlib import Path
 
 from tests.helpers.sim import ROOT
 from tests.helpers.sshd import free_port
+from tui.commands.simulate import command_line
 
 
 def _launch_cmd(tmp_path: Path, port: int, *extra: str) -> tuple[str, Path, Path]:
     log, gpus = tmp_path / "server.log", tmp_path / "gpus"
-    words = [
-        sys.executable,
-        "-m",
-        "tui",
-        "simulate",
-        "--log",
-        str(log),
-        "--port",
-        str(port),
-        "--gpu-state",
-        str(gpus),
-        "--speed",
-        "500",
-        "--tp",
-        "2",
-        "--shards",
-        "8",
-        *extra,
-    ]
-    return " ".join(shlex.quote(w) for w in words), log, gpus
+    return command_line(log, port, gpus, "--speed", "500", "--tp", "2", "--shards", "8", *extra), log, gpus
 
 
 def _wait(

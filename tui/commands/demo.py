@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import shutil
 import socket
 import sys
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tui
+from tui.commands.simulate import command_line
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
@@ -73,28 +73,13 @@ def free_port() -> int:
 def simulate_command(
     *, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None, accept_len: str | None = None
 ) -> str:
-    """The `--launch` command line that starts the simulator (every word quoted)."""
-    words = [
-        sys.executable,
-        "-m",
-        "tui",
-        "simulate",
-        "--log",
-        str(log),
-        "--port",
-        str(port),
-        "--gpu-state",
-        str(gpu_dir),
-        "--speed",
-        f"{speed:g}",
-        "--traffic",
-        str(DEMO_TRAFFIC),
-    ]
+    """The `--launch` command line that starts the demo's simulator (every word quoted)."""
+    options = ["--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC)]
     if fault:
-        words += ["--fault", fault]
+        options += ["--fault", fault]
     if accept_len is not None:
-        words += ["--accept-len", accept_len]
-    return " ".join(shlex.quote(w) for w in words)
+        options += ["--accept-len", accept_len]
+    return command_line(log, port, gpu_dir, *options)
 
 
 async def start_demo(speed: float, fault: str | None, accept_len: str | None = None) -> Demo:

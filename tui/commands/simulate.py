@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from tui.sim.params import SimParams, check
+
+
+def command_line(log: str | os.PathLike[str], port: int, gpu_dir: str | os.PathLike[str], *options: str) -> str:
+    """The shell command that starts the simulator with this interpreter (every word quoted): what `demo` and the
+    tests hand to `--launch`."""
+    words = [sys.executable, "-m", "tui", "simulate", "--log", str(log), "--port", str(port),
+             "--gpu-state", str(gpu_dir), *options]  # fmt: skip
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _accept_len(value: object) -> float | None:
