@@ -110,6 +110,7 @@ def build_app(
         sim_gpus=sim_gpus,
         control=control,
         health=HealthPoller(host, args.port, enabled=probe),
+        ticks=False,  # the app ticks itself: a Tick through the queue too would fold every second twice
     )
     start = initial if initial is not None else Readiness()
     start = replace(start, health_probed=probe, health_port=args.port, log_watched=bool(args.log), process_watched=True)

@@ -408,10 +408,15 @@ class SglangTui(App[None]):
         return self.now
 
     def _publish(self, state: Readiness, now: float) -> None:
-        """Show a state at a clock reading (the panes redraw once, and only where their text changed)."""
+        """Show a state at a clock reading (the panes redraw once, and only where their text changed).
+
+        A state with the same facts at the same clock (a tick, a sample equal to the last) is not handed to the
+        panes at all: at ready that is most batches, and each would cost every pane a compare or a draw."""
         self.now = now
         self.state = state
-        self.view = StateAt(state, now)
+        view = StateAt(state, now)
+        if not view.looks_like(self.view):
+            self.view = view
 
     def _desktop_notify(self, title: str, body: str) -> None:
         """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import ClassVar, NamedTuple
 
 from rich.text import Text
@@ -12,12 +13,26 @@ from textual.widgets import Static
 
 from tui.core.state import Readiness
 
+# What the reducer stamps on every event: when it ran, and its words at that time. The panes say them again
+# at the shown clock, so two states that differ only here look the same on screen.
+_STAMPS = frozenset({"updated_at", "reason", "evidence"})
+_FACTS = tuple(f.name for f in fields(Readiness) if f.name not in _STAMPS)
+
+
+def same_facts(a: Readiness, b: Readiness) -> bool:
+    """The two states hold the same facts (they may differ in the reducer's stamps only)."""
+    return a is b or all(getattr(a, name) == getattr(b, name) for name in _FACTS)
+
 
 class StateAt(NamedTuple):
     """The readiness state and the clock it is shown at, published together so a fold redraws a pane once."""
 
     state: Readiness
     now: float
+
+    def looks_like(self, other: StateAt) -> bool:
+        """Drawn at the same clock from the same facts: nothing on screen would change."""
+        return self.now == other.now and same_facts(self.state, other.state)
 
 
 def set_titles(widget: Widget, title: str, subtitle: str | None = None) -> None:
