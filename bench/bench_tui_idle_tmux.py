@@ -34,11 +34,11 @@ def _pane_pid(session: str) -> int:
 
 
 def _measure(
-    session: str, command: str, size: tuple[int, int], seconds: float, ready_text: str | None
+    session: str, command: str, size: tuple[int, int], seconds: float, ready_text: str | None, cwd: Path = ROOT
 ) -> tuple[float, float]:
     """CPU seconds per minute of the pane's process tree, and of its first process alone, over `seconds`, once
-    `ready_text` shows (if given)."""
-    _tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+    `ready_text` shows (if given). It runs in `cwd` (`python -m` imports from there first)."""
+    _tmux("new-session", "-d", "-s", session, "-c", str(cwd), "-x", str(size[0]), "-y", str(size[1]), command)
     try:
         deadline = time.monotonic() + 120
         while ready_text is not None and ready_text not in _tmux("capture-pane", "-p", "-t", session):
@@ -97,7 +97,7 @@ def main() -> int:
                     f"env XDG_STATE_HOME={state} XDG_CONFIG_HOME={state} PYTHONPATH={root} {PY} -m tui local "
                     f"--log {sim.log} --port {sim.port} --sim-gpus {sim.gpu_state}"
                 )
-                tui_cpu, app_cpu = _measure(f"bench-idle-tui{n}", tui, (cols, rows), args.seconds, "READY")
+                tui_cpu, app_cpu = _measure(f"bench-idle-tui{n}", tui, (cols, rows), args.seconds, "READY", root)
                 rows_out.append(_row(f"{name} (the TUI at ready, quiet server)", tui_cpu, app_cpu))
             tail_cpu, _ = _measure("bench-idle-tail", f"tail -F {sim.log}", (cols, rows), args.seconds, None)
         finally:
