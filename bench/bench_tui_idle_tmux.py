@@ -6,8 +6,9 @@ watching the simulator once it is ready and quiet, against `tail -F` of the same
 The TUI's figure is its whole process tree (the app and the host-side loops it starts: tail, GPU probe, process
 watch), read from /proc (utime + stime) over the window, after a settling period; the app's own process is shown
 apart. The simulator is started outside the pane, so none of its CPU is counted. `--against REV` measures the TUI
-of that git revision too (`git archive` of its `tui/` into a temporary directory), in the same run against the
-same simulator, so a before and an after share the machine's noise.
+of that git revision too (`git archive` of its `tui/` into a temporary directory), beside this tree's, against the
+same simulator and in the same window, so a before and an after share the machine's noise (each also sees the
+other's /health probes in the log: the same for both). `tail -F` runs in that window too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_common import CLK_TCK, PY, ROOT, md_table, process_cpu_s, section, sim_ready, tree_cpu_s, tree_pids
 
@@ -29,34 +32,56 @@ def _tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
 
 
+def _new_session(session: str, cwd: Path, size: tuple[int, int], command: str) -> None:
+    """A detached session; tried again when it meets the server that the last session's end is shutting down."""
+    argv = ["tmux", "new-session", "-d", "-s", session, "-c", str(cwd), "-x", str(size[0]), "-y", str(size[1]), command]
+    for _ in range(5):
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        time.sleep(1.0)
+    raise SystemExit(f"{session}: tmux new-session failed: {done.stderr.strip()}")
+
+
 def _pane_pid(session: str) -> int:
     return int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
 
 
-def _measure(
-    session: str, command: str, size: tuple[int, int], seconds: float, ready_text: str | None, cwd: Path = ROOT
-) -> tuple[float, float]:
-    """CPU seconds per minute of the pane's process tree, and of its first process alone, over `seconds`, once
-    `ready_text` shows (if given). It runs in `cwd` (`python -m` imports from there first)."""
-    _tmux("new-session", "-d", "-s", session, "-c", str(cwd), "-x", str(size[0]), "-y", str(size[1]), command)
+class Pane(NamedTuple):
+    session: str
+    command: str
+    ready_text: str | None  # measured once this shows in the pane (None: at once)
+    cwd: Path = ROOT  # `python -m` imports from here first
+
+
+def _measure(panes: Sequence[Pane], size: tuple[int, int], seconds: float) -> list[tuple[float, float]]:
+    """CPU seconds per minute of each pane's process tree, and of its first process alone, over one window of
+    `seconds` shared by all of them (so they share the machine's noise), once each has shown its ready text."""
     try:
+        for pane in panes:
+            _new_session(pane.session, pane.cwd, size, pane.command)
         deadline = time.monotonic() + 120
-        while ready_text is not None and ready_text not in _tmux("capture-pane", "-p", "-t", session):
-            if time.monotonic() > deadline:
-                raise SystemExit(
-                    f"{session}: {ready_text!r} never showed:\n" + _tmux("capture-pane", "-p", "-t", session)
-                )
-            time.sleep(0.5)
+        for pane in panes:
+            while pane.ready_text is not None and pane.ready_text not in _tmux(
+                "capture-pane", "-p", "-t", pane.session
+            ):
+                if time.monotonic() > deadline:
+                    shown = _tmux("capture-pane", "-p", "-t", pane.session)
+                    raise SystemExit(f"{pane.session}: {pane.ready_text!r} never showed:\n{shown}")
+                time.sleep(0.5)
         time.sleep(SETTLE_S)
-        root = _pane_pid(session)
-        before, before_own = tree_cpu_s(root), process_cpu_s(root)
+        roots = [_pane_pid(pane.session) for pane in panes]
+        before = [(tree_cpu_s(root), process_cpu_s(root)) for root in roots]
         time.sleep(seconds)
-        after, after_own = tree_cpu_s(root), process_cpu_s(root)
-        if not tree_pids(root):
-            raise SystemExit(f"{session}: the process left during the window")
-        return (after - before) * 60.0 / seconds, (after_own - before_own) * 60.0 / seconds
+        after = [(tree_cpu_s(root), process_cpu_s(root)) for root in roots]
+        for pane, root in zip(panes, roots, strict=True):
+            if not tree_pids(root):
+                raise SystemExit(f"{pane.session}: the process left during the window")
+        per_minute = 60.0 / seconds
+        return [((a[0] - b[0]) * per_minute, (a[1] - b[1]) * per_minute) for b, a in zip(before, after, strict=True)]
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        for pane in panes:
+            subprocess.run(["tmux", "kill-session", "-t", pane.session], capture_output=True)
 
 
 def _tree_at(rev: str, into: Path) -> Path:
@@ -91,17 +116,20 @@ def main() -> int:
         trees.append(("sglang-tui local (this tree)" if args.against else "sglang-tui local", ROOT))
         sim = sim_ready(Path(tmp), tp=8, shards=64)
         try:
-            for n, (name, root) in enumerate(trees):
+            panes = []
+            for n, (_, root) in enumerate(trees):
                 state = Path(tmp) / f"state{n}"
                 tui = (
                     f"env XDG_STATE_HOME={state} XDG_CONFIG_HOME={state} PYTHONPATH={root} {PY} -m tui local "
                     f"--log {sim.log} --port {sim.port} --sim-gpus {sim.gpu_state}"
                 )
-                tui_cpu, app_cpu = _measure(f"bench-idle-tui{n}", tui, (cols, rows), args.seconds, "READY", root)
-                rows_out.append(_row(f"{name} (the TUI at ready, quiet server)", tui_cpu, app_cpu))
-            tail_cpu, _ = _measure("bench-idle-tail", f"tail -F {sim.log}", (cols, rows), args.seconds, None)
+                panes.append(Pane(f"bench-idle-tui{n}", tui, "READY", root))
+            panes.append(Pane("bench-idle-tail", f"tail -F {sim.log}", None))
+            *tuis, (tail_cpu, _) = _measure(panes, (cols, rows), args.seconds)
         finally:
             sim.stop()
+    for (name, _), (tui_cpu, app_cpu) in zip(trees, tuis, strict=True):
+        rows_out.append(_row(f"{name} (the TUI at ready, quiet server)", tui_cpu, app_cpu))
     rows_out.append(_row("tail -F LOG in the same terminal", tail_cpu, None))
     against = f" --against {args.against}" if args.against else ""
     print(
@@ -111,6 +139,7 @@ def main() -> int:
             [
                 f"window {args.seconds:g} s after {SETTLE_S:g} s of settling; process tree from /proc (CLK_TCK {CLK_TCK})",
                 "the rest of the tree is what the TUI runs on the host (`local`: here): tail, GPU probe, process watch",
+                "all the rows were measured side by side, in one window",
             ],
             command=f"python bench/bench_tui_idle_tmux.py --seconds {args.seconds:g} --size {args.size}{against}",
         )
