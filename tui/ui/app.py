@@ -14,6 +14,7 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal
+from textual.driver import Driver
 from textual.reactive import var
 from textual.screen import Screen
 
@@ -224,6 +225,15 @@ class SglangTui(App[None]):
         yield GpuChart(id="gpu-chart").data_bind(view)
         yield LogPane(max_lines=self.max_log_lines, id="log")
         yield KeyBar(id="keys")
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on Linux/macOS the one whose input thread does not poll (tui/ui/driver.py)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            from tui.ui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     @property
     def log_pane(self) -> LogPane:
