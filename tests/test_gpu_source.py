@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tui.core.events import GpuSnapshot
-from tui.sources.gpu import changed_readings, gpu_snapshots, probe_command
+from tui.sources.gpu import gpu_snapshots, probe_command
 from tui.sources.local import LocalHost
 from tui.sources.ssh import SshHost
 
@@ -70,54 +67,6 @@ async def test_snapshots_follow_the_state_and_one_probe_runs(tmp_path: Path) -> 
         await stream.aclose()
         await host.close()
     assert _probe_pids(str(state)) == []
-
-
-async def test_an_unchanged_reading_is_not_passed_on_but_a_change_is_at_once(tmp_path: Path) -> None:
-    state = _state(tmp_path, 5 * GIB)
-    host = LocalHost()
-    await host.connect()
-    probe = gpu_snapshots(host, remote_python=sys.executable, interval=0.05, sim_dir=str(state))
-    read: list[int | None] = []
-
-    async def counted() -> AsyncIterator[GpuSnapshot]:
-        async for snapshot in probe:
-            read.append(snapshot.gpus[0].used_bytes if snapshot.gpus else None)
-            yield snapshot
-
-    stream = changed_readings(counted(), every_s=3600.0)
-    try:
-        first = await asyncio.wait_for(anext(stream), 30)
-        assert first.gpus[0].used_bytes == 5 * GIB
-        following = asyncio.ensure_future(anext(stream))
-        for _ in range(3000):
-            if read.count(5 * GIB) >= 4:
-                break
-            await asyncio.sleep(0.01)
-        assert read.count(5 * GIB) >= 4  # the same reading came again, three times
-        _state(tmp_path, 7 * GIB)
-        snap = await asyncio.wait_for(following, 30)
-        while snap.error is not None:  # a file read half-written: an error goes on at once
-            snap = await asyncio.wait_for(anext(stream), 30)
-        assert snap.gpus[0].used_bytes == 7 * GIB  # none of the same readings went on; the new one did
-    finally:
-        await stream.aclose()
-        await probe.aclose()
-        await host.close()
-
-
-async def test_an_unchanged_reading_still_goes_on_now_and_then(tmp_path: Path) -> None:
-    state = _state(tmp_path, 5 * GIB)
-    host = LocalHost()
-    await host.connect()
-    probe = gpu_snapshots(host, remote_python=sys.executable, interval=0.05, sim_dir=str(state))
-    stream = changed_readings(probe, every_s=0.2)
-    try:
-        seen = [await asyncio.wait_for(anext(stream), 30) for _ in range(3)]
-        assert [s.gpus[0].used_bytes for s in seen] == [5 * GIB] * 3  # the probe lives: the header need not say stale
-    finally:
-        await stream.aclose()
-        await probe.aclose()
-        await host.close()
 
 
 async def test_probe_killed_is_reported_and_restarted(tmp_path: Path) -> None:

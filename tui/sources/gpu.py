@@ -1,16 +1,14 @@
 """GPU snapshots from one long-lived probe on the host (the probe script sent over stdin to its Python).
 
 The probe is restarted with backoff when it dies; every failure reaches the caller as a GpuSnapshot with
-`error` set, never as an exception, so the UI shows why there are no GPU figures. `changed_readings` keeps
-what a consumer needs of them: each new reading at once, an unchanged one only now and then.
+`error` set, never as an exception, so the UI shows why there are no GPU figures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shlex
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from tui.core.events import GpuSnapshot
@@ -19,7 +17,6 @@ from tui.sources.host import Host, HostAuthError, HostError
 
 PROBE_PATH = Path(__file__).with_name("gpu_probe.py")
 _BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
-UNCHANGED_EVERY_S = 3.0  # an unchanged reading still goes on this often: the probe lives (5 s old reads as stale)
 
 
 def probe_script() -> bytes:
@@ -98,27 +95,3 @@ async def _exit_status(proc: object) -> str:
         return "no exit status"
     tail = _last_line(stderr)
     return f"status {status}" + (f": {tail}" if tail else "")
-
-
-async def changed_readings(
-    snapshots: AsyncIterator[GpuSnapshot],
-    *,
-    every_s: float = UNCHANGED_EVERY_S,
-    clock: Callable[[], float] = time.monotonic,
-) -> AsyncIterator[GpuSnapshot]:
-    """The snapshots that say something: a new reading or an error at once, the same reading again (only the
-    probe's clock moved) at most every `every_s`. A quiet server's GPUs read the same second after second."""
-    last: GpuSnapshot | None = None
-    passed_at = 0.0
-    async for snapshot in snapshots:
-        now = clock()
-        same = (
-            last is not None
-            and last.error is None
-            and snapshot.error is None
-            and (snapshot.source, snapshot.gpus) == (last.source, last.gpus)
-        )
-        if same and now - passed_at < every_s:
-            continue
-        last, passed_at = snapshot, now
-        yield snapshot

@@ -27,7 +27,7 @@ from tui.core.events import (
 )
 from tui.sources.backoff import backoff_delays
 from tui.sources.control import ServerControl
-from tui.sources.gpu import changed_readings, gpu_snapshots
+from tui.sources.gpu import gpu_snapshots
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.logtail import LogTail
@@ -239,10 +239,9 @@ class Monitor:
                     self.health.set_phase("starting")
 
     async def _gpus(self) -> None:
-        snapshots = gpu_snapshots(
+        async for snapshot in gpu_snapshots(
             self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
-        )
-        async for snapshot in changed_readings(snapshots):  # a quiet server's same reading: not a batch a second
+        ):
             self._put(snapshot)
 
     async def _processes(self) -> None:
