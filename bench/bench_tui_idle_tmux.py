@@ -3,9 +3,10 @@ watching the simulator once it is ready and quiet, against `tail -F` of the same
 
     python bench/bench_tui_idle_tmux.py [--seconds 60] [--size 200x50] [--against REV]
 
-The TUI's figure is its whole process tree (the app and the host-side loops it starts: tail, GPU probe, process
-watch), read from /proc (utime + stime) over the window, after a settling period; the app's own process is shown
-apart. The simulator is started outside the pane, so none of its CPU is counted. `--against REV` measures the TUI
+The TUI's figure is its own process, read from /proc (utime + stime) over the window, after a settling period.
+Its whole process tree is shown beside it: with `local` the host-side commands it starts (tail, GPU probe, process
+watch) run here as its children; over SSH they run on the GPU host (bench_host_cost.py measures them there). The
+simulator is started outside the pane, so none of its CPU is counted. `--against REV` measures the TUI
 of that git revision too (`git archive` of its `tui/` into a temporary directory), beside this tree's, against the
 same simulator and in the same window, so a before and an after share the machine's noise (each also sees the
 other's /health probes in the log: the same for both). `tail -F` runs in that window too.
@@ -92,8 +93,9 @@ def _tree_at(rev: str, into: Path) -> Path:
     return into
 
 
-def _row(name: str, cpu: float, own: float | None) -> tuple[str, str, str, str]:
-    return name, f"{cpu:.2f} s", f"{cpu / 60 * 100:.1f} %", "—" if own is None else f"{own:.2f} s"
+def _row(name: str, own: float, tree: float | None) -> tuple[str, str, str, str]:
+    """The watcher's own process (the figure), and with what it runs on the host (its process tree)."""
+    return name, f"{own:.2f} s", f"{own / 60 * 100:.1f} %", "—" if tree is None else f"{tree:.2f} s"
 
 
 def main() -> int:
@@ -129,16 +131,18 @@ def main() -> int:
         finally:
             sim.stop()
     for (name, _), (tui_cpu, app_cpu) in zip(trees, tuis, strict=True):
-        rows_out.append(_row(f"{name} (the TUI at ready, quiet server)", tui_cpu, app_cpu))
+        rows_out.append(_row(f"{name} (the TUI at ready, quiet server)", app_cpu, tui_cpu))
     rows_out.append(_row("tail -F LOG in the same terminal", tail_cpu, None))
     against = f" --against {args.against}" if args.against else ""
     print(
         section(
             f"The idle TUI at ready in tmux ({cols}x{rows})",
-            md_table(("watcher", "CPU per minute", "of one core", "of it, the app's own process"), rows_out),
+            md_table(("watcher", "CPU per minute", "of one core", "with its host-side commands"), rows_out),
             [
                 f"window {args.seconds:g} s after {SETTLE_S:g} s of settling; process tree from /proc (CLK_TCK {CLK_TCK})",
-                "the rest of the tree is what the TUI runs on the host (`local`: here): tail, GPU probe, process watch",
+                "CPU per minute: the TUI's own process; with its host-side commands: its whole process tree, what it "
+                "runs on the host as well (`local`: here; over SSH, on the GPU host: bench_host_cost.py): tail, "
+                "GPU probe, process watch",
                 "all the rows were measured side by side, in one window",
             ],
             command=f"python bench/bench_tui_idle_tmux.py --seconds {args.seconds:g} --size {args.size}{against}",
