@@ -420,8 +420,8 @@ class SglangTui(App[None]):
     def _publish(self, state: Readiness, now: float) -> None:
         """Show a state at a clock reading (the panes redraw once, and only where their text changed).
 
-        A state with the same facts at the same clock (a tick, a sample equal to the last) is not handed to the
-        panes at all: at ready that is most batches, and each would cost every pane a compare or a draw."""
+        A state with the same facts at the same clock (a tick between two steps of the shown clock) is not handed
+        to the panes at all: at ready that is most ticks, and each would cost every pane a compare or a draw."""
         self.now = now
         self.state = state
         view = StateAt(state, now)

@@ -31,10 +31,15 @@ class _WakingEvent(Event):
 
     def set(self) -> None:
         super().set()
+        if self._wake_fd < 0:
+            return  # the driver closed the pipe (its number may already be another file's)
         try:
             os.write(self._wake_fd, b".")
-        except OSError:  # closed (the driver is gone) or full (a wake-up is already pending): nothing to add
+        except OSError:  # full: a wake-up is already pending
             pass
+
+    def detach(self) -> None:
+        self._wake_fd = -1
 
 
 class QuietLinuxDriver(LinuxDriver):
@@ -45,7 +50,7 @@ class QuietLinuxDriver(LinuxDriver):
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
-        self.exit_event = _WakingEvent(self._wake_write)
+        self.exit_event: _WakingEvent = _WakingEvent(self._wake_write)
 
     def _drain_wake(self) -> None:
         try:
@@ -96,6 +101,7 @@ class QuietLinuxDriver(LinuxDriver):
 
     def close(self) -> None:
         super().close()
+        self.exit_event.detach()
         for fd in (self._wake_read, self._wake_write):
             try:
                 os.close(fd)
