@@ -112,6 +112,12 @@ def tree_cpu_s(root: int) -> float:
     return total / CLK_TCK
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds of one process alone (utime + stime, not its children's), 0 when it is gone."""
+    fields = _stat_fields(pid)
+    return sum(int(x) for x in fields[11:13]) / CLK_TCK if fields is not None else 0.0
+
+
 def self_cpu_s() -> float:
     t = os.times()
     return t.user + t.system

@@ -13,19 +13,23 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from bench_common import default_of, loopback_sshd, md_table, section, ssh_argv, ssh_host, summary_ms
 
+from tui.core.events import Event
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.sources.host import Host
 from tui.sources.logtail import LogTail
 from tui.sources.monitor import Monitor
 
 WARMUP = 5
 BATCH_S = float(default_of(Monitor.__init__, "batch_interval"))  # type: ignore[arg-type]
 TIMEOUT_S = 5.0
+Batches = Callable[[Host, Path], AsyncIterator[list[Event]]]  # a pipeline's events from the host, batch by batch
 
 
 def decode_line(marker: int) -> bytes:
@@ -75,75 +79,79 @@ async def drive(path: Path, seen: Seen, appends: int, first: int) -> tuple[list[
     return lat, missed
 
 
-async def logtail_pipeline(sshd, path: Path, appends: int, first: int):  # type: ignore[no-untyped-def]
-    host = ssh_host(sshd)
-    await host.connect()
+async def measured(
+    consume: Callable[[Seen], Awaitable[None]], path: Path, appends: int, first: int, *, settle_s: float = 0.5
+) -> tuple[list[float], int]:
+    """Run `consume` (it marks each marker it sees) while `drive` appends after `settle_s`; then stop it."""
     seen = Seen()
-
-    async def consume() -> None:
-        parser, state = LogParser(), Readiness()
-        async for event in LogTail(host, str(path)).events():
-            now = time.time()
-            state = reduce(state, event, now)
-            for item in parser.feed(getattr(event, "data", b"")):
-                state = reduce(state, item, now)
-            if state.decode is not None and state.decode.gen_throughput is not None:
-                seen.mark(int(state.decode.gen_throughput))
-
-    task = asyncio.ensure_future(consume())
+    task = asyncio.ensure_future(consume(seen))
     try:
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(settle_s)
         return await drive(path, seen, appends, first)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await host.close()
 
 
-async def monitor_pipeline(sshd, path: Path, appends: int, first: int):  # type: ignore[no-untyped-def]
+def mark_decode(seen: Seen, state: Readiness) -> None:
+    """The marker of the decode line the state holds (its gen throughput), once it holds one."""
+    if state.decode is not None and state.decode.gen_throughput is not None:
+        seen.mark(int(state.decode.gen_throughput))
+
+
+async def folded(sshd, path: Path, appends: int, first: int, batches: Batches):  # type: ignore[no-untyped-def]
+    """Latencies of one sglang-tui pipeline over ssh: its batches of events, each folded by reduce."""
     host = ssh_host(sshd)
     await host.connect()
-    seen = Seen()
-    monitor = Monitor(host, log_path=str(path), port=9, gpus=False, processes=False)  # port 9: nothing listens
 
-    async def consume() -> None:
+    async def consume(seen: Seen) -> None:
         state = Readiness()
-        async for batch in monitor.batches():
+        async for batch in batches(host, path):
             now = time.time()
             for event in batch:
                 state = reduce(state, event, now)
-            if state.decode is not None and state.decode.gen_throughput is not None:
-                seen.mark(int(state.decode.gen_throughput))
+            mark_decode(seen, state)
 
-    task = asyncio.ensure_future(consume())
     try:
-        await asyncio.sleep(0.5)
-        return await drive(path, seen, appends, first)
+        return await measured(consume, path, appends, first)
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await monitor.close()
         await host.close()
+
+
+async def parsed_tail(host: Host, path: Path) -> AsyncIterator[list[Event]]:
+    """LogTail's events, each with what LogParser makes of its bytes."""
+    parser = LogParser()
+    async for event in LogTail(host, str(path)).events():
+        yield [event, *parser.feed(getattr(event, "data", b""))]
+
+
+def monitor_batches(host: Host, path: Path) -> AsyncIterator[list[Event]]:
+    """The whole Monitor's batches, the log only (it closes itself when they stop)."""
+    return Monitor(host, log_path=str(path), port=9, gpus=False, processes=False).batches()  # port 9: nothing listens
+
+
+async def logtail_pipeline(sshd, path: Path, appends: int, first: int):  # type: ignore[no-untyped-def]
+    return await folded(sshd, path, appends, first, parsed_tail)
+
+
+async def monitor_pipeline(sshd, path: Path, appends: int, first: int):  # type: ignore[no-untyped-def]
+    return await folded(sshd, path, appends, first, monitor_batches)
 
 
 async def ssh_tail_baseline(sshd, path: Path, appends: int, first: int):  # type: ignore[no-untyped-def]
     proc = await asyncio.create_subprocess_exec(
         *ssh_argv(sshd), f"tail -n 0 -F {path}", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
     )
-    seen = Seen()
 
-    async def consume() -> None:
+    async def consume(seen: Seen) -> None:
         assert proc.stdout is not None
         while line := await proc.stdout.readline():
             if b"gen throughput (token/s): " in line:
                 seen.mark(int(line.split(b"gen throughput (token/s): ")[1].split(b".")[0]))
 
-    task = asyncio.ensure_future(consume())
     try:
-        await asyncio.sleep(1.0)  # ssh connect + tail start
-        return await drive(path, seen, appends, first)
+        return await measured(consume, path, appends, first, settle_s=1.0)  # ssh connect + tail start
     finally:
-        task.cancel()
         proc.kill()
         await proc.wait()
 

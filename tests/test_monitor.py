@@ -24,6 +24,7 @@ from tui.core.events import (
 )
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.sources.health import HealthPoller
 from tui.sources.local import LocalHost
 from tui.sources.monitor import Monitor, coalesce
 from tui.sources.ssh import SshHost
@@ -127,6 +128,21 @@ async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path) -> None:
     kinds = [type(e).__name__ for e in seen if isinstance(e, (ServerArgs, LogReset))]
     # Without a fresh parser the second server_args would read as a relaunch of the first.
     assert kinds == ["ServerArgs", "LogReset", "ServerArgs"], kinds
+
+
+async def test_a_monitor_without_ticks_queues_none() -> None:
+    host = LocalHost()
+    health = HealthPoller(host, 1, slow_interval=0.05)  # port 1: refused, an answer every 0.05 s
+    monitor = Monitor(host, log_path=None, port=1, gpus=False, processes=False, health=health, tick_interval=0.01,
+                      ticks=False)  # fmt: skip
+    seen: list[Event] = []
+    async with asyncio.timeout(30):
+        async for batch in monitor.batches():
+            seen.extend(batch)
+            if sum(isinstance(e, HealthResult) for e in seen) >= 10:
+                break
+    await monitor.close()
+    assert not any(isinstance(e, Tick) for e in seen)  # at 0.01 s, ticks would have come between the answers
 
 
 class BrokenControl:

@@ -19,6 +19,7 @@ def test_readme_and_ci_run_the_same_test_command() -> None:
     assert "pip install -q -e '.[test]'" in readme and "pip install -q -e '.[test]'" in ci
     assert "-m pytest -q" in readme and "-m pytest -q" in ci
     assert "openssh-server" in readme and "openssh-server" in ci
+    assert "tmux" in readme and "need+=(tmux)" in ci  # tests/test_ui_driver.py needs a real terminal
 
 
 def test_readme_and_ci_run_lint_types_and_import_contracts_before_the_tests() -> None:

@@ -232,3 +232,21 @@ async def test_batches_within_a_tick_leave_the_clock_texts_alone_and_the_next_ti
         await play(pilot, source, clock, [Step(t + 1.2, [Tick()])])
         assert "HeaderPane" in drawn and "HealthPane" in drawn  # "N s ago" and time in phase still tick
         assert app.query_one(HeaderPane).shown != before
+
+
+async def test_a_batch_with_no_new_fact_within_a_tick_is_not_handed_to_the_panes_and_a_new_gpu_reading_is() -> None:
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, startup_to_ready())
+        header = app.query_one(HeaderPane)
+        drawn: list[float] = []
+        original = header.draw
+        header.draw = lambda state, now: (drawn.append(now), original(state, now))[1]  # type: ignore[method-assign]
+        t = clock.t
+        await play(pilot, source, clock, [Step(t + 0.2, [Tick()]), Step(t + 0.4, [Tick()])])
+        assert drawn == []  # the reducer stamped a new time, and that is all: no pane looked at it
+        await play(pilot, source, clock, [Step(t + 0.6, [gpus(99.0)])])
+        assert drawn  # a new fact within the tick: handed on at once
+        row = app.query_one(GpuPane).get_row("gpu0")
+        assert any("99.0" in str(cell) for cell in row), row

@@ -95,7 +95,8 @@ def build_app(
     start = config.first_state(initial)
     recorder = Recorder(history_path(args), host_label, "tui")
     steps = (weights_step(WeightFilesProbe(host)), recorder.step)  # the weights' bytes on the host, then the history
-    session = Session.open(host, config, process_watch=watch, initial=start, steps=steps)
+    # the app ticks itself: a Tick through the Monitor's queue too would fold every second twice
+    session = Session.open(host, config, process_watch=watch, initial=start, steps=steps, ticks=False)
     controller = watch if isinstance(watch, ServerControl) else None
     # `--launch` starts the server when none is found on the port (a running one is only watched; never read-only).
     sources = UiSources(

@@ -77,6 +77,7 @@ class Monitor:
         gpus: bool = True,
         processes: bool = True,
         activity: bool = True,
+        ticks: bool = True,
     ) -> None:
         self.host = host
         self.log_path = log_path
@@ -94,6 +95,7 @@ class Monitor:
         self._want_gpus = gpus
         self._want_processes = processes
         self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
+        self._want_ticks = ticks  # False: the consumer keeps its own clock (the TUI's timer), so none are queued
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connection = "connecting"
@@ -158,7 +160,8 @@ class Monitor:
                 await asyncio.sleep(next(delays))
         if self._connection != "connected":
             self._on_connection(ConnectionState("connected", self.host.name))
-        workers: list[Callable[[], Awaitable[None]]] = [self._ticks, self._health]
+        workers: list[Callable[[], Awaitable[None]]] = [self._ticks] if self._want_ticks else []
+        workers.append(self._health)
         if self.log_path:
             workers.append(self._tail)
         if self._want_gpus:

@@ -48,8 +48,10 @@ class Session:
         process_watch: ProcessWatchLike | None = None,
         initial: Readiness | None = None,
         steps: tuple[StateStep, ...] = (),
+        ticks: bool = True,
     ) -> Session:
-        """A Session over a new Monitor of the host, as the options say (its /health probed unless --no-health)."""
+        """A Session over a new Monitor of the host, as the options say (its /health probed unless --no-health);
+        ticks=False when the consumer keeps its own clock (the TUI)."""
         monitor = Monitor(
             host,
             log_path=config.log,
@@ -58,6 +60,7 @@ class Session:
             sim_gpus=config.sim_gpus,
             process_watch=process_watch,
             health=HealthPoller(host, config.port, enabled=config.health),
+            ticks=ticks,
         )
         return cls(monitor, initial=initial, steps=steps)
 

@@ -14,6 +14,7 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal
+from textual.driver import Driver
 from textual.reactive import var
 from textual.screen import Screen
 
@@ -225,6 +226,15 @@ class SglangTui(App[None]):
         yield LogPane(max_lines=self.max_log_lines, id="log")
         yield KeyBar(id="keys")
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on Linux/macOS the one whose input thread does not poll (tui/ui/driver.py)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            from tui.ui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
+
     @property
     def log_pane(self) -> LogPane:
         return self.query_one(LogPane)
@@ -393,10 +403,15 @@ class SglangTui(App[None]):
         return self.now
 
     def _publish(self, state: Readiness, now: float) -> None:
-        """Show a state at a clock reading (the panes redraw once, and only where their text changed)."""
+        """Show a state at a clock reading (the panes redraw once, and only where their text changed).
+
+        A state with the same facts at the same clock (a tick between two steps of the shown clock) is not handed
+        to the panes at all: at ready that is most ticks, and each would cost every pane a compare or a draw."""
         self.now = now
         self.state = state
-        self.view = StateAt(state, now)
+        view = StateAt(state, now)
+        if not view.looks_like(self.view):
+            self.view = view
 
     def _desktop_notify(self, title: str, body: str) -> None:
         """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""

@@ -13,11 +13,21 @@ from textual.widgets import Static
 from tui.core.state import Readiness
 
 
+def same_facts(a: Readiness, b: Readiness) -> bool:
+    """The two states hold the same facts. Readiness's equality already leaves out the reducer's clock stamp
+    (`updated_at`) and holds no words, so this is `==`, with the identity shortcut of an unchanged state."""
+    return a is b or a == b
+
+
 class StateAt(NamedTuple):
     """The readiness state and the clock it is shown at, published together so a fold redraws a pane once."""
 
     state: Readiness
     now: float
+
+    def looks_like(self, other: StateAt) -> bool:
+        """Drawn at the same clock from the same facts: nothing on screen would change."""
+        return self.now == other.now and same_facts(self.state, other.state)
 
 
 def set_titles(widget: Widget, title: str, subtitle: str | None = None) -> None:

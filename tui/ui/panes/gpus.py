@@ -147,7 +147,13 @@ class GpuPane(DataTable[Text]):
         self._error = f"probe error: {snapshot.error}" if snapshot is not None and snapshot.error else None
         self._show_titles()
         # A clock tick changes at most the title above; the rows change only with a sample, ranks or staleness.
-        rows_from = (snapshot, state.gpu_history, state.ranks, stale)
+        # Only what the cells show: a sample's own clock and the history beyond the sparkline never reach them.
+        rows_from = (
+            snapshot.gpus if snapshot is not None else None,
+            tuple((index, values[-SPARK_WIDTH:]) for index, values in state.gpu_history),
+            state.ranks,
+            stale,
+        )
         if rows_from == self._rows_from:
             return
         self._rows_from = rows_from
