@@ -1,8 +1,10 @@
-"""The readiness model's state: one frozen value that every view (TUI, `wait`, `replay`) renders.
+"""The readiness model's state: one frozen value, made of small records (one per fact), that every view (TUI,
+`wait`, `replay`) renders.
 
-Built only by `tui.core.readiness.reduce(state, event, now)`. Equal states compare equal, so a view can
-skip redrawing when nothing changed. This module is a contract shared by the reducer and the views: add
-fields with defaults, never rename or remove.
+Built by `tui.core.readiness.reduce(state, event, now)` (a caller's first state: `Readiness.of(...)`). Equal facts
+compare equal (the clock stamp `updated_at` is left out, and the state holds no words), so a view can skip
+redrawing when nothing changed. This module is a contract shared by the reducer and the views: add facts with
+defaults, never rename or remove one.
 """
 
 from __future__ import annotations
