@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.sim import SimServer, start_sim
+from tests.helpers.sshd import ssh_host
 from tui.sim.rank import ESCAPE_ENV
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
-from tui.sources.ssh import SshHost
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
@@ -60,14 +60,7 @@ async def host(request):
         h = LocalHost()
     else:
         sshd = request.getfixturevalue("sshd")
-        h = SshHost(
-            "127.0.0.1",
-            port=sshd.port,
-            user=sshd.user,
-            identity=str(sshd.identity),
-            known_hosts=str(sshd.known_hosts),
-            agent=False,
-        )
+        h = ssh_host(sshd)
     await h.connect()
     yield h
     await h.close()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sshd import ssh_host
 from tui.core.events import GpuInfo, GpuProcess, GpuSnapshot
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
 from tui.sources import gpu_probe as probe
 from tui.sources.gpu import probe_command, probe_script
 from tui.sources.local import LocalHost
-from tui.sources.ssh import SshHost
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -346,14 +346,7 @@ async def test_probe_gone_after_close_local(tmp_path: Path) -> None:
 
 async def test_probe_gone_after_close_ssh(tmp_path: Path, sshd) -> None:
     state, procs = _sim_state(tmp_path)
-    host = SshHost(
-        "127.0.0.1",
-        port=sshd.port,
-        user=sshd.user,
-        identity=str(sshd.identity),
-        known_hosts=str(sshd.known_hosts),
-        agent=False,
-    )
+    host = ssh_host(sshd)
     try:
         await host.connect()
         running = await host.start(

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers.sshd import ssh_host
 from tui.sources.gpu import gpu_snapshots, probe_command
 from tui.sources.local import LocalHost
-from tui.sources.ssh import SshHost
 
 GIB = 2**30
 
@@ -118,14 +118,7 @@ async def test_no_gpu_host_reports_the_probe_errors() -> None:
 
 async def test_snapshots_over_ssh(tmp_path: Path, sshd) -> None:
     state = _state(tmp_path, 3 * GIB)
-    host = SshHost(
-        "127.0.0.1",
-        port=sshd.port,
-        user=sshd.user,
-        identity=str(sshd.identity),
-        known_hosts=str(sshd.known_hosts),
-        agent=False,
-    )
+    host = ssh_host(sshd)
     await host.connect()
     stream = gpu_snapshots(host, remote_python=sys.executable, interval=0.1, sim_dir=str(state))
     try:

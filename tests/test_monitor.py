@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.helpers.sim import start_sim
-from tests.helpers.sshd import Sshd
+from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import (
     ConnectionState,
     Event,
@@ -27,7 +27,6 @@ from tui.core.state import Phase, Readiness
 from tui.sources.health import HealthPoller
 from tui.sources.local import LocalHost
 from tui.sources.monitor import Monitor, coalesce
-from tui.sources.ssh import SshHost
 
 
 def test_coalesce_merges_log_activity_between_resets() -> None:
@@ -78,10 +77,7 @@ async def test_local_startup_flows_into_one_readiness(tmp_path: Path) -> None:
 
 async def test_every_source_reports_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
     sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
-    host = SshHost(
-        "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity),
-        known_hosts=str(sshd.known_hosts), agent=False,
-    )  # fmt: skip
+    host = ssh_host(sshd)
     monitor = Monitor(
         host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.2,
         tick_interval=0.2, process_interval=0.3,
@@ -209,9 +205,7 @@ async def test_a_crashing_process_watch_shows_as_its_failure_and_health_keeps_it
 async def test_refused_host_key_is_a_failed_connection_event(sshd: Sshd, tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    host = SshHost(
-        "127.0.0.1", port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(empty), agent=False
-    )
+    host = ssh_host(sshd, known_hosts=str(empty))
     monitor = Monitor(host, log_path="/nonexistent.log", port=1)
     seen = await collect(
         monitor, lambda seen: any(isinstance(e, ConnectionState) and e.state == "failed" for e in seen)
