@@ -77,8 +77,10 @@ class SimServer:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+        # SIGKILL is sent, not done: a process still dying is in its group (not yet a zombie) for a moment after
+        # (CI once saw one rank there). Stopped means the marker's processes and the group are both gone.
         deadline = time.monotonic() + 5
-        while _pids_with_marker(self.run_id) and time.monotonic() < deadline:
+        while (_pids_with_marker(self.run_id) or group_pids(self.pid)) and time.monotonic() < deadline:
             time.sleep(0.02)
 
 
