@@ -210,6 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
+    options each one accepts (argparse offers no public way to reach them)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def _ssh_aliases(argv: list[str]) -> set[str]:
     """The plain `Host` names of the ssh config (--ssh-config FILE, else ~/.ssh/config); patterns are left out."""
     path = os.path.expanduser("~/.ssh/config")
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return 2
-    for sub in parser._subparsers._group_actions[0].choices.values() if parser._subparsers else ():  # type: ignore[union-attr]
+    for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
         sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
     args = parser.parse_args(argv)
