@@ -27,6 +27,7 @@ from typing import TextIO
 
 from tui.commands.config import host_spec, watch_config
 from tui.core import fmt
+from tui.core.capture import current_capture
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
 from tui.core.explain import log_file_line, symlink_line
@@ -77,8 +78,9 @@ def progress_line(state: Readiness, elapsed: float) -> str:
         left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
         pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
         parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
-    if state.capture is not None and state.phase is Phase.CUDA_GRAPH:
-        parts.append(f"capture {state.capture.done}/{state.capture.total}")
+    which, capture = current_capture(state)  # the count the header and the shards pane show
+    if capture is not None and state.phase is Phase.CUDA_GRAPH:
+        parts.append(f"{which} {capture.done}/{capture.total}")
     if state.connection != "connected":
         parts.append(f"link {state.connection}")
     parts.append(state.reason)
@@ -103,7 +105,8 @@ class Reporter:
 
     def update(self, state: Readiness, elapsed: float) -> None:
         key = (state.phase, state.error, state.stall is not None, state.connection, state.health_ready, state.log_ready)
-        counts = (state.shards.done if state.shards else None, state.capture.done if state.capture else None)
+        capture = current_capture(state)
+        counts = (state.shards.done if state.shards else None, capture[0], capture[1].done if capture[1] else None)
         line = progress_line(state, elapsed)
         since = elapsed - self._last_at
         if (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from tui.core.capture import current_capture
 from tui.core.events import GpuSnapshot
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
 
@@ -120,9 +121,11 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
 def _progress(m: Member) -> float:
     """How far into its current phase a member is, 0..1 (a bar's fraction; 0 when no bar is known)."""
     s = m.state
-    bar: BarState | None = (
-        s.shards if s.phase is Phase.LOADING_WEIGHTS else s.capture if s.phase is Phase.CUDA_GRAPH else None
-    )
+    bar: BarState | None = None
+    if s.phase is Phase.LOADING_WEIGHTS:
+        bar = s.shards
+    elif s.phase is Phase.CUDA_GRAPH:
+        bar = current_capture(s)[1]  # the count each member's own screen shows
     if bar is None or bar.total <= 0:
         return 0.0
     return min(1.0, bar.done / bar.total)
@@ -202,8 +205,8 @@ def describe(dep: Deployment, m: Member) -> str:
     words = _DOING[phase]
     if phase is Phase.LOADING_WEIGHTS and s.shards is not None:
         words += f" {s.shards.done}/{s.shards.total}"
-    elif phase is Phase.CUDA_GRAPH and s.capture is not None:
-        words += f" {s.capture.done}/{s.capture.total}"
+    elif phase is Phase.CUDA_GRAPH and (capture := current_capture(s)[1]) is not None:
+        words += f" {capture.done}/{capture.total}"
     if s.stall is not None:
         return f"stalled {words}" + (f" ({s.stall.detail})" if s.stall.detail else "")
     return f"still {words}" if phase is not Phase.STARTING else words

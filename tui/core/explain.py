@@ -5,6 +5,7 @@ from __future__ import annotations
 from tui.core import activity as host_activity
 from tui.core import eta, fmt, stacks
 from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
+from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.ranklabels import ranks_span
 from tui.core.stall import describe, limit_for
@@ -231,14 +232,12 @@ def _jit_reason(s: Readiness) -> str:
 
 
 def _capture_reason(s: Readiness, now: float) -> str:
-    m = s.latest_milestone
-    if m is not None and m.kind == "graph_begin" and "piecewise" in str(m.get("what", "")).lower():
-        bar = s.piecewise
+    which, bar = current_capture(s)  # the count the shards pane shows too
+    if which == "piecewise":
         if bar is None:
             return f"capturing piecewise CUDA graph: {_ranks(s, 'graph_begin')} began"
         step = "compiling" if bar.label.startswith("Compiling") else "capturing"
         return f"{step} piecewise CUDA graph: {bar.done}/{bar.total} token sizes{_pace(bar, 'sizes', now, s)}"
-    bar = s.capture
     if bar is None:
         return f"capturing CUDA graphs: {_ranks(s, 'graph_begin')} began"
     bs = f" (bs={bar.bs})" if bar.bs is not None else ""
@@ -379,10 +378,9 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append(f"log: shards {s.shards.done}/{s.shards.total}")
     if s.draft_shards is not None:
         items.append(f"log: draft shards {s.draft_shards.done}/{s.draft_shards.total}")
-    if s.capture is not None and s.phase is Phase.CUDA_GRAPH:
-        items.append(f"log: capture {s.capture.done}/{s.capture.total}")
-    if s.piecewise is not None and s.phase is Phase.CUDA_GRAPH:
-        items.append(f"log: piecewise {s.piecewise.done}/{s.piecewise.total}")
+    which, capture = current_capture(s)
+    if capture is not None and s.phase is Phase.CUDA_GRAPH:  # the capture now only: one count on the screen
+        items.append(f"log: {which} {capture.done}/{capture.total}")
     if s.jit_kernels:
         items.append(f"log: DeepGEMM JIT {s.jit_kernels} kernel shape{'s' if s.jit_kernels != 1 else ''}")
     if s.tp_inferred and s.server.tp_size is not None:

@@ -42,6 +42,8 @@ def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if ev.bar == "draft_weights":
         return draft_bar(s, ev, when, clock, now)
+    if ev.bar in ("capture", "piecewise") and s.capture_now != ev.bar:
+        s = s.evolve(capture_now=ev.bar)  # a frame of the other capture's bar: that capture runs now
     if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
         s = s.evolve(jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
     if ev.bar in BAR_FIELDS:

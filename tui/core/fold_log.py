@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from tui.core import stacks
+from tui.core.capture import capture_bar_of
 from tui.core.events import (
     BatchStats,
     Failure,
@@ -213,12 +214,15 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     s = shape_facts(s, ev)
     if rank:
         s = s.evolve(ranks=update_rank(s.ranks, rank, ev, now))
+    if ev.kind == "graph_begin":  # the capture now, for every view (tui.core.capture)
+        s = s.evolve(capture_now=capture_bar_of(str(ev.get("what") or "")))
     if ev.draft:
         span = DRAFT_SPANS.get(ev.kind)
         if span is not None:
             phase, begins = span
             opener = open_draft if begins else close_draft
-            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now))
+            name = str(ev.get("what") or "")  # each draft capture its own span ("draft", "draft extend")
+            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now, name=name))
         return s
     s = s.evolve(latest_milestone=ev, milestone_ranks=add_rank(s.milestone_ranks, ev.kind, rank))
     if ev.kind == "startup_timings":
@@ -289,7 +293,9 @@ def on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
             return stopped_from_outside(s, ev.line, ev.at, ev.t, now)
     old = s.error
     if old is None or (ev.root_cause and not old.root_cause) or marker_outranks(old, ev):
-        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
+        # the rank that failed: the cause line's own prefix, else that of the marker its traceback came under
+        rank = ev.rank or (old.rank if old is not None else None)
+        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause, rank=rank))
     return fail(s, ev.at, ev.t, now)
 
 

@@ -17,7 +17,7 @@ from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import ConnectionStatus, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import CaptureBar, ConnectionStatus, ErrorKind, ServerInfoOutcome, StoppedBy
 
 T = TypeVar("T")
 
@@ -54,6 +54,7 @@ class PhaseSpan:
     duration_s: float | None = None  # from log times when both ends have them, else from the clock
     start_t: float | None = None  # log time (event.t) the span began, when the log had one
     end_t: float | None = None  # log time the span ended, when the log had one
+    name: str = ""  # a draft capture's name as the log says it ("draft", "draft extend"): one span per name
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class ErrorInfo:
     at: str | None = None
     root_cause: bool = True
     stopped_by: StoppedBy = ""
+    rank: str | None = None  # the rank whose line says why (its `[… TP3]` prefix, or its traceback's marker)
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,7 @@ class BarFacts:
     draft_shards: BarState | None = None
     capture: BarState | None = None  # CUDA graph capture batches (current bar)
     piecewise: BarState | None = None  # piecewise CUDA graph: `Capturing num tokens` / `Compiling num tokens` bar
+    capture_now: CaptureBar | None = None  # which of the two the latest capture began (tui.core.capture reads it)
     jit: BarState | None = None  # DeepGEMM JIT: the `DeepGEMM warmup` bar of the kernel shape compiling now
     warmup_bar: BarState | None = None  # `Warmup prefill shapes` / `Profiling prefill latency for dynamic chunking`
     weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
@@ -395,6 +398,7 @@ class Readiness:
     draft_shards = Fact[BarState | None]("bars")
     capture = Fact[BarState | None]("bars")
     piecewise = Fact[BarState | None]("bars")
+    capture_now = Fact[CaptureBar | None]("bars")
     jit = Fact[BarState | None]("bars")
     warmup_bar = Fact[BarState | None]("bars")
     weights_mem = Fact[WeightsMem | None]("bars")
