@@ -19,7 +19,7 @@ OURS, FOREIGN, UNKNOWN = "ours", "foreign", "unknown"
 # The log's latest main milestone that shows this launch's HTTP is up (or its schedulers are done).
 LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
-     "startup_timings"}
+     "startup_timings", "http_access", "health_access", "eplb_begin", "eplb_end", "retract"}
 )  # fmt: skip
 LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
 AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
@@ -76,7 +76,7 @@ def answerer(s: Readiness) -> tuple[str, str]:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
-    if s.phase in LOADING_PHASES:
+    if s.phase in LOADING_PHASES and not rank_lines_only(s):
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
         return UNKNOWN, "reading the log first"
@@ -93,6 +93,13 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def rank_lines_only(s: Readiness) -> bool:
+    """The phase is init only because a window of the log shows ranks' lines of no startup kind: that says the
+    ranks run, not that HTTP is not up yet (a serving server's rotated log reads so)."""
+    m = s.mid_run
+    return m is not None and m.kind == "rank" and s.phase is m.phase and s.latest_milestone is None
 
 
 def finding_the_writer(s: Readiness) -> bool:
