@@ -19,7 +19,7 @@ OURS, FOREIGN, UNKNOWN = "ours", "foreign", "unknown"
 # The log's latest main milestone that shows this launch's HTTP is up (or its schedulers are done).
 LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
-     "startup_timings", "http_access", "health_access", "eplb_begin", "eplb_end", "retract"}
+     "startup_timings", "http_access", "health_access", "request_log", "eplb_begin", "eplb_end", "retract"}
 )  # fmt: skip
 LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
 AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose

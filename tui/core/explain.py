@@ -98,6 +98,7 @@ MILESTONE_LABELS = {
     "retract": "KV pool full, retracting requests",
     "http_access": "HTTP access line",
     "health_access": "/health 200 access line",
+    "request_log": "request log line",
 }
 # What the line a window of the log starts at is (MidRun.kind: a milestone kind, a bar, a batch or a rank's line).
 MID_RUN_WORDS = {
@@ -333,6 +334,8 @@ def _window_up(s: Readiness) -> str:
         return ""
     if m.kind == "http_access":
         return f"HTTP requests answered ({m.get('method')} {m.get('path')} {m.get('status')}{_at(m.at)})"
+    if m.kind == "request_log":
+        return f"requests received (--log-requests{_at(m.at)})"
     if m.kind in ("eplb_begin", "eplb_end"):
         return "an EPLB rebalance (only a serving server rebalances)"
     if m.kind == "retract":

@@ -77,7 +77,7 @@ SERVING_KINDS = frozenset({"eplb_begin", "eplb_end", "retract"})
 # Access lines outside a warmup in view (the parser reports the first of each): HTTP is up; a /health 200 (what a
 # Kubernetes probe writes) says the server answered up, which counts like "fired up" (ready needs this server's
 # own /health 200 wherever /health is probed).
-ACCESS_KINDS = frozenset({"http_access", "health_access"})
+ACCESS_KINDS = frozenset({"http_access", "health_access", "request_log"})
 
 
 SHUTDOWN_KINDS = frozenset({"shutdown"})  # the log's "SIGTERM received …" / uvicorn's "Shutting down"

@@ -20,8 +20,8 @@ def note_mid_run(before: Readiness, after: Readiness, event: Event) -> Readiness
     """`after` with the mid-run fact, when `event` placed the first phase of a window with no launch in view."""
     seen = after.mid_run
     if seen is not None:
-        if seen.kind == "rank" and isinstance(event, (Milestone, BarProgress)) and _same_line(seen, event):
-            return after.evolve(mid_run=_mid_run(event, after.phase if after.phase is not Phase.FAILED else seen.phase))
+        if seen.kind == "rank" and isinstance(event, Milestone) and _same_line(seen, event):
+            return _relabel(after, seen, event)
         return after
     if before.phase is not Phase.STARTING or after.phase in (Phase.STARTING, Phase.FAILED) or launch_in_view(after):
         return after
@@ -30,8 +30,20 @@ def note_mid_run(before: Readiness, after: Readiness, event: Event) -> Readiness
     return after.evolve(mid_run=_mid_run(event, after.phase))
 
 
-def _same_line(seen: MidRun, event: Milestone | BarProgress) -> bool:
-    return isinstance(event, Milestone) and event.rank == seen.rank and event.at == seen.at
+def _same_line(seen: MidRun, event: Milestone) -> bool:
+    return event.rank == seen.rank and event.at == seen.at
+
+
+def _relabel(s: Readiness, seen: MidRun, event: Milestone) -> Readiness:
+    """The rank's line was of this kind: the fact names it, and the init its rank alone placed was never a phase of
+    its own when the same line proves a later one (its span goes from the timeline)."""
+    timeline = s.timeline
+    if s.phase is not seen.phase and s.phase is not Phase.FAILED and len(timeline) >= 2:
+        before = timeline[-2]
+        if before.phase is seen.phase and before.start == seen.at and before.model == "main":
+            timeline = timeline[:-2] + timeline[-1:]
+    phase = s.phase if s.phase is not Phase.FAILED else seen.phase
+    return s.evolve(mid_run=_mid_run(event, phase), timeline=timeline)
 
 
 def _mid_run(event: Milestone | BarProgress | BatchStats | RankSeen, phase: Phase) -> MidRun:

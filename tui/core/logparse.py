@@ -305,6 +305,10 @@ class LogParser:
             self._custom_group = True  # a weight-sync group with a trainer: its nranks say nothing of TP
         found = milestone(msg)
         if found is not None:
+            if found[0] == "request_log":  # one says HTTP is up; `--log-requests` writes one per request
+                if self._warm or self._access_known()[0]:
+                    return
+                self._http_seen = True
             self._milestone(found[0], found[1], env.rank, env.line, env.at)
             return
         if msg.startswith(("INFO:", "Started server process", "Application startup complete", "Uvicorn running on")):

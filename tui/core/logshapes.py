@@ -39,7 +39,10 @@ Lines that place a window of the log (one that starts mid-run) in a phase, read 
 - compile_autotune: Inductor's `AUTOTUNE mm(16x7168, 7168x2112)` and `SingleProcess AUTOTUNE benchmarking takes …`
   (torch/_inductor/select_algorithm.py, written to stderr): torch.compile under `--enable-torch-compile`, which
   SGLang runs inside capture.
-- retract: `KV cache pool is full. Retract requests. …` (scheduler.py): requests are being served.
+- retract: `KV cache pool is full. Retract requests. …` (scheduler.py; 0.4.6: `Decode out of memory happened. …`):
+  requests are being served.
+- request_log: `Receive: obj=…` / `Finish: obj=…` (`--log-requests`: tokenizer_manager.py, 0.5.23
+  utils/request_logger.py): HTTP is up (the warmup's own request is logged too).
 """
 
 from __future__ import annotations
@@ -126,8 +129,10 @@ def _steps(msg: str) -> tuple[MilestoneKind, Fields] | None:
         return "kernel_autotune", ()
     if msg.startswith("Capture cuda graph bs ") or (msg.startswith("Registering ") and "cuda graph addresses" in msg):
         return "graph_step", ()
-    if msg.startswith("KV cache pool is full. Retract requests"):
+    if msg.startswith(("KV cache pool is full. Retract requests", "Decode out of memory happened")):
         return "retract", ()
+    if msg.startswith(("Receive: obj=", "Finish: obj=")):
+        return "request_log", ()
     return None
 
 
