@@ -296,6 +296,8 @@ def test_serving_and_access_lines_move_nothing_while_the_launch_is_in_view() -> 
     )
     s = replay(text)
     assert s.phase is Phase.LOADING_WEIGHTS and s.mid_run is None and s.log_health is None
+    # …nor are they this launch's milestones: the answerer reads the latest one to vouch for a /health 200
+    assert s.latest_milestone is not None and s.latest_milestone.kind == "load_begin" and not s.eplb_rebalancing
 
 
 def test_a_rank_line_window_does_not_make_this_servers_health_foreign() -> None:

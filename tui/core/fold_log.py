@@ -260,6 +260,8 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
     if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
         return s if s.shutdown is not None else s.evolve(shutdown=ev)
+    if not_this_launchs(s, ev):
+        return s
     if ev.kind in PER_RANK_KINDS and ev.rank is not None and tp_index(ev.rank) == 0:
         s = tp_one(s, ev)
     elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
@@ -291,19 +293,23 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     return s
 
 
+def not_this_launchs(s: Readiness, ev: Milestone) -> bool:
+    """An access or serving line while this launch's start is in view and it is not up yet: the log's own milestones
+    say when its HTTP is up, so such a line is another server's writing to the same log (a launch appended to a
+    running server's log). It is no milestone of this launch (the answerer reads the latest one)."""
+    serving = ev.kind in SERVING_KINDS and s.phase not in (Phase.READY, Phase.SERVING)
+    return (serving or ev.kind in ACCESS_KINDS) and launch_in_view(s)
+
+
 def milestone_phase(s: Readiness, ev: Milestone) -> Phase | None:
     """The phase a main-model line shows (at least). Serving lines and access lines are a window's facts only: with
     this launch's start in view, the log's own milestones say when HTTP is up (an access line then may be another
     server's, writing to the same log)."""
     kind = ev.kind
     if kind in SERVING_KINDS:
-        if s.phase is Phase.READY:
-            return Phase.SERVING
-        if launch_in_view(s):
-            return None
-        return Phase.SERVING if may_be_ready(s) else Phase.WARMUP
+        return Phase.SERVING if s.phase is Phase.READY or may_be_ready(s) else Phase.WARMUP
     if kind in ACCESS_KINDS:
-        return None if launch_in_view(s) else Phase.WARMUP
+        return Phase.WARMUP
     if kind == "hf_snapshot":  # SGLang's loader prints its own lines; huggingface_hub's may come from any process
         return None if ev.get("hub") else Phase.LOADING_WEIGHTS
     return MILESTONE_PHASE.get(kind)
