@@ -224,6 +224,18 @@ def test_a_log_that_begins_at_a_line_kind_gives_its_phase_and_the_mid_run_fact(
         assert "attached mid-run: the log starts at" in obj["reason"]  # type: ignore[operator]
 
 
+def test_a_window_that_starts_inside_a_bar_frame_keeps_one_weight_bar() -> None:
+    """The window's first bytes may cut a `\r` frame's description ("ding shards: …"): the frames after it are the
+    same bar (not a draft model's second one)."""
+    text = "".join(
+        f"\rMulti-thread loading shards: {100 * i // 30:3d}% Completed | {i}/30 [00:{i:02d}<00:30,  1.00it/s]"
+        for i in range(12, 16)
+    )[len("\rMulti-thread loa") :]
+    s = replay(text)
+    assert s.shards is not None and (s.shards.done, s.shards.total) == (15, 30) and s.draft_shards is None
+    assert s.phase is Phase.LOADING_WEIGHTS and s.mid_run is not None and s.mid_run.kind == "weights"
+
+
 def test_the_same_logs_with_their_launch_in_view_are_not_mid_run() -> None:
     """With the launch line first, nothing is a window: no mid-run fact, and the phases are the startup's."""
     launch = f"{ts(0)} server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3', tp_size=8, port=30000)\n"

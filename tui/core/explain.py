@@ -327,10 +327,12 @@ def _warmup_reason(s: Readiness, now: float) -> str:
 
 def _window_up(s: Readiness) -> str:
     """What a window of the log (no launch in view) shows of a server that is up, in words ("" when nothing)."""
+    if s.log_ready:
+        return ""  # the log's own "fired up" says more
     if s.log_health is not None:
         return f"/health answered 200{_at(s.log_health.at)}"
     m = s.latest_milestone
-    if m is None or s.log_ready:
+    if m is None:
         return ""
     if m.kind == "http_access":
         return f"HTTP requests answered ({m.get('method')} {m.get('path')} {m.get('status')}{_at(m.at)})"

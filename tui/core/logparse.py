@@ -572,7 +572,10 @@ class LogParser:
         if self._weights_desc is not None:
             complete = self._weights_done >= self._weights_total
             other_size = total != self._weights_total and (complete or self._speculative_on())
-            if desc != self._weights_desc or other_size or (complete and done < self._weights_done):
+            # a window of the log that starts inside a frame cuts its description ("ding shards: 40% Completed |
+            # 12/30 …", then "Multi-thread loading shards: …"): the same bar, not another one
+            cut = total == self._weights_total and desc.endswith(self._weights_desc)
+            if (desc != self._weights_desc and not cut) or other_size or (complete and done < self._weights_done):
                 self._draft_bar = True
                 return True
         self._weights_desc = desc
