@@ -5,9 +5,9 @@ gated Hugging Face repo that fails the launch before its server_args line."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
-from tests.helpers.sim import start_sim, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import wait_for_log
 from tui.commands.replay import replay_stream
 from tui.core.state import Phase, Readiness
 
@@ -21,12 +21,9 @@ def window(log: bytes, start: bytes, end: bytes | None = None) -> Readiness:
     return replay_stream(io.BytesIO(log[begin:stop]), "window")
 
 
-def test_windows_of_a_real_startup_log_read_as_their_phase(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=SPEED, tp=2, shards=4, speculative="none", extra=("--eplb-every", "20"))
-    try:
-        log = wait_for_log(sim, b"[EPLBManager] rebalance end")
-    finally:
-        sim.stop()
+def test_windows_of_a_real_startup_log_read_as_their_phase(sim: Sims) -> None:
+    server = sim(speed=SPEED, tp=2, shards=4, speculative="none", extra=("--eplb-every", "20"))
+    log = wait_for_log(server, b"[EPLBManager] rebalance end")
     jit = window(log, b"Try DeepGEMM JIT Compiling", b"Capture ")
     assert jit.phase is Phase.KV_CACHE and jit.mid_run is not None and jit.mid_run.kind == "jit_kernel"
     assert jit.mid_run.rank in ("TP0", "TP1")  # every rank compiles; whichever printed first
@@ -40,13 +37,10 @@ def test_windows_of_a_real_startup_log_read_as_their_phase(tmp_path: Path) -> No
     assert whole.mid_run is None and whole.phase is Phase.SERVING  # the whole log: its launch is in view
 
 
-def test_a_gated_repo_fails_before_the_launch_line(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, fault="gated", speed=SPEED, tp=2, shards=4)
-    try:
-        assert sim.wait(20.0) == 1
-        log = sim.log.read_bytes()
-    finally:
-        sim.stop()
+def test_a_gated_repo_fails_before_the_launch_line(sim: Sims) -> None:
+    server = sim(fault="gated", speed=SPEED, tp=2, shards=4)
+    assert server.wait(20.0) == 1
+    log = server.log.read_bytes()
     assert b"server_args=" not in log and b"Cannot access gated repo for url" in log
     s = replay_stream(io.BytesIO(log), "gated")
     assert s.phase is Phase.FAILED and s.error is not None and s.error.kind == "model_not_found"
