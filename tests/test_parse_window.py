@@ -208,6 +208,83 @@ WINDOWS = [
 ]
 
 
+# The classic milestones and bars place a window too (python/sglang/srt/model_executor/model_runner.py,
+# mem_cache/memory_pool.py, cuda_graph_runner.py, entrypoints/http_server.py, scheduler_metrics_mixin.py …).
+WINDOWS += [
+    pytest.param(
+        f"{ts(1, 'TP1')} Init torch distributed begin.\n", Phase.INIT, "init_begin", "TP1's Init begin", id="init-begin"
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP5')} Load weight begin. avail mem=138.05 GB\n",
+        Phase.LOADING_WEIGHTS,
+        "load_begin",
+        "TP5's Load weight begin",
+        id="load-begin",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP2')} KV Cache is allocated. #tokens: 2490368, K size: 47.50 GB, V size: 47.50 GB\n",
+        Phase.KV_CACHE,
+        "kv_alloc",
+        "TP2's KV Cache is allocated",
+        id="kv-alloc",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP2')} Memory pool end. avail mem=26.05 GB\n",
+        Phase.KV_CACHE,
+        "mem_pool_end",
+        "TP2's Memory pool end",
+        id="mem-pool-end",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP0')} Found local HF snapshot for deepseek-ai/DeepSeek-V3 at /hf/snapshots/abc; skipping "
+        "download.\n",
+        Phase.LOADING_WEIGHTS,
+        "hf_snapshot",
+        "TP0's hf_snapshot",
+        id="hf-snapshot",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP3')} Capture cuda graph begin. This can take up to several minutes. avail mem=25.74 GB\n",
+        Phase.CUDA_GRAPH,
+        "graph_begin",
+        "TP3's Capture CUDA graph begin",
+        id="capture-begin",
+    ),  # fmt: skip
+    pytest.param(
+        frames("Capturing batches (bs=48 avail_mem=25.71 GB)", 23, 5),
+        Phase.CUDA_GRAPH,
+        "capture",
+        "capture bar",
+        id="capture-bar",
+    ),  # fmt: skip
+    pytest.param(
+        frames("Capturing num tokens (num_tokens=512 avail_mem=59.80 GB)", 12, 3),
+        Phase.CUDA_GRAPH,
+        "piecewise",
+        "piecewise capture bar",
+        id="piecewise-bar",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1)} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n",
+        Phase.WARMUP,
+        "uvicorn_running",
+        "the Uvicorn running",
+        id="uvicorn-running",
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1)} The server is fired up and ready to roll!\n", Phase.READY, "fired_up", "the fired up", id="fired-up"
+    ),  # fmt: skip
+    pytest.param(
+        f"{ts(1, 'TP0')} Decode batch, #running-req: 4, #token: 2304, token usage: 0.01, cuda graph: True, "
+        "gen throughput (token/s): 598.31, #queue-req: 0\n",
+        Phase.SERVING,
+        "batch",
+        "TP0's batch line",
+        id="decode-batch",
+    ),  # fmt: skip
+]
+
+
 @pytest.mark.parametrize(("text", "phase", "kind", "words"), WINDOWS)
 def test_a_log_that_begins_at_a_line_kind_gives_its_phase_and_the_mid_run_fact(
     text: str, phase: Phase, kind: str, words: str
