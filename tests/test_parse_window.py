@@ -398,6 +398,22 @@ def test_a_rank_line_window_does_not_make_this_servers_health_foreign() -> None:
     assert not any("before this server's HTTP is up" in e for e in s.evidence + (s.reason,))
 
 
+def test_a_serving_window_vouches_for_this_servers_health() -> None:
+    """Decode lines with no launch in view (a rotated log): the log's server is up, so where /health is probed
+    its 200 makes the server ready and the next decode line serving, not "something else answers"."""
+    decode = (f"{ts(1, 'TP0')} Decode batch, #running-req: 3, #token: 900, token usage: 0.01, cuda graph: True, "
+              "gen throughput (token/s): 180.00, #queue-req: 0\n")  # fmt: skip
+    s = fold(decode, Readiness.of(health_probed=True, health_port=30000, log_watched=True))
+    assert s.phase is Phase.STARTING  # the readiness rule: this tool's /health 200 first
+    s = reduce(s, HealthResult("/model_info", "ok", 200, model_path="m"), 2.0)
+    s = reduce(s, HealthResult("/health", "ok", 200), 2.0)
+    assert s.phase is Phase.READY, s.reason
+    launched = fold(f"{ts(0)} server_args=ServerArgs(model_path='m', tp_size=1, port=30000)\n" + decode,
+                    Readiness.of(health_probed=True, health_port=30000, log_watched=True))  # fmt: skip
+    launched = reduce(launched, HealthResult("/model_info", "ok", 200, model_path="m"), 2.0)
+    assert reduce(launched, HealthResult("/health", "ok", 200), 2.0).phase is not Phase.READY  # a launch in view
+
+
 def test_access_lines_are_read_once_each_in_a_serving_log() -> None:
     """A serving log holds millions of access lines: the parser reports the first of each kind, nothing more."""
     lines = "".join(

@@ -12,6 +12,7 @@ or a log still loading (this server's HTTP is not up yet) make it something else
 from __future__ import annotations
 
 from tui.core.events import HealthResult
+from tui.core.fold_window import launch_in_view
 from tui.core.state import Phase, Readiness
 
 IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
@@ -60,7 +61,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
-    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
+    serving = s.decode is not None and not launch_in_view(s)  # a window of the log that shows it decoding
+    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS) or serving
     vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
     if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
         command = f" ({printable(owner.command)})" if owner.command else ""
@@ -72,6 +74,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
             "the log has shown nothing since /health said 200, and the server's processes cannot be "
             "seen: a finished run's log vouches for nothing"
         )
+    if log_up and serving and not s.log_ready and (m is None or m.kind not in LOG_UP_KINDS):
+        return OURS, "the log shows this server decoding (no launch in view: attached mid-run)"
     if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
