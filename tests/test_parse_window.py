@@ -354,6 +354,7 @@ def test_a_health_200_access_line_counts_like_fired_up_by_the_readiness_rule() -
     s = replay(line)
     assert s.phase is Phase.READY and s.log_health is not None and not s.log_ready
     assert s.reason.startswith("ready: the log shows /health answered 200 at 10:00:05")
+    assert [span.phase for span in s.timeline] == [Phase.READY]
     assert replay(line.replace("/health", "/health_generate")).phase is Phase.READY
 
     probed = fold(line, Readiness.of(health_probed=True, health_port=30000))

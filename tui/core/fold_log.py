@@ -287,10 +287,10 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
         return maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
     if target is None:
         return s
-    s = advance(s, target, ev.at, ev.t, now)
-    if ev.kind == "health_access":
-        return maybe_ready(s.evolve(log_health=ev), ev.at, ev.t, now)
-    return s
+    if ev.kind == "health_access":  # ready where the rule allows (no warmup span of its own), else HTTP up
+        up = maybe_ready(s.evolve(log_health=ev), ev.at, ev.t, now)
+        return up if up.phase is not s.phase else advance(up, target, ev.at, ev.t, now)
+    return advance(s, target, ev.at, ev.t, now)
 
 
 def not_this_launchs(s: Readiness, ev: Milestone) -> bool:
