@@ -399,6 +399,19 @@ def test_a_rank_line_window_does_not_make_this_servers_health_foreign() -> None:
     assert not any("before this server's HTTP is up" in e for e in s.evidence + (s.reason,))
 
 
+def test_batch_lines_after_a_rank_line_still_show_serving() -> None:
+    """A window whose first line is a rank's line of no kind (init, at least) and then decode or busy prefill lines:
+    serving, as without that line."""
+    rank = f"{ts(1, 'TP0')} Cache flushed successfully!\n"
+    decode = (f"{ts(2, 'TP0')} Decode batch, #running-req: 3, #token: 900, token usage: 0.01, cuda graph: True, "
+              "gen throughput (token/s): 180.00, #queue-req: 0\n")  # fmt: skip
+    prefill = (f"{ts(2, 'TP0')} Prefill batch, #new-seq: 2, #new-token: 512, #cached-token: 0, token usage: 0.02, "
+               "#running-req: 3, #queue-req: 1, input throughput (token/s): 900.00\n")  # fmt: skip
+    assert replay(rank + decode).phase is Phase.SERVING
+    assert replay(rank + prefill).phase is Phase.SERVING
+    assert replay(rank).phase is Phase.INIT
+
+
 def test_a_serving_window_vouches_for_this_servers_health() -> None:
     """Decode lines with no launch in view (a rotated log): the log's server is up, so where /health is probed
     its 200 makes the server ready and the next decode line serving, not "something else answers"."""

@@ -229,6 +229,7 @@ def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
     tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
     s = s.evolve(
         launched=True,
+        launch_line=True,
         server=ServerInfo(
             model=ev.model or server.model,
             tp_size=tp_size,
@@ -405,7 +406,7 @@ def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.stage != "decode":
         # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
         # of prefills only, or one after ready. Before fired up it is the warmup's own request.
-        if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and traffic(s, ev))):
+        if ev.stage == "prefill" and (s.phase is Phase.READY or (may_serve(s, Phase.STARTING) and traffic(s, ev))):
             return advance(s, Phase.SERVING, ev.at, ev.t, now)
         return s.evolve(prefill_lines=s.prefill_lines + ev.count)
     decode = DecodeInfo(
@@ -423,9 +424,15 @@ def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.running_req is not None and ev.running_req <= 0:
         return s
     # Decoding requests: the server serves (a log attached mid-run shows nothing else).
-    if s.phase is Phase.READY or (s.phase in (Phase.STARTING, Phase.WARMUP) and may_be_ready(s)):
+    if s.phase is Phase.READY or (may_serve(s, Phase.STARTING, Phase.WARMUP) and may_be_ready(s)):
         return advance(s, Phase.SERVING, ev.at, ev.t, now)
     return s
+
+
+def may_serve(s: Readiness, *phases: Phase) -> bool:
+    """Whether batch lines may show the server serving: in one of `phases`, or with none of this launch's startup
+    in view (a window's phase, e.g. init read from a rank's line, is no startup that batch lines contradict)."""
+    return s.phase in phases or not launch_in_view(s)
 
 
 def traffic(s: Readiness, ev: BatchStats) -> bool:

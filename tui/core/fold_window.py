@@ -13,7 +13,7 @@ from tui.core.state import MidRun, Phase, Readiness
 
 def launch_in_view(s: Readiness) -> bool:
     """This launch's `server_args=` line is in the log read (the parser starts a launch there)."""
-    return s.server.args_hash is not None
+    return s.launch_line
 
 
 def note_mid_run(before: Readiness, after: Readiness, event: Event) -> Readiness:

@@ -215,6 +215,7 @@ class LaunchFacts:
     log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
+    launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
 
 
 @dataclass(frozen=True)
@@ -389,6 +390,7 @@ class Readiness:
     log_ready = Fact[bool]("launch")
     log_ready_at = Fact[float | None]("launch")
     mid_run = Fact[MidRun | None]("launch")
+    launch_line = Fact[bool]("launch")
 
     latest_milestone = Fact[Milestone | None]("logged")
     milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
