@@ -303,9 +303,9 @@ def not_this_launchs(s: Readiness, ev: Milestone) -> bool:
 
 
 def milestone_phase(s: Readiness, ev: Milestone) -> Phase | None:
-    """The phase a main-model line shows (at least). Serving lines and access lines are a window's facts only: with
-    this launch's start in view, the log's own milestones say when HTTP is up (an access line then may be another
-    server's, writing to the same log)."""
+    """The phase a main-model line shows, at least (forward only): serving lines by the readiness rule (this
+    server's /health 200 where it is probed, else warmup: HTTP is up). Those and access lines reach here only with
+    no launch in view (not_this_launchs)."""
     kind = ev.kind
     if kind in SERVING_KINDS:
         return Phase.SERVING if s.phase is Phase.READY or may_be_ready(s) else Phase.WARMUP
