@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.crossuid import other_user, shared_dir, user_sshd  # noqa: F401 (fixtures, registered here)
+from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered here)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
+from tests.helpers.processes import cli, module_sim, module_spawn, sim, spawn, tmux  # noqa: F401 (fixtures)
 from tests.helpers.sshd import Sshd
+from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (no test writes the repo)
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 

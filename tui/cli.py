@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
+    simulate.add_argument("--eplb-every", type=float, default=0.0, metavar="S",
+                          help="once ready, an EPLB rebalance on every rank each S simulated seconds (0: off)")  # fmt: skip
     simulate.add_argument("--seed", type=int, default=0, help="seeded jitter of a few percent per phase (0: none)")
     simulate.add_argument(
         "--loader",

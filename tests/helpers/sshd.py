@@ -16,13 +16,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.helpers.ports import free_port
+
+__all__ = ["SSHD", "Sshd", "free_port", "ssh_host", "sshd_available"]
+
 SSHD = "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _keygen(path: Path) -> None:

@@ -45,6 +45,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         speculative=speculative,
         gpu_state=os.path.abspath(args.gpu_state) if args.gpu_state else None,
         traffic=float(getattr(args, "traffic", 0.0) or 0.0),
+        eplb_every=float(getattr(args, "eplb_every", 0.0) or 0.0),
         seed=int(getattr(args, "seed", 0) or 0),
         loader=str(getattr(args, "loader", "default") or "default"),
         slow=str(getattr(args, "slow", "") or ""),

@@ -12,6 +12,7 @@ or a log still loading (this server's HTTP is not up yet) make it something else
 from __future__ import annotations
 
 from tui.core.events import HealthResult
+from tui.core.fold_window import launch_in_view
 from tui.core.state import Phase, Readiness
 
 IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
@@ -19,7 +20,7 @@ OURS, FOREIGN, UNKNOWN = "ours", "foreign", "unknown"
 # The log's latest main milestone that shows this launch's HTTP is up (or its schedulers are done).
 LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
-     "startup_timings"}
+     "startup_timings", "http_access", "health_access", "request_log", "eplb_begin", "eplb_end", "retract"}
 )  # fmt: skip
 LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
 AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
@@ -60,7 +61,8 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
     m = s.latest_milestone
-    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
+    serving = s.decode is not None and not launch_in_view(s)  # a window of the log that shows it decoding
+    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS) or serving
     vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
     if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
         command = f" ({printable(owner.command)})" if owner.command else ""
@@ -72,11 +74,13 @@ def answerer(s: Readiness) -> tuple[str, str]:
             "the log has shown nothing since /health said 200, and the server's processes cannot be "
             "seen: a finished run's log vouches for nothing"
         )
+    if log_up and serving and not s.log_ready and (m is None or m.kind not in LOG_UP_KINDS):
+        return OURS, "the log shows this server decoding (no launch in view: attached mid-run)"
     if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
-    if s.phase in LOADING_PHASES:
+    if s.phase in LOADING_PHASES and not rank_lines_only(s):
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
         return UNKNOWN, "reading the log first"
@@ -93,6 +97,13 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def rank_lines_only(s: Readiness) -> bool:
+    """The phase is init only because a window of the log shows ranks' lines of no startup kind: that says the
+    ranks run, not that HTTP is not up yet (a serving server's rotated log reads so)."""
+    m = s.mid_run
+    return m is not None and m.kind == "rank" and s.phase is m.phase and s.latest_milestone is None
 
 
 def finding_the_writer(s: Readiness) -> bool:

@@ -188,6 +188,19 @@ class Fact(Generic[T]):
 
 
 @dataclass(frozen=True)
+class MidRun:
+    """The phase was read from a line with no launch line (`server_args=`) before it: the log is a window that
+    starts mid-run (rotated, size-capped, `kubectl logs --tail`). kind: the line's kind (a milestone kind, a bar
+    name, "batch", or "rank" for a rank's line of no kind the parser knows); phase: the phase it placed."""
+
+    kind: str
+    phase: Phase
+    rank: str | None = None
+    line: str = ""
+    at: str | None = None
+
+
+@dataclass(frozen=True)
 class LaunchFacts:
     """Where this launch stands: the phase, since when, how it got there, and how it ended."""
 
@@ -203,6 +216,8 @@ class LaunchFacts:
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
     log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
+    mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
+    launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
 
 
 @dataclass(frozen=True)
@@ -216,6 +231,7 @@ class LogFacts:
     decode: DecodeInfo | None = None
     decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
+    log_health: Milestone | None = None  # an access line of a /health 200 with no launch in view (the server is up)
 
 
 @dataclass(frozen=True)
@@ -258,6 +274,9 @@ class RankFacts:
     tp_rank_max: int | None = None  # the highest TP index seen in rank labels
     tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
     tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
+    tp_nranks: int | None = None  # the largest NCCL communicator the log names (`nranks 16`): TP × PP
+    tp_spans_nodes: bool = False  # `… this process group spans across nodes`: the TP group has ranks on other nodes
+    pp_seen: bool = False  # a rank label carries a PP token (SGLang prints it only when pp_size > 1)
 
 
 @dataclass(frozen=True)
@@ -373,6 +392,8 @@ class Readiness:
     shutdown = Fact[Milestone | None]("launch")
     log_ready = Fact[bool]("launch")
     log_ready_at = Fact[float | None]("launch")
+    mid_run = Fact[MidRun | None]("launch")
+    launch_line = Fact[bool]("launch")
 
     latest_milestone = Fact[Milestone | None]("logged")
     milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
@@ -381,6 +402,7 @@ class Readiness:
     decode = Fact[DecodeInfo | None]("logged")
     decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
     prefill_lines = Fact[int]("logged")
+    log_health = Fact[Milestone | None]("logged")
 
     jit_kernels = Fact[int]("shape")
     jit_active = Fact[bool]("shape")
@@ -408,6 +430,9 @@ class Readiness:
     tp_rank_max = Fact[int | None]("rankset")
     tp_ranks_seen = Fact[tuple[int, ...]]("rankset")
     tp_inferred = Fact[str]("rankset")
+    tp_nranks = Fact[int | None]("rankset")
+    tp_spans_nodes = Fact[bool]("rankset")
+    pp_seen = Fact[bool]("rankset")
 
     health = Fact[tuple[HealthResult, ...]]("probes")
     health_checked_at = Fact[tuple[tuple[str, float], ...]]("probes")

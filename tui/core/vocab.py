@@ -14,6 +14,9 @@ MilestoneKind = Literal[
     "warmup_request", "fired_up", "unbalanced_memory", "load_straggler", "dist_init", "kv_profile", "jit_begin",
     "jit_kernel", "jit_end", "hf_snapshot", "weight_cache", "pd_bootstrap", "pd_warmup_begin", "pd_warmup_end",
     "http_running", "warmups_begin", "warmups_end", "eplb_begin", "eplb_end", "shutdown",
+    # steps that place a window of the log in a phase (tui.core.logshapes); access lines outside the warmup
+    "load_step", "kernel_autotune", "graph_step", "compile_autotune", "retract", "http_access", "health_access",
+    "request_log",
 ]  # fmt: skip
 ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
 # what one HTTP probe got: 200 (ok), 503 (starting), another status (http_error), a 2xx with the wrong body

@@ -33,6 +33,7 @@ from tui.sim.serverargs import HOST, server_args_fields, server_info, startup_ti
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
 WARMUP_MIN_REAL_S = 0.25
+EPLB_SECONDS = 1.5  # simulated seconds one EPLB rebalance takes (moving experts between GPUs)
 SPAWN_TIMEOUT_S = 30.0
 
 
@@ -239,6 +240,9 @@ class Main:
             gpustate.write_devices(self.p.gpu_state, max(self.local, 8))
             gpustate.sweep_dead(self.p.gpu_state)
         self.err(self.fmt.preamble(self.clock.now(), self.p.speculative is not None))
+        if self.p.fault == "gated":  # the model's config cannot be read: no launch line, no rank, exit 1
+            self.err(faults.gated_repo(self.p.model_path))
+            return 1
         await self.sleep_until(script.SPAWN_AT)
         self.err(self.fmt.server_args(self.clock.now(), server_args_fields(self.p)))
         if self.link is not None:
@@ -331,8 +335,22 @@ class Main:
         await asyncio.sleep(self.clock.real(0.3))
         self.api.up = True
         self.say("The server is fired up and ready to roll!")
+        if self.p.eplb_every > 0:
+            asyncio.get_running_loop().create_task(self.eplb_rebalances())
         if self.p.traffic > 0:
             await self.background_traffic()
+
+    async def eplb_rebalances(self) -> None:
+        """`--enable-eplb`: every rank's EPLBManager logs a rebalance each interval (eplb/eplb_manager.py:
+        "[EPLBManager] rebalance start", then f"[EPLBManager] rebalance end time={…:.3f}s"), only while serving."""
+        while True:
+            await asyncio.sleep(self.clock.real(self.p.eplb_every))
+            start = self.clock.now()
+            self.err("".join(self.fmt.line(start, "[EPLBManager] rebalance start", k) for k in self.p.local_ranks))
+            await asyncio.sleep(self.clock.real(EPLB_SECONDS))
+            took = EPLB_SECONDS / self.p.speed
+            self.err("".join(self.fmt.line(self.clock.now(), f"[EPLBManager] rebalance end time={took:.3f}s", k)
+                             for k in self.p.local_ranks))  # fmt: skip
 
     async def background_traffic(self) -> None:
         """Other clients' requests, `traffic` per simulated minute, logged as uvicorn access lines."""

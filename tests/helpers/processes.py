@@ -1,0 +1,202 @@
+"""The fixtures through which a test starts a real process: each one stops what it started at teardown, and
+requesting any of them puts the test in the `e2e` lane (tests/helpers/lanes.py).
+
+- `spawn(argv, **popen_kw) -> Popen`: any process, in its own session, killed with its group at teardown.
+  Requested without being called, it also marks a test that starts processes in-process (LocalHost's `sh -c`,
+  asyncio subprocesses). `module_spawn` is the same for a module-scoped fixture.
+- `cli(*args, timeout=, env=, input=) -> CompletedProcess[str]`: `python -m tui ARGS…` run to its end;
+  `cli.popen(*args, **kw) -> Popen[str]` for a test that follows `wait --json` line by line.
+- `sim(**kwargs) -> SimServer`: `tests.helpers.sim.start_sim` in a fresh directory of tmp_path (or `path=`);
+  `sim.nodes(n, **kwargs)` a multi-node launch (`start_nodes`). `module_sim` for a module-scoped fixture.
+- `tmux`: a private tmux server (its own `-L` socket); `tmux("new-session", …)` runs one tmux command.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.sim import ROOT, SimServer, start_nodes, start_sim
+
+
+class Spawner:
+    """Starts processes and kills each one (its whole group when it leads one) at teardown."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[Any]] = []
+
+    def __call__(self, argv: Sequence[str | os.PathLike[str]], **popen_kw: Any) -> subprocess.Popen[Any]:
+        popen_kw.setdefault("start_new_session", True)
+        popen_kw.setdefault("stdin", subprocess.DEVNULL)
+        proc: subprocess.Popen[Any] = subprocess.Popen(list(argv), **popen_kw)
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.started):
+            _kill(proc)
+        self.started.clear()
+
+
+def _kill(proc: subprocess.Popen[Any]) -> None:
+    try:
+        leads_group = os.getpgid(proc.pid) == proc.pid
+    except ProcessLookupError:
+        leads_group = False
+    try:
+        if leads_group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def child_env(env: Mapping[str, str | None] | None) -> dict[str, str]:
+    """The test's environment with these variables set (None: unset)."""
+    merged = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Cli:
+    """`python -m tui …` from the repository root, the way a user runs `sglang-tui …`."""
+
+    def __init__(self, spawner: Spawner) -> None:
+        self._spawner = spawner
+
+    @staticmethod
+    def argv(*args: str | os.PathLike[str]) -> list[str]:
+        return [sys.executable, "-m", "tui", *map(str, args)]
+
+    def __call__(
+        self,
+        *args: str | os.PathLike[str],
+        timeout: float = 120.0,
+        env: Mapping[str, str | None] | None = None,
+        input: str | None = None,
+        prefix: Sequence[str] = (),
+        cwd: Path = ROOT,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run to the end (stdin empty unless `input`); `prefix` wraps it (e.g. `setpriv …`)."""
+        return subprocess.run(
+            [*prefix, *self.argv(*args)], cwd=cwd, env=child_env(env), input=input, capture_output=True, text=True,
+            timeout=timeout, stdin=subprocess.DEVNULL if input is None else None,
+        )  # fmt: skip
+
+    def popen(
+        self, *args: str | os.PathLike[str], env: Mapping[str, str | None] | None = None, **popen_kw: Any
+    ) -> subprocess.Popen[str]:
+        """Started in its own session with stdout and stderr piped as text; killed with its group at teardown."""
+        popen_kw.setdefault("stdout", subprocess.PIPE)
+        popen_kw.setdefault("stderr", subprocess.PIPE)
+        popen_kw.setdefault("text", True)
+        popen_kw.setdefault("cwd", ROOT)
+        return self._spawner(self.argv(*args), env=child_env(env), **popen_kw)
+
+
+class Sims:
+    """Simulators started for a test or a module, each in a fresh directory; all stopped at teardown."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self.started: list[SimServer] = []
+
+    def _fresh(self) -> Path:
+        where = self._root / f"sim{len(self.started)}-{uuid.uuid4().hex[:6]}"
+        where.mkdir(parents=True)
+        return where
+
+    def __call__(self, path: Path | None = None, **kwargs: Any) -> SimServer:
+        if path is not None:
+            path.mkdir(parents=True, exist_ok=True)
+        server = start_sim(path or self._fresh(), **kwargs)
+        self.started.append(server)
+        return server
+
+    def nodes(self, nnodes: int = 2, path: Path | None = None, **kwargs: Any) -> list[SimServer]:
+        """A simulated multi-node launch (`start_nodes`): PATH/nodeR/sim.log."""
+        servers = start_nodes(path or self._fresh(), nnodes, **kwargs)
+        self.started.extend(servers)
+        return servers
+
+    def stop_all(self) -> None:
+        for server in self.started:
+            server.stop()
+        self.started.clear()
+
+
+class Tmux:
+    """A tmux server of the test's own (`tmux -L SOCKET`, no user config): sessions, keys, screens."""
+
+    def __init__(self) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.socket = f"sglang-tui-test-{worker}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+    def argv(self, *args: str) -> list[str]:
+        return ["tmux", "-L", self.socket, "-f", "/dev/null", *args]
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.argv(*args), capture_output=True, text=True, check=check, timeout=30)
+
+    def kill_server(self) -> None:
+        subprocess.run(self.argv("kill-server"), capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def spawn() -> Iterator[Spawner]:
+    spawner = Spawner()
+    yield spawner
+    spawner.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_spawn() -> Iterator[Spawner]:
+    spawner = Spawner()
+    yield spawner
+    spawner.stop_all()
+
+
+@pytest.fixture
+def cli(spawn: Spawner) -> Cli:
+    return Cli(spawn)
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[Sims]:
+    sims = Sims(tmp_path)
+    yield sims
+    sims.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sims]:
+    sims = Sims(tmp_path_factory.mktemp("sims"))
+    yield sims
+    sims.stop_all()
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    server = Tmux()
+    yield server
+    server.kill_server()
