@@ -24,6 +24,6 @@ What the faults model (reference §4, §6):
 - orphans: schedulers have no parent-death signal and ignore SIGTERM (stuck in GPU teardown), so a TERM to
   the main process or the group leaves them running, re-parented, still in the launch's process group and
   session, holding their GPU memory and carrying the launcher's SGLANG_TUI_RUN marker; SIGKILL to the group
-  ends them. With SGLANG_TUI_SIM_ORPHAN_SETSID=1 they also leave the session (setsid), so only the run
-  marker finds them.
+  ends them. With SGLANG_TUI_SIM_ORPHAN_SETSID=1 they also leave the session (setsid), as SGLang's never do:
+  then nothing but the run marker ties them to the launch, which a tmux server the launch started carries too.
 """

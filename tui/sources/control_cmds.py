@@ -2,7 +2,8 @@
 
 Every value put into a command is quoted with `shlex.quote`; the commands need only POSIX sh, procps-free
 /proc reads, coreutils, awk and util-linux's setsid. They find the server's processes by process group,
-session, run marker (`SGLANG_TUI_RUN=ID` in /proc/PID/environ) and descent, never by name.
+session and descent, never by name; the run marker (`SGLANG_TUI_RUN=ID` in /proc/PID/environ) tells our
+launcher's pidfile from a reused pid.
 """
 
 from __future__ import annotations
@@ -92,25 +93,29 @@ done
 {_VISIBILITY_LINES}; true"""
 
 
-def scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int]) -> str:
-    """The server's processes: same process group, same session, run marker, a known (pid, start), or a
-    descendant of any of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each."""
+def scan_command(*, group: int | None, session: int | None, known: dict[int, int]) -> str:
+    """The server's processes: same process group, same session, a known (pid, start), or a descendant of any
+    of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each.
+
+    Not the run marker: it is inherited by whatever the launch starts, and kept by what leaves the launch's
+    session (a tmux server and every window's job, a `stop` run from one of them), so outside the session it
+    says nothing about whose a process is, and inside it the session already says it. A known process that
+    has left the session since it was seen daemonised (tmux's server, forked by the launch), and is no longer
+    the server's. Never the shell that scans, nor its ancestors: the tool itself, wherever it runs."""
     known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
-    return _scan(group=group, session=session, run_id=run_id, known_word=q(" " + known_text + " "))
+    return _scan(group=group, session=session, known_word=q(" " + known_text + " "))
 
 
-def _scan(*, group: int | None, session: int | None, run_id: str | None, known_word: str) -> str:
+def _scan(*, group: int | None, session: int | None, known_word: str) -> str:
     """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch)."""
-    marker = (
-        f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
-    )
     # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
-    return f"""mk=$({marker if run_id else "true"})
-cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={known_word} '
+    return f"""cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ -v g={int(group or 0)} -v s={int(session or 0)} -v known={known_word} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
-  if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || index(mk, " " pid " ") || index(known, " " pid ":" f[20] " "))) mem[pid] = 1 }}
-END {{ do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
+  if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || (index(known, " " pid ":" f[20] " ") && (s <= 1 || f[4] == s)))) mem[pid] = 1 }}
+END {{ for (x = me; (x in pp) && !(x in ours); x = pp[x]) ours[x] = 1
+  for (p in ours) delete mem[p]
+  do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && !(p in ours) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
   for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}' | while read -r tag p rest; do
   echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
 done"""
@@ -118,9 +123,11 @@ done"""
 
 # Shell functions with no forks: `live PID START` is true while that very process (same start time, so
 # never a reused pid) exists and is not a zombie.
+# `mine GROUP`: this shell or one of its ancestors (the tool itself, with `local`) is in that process group.
 PROC_FUNCS = (
-    'st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; T=${20}; }\n'
-    'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }'
+    'st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; P=$2; G=$3; T=${20}; }\n'
+    'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }\n'
+    'mine() { x=$$; while [ "$x" -gt 1 ] && st "$x"; do [ "$G" = "$1" ] && return 0; x=$P; done; return 1; }'
 )
 
 
@@ -129,8 +136,9 @@ def _pairs(procs: dict[int, int]) -> str:
 
 
 def signal_group_command(signal: str, group: int) -> str:
-    """Signal a whole process group (the server launched with setsid, or adopted as its own group)."""
-    return f"kill -s {signal} -- -{int(group)} 2>/dev/null"
+    """Signal a whole process group (the server launched with setsid, or adopted as its own group), unless
+    the tool itself is in it (needs PROC_FUNCS)."""
+    return f"mine {int(group)} || kill -s {signal} -- -{int(group)} 2>/dev/null"
 
 
 def signal_pids_command(signal: str, procs: dict[int, int]) -> str:
@@ -223,7 +231,6 @@ def watch_scan_command(
     *,
     group: int | None,
     session: int | None,
-    run_id: str | None,
     known: dict[int, int],
     interval: float,
     rescan_s: float,
@@ -239,7 +246,7 @@ def watch_scan_command(
     cap = max(1, int(rescan_s / interval))
     funcs = watch_activity_funcs() + "\nhubdir" if activity else ""
     first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
-    scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
+    scan = _scan(group=group, session=session, known_word='" $known "')
     owner_func = _port_owner_func(port) if port else ""
     # powner runs in this shell (not in $(…)), so what it remembers lasts to the next scan.
     owner_step = f"\n    echo {WATCH_PORT}; powner; echo {WATCH_END}" if port else ""

@@ -127,9 +127,7 @@ class ProcessWatch:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
         return self._remember(
             target,
-            await self._run(
-                cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
-            ),
+            await self._run(cmds.scan_command(group=target.group, session=target.session, known=target.known)),
         )
 
     @staticmethod
@@ -234,7 +232,6 @@ class ProcessWatch:
                 command = cmds.watch_scan_command(
                     group=target.group,
                     session=target.session,
-                    run_id=target.run_id,
                     known=target.known,
                     interval=interval,
                     rescan_s=rescan_s,
