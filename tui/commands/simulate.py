@@ -37,6 +37,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
     return SimParams(
         log=os.path.abspath(args.log),
         port=args.port,
+        host=str(getattr(args, "host", None) or "127.0.0.1"),
         tp=args.tp,
         shards=args.shards,
         speed=args.speed,

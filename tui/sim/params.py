@@ -38,6 +38,7 @@ class SimParams:
     log: str
     port: int
     tp: int = 8
+    host: str = "127.0.0.1"  # where HTTP listens (SGLang's --host; "::1" listens on IPv6 loopback only)
     shards: int = 64
     speed: float = 10.0
     fault: str | None = None

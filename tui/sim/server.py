@@ -28,7 +28,7 @@ from tui.sim.logformat import LogFormat
 from tui.sim.memory import RankMemory
 from tui.sim.params import SimParams
 from tui.sim.rank import title
-from tui.sim.serverargs import HOST, server_args_fields, server_info, startup_time_answer
+from tui.sim.serverargs import server_args_fields, server_info, startup_time_answer, url_host
 
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
@@ -295,11 +295,11 @@ class Main:
         try:
             if self.p.fault == "port-in-use":
                 raise OSError(98, "address already in use")
-            self.http = await serve(HOST, self.p.port, self.api.handle, self.access)
+            self.http = await serve(self.p.host, self.p.port, self.api.handle, self.access)
         except OSError as err:
             return self.bind_failed(err)
         self.uvicorn_up = True
-        self.uv(f"Uvicorn running on http://{HOST}:{self.p.port} (Press CTRL+C to quit)")
+        self.uv(f"Uvicorn running on http://{url_host(self.p.host)}:{self.p.port} (Press CTRL+C to quit)")
         self.started_warmup = self.clock.elapsed()
         warmup = asyncio.get_running_loop().create_task(self.warmup())
         await self.stop.wait()
@@ -307,7 +307,7 @@ class Main:
         return await self.shutdown()
 
     def bind_failed(self, err: OSError) -> int:
-        self.uv(faults.bind_error(HOST, self.p.port, err.errno or 98, (err.strerror or "").lower()), "ERROR")
+        self.uv(faults.bind_error(self.p.host, self.p.port, err.errno or 98, (err.strerror or "").lower()), "ERROR")
         self.uv("Waiting for application shutdown.")
         self.uv("Application shutdown complete.")
         self.say(self.fmt.kill_tree(os.getpid(), False))
@@ -322,10 +322,10 @@ class Main:
         await asyncio.sleep(max(self.clock.real(1.0), WARMUP_MIN_REAL_S))
         self.clock.resume_at(self.started_warmup + 1.0)  # the extra real wait is not simulated time
         try:
-            await fetch(HOST, self.p.port, "GET", "/model_info")
+            await fetch(self.p.host, self.p.port, "GET", "/model_info")
             self.api.fail_generate = self.p.fault == "warmup-fail"
             body = {"text": WARMUP_TEXT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
-            status, _ = await fetch(HOST, self.p.port, "POST", "/generate", body, timeout=600)
+            status, _ = await fetch(self.p.host, self.p.port, "POST", "/generate", body, timeout=600)
         except (OSError, asyncio.TimeoutError):
             status = 0
         if status != 200:
