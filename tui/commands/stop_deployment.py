@@ -5,7 +5,9 @@ that a node whose processes end on their own is still confirmed. Then node 0 (or
 then the servers) is stopped: node 0's graceful stop broadcasts SGLang's ShutdownReq, the only thing that
 stops a non-zero node's schedulers, which ignore SIGTERM. Then every other member is stopped itself:
 whatever remains is signalled, and its GPU memory is confirmed released. Exit 0 only when every member is
-stopped and free, 1 otherwise, 3 when no member had a server, 4 when a host cannot be reached.
+stopped and free, 1 otherwise, 5 when that is only because a member's processes cannot be seen (another
+uid's: nothing was stopped there, as `stop HOST` says), 3 when no member had a server, 4 when a host cannot be
+reached.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from functools import partial
 
 from tui.commands.members import with_members
-from tui.commands.stop import EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
+from tui.commands.stop import EXIT_CANNOT_SEE, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
 from tui.core.events import ControlResult
 from tui.sources.control import ServerControl
 from tui.sources.deployment import MemberSpec
@@ -45,22 +47,28 @@ async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts
     for i in stop_order(specs):
         control = controls[i]
         results[i] = await (control.kill() if args.force else control.terminate())
-    ok = all(r.ok for r in results.values())
     for i, spec in enumerate(specs):
         before = found[i]
         seen = "" if isinstance(before, BaseException) or not before.alive else f" ({len(before.pids)} processes found)"
         where = f"{spec.name} ({spec.host} port {spec.port}){seen}"
+        if results[i].found == "cannot_see":  # as `stop HOST`: it may run, under a uid whose processes we cannot read
+            print(f"sglang-tui stop: {where}: {results[i].detail}: nothing stopped", file=sys.stderr)
+            continue
         if results[i].found == "nothing" and not seen:  # as `stop HOST`: nothing found is not "stopped"
             log = f" / log {spec.log}" if spec.log else ""
             print(f"sglang-tui stop: no server found on {spec.name} ({spec.host} port {spec.port}{log}): "
                   "nothing stopped", file=sys.stderr)  # fmt: skip
             continue
         print(report(results[i], where, args.force), file=sys.stdout if results[i].ok else sys.stderr)
+    if any(not r.ok and r.found != "cannot_see" for r in results.values()):
+        return EXIT_NOT_STOPPED
+    if any(r.found == "cannot_see" for r in results.values()):
+        return EXIT_CANNOT_SEE  # the code `stop HOST` gives: nothing was stopped there, and it may run
     if all(r.found == "nothing" for r in results.values()) and not any(
         not isinstance(before, BaseException) and before.alive for before in found
     ):  # fmt: skip
         return EXIT_NOTHING
-    return EXIT_OK if ok else EXIT_NOT_STOPPED
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
