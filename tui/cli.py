@@ -258,7 +258,14 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
+    from tui.commands.safe_output import safe_output
+
+    with safe_output():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] not in SUBCOMMANDS and argv[0] != "watch" and not argv[0].startswith("-"):
         if looks_like_a_mistyped_command(argv[0], argv):
             print(

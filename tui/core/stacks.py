@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
+from tui.core.termtext import terminal_safe
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$", re.M)
 _THREAD = re.compile(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
@@ -187,7 +188,7 @@ def _innermost(stack: ProcessStack) -> str:
         return "no Python frame"
     f = frames[0]
     text = f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
-    return "".join(c if c.isprintable() else "?" for c in text)  # a terminal never gets a raw escape
+    return terminal_safe(text)  # a terminal never gets a raw escape
 
 
 def to_json(stacks: list[ProcessStack], grouping: Grouping) -> dict[str, object]:

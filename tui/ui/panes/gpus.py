@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 from tui.core.events import GpuInfo
 from tui.core.fmt import GIB, ago
 from tui.core.state import Readiness
+from tui.core.termtext import terminal_safe
 from tui.ui.panes.base import StateAt, set_titles
 from tui.ui.text import bar, sparkline
 
@@ -67,7 +68,7 @@ def _cells(gpu: GpuInfo, ranks: Text, history: tuple[float, ...], stale: bool) -
     util = f"{gpu.util_pct:.0f}%" if gpu.util_pct is not None else "N/A"
     if gpu.procs:
         top = max(gpu.procs, key=lambda p: p.used_bytes or 0)
-        held = f"{top.pid} {top.name or '?'}"
+        held = f"{top.pid} {terminal_safe(top.name or '?')}"
         if len(gpu.procs) > 1:
             held += f" +{len(gpu.procs) - 1}"
     else:
