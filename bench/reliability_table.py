@@ -87,6 +87,18 @@ CATEGORIES = [
              "nothing: exit 3 / exit 5 with one line, never exit 0, the server left running"),
     Category("ProxyCommand fails (exits, missing binary)", ("test_ssh_proxy",), (),
              "nothing: the ProxyCommand named, exit 4"),
+    Category("stop of a launch that started tmux: the tmux server, another window's job, a stop typed in a window "
+             "(issue 26)", ("test_stop_tmux", "test_control"), ("spare", "stop_whose_environment", "daemon"),
+             "nothing: the server's processes gone, the tmux server, the other window's job and the stop itself alive"),
+    Category("terminal escapes in host-side names and typed text (issue 26)", ("test_terminal_safe",), (),
+             "nothing: no raw escape on stdout, stderr or in the TUI; each shown as a visible mark"),
+    Category("dump: ranks exiting during it, py-spy in the server's env (issue 26)", ("test_dump", "test_stacks"),
+             ("exit_during", "ranks_that_exit", "interpreter", "py_spy_of_another_user", "py_spy_missing"),
+             "nothing: the exited ranks named, exit 1; py-spy found beside the server's python, another uid's never run"),
+    Category("a server on IPv6 loopback only (issue 26)", ("test_ipv6_loopback",), (),
+             "nothing: ready, locally and through the SSH forward"),
+    Category("bad deployment files, a member that cannot be seen (issue 26)", ("test_deployment_file",), (),
+             "nothing: one line naming the key, exit 2, no host reached; an unseen member exit 5"),
 ]  # fmt: skip
 
 
