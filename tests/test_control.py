@@ -321,3 +321,33 @@ async def test_a_daemon_that_left_the_session_is_spared_though_it_carries_the_ma
     finally:
         if alive(daemon):
             os.kill(daemon, signal.SIGKILL)
+
+
+SELF_STOP = """
+import asyncio, os, sys
+from tui.sources import control_cmds as cmds
+from tui.sources.local import LocalHost
+
+async def main():
+    me, group = os.getpid(), os.getpgid(0)
+    host = LocalHost()
+    scan = cmds.scan_command(group=group, session=os.getsid(0), known={me: 0})
+    result = await host.run(cmds.stop_command("TERM", group=group, procs={}, wait_s=0.1, scan=scan))
+    found = cmds.parse_scan(result.stdout.decode())
+    print("members", sorted(found), "me", me, flush=True)
+
+asyncio.run(main())
+print("survived", flush=True)
+"""
+
+
+def test_the_tool_is_never_its_own_target(spawn) -> None:
+    """Issue 26: a `stop` run inside the server's own group and session (a hook, a shell of the launch) must
+    neither TERM its group nor find itself among the server's processes. A child in a group of its own runs the
+    stop command against its own group and session: it lives, and is not a member."""
+    proc = spawn([sys.executable, "-c", SELF_STOP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                 cwd=ROOT)  # fmt: skip
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.splitlines()[-1] == "survived", (proc.returncode, out, err)
+    members, me = out.splitlines()[0].split(" me ")
+    assert me.strip() not in members.replace("[", " ").replace("]", " ").replace(",", " ").split()
