@@ -78,6 +78,15 @@ MILESTONE_SHORT: dict[str, str] = {
     "eplb_begin": "eplb…",
     "eplb_end": "eplb✓",
     "shutdown": "stop…",
+    # the steps a window of the log may start at (tui.core.logshapes)
+    "load_step": "load…",
+    "kernel_autotune": "tune…",
+    "graph_step": "graph…",
+    "compile_autotune": "tune…",
+    "retract": "serving",
+    "http_access": "http",
+    "health_access": "http",
+    "request_log": "serving",
 }
 
 
