@@ -120,9 +120,11 @@ def test_a_nul_prefixed_log_replays_and_waits_like_the_plain_one(tmp_path: Path)
 
 
 def _without_clock(report: dict[str, object]) -> dict[str, object]:
-    """The report less the durations the wall clock decides (the span a death ends has no log time)."""
+    """The report less what the wall clock decides: the durations (the span a death ends has no log time) and how
+    long it has been quiet when the line was printed."""
     spans = [{k: v for k, v in span.items() if k != "duration_s"} for span in report["timeline"]]  # type: ignore[union-attr]
-    return {**report, "timeline": spans}
+    stall = {k: v for k, v in report["stall"].items() if k != "quiet_s"}  # type: ignore[union-attr]
+    return {**report, "timeline": spans, "stall": stall}
 
 
 # ------------------------------------------------------------------------- a stop from outside, live (item 5)

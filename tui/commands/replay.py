@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import BinaryIO
 
+from tui.core.clocks import LOG_IS_CLOCK
 from tui.core.events import Event
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
@@ -114,7 +115,7 @@ def replay_file(path: str) -> Readiness:
 
 
 def replay_stream(handle: BinaryIO, name: str = "input") -> Readiness:
-    state = Readiness()
+    state = Readiness.of(clock=LOG_IS_CLOCK)  # replay's clock is the log's own (tui.core.clocks)
     parser = LogParser()
     held: list[Event] = []
     now: float | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tui.core.clocks import event_time
 from tui.core.events import (
     ControlResult,
     LaunchStarted,
@@ -56,16 +57,18 @@ def fresh_launch(
 
     counts: a new launch in the same log (`launches`); from_log: the log itself showed the new start.
     Health results are kept for display, but `health_ready` waits for a /health 200 received after this.
+    The log's clock (tui.core.clocks) is the file's, not the launch's: it carries over.
     """
+    since = event_time(s, t, now) if from_log else now
     return Readiness(
         launch=LaunchFacts(
-            phase_since=now,
+            phase_since=since,
             phase_since_log=at,
             first_seen_at=s.first_seen_at,
-            timeline=enter_phase((), Phase.STARTING, at, t, now),
+            timeline=enter_phase((), Phase.STARTING, at, t, since),
             launches=s.launches + 1 if counts else s.launches,
             launched=launched,
-            log_restart_at=now if from_log else s.log_restart_at,
+            log_restart_at=since if from_log else s.log_restart_at,
         ),
         # what the probes last answered is kept for display; health_ready waits for a 200 after this
         probes=HealthFacts(health=s.health, health_checked_at=s.health_checked_at, health_reachable=s.health_reachable),
@@ -78,11 +81,17 @@ def fresh_launch(
         ),
         control=s.control,
         progress=ProgressFacts(
-            last_progress_at=now,
+            last_progress_at=since,
             last_progress=why,
+            last_progress_logged=from_log,
+            last_progress_log=at,
             log_offset=s.log_offset if log_offset is None else log_offset,
             last_log_at=at or s.last_log_at,
+            last_log_t=t if t is not None else s.last_log_t,
             log_file=s.log_file,
+            clock=s.clock,
+            reading_history=s.reading_history,
+            log_skipped=s.log_skipped,
         ),
         setup=s.setup,  # past included: the caller replaces it when the new launch's key differs
         updated_at=s.updated_at,
@@ -94,14 +103,26 @@ def on_launch(s: Readiness, ev: LaunchStarted, now: float) -> Readiness:
 
 
 def on_log_reset(s: Readiness, ev: LogReset, now: float) -> Readiness:
-    """A truncated or rotated log is a new start (the monitor's fresh parser will not say LaunchStarted)."""
+    """A truncated or rotated log is a new start (the monitor's fresh parser will not say LaunchStarted). Any
+    reset but a skip ends the history a look was reading (tui.core.clocks): the next look says what is."""
     if ev.reason in NEW_FILE_RESETS:
+        s = s.evolve(reading_history=False)
         return fresh_launch(
             s, None, None, now, why=f"log {ev.reason}", counts=False, launched=launched_by_us(s, now), log_offset=0
         )
     if ev.reason in ("missing", "appeared"):
-        return s.evolve(log_offset=0)
+        return s.evolve(log_offset=0, reading_history=False)
+    if ev.reason == "skipped":
+        return after_skip(s.evolve(log_skipped=s.log_skipped + max(0, ev.skipped)), now)
     return s
+
+
+def after_skip(s: Readiness, now: float) -> Readiness:
+    """A large log read as its launch's first lines and its last ones. When the first lines already ended that
+    launch (failed, or a signal stopped it), the last ones are a later launch's: nothing of the first carries."""
+    if s.phase is not Phase.FAILED and s.shutdown is None:
+        return s
+    return fresh_launch(s, None, None, now, why="log skipped", counts=False, launched=False)
 
 
 def on_control(s: Readiness, ev: ControlResult, now: float) -> Readiness:
@@ -130,10 +151,12 @@ def stopped_by_us(s: Readiness, now: float) -> bool:
 
 
 def not_found_yet(s: Readiness, now: float) -> bool:
-    """A launch begun moments ago whose processes no poll has seen yet: the poll may not have found them."""
+    """A launch begun moments ago whose processes no poll has seen yet: the poll may not have found them. Moments
+    since we first saw it: a launch the log says began long before the attach gets the same grace."""
     if s.process_alive is True or not s.timeline:
         return False
-    return now - s.timeline[0].started_at <= FIND_GRACE_S
+    seen = max(s.timeline[0].started_at, s.first_seen_at or s.timeline[0].started_at)
+    return now - seen <= FIND_GRACE_S
 
 
 def launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) -> bool:
@@ -146,10 +169,13 @@ def stopped(s: Readiness, action: str, now: float) -> Readiness:
     old = s.error
     if old is None or not old.root_cause or from_processes(old) or old.stopped_by == "outside":
         s = s.evolve(error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True, stopped_by="sglang-tui"))
-    return fail(s, None, None, now)
+    return fail(s, None, None, now, logged=False)
 
 
-def stopped_from_outside(s: Readiness, line: str, at: str | None, t: float | None, now: float) -> Readiness:
-    """Failed because a signal from someone else stopped it (SIGTERM, Ctrl-C): that line says why."""
+def stopped_from_outside(
+    s: Readiness, line: str, at: str | None, t: float | None, now: float, *, logged: bool = True
+) -> Readiness:
+    """Failed because a signal from someone else stopped it (SIGTERM, Ctrl-C): that line says why (`logged` False:
+    the process watch found it gone, now)."""
     error = ErrorInfo(kind="other", line=line, at=at, root_cause=True, stopped_by="outside")
-    return fail(s.evolve(error=error), at, t, now)
+    return fail(s.evolve(error=error), at, t, now, logged=logged)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.core import activity as host_activity
+from tui.core import clocks
 from tui.core.answerer import same_model
 from tui.core.events import (
     ConnectionState,
@@ -12,6 +13,7 @@ from tui.core.events import (
     HostActivity,
     LogActivity,
     LogFile,
+    LogLook,
     PortOwner,
     ServerInfoAnswer,
     ServerProcess,
@@ -38,8 +40,35 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
         return s
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
         s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
+    clock = s.clock
+    if clock is not None and clock.history_at is not None and clocks.history_bytes(clock, ev.offset):
+        # bytes written before the look (read at attach or after a reconnect): they grew the log at its mtime;
+        # the progress their lines showed was folded from them already
+        written = min(now, clock.history_at)
+        grew = clocks.later(s.log_grew_at, written) if ev.data else s.log_grew_at
+        s = s.evolve(log_offset=ev.offset, log_grew_at=grew)
+        if s.last_progress_at is not None and s.last_progress_at >= written:
+            return s
+        return s.evolve(
+            last_progress_at=written,
+            last_progress=s.last_progress or "log bytes",
+            last_progress_logged=True,
+            last_progress_log=None,
+        )
     grew = now if ev.data else s.log_grew_at
-    return s.evolve(log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
+    return s.evolve(
+        log_offset=ev.offset,
+        last_progress_at=now,
+        last_progress="log bytes",
+        last_progress_logged=True,
+        last_progress_log=None,
+        log_grew_at=grew,
+    )
+
+
+def on_log_look(s: Readiness, ev: LogLook, now: float) -> Readiness:
+    """The tail's look at the file: the log's clock on ours, and whether the events that follow are history."""
+    return s.evolve(clock=clocks.learn(s.clock, ev), reading_history=not ev.live)
 
 
 def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
@@ -58,8 +87,8 @@ def on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
         # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
         # answers before it shows a launch may be a server from before)
-        s = advance(s, Phase.WARMUP, None, None, now)
-    return maybe_ready(s, None, None, now)
+        s = advance(s, Phase.WARMUP, None, None, now, logged=False)
+    return maybe_ready(s, None, None, now, logged=False)
 
 
 def on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
@@ -82,7 +111,13 @@ def on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
     """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
     activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
     if activity.moved:
-        return s.evolve(activity=activity, last_progress_at=now, last_progress=activity.moved)
+        return s.evolve(
+            activity=activity,
+            last_progress_at=now,
+            last_progress=activity.moved,
+            last_progress_logged=False,
+            last_progress_log=None,
+        )
     return s.evolve(activity=activity)
 
 
@@ -103,19 +138,20 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     s = s.evolve(process_alive=ev.alive, process_pids=ev.pids)
     if ev.alive:
-        return maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
+        return maybe_ready(s, None, None, now, logged=False)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
     if stopped_by_us(s, now):
         return stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
-        return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
-    return fail(s.evolve(error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+        return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now, logged=False)
+    error = ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)
+    return fail(s.evolve(error=error), None, None, now, logged=False)
 
 
 def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
     """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours."""
-    return maybe_ready(s.evolve(port_owner=ev), None, None, now)
+    return maybe_ready(s.evolve(port_owner=ev), None, None, now, logged=False)
 
 
 def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:

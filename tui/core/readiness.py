@@ -24,6 +24,7 @@ from tui.core.events import (
     LaunchStarted,
     LogActivity,
     LogFile,
+    LogLook,
     LogReset,
     Milestone,
     PortOwner,
@@ -61,6 +62,7 @@ from tui.core.fold_sources import (
     on_health,
     on_log_activity,
     on_log_file,
+    on_log_look,
     on_port_owner,
     on_process,
     on_server_info,
@@ -110,6 +112,7 @@ _HANDLERS: dict[type, Handler] = {
     LogActivity: on_log_activity,  # type: ignore[dict-item]
     LogReset: on_log_reset,  # type: ignore[dict-item]
     LogFile: on_log_file,  # type: ignore[dict-item]
+    LogLook: on_log_look,  # type: ignore[dict-item]
     GpuSnapshot: on_gpus,  # type: ignore[dict-item]
     HealthResult: on_health,  # type: ignore[dict-item]
     ServerInfoAnswer: on_server_info,  # type: ignore[dict-item]
@@ -128,8 +131,8 @@ _HANDLERS: dict[type, Handler] = {
 
 def _finish(s: Readiness, now: float) -> Readiness:
     """Stamp the clock and apply the stall rule. The words (reason, evidence) are the views' (explain)."""
-    if s.first_seen_at is None:  # the first event: the phase began no earlier than now (not at clock 0)
-        s = s.evolve(first_seen_at=now, phase_since=now)
+    if s.first_seen_at is None:  # the first event: the phase began no later than now (not at clock 0)
+        s = s.evolve(first_seen_at=now, phase_since=s.phase_since or now)
     stall = stall_for(s, now)
     if stall != s.stall:
         s = s.evolve(stall=stall)

@@ -5,14 +5,18 @@ from __future__ import annotations
 from tui.core import fmt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
+from tui.core.stall import stall_json
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
 
-JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta")
+JSON_KEYS = (
+    "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta", "stall",
+)  # fmt: skip
 
 
 def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
-    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA at `now`, default the last event's time)."""
+    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA and the quiet time at `now`, default the
+    last event's time)."""
     s = state
     at = s.updated_at if now is None else now
     return {
@@ -39,6 +43,7 @@ def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
         },
         "reason": s.reason,
         "eta": estimate(s, at).to_json(),
+        "stall": stall_json(s, at),
     }
 
 
