@@ -28,7 +28,7 @@ from typing import TextIO
 from tui.commands.config import host_spec, watch_config
 from tui.core import fmt
 from tui.core.capture import current_capture
-from tui.core.eta import bar_left, estimate, eta_words
+from tui.core.eta import estimate, eta_words, pace
 from tui.core.events import ControlResult
 from tui.core.explain import log_file_line, symlink_line
 from tui.core.readiness import reduce
@@ -75,9 +75,13 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     parts = [state.phase.value]
     if state.shards is not None and state.phase is Phase.LOADING_WEIGHTS:
         bar = state.shards
-        left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
-        pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
-        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
+        left, silent = pace(state, bar, state.updated_at)  # the one ETA rule; withdrawn when progress stops
+        said = (
+            f"{fmt.rate(bar.rate_per_s)}, {fmt.eta(left)}"
+            if silent is None
+            else f"no progress for {fmt.duration(silent)}"
+        )
+        parts.append(f"shards {bar.done}/{bar.total}, {said}")
     which, capture = current_capture(state)  # the count the header and the shards pane show
     if capture is not None and state.phase is Phase.CUDA_GRAPH:
         parts.append(f"{which} {capture.done}/{capture.total}")
