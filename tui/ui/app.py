@@ -106,6 +106,7 @@ _RESET_WORDS = {
     "truncated": "log restarted (truncated)",
     "rotated": "log restarted (new file)",
     "started_at_last_launch": "showing the log from its last launch",
+    "skipped": "a large log: its launch's first lines, then its last ones",
     "missing": "log file missing",
     "appeared": "log file appeared",
 }
