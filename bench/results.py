@@ -37,6 +37,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("replay_cli", "bench_replay_cli.py", (), ("--lines", "100000")),
     Bench("replay_parser", "bench_replay.py", (), ("--lines", "100000"), title="Replay: the parser in process"),
     Bench("attach", "bench_attach.py", ("--gib", "1"), ("--gib", "0.05")),
+    Bench("attach_huge", "bench_attach_huge.py", ("--gib", "2", "--against", "5fc3462"),
+          ("--gib", "0.1", "--no-ssh", "--runs", "1", "--against", "5fc3462")),
     Bench("stop", "bench_stop.py", ("--trials", "3"), ("--trials", "1")),
     Bench("probe_count", "bench_probe_count.py", ("--window", "120"), ("--window", "30")),
     Bench("reliability", "reliability_table.py", (), ("--collect-only",)),
