@@ -186,7 +186,7 @@ def main() -> int:
     table = md_table(["on the log", "exit code", "first ready line", "done", "peak RSS"], rows)
     notes = [
         f"log of {total / 2**30:.2f} GiB: the simulator's launch ({startup / 2**10:,.0f} KiB, TP2, 16 shards, ready) "
-        f"then {appended / 2**20:,.0f} MiB of serving lines; page cache warm (the file was just written)",
+        f"then {appended / 2**20:,.0f} MiB of serving lines, just written (warm rows: in the page cache)",
         f"this tree reads the launch's first 2 MiB and the log's last 4 MiB; the baseline ({rev}) greps the whole "
         "file for the last `server_args=` line and reads and parses everything after it",
         "with /health probed, `wait` is ready on this server's /health 200 and /model_info before the log is read, in "
