@@ -109,7 +109,8 @@ def read_command(path: str, start: int, count: int) -> str:
 
 
 def look_command(path: str) -> str:
-    """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE MTIME` (a file;
+    """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE MTIME %y` (a file;
+    `%y` for the sub-second part of the mtime, which `%Y` truncates;
     followed by `R` when this uid cannot read it), `R` (cannot even stat it) or `M` (missing); then `T EPOCH`,
     the host's clock (GNU date's nanoseconds; BusyBox's whole seconds); then, for a readable file, `E` and its
     last END_BYTES bytes (their newest timestamped line gives the log's zone, tui/core/clocks.py)."""
@@ -117,7 +118,7 @@ def look_command(path: str) -> str:
     return (
         f'p={q}; [ -L "$p" ] && echo "L $(readlink -f -- "$p")"; '
         'if [ -d "$p" ]; then echo D; '
-        'elif s=$(LC_ALL=C stat -L -c \'%d %i %s %Y\' -- "$p" 2>&1); then echo "I $s"; [ -r "$p" ] || echo R; '
+        'elif s=$(LC_ALL=C stat -L -c \'%d %i %s %Y %y\' -- "$p" 2>&1); then echo "I $s"; [ -r "$p" ] || echo R; '
         'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi; '
         'echo "T $(date +%s.%N)"; '
         f'[ -f "$p" ] && [ -r "$p" ] && {{ echo E; tail -c {END_BYTES} -- "$p"; }}; true'
@@ -141,7 +142,7 @@ class FileId:
     inode: str
     size: int
     dev: str = ""
-    mtime: float | None = None  # the host's epoch at the last write (whole seconds)
+    mtime: float | None = None  # the host's epoch at the last write
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,12 @@ class Look:
 _EPOCH = re.compile(r"\d+(?:\.\d+)?")
 
 
+def _fraction(clock: str) -> float:
+    """The sub-second part of `%y`'s time ("23:26:39.561554675" -> 0.561554675); 0 where stat gives none."""
+    _, dot, frac = clock.partition(".")
+    return float("0." + frac) if dot and frac.isdigit() else 0.0
+
+
 def parse_look(output: bytes) -> Look:
     head, marker, end = output.partition(b"\nE\n")
     if not marker and output.startswith(b"E\n"):
@@ -171,8 +178,8 @@ def parse_look(output: bytes) -> Look:
             symlink = rest
         elif tag == "D":
             kind = "directory"
-        elif tag == "I" and len(fields) in (3, 4) and all(f.isdigit() for f in fields[2:]):
-            mtime = float(fields[3]) if len(fields) == 4 else None
+        elif tag == "I" and len(fields) >= 3 and all(f.isdigit() for f in fields[2:4]):
+            mtime = float(fields[3]) + _fraction(fields[5] if len(fields) > 5 else "") if len(fields) >= 4 else None
             kind, file = "file", FileId(fields[1], int(fields[2]), fields[0], mtime)
         elif tag == "R":
             readable = False
