@@ -226,3 +226,27 @@ def test_attached_mid_load_the_gpu_memory_growth_is_not_the_weights() -> None:
     for i in range(8):
         fresh = reduce(fresh, snap(2.0 + i), NOW + 2 + i)
     assert fresh.weights_mem is not None and estimate(fresh, NOW + 9).source == "GPU memory"
+
+
+def test_a_watched_log_not_looked_at_yet_has_no_quiet_time() -> None:
+    """Before the tail's first look, the log's last progress may be minutes or a moment old: no quiet time, no
+    stall (a slow first read is not a stall in `starting`); the look then counts from the file's last write."""
+    from tui.core.events import ConnectionState
+
+    s = reduce(Readiness.of(log_watched=True, stall_after=2.0), ConnectionState("connected"), NOW)
+    s = reduce(s, Tick(), NOW + 5.0)
+    assert s.stall is None and to_json(s, NOW + 5.0)["stall"]["quiet_s"] is None
+    s = attach([Milestone("load_begin", rank="TP0", **stamp(NOW + 19800.0 - 30))], mtime=NOW - 30.0, now=NOW + 5.0)
+    s = reduce(s.evolve(log_watched=True, stall_after=2.0), Tick(), NOW + 5.0)
+    assert s.stall is not None and to_json(s, NOW + 5.0)["stall"]["quiet_s"] == 35.0
+
+
+def test_the_stall_verdict_waits_for_the_looks_bytes() -> None:
+    """The look says the log was last written 30 s ago; until its bytes are read the phase is not known, so a
+    2 s budget gives no verdict in `starting`; once read, it is the stall in the phase they show."""
+    s = reduce(Readiness.of(log_watched=True, stall_after=2.0), LogLook(end=500, mtime_s=NOW - 30.0, skew_s=0.0), NOW)
+    assert s.reading_history and s.stall is None and s.phase is Phase.STARTING
+    assert to_json(s, NOW)["stall"]["quiet_s"] == 30.0  # the look's mtime: the log's last progress, already
+    s = reduce(s, Milestone("load_begin", rank="TP0"), NOW)
+    s = reduce(s, LogLook(end=500, mtime_s=NOW - 30.0, skew_s=0.0, live=True), NOW)
+    assert s.stall is not None and s.phase is Phase.LOADING_WEIGHTS

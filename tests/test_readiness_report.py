@@ -49,8 +49,8 @@ def test_to_json_has_exactly_the_design_keys() -> None:
     )  # fmt: skip
     assert obj["reason"] == s.reason and obj["reason"].startswith("serving")
     assert obj["eta"] == {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0}
-    # serving is never stalled (no budget); the last progress is the decode line, as the log prints its time
-    assert obj["stall"] == {"quiet_s": 0.0, "budget_s": None, "last_progress_at": "2025-11-29 10:00:40"}
+    # serving is never stalled (no budget, no quiet time); the last progress is the decode line, as the log prints it
+    assert obj["stall"] == {"quiet_s": None, "budget_s": None, "last_progress_at": "2025-11-29 10:00:40"}
     assert obj["phase"] == "serving" and obj["shards"] == {"done": 4, "total": 4}
     assert obj["tp_size"] == 2 and obj["speculative"] == "EAGLE3" and obj["error"] is None
     assert obj["decode"] == {"accept_len": 1.52, "gen_throughput": 52.3}

@@ -67,8 +67,18 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
 
 
 def on_log_look(s: Readiness, ev: LogLook, now: float) -> Readiness:
-    """The tail's look at the file: the log's clock on ours, and whether the events that follow are history."""
-    return s.evolve(clock=clocks.learn(s.clock, ev), reading_history=not ev.live)
+    """The tail's look at the file: the log's clock on ours, and whether the events that follow are history. A file
+    with bytes was last written at its mtime: the log's last progress is no older, before a byte is read."""
+    s = s.evolve(clock=clocks.learn(s.clock, ev), reading_history=not ev.live)
+    written = s.clock.history_at if s.clock is not None else None
+    if ev.end <= 0 or written is None or (s.last_progress_at is not None and s.last_progress_at >= written):
+        return s
+    return s.evolve(
+        last_progress_at=min(now, written),
+        last_progress=s.last_progress or "log bytes",
+        last_progress_logged=True,
+        last_progress_log=None,
+    )
 
 
 def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:

@@ -74,7 +74,10 @@ def history_budget(state: Readiness) -> float | None:
 
 def quiet_since(state: Readiness) -> float | None:
     """Since when no signal has moved, on the reducer's clock: the last progress (from the log's own time for
-    log signals, tui.core.clocks), else the first event; None before any."""
+    log signals, tui.core.clocks), else the first event; None before any, and while a watched log has not been
+    looked at yet (its last line may be minutes old or a moment old: the first look says)."""
+    if state.log_watched and state.clock is None and state.log_file is None:
+        return None
     return state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
 
 
@@ -85,12 +88,13 @@ def budget_for(state: Readiness) -> float | None:
 
 
 def stall_json(state: Readiness, now: float) -> dict[str, object]:
-    """The `stall` object of `wait --json` / `replay --json` (DESIGN.md): the quiet time and the budget in whole
-    seconds (a JSON line per tick at most), and the last progress as the log prints its time."""
+    """The `stall` object of `wait --json` / `replay --json` (DESIGN.md): the quiet time in whole seconds (a JSON
+    line per tick at most) and the budget, null where stalls do not apply (ready, serving, failed, a dead process:
+    nothing ticks there), and the last progress as the log prints its time."""
     since = quiet_since(state)
     budget = budget_for(state)
     return {
-        "quiet_s": float(int(max(0.0, now - since))) if since is not None else None,
+        "quiet_s": float(int(max(0.0, now - since))) if since is not None and budget is not None else None,
         "budget_s": round(budget, 1) if budget is not None else None,
         "last_progress_at": last_progress_text(state, since),
     }
@@ -105,7 +109,10 @@ def last_progress_text(state: Readiness, since: float | None) -> str | None:
 
 
 def stall_for(state: Readiness, now: float) -> StallInfo | None:
-    """The stall verdict for `state` at `now`: StallInfo when silent too long, else None."""
+    """The stall verdict for `state` at `now`: StallInfo when silent too long, else None. While the bytes a look
+    found are still being read, the verdict waits (as it stood): the phase they show is not known yet."""
+    if state.reading_history:
+        return state.stall
     limit = budget_for(state)
     if limit is None:
         return None
