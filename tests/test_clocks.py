@@ -250,3 +250,18 @@ def test_the_stall_verdict_waits_for_the_looks_bytes() -> None:
     s = reduce(s, Milestone("load_begin", rank="TP0"), NOW)
     s = reduce(s, LogLook(end=500, mtime_s=NOW - 30.0, skew_s=0.0, live=True), NOW)
     assert s.stall is not None and s.phase is Phase.LOADING_WEIGHTS
+
+
+def test_a_health_200_waits_for_the_looks_bytes() -> None:
+    """A /health 200 that arrives while the look's bytes are read waits for them: the log may show a later
+    launch or its failure. Once read, the 200 decides."""
+    from tui.core.events import HealthResult
+
+    s = Readiness.of(log_watched=True, health_probed=True)
+    s = reduce(s, LogLook(end=500, mtime_s=NOW - 1.0, skew_s=0.0), NOW)
+    s = reduce(s, ServerArgs(model="m", tp_size=1), NOW)
+    s = reduce(s, Milestone("fired_up"), NOW)
+    s = reduce(s, HealthResult("/health", "ok", status=200), NOW)
+    assert s.health_ready and s.phase is not Phase.READY  # held: the history is still being read
+    s = reduce(s, LogLook(end=500, mtime_s=NOW - 1.0, skew_s=0.0, live=True), NOW + 0.1)
+    assert s.phase is Phase.READY and s.phase_since == NOW + 0.1

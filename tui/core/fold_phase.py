@@ -46,8 +46,9 @@ def fail(s: Readiness, at: str | None, t: float | None, now: float, *, logged: b
 
 def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float, *, logged: bool = True) -> Readiness:
     """Ready needs this server's /health 200; the log's fired-up line (or, with no launch in view, its access line of
-    a /health 200) alone only when /health is not probed."""
-    if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+    a /health 200) alone only when /health is not probed. Another source's word (`logged` False: a /health 200, the
+    process watch) waits while the bytes a look found are read: they may show a later launch, or its failure."""
+    if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED) or (s.reading_history and not logged):
         return s
     if (s.log_ready or s.health_ready or s.log_health is not None) and may_be_ready(s):
         return advance(s, Phase.READY, at, t, now, logged=logged)

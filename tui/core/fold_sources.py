@@ -70,6 +70,8 @@ def on_log_look(s: Readiness, ev: LogLook, now: float) -> Readiness:
     """The tail's look at the file: the log's clock on ours, and whether the events that follow are history. A file
     with bytes was last written at its mtime: the log's last progress is no older, before a byte is read."""
     s = s.evolve(clock=clocks.learn(s.clock, ev), reading_history=not ev.live)
+    if ev.live:  # the look's bytes are read: what waited on them (a /health 200) decides now
+        s = maybe_ready(s, None, None, now, logged=False)
     written = s.clock.history_at if s.clock is not None else None
     if ev.end <= 0 or written is None or (s.last_progress_at is not None and s.last_progress_at >= written):
         return s
