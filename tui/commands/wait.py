@@ -36,7 +36,7 @@ from tui.core.report import to_json
 from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
 from tui.history.paths import history_path
-from tui.history.recorder import Recorder
+from tui.history.recorder import FINISH_WAIT_S, Recorder
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
 from tui.sources.session import Session, weights_step
@@ -46,6 +46,7 @@ EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 
 EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
+HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
 
 
 @dataclass
@@ -217,13 +218,15 @@ async def _main(args: argparse.Namespace) -> int:
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
         found, state = await wait_for(session, reporter, timeout=remaining)
-        recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
         reporter.say(
             f"sglang-tui wait: {found.line}" + (f"; {link}" if link else "")
         )  # the file read may not be the server's
+        # the verdict is said first; the history's writes get what is left of --timeout (a timeout leaves the
+        # launch 'unfinished'), so a locked history file never holds up the exit
+        recorder.finish(state, history_time_left(args.timeout, started))
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
         if (
@@ -240,6 +243,14 @@ async def _main(args: argparse.Namespace) -> int:
         return found.code
     finally:
         await host.close()
+
+
+def history_time_left(timeout: float | None, started: float) -> float:
+    """What is left of --timeout for the history's last writes (at least HISTORY_GRACE_S: a healthy file's
+    write takes milliseconds, and the launch would be lost without it)."""
+    if timeout is None:
+        return FINISH_WAIT_S
+    return max(HISTORY_GRACE_S, timeout - (time.monotonic() - started))
 
 
 async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Reporter) -> None:
