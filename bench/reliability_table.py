@@ -99,6 +99,15 @@ CATEGORIES = [
              "nothing: ready, locally and through the SSH forward"),
     Category("bad deployment files, a member that cannot be seen (issue 26)", ("test_deployment_file",), (),
              "nothing: one line naming the key, exit 2, no host reached; an unseen member exit 5"),
+    Category("broken settings file: not UTF-8, nested 100,000 deep, a FIFO, over 1 MiB (issue 26)",
+             ("test_settings_broken",), (),
+             "nothing: one line naming the file, exit 2 (never a traceback, never 'failed' for a ready server)"),
+    Category("history locked by another process, unwritable, corrupt, odd rows (1e308 s, -100 s), not a file (issue 26)",
+             ("test_history_lock", "test_history_odd"), (),
+             "nothing: the verdict and the bench result come first; the history is one line; odd rows named, left out"),
+    Category("hostile HTTP: dripping /metrics and /health, 2 GB bodies, a line with no newline, Infinity (issue 26)",
+             ("test_bench_hostile", "test_probe_caps"), (),
+             "nothing: every read capped (tui.core.limits) and timed, one line; the bench's result kept"),
 ]  # fmt: skip
 
 
