@@ -6,40 +6,42 @@ could not read; what the server managed to send shows the read stopped at its ca
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import hostile_http
-from tests.helpers.sim import ROOT
+from tests.helpers.processes import Cli, Spawner
 from tui.core.limits import METRICS_BODY_MAX, MIB, STREAM_LINE_MAX
 
 SLACK = 48 * MIB  # what the kernel's socket buffers can take beyond what the client read
 
-
-def bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tui", "bench", "local", *args, "--no-history"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+Bench = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def hostile(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[hostile_http.Hostile]:
-    server = hostile_http.start(tmp_path, **request.param)
-    try:
-        yield server
-    finally:
-        server.stop()
+def hostile(tmp_path: Path, spawn: Spawner, request: pytest.FixtureRequest) -> hostile_http.Hostile:
+    return hostile_http.start(spawn, tmp_path, **request.param)
+
+
+@pytest.fixture
+def bench(cli: Cli, hostile: hostile_http.Hostile) -> Bench:
+    """`bench local --port HOSTILE … --no-history`, run to its end (`timeout`: the stop condition)."""
+
+    def run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        return cli("bench", "local", "--port", str(hostile.port), *args, "--no-history", timeout=timeout)
+
+    return run
 
 
 @pytest.mark.parametrize("hostile", [{"metrics": "drip"}], indirect=True)
-def test_a_dripping_metrics_ends_within_the_time_cap_with_the_result(hostile: hostile_http.Hostile) -> None:
+def test_a_dripping_metrics_ends_within_the_time_cap_with_the_result(
+    hostile: hostile_http.Hostile, bench: Bench
+) -> None:
     # the subprocess timeout is the stop condition: before, the drip held the bench 90 s past --timeout 10
-    done = bench("--port", str(hostile.port), "--requests", "2", "--timeout", "4", "--json", timeout=40)
+    done = bench("--requests", "2", "--timeout", "4", "--json", timeout=40)
     assert done.returncode == 0, done.stderr
     obj = json.loads(done.stdout)
     assert obj["requests"] == {"ok": 2, "failed": 0} and obj["accept_len_sources"] == ["meta_info"]
@@ -49,8 +51,8 @@ def test_a_dripping_metrics_ends_within_the_time_cap_with_the_result(hostile: ho
 
 
 @pytest.mark.parametrize("hostile", [{"metrics": "huge"}], indirect=True)
-def test_a_2_gb_metrics_is_read_up_to_its_cap(hostile: hostile_http.Hostile) -> None:
-    done = bench("--port", str(hostile.port), "--requests", "2", timeout=120)
+def test_a_2_gb_metrics_is_read_up_to_its_cap(hostile: hostile_http.Hostile, bench: Bench) -> None:
+    done = bench("--requests", "2", timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("requests: 2 ok, 0 failed")
@@ -59,8 +61,10 @@ def test_a_2_gb_metrics_is_read_up_to_its_cap(hostile: hostile_http.Hostile) -> 
 
 
 @pytest.mark.parametrize("hostile", [{"generate": "longline"}], indirect=True)
-def test_a_stream_line_without_a_newline_fails_that_request_at_the_cap(hostile: hostile_http.Hostile) -> None:
-    done = bench("--port", str(hostile.port), "--requests", "1", "--json", timeout=120)
+def test_a_stream_line_without_a_newline_fails_that_request_at_the_cap(
+    hostile: hostile_http.Hostile, bench: Bench
+) -> None:
+    done = bench("--requests", "1", "--json", timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr  # every request failed: 1, as before
     obj = json.loads(done.stdout)
     assert obj["requests"] == {"ok": 0, "failed": 1}
@@ -69,8 +73,10 @@ def test_a_stream_line_without_a_newline_fails_that_request_at_the_cap(hostile: 
 
 
 @pytest.mark.parametrize("hostile", [{"generate": "infinity"}], indirect=True)
-def test_completion_tokens_infinity_is_a_failed_request_not_a_crash(hostile: hostile_http.Hostile) -> None:
-    done = bench("--port", str(hostile.port), "--requests", "2", "--json", timeout=60)
+def test_completion_tokens_infinity_is_a_failed_request_not_a_crash(
+    hostile: hostile_http.Hostile, bench: Bench
+) -> None:
+    done = bench("--requests", "2", "--json", timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     obj = json.loads(done.stdout)
     assert obj["requests"] == {"ok": 0, "failed": 2}
@@ -80,8 +86,8 @@ def test_completion_tokens_infinity_is_a_failed_request_not_a_crash(hostile: hos
 
 
 @pytest.mark.parametrize("hostile", [{"generate": "error-huge"}], indirect=True)
-def test_a_2_gb_error_body_is_read_only_for_its_first_words(hostile: hostile_http.Hostile) -> None:
-    done = bench("--port", str(hostile.port), "--requests", "1", "--json", timeout=60)
+def test_a_2_gb_error_body_is_read_only_for_its_first_words(hostile: hostile_http.Hostile, bench: Bench) -> None:
+    done = bench("--requests", "1", "--json", timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert json.loads(done.stdout)["errors"] == ["HTTP 500: " + "x" * 120]
     assert hostile.sent("/generate") < SLACK

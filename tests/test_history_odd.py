@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT
-from tests.test_history_sim import watch_launch
+from tests.helpers.processes import Cli, Sims
 from tui.core.benchstats import BenchResult
 from tui.core.events import ServerArgs
 from tui.core.launchkey import key_fields, launch_key
@@ -140,13 +138,33 @@ def test_a_stored_bench_that_is_no_bench_is_a_value_error() -> None:
 # ------------------------------------------------------------------------------------------ real processes
 
 
-def test_wait_with_odd_rows_of_its_key_says_ready_and_names_them(tmp_path: Path) -> None:
+@dataclass
+class Watched:
+    code: int
+    lines: list[dict[str, object]]  # wait --json, one object per state change
+    stderr: str
+
+
+def watch_launch(sim: Sims, cli: Cli, history: Path, *sim_args: str) -> Watched:
+    """One simulated launch (the same key every time) watched to its verdict by `wait --json --history`."""
+    server = sim(speed=20.0, tp=2, shards=8, extra=sim_args)
+    try:
+        proc = cli.popen("wait", "local", "--log", server.log, "--port", str(server.port), "--sim-gpus",
+                         server.gpu_state, "--timeout", "120", "--json", "--history", history)  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        lines = [json.loads(line) for line in proc.stdout]
+        return Watched(proc.wait(30), lines, proc.stderr.read())
+    finally:
+        server.stop()
+
+
+def test_wait_with_odd_rows_of_its_key_says_ready_and_names_them(tmp_path: Path, sim: Sims, cli: Cli) -> None:
     """Launch one is watched and recorded; two odd copies of it join the file (init -100 s, every phase after
     the weights 1e308 s: the medians, with launch one's, of three). Launch two is watched to ready: exit 0, one
     line naming the odd rows, every ETA sane. Before: OverflowError in the ETA (exit 1: 'failed', for a ready
     server), and "init -0.0× slower than usual" from the negative median."""
     history = tmp_path / "history.sqlite3"
-    first = watch_launch(tmp_path / "one", history, "--seed", "1")
+    first = watch_launch(sim, cli, history, "--seed", "1")
     assert first.code == 0, first.stderr
     after_weights = ("kv_cache", "cuda_graph", "warmup")
     with HistoryStore(history) as store:
@@ -156,24 +174,18 @@ def test_wait_with_odd_rows_of_its_key_says_ready_and_names_them(tmp_path: Path)
         odd = tuple((p, -100.0 if p == "init" else 1e308 if p in after_weights else d) for p, d in main)
         assert {p for p, _ in odd} >= {"init", *after_weights}
         ids = [_seed(store, f"log odd {i}", odd, total=row["total_s"], key=key, fields=fields) for i in (1, 2)]  # type: ignore[arg-type]
-    second = watch_launch(tmp_path / "two", history, "--seed", "2")
+    second = watch_launch(sim, cli, history, "--seed", "2")
     assert second.code == 0, second.stderr
     assert "Traceback" not in second.stderr
     named = [line for line in second.stderr.splitlines() if "odd row" in line]
     assert named == [f"sglang-tui: history {history}: left out of the ETA: 2 odd rows (launch {ids[1]}: init -100 s"
                      f" is not a duration; launch {ids[0]}: init -100 s is not a duration)"]  # fmt: skip
-    etas = [obj["eta"]["ready_in_s"] for _, obj in second.lines if obj["eta"]["ready_in_s"] is not None]  # type: ignore[index]
+    etas = [obj["eta"]["ready_in_s"] for obj in second.lines if obj["eta"]["ready_in_s"] is not None]  # type: ignore[index]
     assert etas and all(0 <= eta < 3600 for eta in etas)  # from launch one: seconds, not 1e308
     assert "slower than usual" not in second.stderr  # one good launch is too few to call a phase slow
 
 
-def history_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tui", "history", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
-
-
-def test_history_command_fuzzed_inputs_are_one_line_each(tmp_path: Path) -> None:
+def test_history_command_fuzzed_inputs_are_one_line_each(tmp_path: Path, cli: Cli) -> None:
     """The inputs that gave tracebacks or wrote beside the file (issue 26, item 17), and their neighbours."""
     good = tmp_path / "good.sqlite3"
     with HistoryStore(good) as store:
@@ -200,12 +212,12 @@ def test_history_command_fuzzed_inputs_are_one_line_each(tmp_path: Path) -> None
                                          f"sglang-tui's {SCHEMA_VERSION}; upgrade it"),
     ]  # fmt: skip
     for args, code, line in cases:
-        done = history_cli(*args)
+        done = cli("history", *args, timeout=60)
         assert (done.returncode, done.stdout, done.stderr) == (code, "", f"sglang-tui history: {line}\n"), args
     # /dev/null: nothing written beside it (before, SQLite made /dev/null-journal)
     assert (journal.stat().st_mtime_ns if journal.exists() else None) == journal_before
-    big = history_cli("--limit", str(10**20), "--history", str(good))
+    big = cli("history", "--limit", str(10**20), "--history", str(good))
     assert big.returncode == 0 and big.stderr == "" and len(big.stdout.splitlines()) == 4  # header, row, "", key
-    listing = history_cli("--history", str(odd), "--json")
+    listing = cli("history", "--history", str(odd), "--json")
     assert listing.returncode == 0 and [r["id"] for r in json.loads(listing.stdout)["launches"]] == [ids["good"]]
     assert listing.stderr.startswith("sglang-tui history: not shown: 4 odd rows (") and listing.stderr.count("\n") == 1

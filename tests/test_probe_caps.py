@@ -6,12 +6,12 @@ send shows the read stopped at the cap (tui.core.limits.PROBE_BODY_MAX)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import hostile_http
+from tests.helpers.processes import Spawner
 from tui.core.limits import MIB, PROBE_BODY_MAX
 from tui.sources.health import HealthPoller
 from tui.sources.local import LocalHost
@@ -22,12 +22,8 @@ STOP_S = 60.0  # the stop condition: before, a 2 GB body was read whole, and a d
 
 
 @pytest.fixture
-def hostile(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[hostile_http.Hostile]:
-    server = hostile_http.start(tmp_path, **request.param)
-    try:
-        yield server
-    finally:
-        server.stop()
+def hostile(tmp_path: Path, spawn: Spawner, request: pytest.FixtureRequest) -> hostile_http.Hostile:
+    return hostile_http.start(spawn, tmp_path, **request.param)
 
 
 @pytest.mark.parametrize("hostile", [{"server_info": "huge"}], indirect=True)

@@ -5,15 +5,13 @@ file says exit 2 (bad arguments), not 1 (failed), and with the file fixed it say
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, start_sim, wait_ready
+from tests.helpers.processes import Cli, Sims
+from tests.helpers.sim import SimServer, wait_ready
 from tui.core.limits import SETTINGS_MAX
 from tui.ui.settings import SettingsError, load, parse
 
@@ -60,27 +58,22 @@ def test_deep_text_given_to_parse_is_a_settings_error_too() -> None:
 
 
 @pytest.fixture(scope="module")
-def ready_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
-    sim = start_sim(tmp_path_factory.mktemp("sim"), tp=2, shards=4)
-    try:
-        yield wait_ready(sim)
-    finally:
-        sim.stop()
+def ready_sim(module_sim: Sims) -> SimServer:
+    return wait_ready(module_sim(tp=2, shards=4))
 
 
 @pytest.mark.parametrize("case", ["not UTF-8", "nested tables"])
 def test_wait_on_a_ready_server_with_a_broken_config_is_exit_2_in_one_line(
-    tmp_path: Path, ready_sim: SimServer, case: str
+    tmp_path: Path, ready_sim: SimServer, cli: Cli, case: str
 ) -> None:
     conf = tmp_path / "sglang-tui" / "config.toml"
     conf.parent.mkdir()
     conf.write_bytes(BROKEN[case][0])
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
-    argv = [sys.executable, "-m", "tui", "wait", "local", "--port", str(ready_sim.port), "--log", str(ready_sim.log),
-            "--timeout", "60"]  # fmt: skip
-    broken = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    argv = ("wait", "local", "--port", str(ready_sim.port), "--log", str(ready_sim.log), "--timeout", "60")
+    broken = cli(*argv, env=env, timeout=90)
     assert broken.returncode == 2, broken.stderr  # bad arguments: never 1, "failed", for a ready server
     assert broken.stderr.splitlines() == [f"sglang-tui: {conf}: {BROKEN[case][1]}"], broken.stderr
     conf.write_text('theme = "nord"\n')
-    fixed = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+    fixed = cli(*argv, env=env, timeout=90)
     assert fixed.returncode == 0 and fixed.stderr.splitlines()[-1].startswith("sglang-tui wait: ready"), fixed.stderr

@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -170,7 +171,6 @@ class Hostile:
 
     port: int
     sent_file: Path
-    proc: subprocess.Popen[str]
 
     def sent(self, path: str, timeout: float = 30.0) -> int:
         """The bytes the answer to `path` cost, once that answer has ended (waited for: the server notices the
@@ -185,17 +185,14 @@ class Hostile:
                 raise AssertionError(f"no answer to {path} ended in {timeout} s; sent: {found!r}")
             time.sleep(0.05)
 
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
 
-
-def start(where: Path, **modes: str) -> Hostile:
-    """Start the server as a process of its own (its files in `where`); stop it with Hostile.stop()."""
+def start(spawn: Callable[..., subprocess.Popen[str]], where: Path, **modes: str) -> Hostile:
+    """Start the server through the `spawn` fixture (a process of its own, stopped at teardown), its files in
+    `where`; returns once it listens."""
     root = Path(__file__).resolve().parent.parent.parent
     sent = where / "sent.txt"
     flags = [x for k, v in modes.items() for x in (f"--{k.replace('_', '-')}", v)]
-    proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.hostile_http", "--sent", str(sent), *flags],
-                            cwd=root, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = spawn([sys.executable, "-m", "tests.helpers.hostile_http", "--sent", str(sent), *flags], cwd=root,
+                 stdout=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout is not None
-    return Hostile(int(proc.stdout.readline()), sent, proc)
+    return Hostile(int(proc.stdout.readline()), sent)

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -28,11 +29,12 @@ def main() -> None:
         time.sleep(60)
 
 
-def hold(path: Path, *, rollback: bool = False) -> subprocess.Popen[str]:
-    """Start the holder and return once it holds the lock; the caller kills it."""
+def hold(spawn: Callable[..., subprocess.Popen[str]], path: Path, *, rollback: bool = False) -> subprocess.Popen[str]:
+    """Start the holder through the `spawn` fixture (killed at teardown, or by the caller) and return once it
+    holds the lock."""
     root = Path(__file__).resolve().parent.parent.parent
     argv = [sys.executable, "-m", "tests.helpers.sqlite_lock", str(path), *(["--rollback"] if rollback else [])]
-    proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, text=True)
+    proc = spawn(argv, cwd=root, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
     return proc
 
