@@ -99,14 +99,14 @@ def server_env(tmp_path: Path, *, python: str, py_spy: Path | None = None, owner
     return bindir
 
 
-def start_under(tmp_path: Path, bindir: Path, argv0: str, **kw: object) -> SimServer:
+def start_under(sims: Sims, tmp_path: Path, bindir: Path, argv0: str, **kw: object) -> SimServer:
     """The simulator run by DIR/bin/python as argv[0] (`absolute`: its path; `path`: `python`, found through the
     server's PATH, as in an activated venv); no VIRTUAL_ENV, no CONDA_PREFIX."""
     python = str(bindir / "python") if argv0 == "absolute" else "python"
     # start_sim runs sys.executable: this shell execs the other interpreter in its place (the pid stays the main's)
     prefix = ["sh", "-c", f'shift; exec {shlex.quote(python)} "$@"', "sh"]
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "VIRTUAL_ENV": "", "CONDA_PREFIX": ""}
-    return start_sim(tmp_path / "sim", fault="hang-rank", speed=20.0, tp=2, shards=4, env=env, prefix=prefix, **kw)
+    return sims(tmp_path / "sim", fault="hang-rank", speed=20.0, tp=2, shards=4, env=env, prefix=prefix, **kw)
 
 
 def bare_python(tmp_path: Path) -> tuple[Path, str]:
@@ -120,37 +120,37 @@ def bare_python(tmp_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("argv0", ["absolute", "path"])
-def test_py_spy_is_found_next_to_the_servers_own_interpreter(tmp_path: Path, argv0: str) -> None:
+def test_py_spy_is_found_next_to_the_servers_own_interpreter(tmp_path: Path, argv0: str, sim: Sims) -> None:
     """Issue 26 item 18: SGLang's venv has py-spy (a dependency of SGLang); --remote-python and PATH do not."""
     bindir = server_env(tmp_path, python="venv", py_spy=Path(VENV_PYTHON).parent / "py-spy")
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, argv0)
+    server = start_under(sim, tmp_path, bindir, argv0)
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
+        wait_for_log(server, b"Capturing batches", timeout=60)
         expected = str(bindir / "python") if argv0 == "absolute" else "python"
-        assert Path(f"/proc/{sim.pid}/cmdline").read_bytes().split(b"\0")[0] == expected.encode()
+        assert Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")[0] == expected.encode()
         proc = dump(
-            ["local"], sim, "--json", "--out", str(tmp_path / "dump.txt"), env={"PATH": path}, python=str(python)
+            ["local"], server, "--json", "--out", str(tmp_path / "dump.txt"), env={"PATH": path}, python=str(python)
         )
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
-    assert {"TP0", "TP1", "main"} <= set(found["ranks"]) and found["ranks"]["main"]["pid"] == sim.pid
+    assert {"TP0", "TP1", "main"} <= set(found["ranks"]) and found["ranks"]["main"]["pid"] == server.pid
     assert all(found["ranks"][r]["frames"] for r in ("TP0", "TP1"))
 
 
-def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Path) -> None:
+def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Path, sim: Sims) -> None:
     bindir = server_env(tmp_path, python="venv")  # no py-spy beside the server's interpreter either
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, "absolute")
+    server = start_under(sim, tmp_path, bindir, "absolute")
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", env={"PATH": path}, python=str(python))
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", env={"PATH": path}, python=str(python))
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
@@ -160,19 +160,19 @@ def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Pat
     ]
 
 
-def test_a_py_spy_of_another_user_beside_the_servers_interpreter_is_not_run(tmp_path: Path) -> None:
+def test_a_py_spy_of_another_user_beside_the_servers_interpreter_is_not_run(tmp_path: Path, sim: Sims) -> None:
     """The server's argv and environment choose where to look; they must not choose a program this user runs."""
     if os.geteuid() != 0:
         pytest.fail("giving a file to another uid needs root (chown)")
     bindir = server_env(tmp_path, python="venv", py_spy=Path(VENV_PYTHON).parent / "py-spy", owner=65534)
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, "absolute")
+    server = start_under(sim, tmp_path, bindir, "absolute")
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", env={"PATH": path}, python=str(python))
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", env={"PATH": path}, python=str(python))
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1 and proc.stdout == ""
     assert f"not running {bindir}/py-spy: it belongs to uid 65534, neither root nor this user" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
