@@ -39,7 +39,10 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
         s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
     grew = now if ev.data else s.log_grew_at
-    return s.evolve(log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
+    read = s.log_read_at if s.log_read_at is not None or not ev.data else now
+    return s.evolve(
+        log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew, log_read_at=read
+    )
 
 
 def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
