@@ -201,8 +201,8 @@ def test_no_health_on_a_live_server_is_ready_only_where_its_process_is_seen(wher
 
 
 def test_log_replaced_by_a_directory_mid_load_is_named_and_followed(sim: Sims, cli: Cli) -> None:
-    """A fast clock with the weights slowed (3 s or more of loading to act in), so the rest is quick."""
-    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=10"))
+    """A fast clock with the weights slowed (4 s of loading to act in), so the rest is quick."""
+    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=6"))
     try:
         wait = follow_wait(cli, None, "--log", str(server.log), "--port", str(server.port), "--sim-gpus",
                            str(server.gpu_state), "--timeout", "90")  # fmt: skip
