@@ -58,3 +58,17 @@ def test_multithread_loader_bursts_while_memory_grows_steadily() -> None:
     assert (
         max(b.at - a.at for a, b in zip(load, load[1:], strict=False)) <= 1.0 + 1e-9
     )  # a memory step at least every second
+
+
+def test_fault_seconds_sets_how_long_a_silent_fault_runs() -> None:
+    """`--fault-seconds S`: the real length of jit-compile's and download's silence (tests run it shorter than
+    the 48 s and 30 s a real first JIT build or download is modelled on); ranks get it with their parameters."""
+    from tui.sim import busy
+    from tui.sim.rank import Rank
+
+    given = params(fault="jit-compile", fault_seconds=24.0)
+    assert check(given) is None and SimParams.from_json(given.to_json()).fault_seconds == 24.0
+    rank = Rank(SimParams.from_json(given.to_json()), 0, -1, -1, 0, 0.0)
+    assert rank._silent_s(busy.JIT_REAL_S) == 24.0
+    assert Rank(params(), 0, -1, -1, 0, 0.0)._silent_s(busy.DOWNLOAD_REAL_S) == busy.DOWNLOAD_REAL_S
+    assert check(params(fault_seconds=0.5)) == "--fault-seconds 0.5: use 1 to 3600 real seconds"
