@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.helpers.sim import start_sim
+from tests.helpers.processes import Sims
 from tests.test_health import ScriptedServer, server  # noqa: F401  (the fixture)
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
@@ -77,12 +77,12 @@ async def test_disabled_probes_nothing(server: ScriptedServer) -> None:  # noqa:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_the_simulator_names_its_model(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=8)
-    poller = HealthPoller(LocalHost(), sim.port, slow_interval=0.5, fast_interval=0.1)
+async def test_the_simulator_names_its_model(tmp_path: Path, sim: Sims) -> None:
+    simulator = sim(tmp_path, speed=400.0, tp=2, shards=8)
+    poller = HealthPoller(LocalHost(), simulator.port, slow_interval=0.5, fast_interval=0.1)
     try:
         results = await _collect(poller, lambda rs: _health_oks(rs) >= 1, limit=60.0)
     finally:
-        sim.stop()
+        simulator.stop()
     ident = [r for r in results if r.endpoint == "/model_info"]
     assert len(ident) == 1 and ident[0].outcome == "ok" and ident[0].model_path
