@@ -4,7 +4,9 @@ being called stalled, and says what it is doing; a hung rank still stalls."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -14,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import Cli, Sims, Spawner
-from tests.helpers.sim import SimServer
+from tests.helpers.sim import ROOT, SimServer, start_sim
 from tui.sim import busy
 
 COMPILER_NAMES = {"nvcc", "cicc", "ptxas", "ninja"}
@@ -64,17 +65,18 @@ def _observe(run: Run, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
-def wait_on(sims: Sims, cli: Cli, tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Run:
-    sim = sims(tmp_path, fault=fault, speed=20.0, tp=4, shards=8)
+def wait_on(tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Run:
+    sim = start_sim(tmp_path, fault=fault, speed=20.0, tp=4, shards=8)
     run = Run(-1, "", "", sim)
     stop = threading.Event()
     watcher = threading.Thread(target=_observe, args=(run, stop), daemon=True)
     watcher.start()
     try:
-        proc = cli(
-            "wait", "local", "--log", sim.log, "--port", str(sim.port), "--sim-gpus", sim.gpu_state,
-            "--timeout", str(timeout - 20), *extra,
-            timeout=timeout, env={"XDG_STATE_HOME": str(tmp_path / "state")},  # where --dump-on-stall saves
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
+             "--sim-gpus", str(sim.gpu_state), "--timeout", str(timeout - 20), *extra],
+            cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},  # where --dump-on-stall saves
         )  # fmt: skip
         run.code, run.stdout, run.stderr = proc.returncode, proc.stdout, proc.stderr
     finally:
@@ -85,7 +87,7 @@ def wait_on(sims: Sims, cli: Cli, tmp_path: Path, fault: str, *extra: str, timeo
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, module_sim: Sims, module_spawn: Spawner) -> dict[str, Run]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """The three faults at once (each mostly waits on its silent phase)."""
     jobs = {
         "jit-compile": ("--stall-after", "15", "--json"),
@@ -93,10 +95,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, module_sim: Sims, module_spaw
         "hang-rank": ("--stall-after", "15", "--dump-on-stall", "--remote-python", sys.executable),
     }
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        cli = Cli(module_spawn)
-        futures = {
-            f: pool.submit(wait_on, module_sim, cli, tmp_path_factory.mktemp(f), f, *args) for f, args in jobs.items()
-        }
+        futures = {f: pool.submit(wait_on, tmp_path_factory.mktemp(f), f, *args) for f, args in jobs.items()}
         return {f: fut.result() for f, fut in futures.items()}
 
 

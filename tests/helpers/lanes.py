@@ -43,11 +43,19 @@ def asked_for(marker: str, markexpr: str) -> bool:
     return re.search(rf"(?<!not )\b{marker}\b", markexpr) is not None
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+# A module's own simulators or processes (module_sim, module_spawn) are set up once per worker that runs any
+# of its tests: its tests go to one worker (`--dist loadgroup`), so they are set up once.
+MODULE_FIXTURES = frozenset({"module_sim", "module_spawn"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker, and before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if E2E_FIXTURES & names:
             item.add_marker(pytest.mark.e2e)
+        if MODULE_FIXTURES & names and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     markexpr = config.getoption("markexpr", "") or ""
     left_out = [m for m in OPT_IN if not asked_for(m, markexpr)]
     deselected = [item for item in items if any(item.get_closest_marker(m) for m in left_out)]
@@ -69,7 +77,8 @@ class _Guard:
 # Files whose tests do not request their fixtures yet (issue 20: being rewritten elsewhere); empty when done.
 NOT_YET = frozenset({
     "tests/test_false_verdicts.py", "tests/test_false_verdicts_redteam.py", "tests/test_cross_uid.py",
-    "tests/test_cross_uid_verdicts.py", "tests/test_history_sim.py",
+    "tests/test_cross_uid_verdicts.py", "tests/test_history_sim.py", "tests/test_diagnose_wait.py",
+    "tests/test_wait_logfile.py", "tests/test_sim_variation.py",
 })  # fmt: skip
 _guard: _Guard | None = None  # the fast-lane test running now (setup or call), if any
 _installed = threading.Lock()
