@@ -44,7 +44,9 @@ async def test_identity_comes_once_before_the_first_200(server: ScriptedServer) 
 async def test_a_garbage_answer_is_not_sglangs_and_a_new_run_of_200s_asks_again(server: ScriptedServer) -> None:  # noqa: F811
     server.status.update({"/health": 200, "/model_info": 200})
     server.body["/model_info"] = b"<html>hello</html>"
-    poller = HealthPoller(LocalHost(), server.port, fast_interval=0.01, ready_interval=0.01, models_interval=5.0)
+    poller = HealthPoller(
+        LocalHost(), server.port, slow_interval=0.01, fast_interval=0.01, ready_interval=0.01, models_interval=5.0
+    )
     results = await _collect(poller, lambda rs: _health_oks(rs) >= 2)
     ident = [r for r in results if r.endpoint == "/model_info"]
     assert len(ident) == 1 and ident[0].outcome == "garbage" and ident[0].model_path is None
