@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import SimServer, start_sim
+from tests.helpers.processes import Sims
+from tests.helpers.sim import SimServer
 from tests.helpers.sshd import ssh_host
 from tui.sim.rank import ESCAPE_ENV
 from tui.sources.control import ServerControl
@@ -55,7 +56,7 @@ async def ranks_hold_memory(state: Path, skip: int, count: int = TP, limit: floa
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request):
+async def host(request, spawn):
     if request.param == "local":
         h = LocalHost()
     else:
@@ -107,65 +108,58 @@ async def check_clean(ctl: ServerControl, result, before: set[int], bystander: s
     ids=["local-orphans", "local-orphans-setsid", "ssh-orphans-setsid"],
     indirect=["host"],
 )
-async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool) -> None:
+async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool, sim: Sims) -> None:
     """Orphans ignore TERM and outlive their parent (and with setsid leave its session): swept by marker."""
-    sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
-    try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim, grace_s=1.0)
-        assert (await ctl.process_state_now()).alive
-        result = await ctl.terminate()
-        await check_clean(ctl, result, before, bystander)
-        assert "still alive after 1 s of TERM" in result.detail
-    finally:
-        sim.stop()
+    server = sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
+    await ranks_hold_memory(server.gpu_state, bystander.pid)
+    before = sim_tree(server)
+    ctl = controller(host, server, grace_s=1.0)
+    assert (await ctl.process_state_now()).alive
+    result = await ctl.terminate()
+    await check_clean(ctl, result, before, bystander)
+    assert "still alive after 1 s of TERM" in result.detail
 
 
-async def test_kill(host, tmp_path: Path, bystander) -> None:
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
-    try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim)
-        result = await ctl.kill()
-        await check_clean(ctl, result, before, bystander)
-        assert sim.wait(5) == -9
-    finally:
-        sim.stop()
+async def test_kill(host, tmp_path: Path, bystander, sim: Sims) -> None:
+    server = sim(tmp_path, tp=TP, speed=100.0)
+    await ranks_hold_memory(server.gpu_state, bystander.pid)
+    before = sim_tree(server)
+    ctl = controller(host, server)
+    result = await ctl.kill()
+    await check_clean(ctl, result, before, bystander)
+    assert server.wait(5) == -9
 
 
-async def test_terminate_a_server_that_drains(tmp_path: Path, bystander) -> None:
+async def test_terminate_a_server_that_drains(tmp_path: Path, bystander, sim: Sims) -> None:
     """No fault: SIGTERM is handled (drain, ShutdownReq), everything exits within the grace period."""
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+    server = sim(tmp_path, tp=TP, speed=100.0)
     host = LocalHost()
     try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim, grace_s=20.0)
+        await ranks_hold_memory(server.gpu_state, bystander.pid)
+        before = sim_tree(server)
+        ctl = controller(host, server, grace_s=20.0)
         result = await ctl.terminate()
         await check_clean(ctl, result, before, bystander)
         assert result.detail.startswith("exited on TERM")
     finally:
-        sim.stop()
         await host.close()
 
 
-async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander) -> None:
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander, sim: Sims) -> None:
+    server = sim(tmp_path, tp=TP, speed=100.0)
     relaunched: set[int] = set()
-    ctl = controller(host, sim, launch=sim.launch_command(), cwd=str(ROOT), grace_s=1.0)
+    ctl = controller(host, server, launch=server.launch_command(), cwd=str(ROOT), grace_s=1.0)
     try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
+        await ranks_hold_memory(server.gpu_state, bystander.pid)
+        before = sim_tree(server)
         result = await ctl.restart()
         assert result.ok, result.detail
         assert "GPU memory released" in result.detail and "started pid" in result.detail
         assert [p for p in before if alive(p)] == []
-        new = await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        new = await ranks_hold_memory(server.gpu_state, bystander.pid)
         relaunched = set((await ctl.process_state()).pids)
         assert set(new) <= relaunched and not relaunched & before
     finally:
         final = await ctl.kill()
-        sim.stop()
+        server.stop()
     assert final.ok and not any(alive(p) for p in relaunched) and alive(bystander.pid)

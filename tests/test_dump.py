@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, start_sim, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import ROOT, SimServer, wait_for_log
 from tests.helpers.sshd import Sshd
 from tui.sim.rank import NODUMP_ENV
 
@@ -49,15 +50,12 @@ def until_odd(target: list[str], sim: SimServer, out: Path, limit: float = 60.0)
 
 
 @pytest.fixture(scope="module")
-def hung(tmp_path_factory: pytest.TempPathFactory):
+def hung(module_sim: Sims) -> SimServer:
     if shutil.which("py-spy", path=str(Path(VENV_PYTHON).parent)) is None:
         pytest.fail("py-spy is not installed next to the test interpreter: pip install -e '.[test]'")
-    sim = start_sim(tmp_path_factory.mktemp("hang-rank"), fault="hang-rank", speed=20.0, tp=4, shards=4)
-    try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        yield sim
-    finally:
-        sim.stop()
+    sim = module_sim(fault="hang-rank", speed=20.0, tp=4, shards=4)
+    wait_for_log(sim, b"Capturing batches", timeout=60)
+    return sim
 
 
 def _check(found: dict[str, object], sim: SimServer, out: Path) -> None:
@@ -99,7 +97,7 @@ def test_py_spy_missing_is_one_line(hung: SimServer, tmp_path: Path) -> None:
     )
 
 
-def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
+def test_ptrace_refused_is_one_line(tmp_path: Path, sim: Sims) -> None:
     """The kernel refuses ptrace: ranks made non-dumpable, traced without CAP_SYS_PTRACE (as root: capability
     dropped with setpriv; as another user: without it already). The main process stays dumpable, so the
     server is still found by its port and its log."""
@@ -107,12 +105,12 @@ def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
     if root and shutil.which("setpriv") is None:
         pytest.fail("setpriv (util-linux) is needed to drop CAP_SYS_PTRACE as root")
     prefix = NO_PTRACE if root else []
-    sim = start_sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"}, prefix=prefix)
+    server = sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"}, prefix=prefix)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", "--out", str(tmp_path / "dump.txt"), prefix=prefix)
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", "--out", str(tmp_path / "dump.txt"), prefix=prefix)
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()

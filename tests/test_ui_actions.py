@@ -7,6 +7,7 @@ import sys
 
 from textual.widgets import Button, Label, Static
 
+from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, FakeControl, make_app
 from tui.core.events import ControlResult
 from tui.ui.actions import ACTIONS, key_table_markdown
@@ -158,7 +159,7 @@ async def test_no_control_channel_disables_without_crashing() -> None:
         assert not isinstance(app.screen, ConfirmScreen)
 
 
-def test_key_table_comes_from_the_registry() -> None:
+def test_key_table_comes_from_the_registry(spawn: Spawner) -> None:
     table = key_table_markdown()
     for action in ACTIONS:
         assert f"`{action.id}`" in table

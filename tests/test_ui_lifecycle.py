@@ -9,6 +9,7 @@ import sys
 
 from textual.notifications import Notify
 
+from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import (
     HOST,
     LAUNCH_LINE,
@@ -28,7 +29,7 @@ from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
 from tui.ui.panes.log_pane import LogPane
-from tui.ui.panes.log_view import LogView
+from tui.ui.panes.log_view import LogLine, LogView
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.confirm import ConfirmScreen
@@ -230,7 +231,7 @@ async def test_pane_keys_do_nothing_under_a_dialog() -> None:
         assert app.screen.maximized is None
 
 
-def test_pane_keys_are_in_the_registry_help_and_key_table() -> None:
+def test_pane_keys_are_in_the_registry_help_and_key_table(spawn: Spawner) -> None:
     keys = {a.key: a for a in ACTIONS}
     assert {"1", "2", "3", "4"} <= set(keys) and keys["3"].action == "pane('gpus')"
     table = subprocess.run([sys.executable, "-m", "tui.ui.actions"], capture_output=True, text=True, check=True).stdout
@@ -260,3 +261,12 @@ async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> 
         header = app.query_one(HeaderPane).shown
         assert app.state.phase is Phase.STARTING
         assert "health says: before this launch: ok 200" in header
+
+
+async def test_a_batch_still_queued_when_the_app_exits_is_not_a_crash() -> None:
+    """The two-node TUI posts a member's batch while the app exits: by then the screen (and its log pane) is
+    gone, and showing the batch's lines must not raise NoMatches (the app re-raises it when the test ends)."""
+    app = make_app(FakeBatchSource())
+    async with app.run_test():
+        pass
+    app._show_lines([LogLine("a line that arrives too late", None, None)], None)
