@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.helpers.sim import ROOT
+from tests.helpers.processes import Cli
 from tui.sim.params import SimParams, check
 from tui.sim.script import RankScript, Schedule
 from tui.sim.variation import PHASE_JITTER, THREADS, parse_slow, phase_scale
@@ -36,11 +33,10 @@ def test_slow_capture_doubles_the_capture_only() -> None:
 
 @pytest.mark.parametrize(("slow", "words"), [("init=2", "PHASE one of"), ("cuda_graph=x", "must be a number"),
                                              ("cuda_graph", "PHASE=FACTOR"), ("cuda_graph=0", "between")])  # fmt: skip
-def test_bad_slow_is_one_line(slow: str, words: str) -> None:
+def test_bad_slow_is_one_line(slow: str, words: str, cli: Cli) -> None:
     problem = check(params(slow=slow))
     assert problem is not None and words in problem
-    out = subprocess.run([sys.executable, "-m", "tui", "simulate", "--log", "/tmp/x.log", "--port", "1", "--slow", slow],
-                         cwd=ROOT, capture_output=True, text=True, timeout=30)  # fmt: skip
+    out = cli("simulate", "--log", "/tmp/x.log", "--port", "1", "--slow", slow, timeout=30)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
     assert check(params(loader="threads")) == "--loader threads: use one of default, multithread"
 
