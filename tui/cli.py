@@ -320,6 +320,7 @@ def _main(argv: list[str]) -> int:
             and not getattr(args, "launch", None)
         )
         args.port = 30000
+        args.port_defaulted = True  # nobody asked for this port: it need not agree with --log (stop)
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))
