@@ -144,17 +144,16 @@ async def wait_for(session: Session, reporter: Reporter, *, timeout: float | Non
     """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT.
 
     Nothing is reported after the last look at the server's life (tui.core.liveness): a ready state is held
-    for the one /server_info read, then reported only once a liveness check at or after its last fact
-    confirms it (a fresh one is made when none is that recent); a failure is held a moment while the process
-    watch or the log may still say otherwise (a retry holding the log open, the log's root cause)."""
+    for the one /server_info read, then reported only once a liveness check made after everything it reports
+    confirms it (`wait` makes that check itself: facts folded in one batch have one clock time, so a report
+    folded beside a later fact cannot show it came after); a failure is held a moment while the process watch
+    or the log may still say otherwise (a retry holding the log open, the log's root cause)."""
     start = session.clock()
     unconfirmed_at: float | None = None  # a last look that did not confirm ready: wait for new evidence
 
     async def confirmed(state: Readiness) -> Readiness:
-        """The state after the last look that a ready verdict needs (the state itself when it is recent)."""
+        """The state after the last look that a ready verdict needs: one check, folded alone."""
         nonlocal unconfirmed_at
-        if ready_confirmed(state):
-            return state
         evidence = liveness_at(state)
         if unconfirmed_at is not None and (evidence is None or evidence <= unconfirmed_at):
             return state  # the last look failed to confirm; only new evidence (a report, a 200) is worth another

@@ -1,10 +1,10 @@
 """Whether a verdict rests on a liveness check made at or after the facts it reports (issue 26).
 
 `wait` reports nothing that came after its last look at the server's life:
-- ready: the latest liveness evidence (this server's /health 200, or a process-watch report that saw its
-  processes alive) must be at or after the state's last event; otherwise `wait` checks once more first (a fresh
-  process scan where it can see them, else one /health) and reports what that check says. A server that died
-  inside the hold for the /server_info read, or one scheduler rank of it, is then failed, never ready.
+- ready: `wait` looks once more after the last fact (a fresh process scan where it can see the processes, else
+  one /health), folded alone, and says ready only when that look confirms it: the latest liveness evidence
+  (this server's /health 200, or a process-watch report that saw its processes alive) is then the state's last
+  event. A server that died inside the hold for the /server_info read, or one scheduler rank of it, is failed.
 - failed, from the log: where a process watch can see, not before its first report: a process that holds the
   log open and has not written to it yet is a retry after the crash (tui.core.fold_sources.retry_in_the_log).
 - failed, from the processes (one gone, or all): a moment for the log's own line, which names the cause.
@@ -34,7 +34,8 @@ def liveness_at(s: Readiness) -> float | None:
 
 
 def ready_confirmed(s: Readiness) -> bool:
-    """Ready (or serving), and nothing came after the last liveness evidence."""
+    """Ready (or serving), and nothing came after the last liveness evidence (exact only for a check folded
+    alone: events of one batch share one clock time)."""
     at = liveness_at(s)
     return s.phase in READY_PHASES and at is not None and at >= s.updated_at
 

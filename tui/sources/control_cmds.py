@@ -81,7 +81,8 @@ def find_command(port: int | None, log_path: str | None) -> str:
     """Candidates for an adopted server: the pidfile's pid, the listener on PORT, the writers of LOG.
 
     Prints `pidfile PID`, `port PID`, `log PID POS` (POS: the position of its open file on the log, 0 while
-    it wrote nothing through it), `Z SIZE` (the log's size, read before its writers' positions), then `S PID state ppid pgid sid start`, `E PID SGLANG_TUI_RUN=…`,
+    nothing was written through it), `Z SIZE` and `Y MTIME` (the log's size and last change, read before its
+    writers' positions), `T NOW UPTIME CLK_TCK` (to put the writers' start times on the same clock), then `S PID state ppid pgid sid start`, `E PID SGLANG_TUI_RUN=…`,
     `C PID cmdline` and `N PID PORT` (_PORT_ARG_LINE) for each candidate, then the _VISIBILITY_LINES.
     port None: the port names nobody of this server (a non-zero node shares node 0's): only the log does."""
     log = q(log_path) if log_path else "''"
@@ -89,7 +90,8 @@ def find_command(port: int | None, log_path: str | None) -> str:
     ports = f"port={int(port)}; ph=$(printf '%04X' \"$port\")" if port is not None else "ph=none"
     return f"""{ports}; log={log}
 ino=$(awk -v ph="$ph" 'FNR > 1 && $4 == "0A" {{ n = split($2, a, ":"); if (a[n] == ph) printf " %s", $10 }}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
-lg=; z=; [ -n "$log" ] && lg=$(readlink -f -- "$log" 2>/dev/null) && z=$(stat -L -c %s -- "$log" 2>/dev/null)
+lg=; z=; y=; [ -n "$log" ] && lg=$(readlink -f -- "$log" 2>/dev/null) && z=$(stat -L -c %s -- "$log" 2>/dev/null) &&
+  y=$(date -r "$lg" +%s.%N 2>/dev/null)
 found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
 [ -n "$ino$lg" ] && ls -l /proc/[0-9]*/fd 2>/dev/null | awk -v ino="$ino " -v lg="$lg" '
 /^\\/proc\\/[0-9]+\\/fd:$/ {{ split($0, a, "/"); pid = a[3]; next }}
@@ -101,6 +103,7 @@ found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
     close(f); print "log", pid, pos }} }}'; }} | sort -u)
 [ -n "$found" ] && echo "$found"
 [ -n "$z" ] && echo "Z $z"
+[ -n "$y" ] && echo "Y $y" && echo "T $(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $(getconf CLK_TCK 2>/dev/null || echo 100)"
 for p in $(echo "$found" | cut -d' ' -f2 | sort -u); do
   s=$({_STAT_FIELDS}) && [ -n "$s" ] && echo "S $p $s"
   tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep '^{MARKER_VAR}=' | sed "s/^/E $p /"
@@ -447,11 +450,27 @@ class FindResult:
     log_size: int | None = None  # the log's size, read just before the positions
     named_ports: dict[int, tuple[int, ...]] = field(default_factory=dict)  # pid -> the `--port`s its command names
 
+    log_mtime: float | None = None  # the log's last change (epoch seconds, the host's clock)
+    boot_at: float | None = None  # the host's boot time on that clock (now - uptime), for the start times
+    clock_ticks: int = 100  # the start times' unit (CLK_TCK)
+
     @property
     def quiet_writers(self) -> tuple[int, ...]:
-        """Live writers of the log that wrote nothing through their open file on it (a launch that has not
-        printed its first line yet; one opened with `>` would have emptied the log)."""
-        return tuple(pid for pid, pos in sorted(self.log_pos.items()) if pos == 0 and self._alive(pid))
+        """Live writers of the log that have written nothing to it: nothing was ever written through their
+        open file (position 0: `launch … >> LOG`), or they started after the log last changed (Python's
+        append mode starts at the end). A launch that has not printed its first line yet."""
+        return tuple(pid for pid in sorted(self.log_pos) if self._alive(pid) and self._quiet(pid))
+
+    def _quiet(self, pid: int) -> bool:
+        if self.log_pos[pid] == 0:
+            return True
+        started = self.started_at(pid)
+        return started is not None and self.log_mtime is not None and started > self.log_mtime + 2 / self.clock_ticks
+
+    def started_at(self, pid: int) -> float | None:
+        """When the process started, on the host's clock (None: unknown)."""
+        p = self.procs.get(pid)
+        return None if p is None or self.boot_at is None else self.boot_at + p.start / self.clock_ticks
 
     def _alive(self, pid: int) -> bool:
         p = self.procs.get(pid)
@@ -468,6 +487,7 @@ def parse_find(text: str) -> FindResult:
     stats: dict[int, list[str]] = {}
     markers: dict[int, str] = {}
     seen = _parse_visibility(text)
+    clocks = _parse_clocks(text)
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 2 or not fields[1].isdigit():
@@ -501,9 +521,27 @@ def parse_find(text: str) -> FindResult:
         procs,
         log_pos=log,
         log_size=log_size,
+        **clocks,  # type: ignore[arg-type]
         named_ports={pid: tuple(sorted(set(ports))) for pid, ports in named.items()},
         **seen,  # type: ignore[arg-type]
     )
+
+
+def _parse_clocks(text: str) -> dict[str, object]:
+    """The `Y MTIME` and `T NOW UPTIME CLK_TCK` lines of a find as FindResult fields (none when unreadable)."""
+    out: dict[str, object] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            if fields[:1] == ["Y"] and len(fields) == 2:
+                out["log_mtime"] = float(fields[1])
+            elif fields[:1] == ["T"] and len(fields) == 4:
+                out["boot_at"] = float(fields[1]) - float(fields[2])
+                out["clock_ticks"] = int(fields[3]) or 100
+        except ValueError:  # a `date` without %N, say: the start-time rule is then not used
+            out.pop("log_mtime", None)
+            out.pop("boot_at", None)
+    return out if "log_mtime" in out and "boot_at" in out else {}
 
 
 def _parse_visibility(text: str) -> dict[str, object]:
