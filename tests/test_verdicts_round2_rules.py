@@ -197,7 +197,10 @@ def test_a_nonzero_node_is_ready_only_once_its_processes_are_seen_alive() -> Non
     node1 = Readiness.of(process_watched=True, phase=Phase.CUDA_GRAPH)
     dep = dm.nodes([("node0", "h0"), ("node1", "h1")]).with_state("node0", head).with_state("node1", node1)
     assert dm.deployment_phase(dep) is Phase.WARMUP
-    assert "node1 loaded, but its processes are not seen alive yet" in dm.reason(dep), dm.reason(dep)
+    assert dm.reason(dep) == (
+        "node1 loaded, but its processes are not seen alive yet (a node serves no /health: only they say it runs); "
+        "node0 ready"
+    )
     alive = dep.with_state("node1", node1.evolve(process_alive=True))
     assert dm.deployment_phase(alive) is Phase.READY and dm.reason(alive) == "ready: 2 nodes"
     unseen = dep.with_state("node1", node1.evolve(process_visible=False))  # another uid: the log decides

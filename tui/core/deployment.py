@@ -270,7 +270,9 @@ def reason(dep: Deployment) -> str:
         for m in dep.members:
             if m is behind:
                 continue
-            if _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
+            if unconfirmed(dep, behind):  # nobody waits for it: only its liveness is unknown
+                parts.append(f"{m.name} {describe(dep, m)}")
+            elif _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
                 parts.append(_waiting(dep, m, behind))
             else:
                 parts.append(f"{m.name} {describe(dep, m)}")
