@@ -141,6 +141,7 @@ def test_a_writer_at_position_0_or_started_after_the_logs_last_change_has_writte
     assert found.quiet_writers == (100,)  # 100: nothing written through its file; 200, 300 started before
     later = parse_find(base.replace("Y 1000.50", "Y 150.00") + procs)
     assert later.quiet_writers == (100, 200, 300)  # all started after the log's last change
+    assert parse_find("log 5 -1\nS 5 S 1 5 5 10\n").quiet_writers == ()  # a position it could not read: unknown
 
 
 def _failed_then(quiet: tuple[int, ...], size: int) -> Readiness:

@@ -81,7 +81,7 @@ def find_command(port: int | None, log_path: str | None) -> str:
     """Candidates for an adopted server: the pidfile's pid, the listener on PORT, the writers of LOG.
 
     Prints `pidfile PID`, `port PID`, `log PID POS` (POS: the position of its open file on the log, 0 while
-    nothing was written through it), `Z SIZE` and `Y MTIME` (the log's size and last change, read before its
+    nothing was written through it, -1 when unread), `Z SIZE` and `Y MTIME` (the log's size and last change, read before its
     writers' positions), `T NOW UPTIME CLK_TCK` (to put the writers' start times on the same clock), then `S PID state ppid pgid sid start`, `E PID SGLANG_TUI_RUN=…`,
     `C PID cmdline` and `N PID PORT` (_PORT_ARG_LINE) for each candidate, then the _VISIBILITY_LINES.
     port None: the port names nobody of this server (a non-zero node shares node 0's): only the log does."""
@@ -98,7 +98,7 @@ found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
 {{ i = index($0, " -> "); if (!i) next; t = substr($0, i + 4)
   if (t ~ /^socket:\\[/) {{ if (index(ino, " " substr(t, 9, length(t) - 9) " ")) print "port", pid }}
   else if (lg != "" && t == lg && substr($1, 3, 1) == "w") {{
-    n = split(substr($0, 1, i - 1), w, " "); pos = 0; f = "/proc/" pid "/fdinfo/" w[n]
+    n = split(substr($0, 1, i - 1), w, " "); pos = -1; f = "/proc/" pid "/fdinfo/" w[n]
     while ((getline l < f) > 0) if (l ~ /^pos:/) {{ split(l, x, " "); pos = x[2] }}
     close(f); print "log", pid, pos }} }}'; }} | sort -u)
 [ -n "$found" ] && echo "$found"
@@ -498,7 +498,7 @@ def parse_find(text: str) -> FindResult:
         elif fields[0] == "port":
             port.add(pid)
         elif fields[0] == "log":
-            pos = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 1  # unknown: not "nothing written"
+            pos = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 1  # unread (-1): not "nothing written"
             log[pid] = max(log.get(pid, 0), pos)
         elif fields[0] == "Z" and len(fields) == 2:
             log_size = pid  # `Z SIZE`: the number in the pid's place
