@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes:\n"
         "  0  stopped: every process of the server is gone and its GPU memory came back\n"
         "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
+        "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
         "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
         "  4  cannot connect to the host, or authentication failed\n"
         "  5  cannot see the server's processes (another user's; run as that user or root)",
@@ -322,6 +323,7 @@ def _main(argv: list[str]) -> int:
             and not getattr(args, "launch", None)
         )
         args.port = 30000
+        args.port_defaulted = True  # nobody asked for this port: it need not agree with --log (stop)
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))

@@ -131,6 +131,7 @@ class HealthPoller:
         self._base: str | None = None
         self.in_flight = 0  # /health requests in flight (never above 1)
         self.max_in_flight = 0
+        self._health_lock = asyncio.Lock()  # the loop's /health and a caller's check_health never overlap
 
     # --------------------------------------------------------------------------------------- cadence
 
@@ -251,12 +252,18 @@ class HealthPoller:
         return not self._identity_known and self._identity_tries < IDENTITY_TRIES
 
     async def _probe_health(self) -> HealthResult:
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            return await self.probe("/health")
-        finally:
-            self.in_flight -= 1
+        async with self._health_lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return await self.probe("/health")
+            finally:
+                self.in_flight -= 1
+
+    async def check_health(self) -> HealthResult:
+        """One /health now, for a caller that must know the server still answers (`wait`'s last look before
+        it says ready); it waits for the loop's own /health when one is in flight, never overlapping it."""
+        return await self._probe_health()
 
     async def results(self) -> AsyncIterator[HealthResult | ServerInfoAnswer]:
         """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then).
