@@ -200,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PHASE=FACTOR",
         help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)",
     )
+    simulate.add_argument("--fault-seconds", type=float, metavar="S",
+                          help="real seconds a silent fault runs whatever --speed is (jit-compile 48, download 30)")  # fmt: skip
     simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")
     simulate.add_argument("--node-rank", type=int, default=0, metavar="R", help="this node's rank (0 serves HTTP)")
     simulate.add_argument("--dist-init-addr", metavar="HOST:PORT", help="where node 0 listens for the other nodes")

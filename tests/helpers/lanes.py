@@ -10,6 +10,7 @@ module's or the session's fixtures (an sshd) are torn down during whichever test
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections.abc import Generator
@@ -34,11 +35,33 @@ def is_e2e(item: pytest.Item) -> bool:
     return item.get_closest_marker("e2e") is not None
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Run only when `-m` names them (they rewrite screenshots/, or need a GPU): `pytest -m "not e2e"` leaves them out.
+OPT_IN = ("screenshots", "gpu")
+
+
+def asked_for(marker: str, markexpr: str) -> bool:
+    return re.search(rf"(?<!not )\b{marker}\b", markexpr) is not None
+
+
+# A module's own simulators or processes (module_sim, module_spawn) are set up once per worker that runs any
+# of its tests: its tests go to one worker (`--dist loadgroup`), so they are set up once.
+MODULE_FIXTURES = frozenset({"module_sim", "module_spawn"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker, and before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if E2E_FIXTURES & names:
             item.add_marker(pytest.mark.e2e)
+        if MODULE_FIXTURES & names and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    markexpr = config.getoption("markexpr", "") or ""
+    left_out = [m for m in OPT_IN if not asked_for(m, markexpr)]
+    deselected = [item for item in items if any(item.get_closest_marker(m) for m in left_out)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if item not in deselected]
 
 
 class StartedAProcess(RuntimeError):
@@ -51,8 +74,6 @@ class _Guard:
     violation: str | None = None
 
 
-# Off until every test file requests its fixtures (issue 20's conversion); tests/test_lanes.py turns it on.
-ENFORCED = False
 _guard: _Guard | None = None  # the fast-lane test running now (setup or call), if any
 _installed = threading.Lock()
 _hook_on = False
@@ -97,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _guarded(item: pytest.Item) -> Generator[None, object, object]:
     global _guard
-    if is_e2e(item) or not ENFORCED:
+    if is_e2e(item):
         return (yield)
     before, _guard = _guard, _Guard(item.nodeid)
     mine = _guard

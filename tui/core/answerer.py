@@ -153,10 +153,13 @@ def finding_the_writer(s: Readiness) -> bool:
 
 def log_silent_unseen(s: Readiness) -> bool:
     """Where the server's processes cannot be seen (another uid), the log vouches for a 200 only once it grew
-    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was)."""
+    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was). The watch's
+    first bytes are what the log held already, even when they arrive after the 200: they are not growth."""
     if s.process_watched is not True or s.log_watched is not True or s.process_visible:
         return False
-    return s.health_ok_since is None or s.log_grew_at is None or s.log_grew_at <= s.health_ok_since
+    if s.health_ok_since is None or s.log_grew_at is None:
+        return True
+    return s.log_grew_at <= max(s.health_ok_since, s.log_read_at or s.health_ok_since)
 
 
 def _writer_watched(s: Readiness) -> bool:

@@ -83,6 +83,7 @@ def fresh_launch(
             log_offset=s.log_offset if log_offset is None else log_offset,
             last_log_at=at or s.last_log_at,
             log_file=s.log_file,
+            log_read_at=s.log_read_at,  # the watch's first read, not the launch's
         ),
         setup=s.setup,  # past included: the caller replaces it when the new launch's key differs
         updated_at=s.updated_at,

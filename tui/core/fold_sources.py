@@ -39,11 +39,16 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
         s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
     grew = now if ev.data else s.log_grew_at
-    s = s.evolve(log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew)
+    read = s.log_read_at if s.log_read_at is not None or not ev.data else now
+    s = s.evolve(
+        log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew, log_read_at=read
+    )
     if s.phase is Phase.FAILED and s.failed_log_offset is None:
         # the failure's line came in these bytes (its events are folded before them): it lies before this offset
-        s = retry_in_the_log(s.evolve(failed_log_offset=ev.offset), now)
-    return s
+        return retry_in_the_log(s.evolve(failed_log_offset=ev.offset), now)
+    # the bytes may be what vouches for a /health 200 already in (another uid: the log grew after it): ready now,
+    # not at the next /health, up to 30 s later
+    return maybe_ready(s, None, None, now) if s.health_ready else s
 
 
 def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:

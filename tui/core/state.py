@@ -345,6 +345,7 @@ class ProgressFacts:
     stall: StallInfo | None = None
     last_log_at: str | None = None  # log timestamp of the last timestamped log event
     log_grew_at: float | None = None  # clock time log bytes last arrived
+    log_read_at: float | None = None  # clock time the watch's first log bytes arrived (what the log held then)
     log_offset: int = 0
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
 
@@ -478,6 +479,7 @@ class Readiness:
     stall = Fact[StallInfo | None]("progress")
     last_log_at = Fact[str | None]("progress")
     log_grew_at = Fact[float | None]("progress")
+    log_read_at = Fact[float | None]("progress")
     log_offset = Fact[int]("progress")
     log_file = Fact[LogFile | None]("progress")
 
