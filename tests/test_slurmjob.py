@@ -126,3 +126,23 @@ def test_what_says_sglang() -> None:
 )
 def test_gpus_per_node(tres: str, gpus: int | None) -> None:
     assert sj.gpus_per_node(tres) == gpus
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["wait", "slurm:1", "gpu2"], "a slurm: target is a whole job"),
+        (["stop", "slurm:1", "--deployment", "d.toml"], "a slurm: target is a whole job"),
+        (["dump", "slurm:3"], "dump does not reach Slurm jobs yet"),
+        (["wait", "slurm:4", "--launch", "python -m sglang.launch_server"], "started by its batch script"),
+        (["stop", "slurm:4", "--grace", "-1"], "--grace -1 is below 0 seconds"),
+    ],
+)
+def test_the_command_line_refuses_what_a_slurm_target_cannot_take(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1

@@ -264,6 +264,23 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
 
 
+def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | None:
+    """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
+    from tui.core.slurmjob import is_slurm_target
+
+    if not any(is_slurm_target(h) for h in hosts):
+        return None
+    if len(hosts) > 1 or getattr(args, "deployment", None):
+        return (
+            "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
+        )
+    if args.command in ("dump", "bench"):
+        return f"{args.command} does not reach Slurm jobs yet: give a node's HOST (its sshd), or watch with wait slurm:JOBID"
+    if getattr(args, "launch", None):
+        return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.safe_output import safe_output
@@ -310,6 +327,10 @@ def _main(argv: list[str]) -> int:
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
+        problem = _slurm_target_problem(args, hosts)
+        if problem:
+            print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
+            return 2
     if hasattr(args, "host"):
         from tui.ui.settings import host_overrides
 

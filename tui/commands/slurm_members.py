@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tui.commands.config import host_spec
 from tui.core import slurmjob as sj
+from tui.core.answerer import printable
 from tui.core.discovery import DEFAULT_PORT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
@@ -76,10 +78,10 @@ async def _runs_sglang(cli: SlurmCli, base: Host, job: sj.SlurmJob, remote_pytho
     if not nodes:
         return False
     host = SrunHost(base, job.job_id, nodes[0], remote_python=remote_python)
-    entry = f"SLURM_JOB_ID={job.job_id}"
+    entry = shlex.quote(f"SLURM_JOB_ID={job.job_id}")
     try:
         result = await host.run(
-            f"for f in $(grep -l -a -z -x -F -e '{entry}' /proc/[0-9]*/environ 2>/dev/null); do "
+            f"for f in $(grep -l -a -z -x -F -e {entry} /proc/[0-9]*/environ 2>/dev/null); do "
             'd=${f%/environ}; head -c 8 "$d/cmdline" 2>/dev/null; echo; done',
             timeout=30,
         )
@@ -201,17 +203,22 @@ async def with_job(
     notes: bool = True,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
-    every host; body's exit code or resolve's."""
+    every host; body's exit code or resolve's. Every line said is made printable: job names and paths come
+    from the cluster."""
     timeout = getattr(args, "timeout", None)
+
+    def clean(line: str) -> None:
+        say(printable(line, 600))
+
     try:
-        found = await asyncio.wait_for(resolve(args, say), timeout)
+        found = await asyncio.wait_for(resolve(args, clean), timeout)
     except asyncio.TimeoutError:
-        say(f"timed out reading the Slurm job {args.host}")
+        clean(f"timed out reading the Slurm job {args.host}")
         return timeout_code
     if isinstance(found, int):
         return found
     for note in found.notes if notes else ():
-        say(note)
+        clean(note)
     try:
         return await body(found)
     finally:

@@ -23,6 +23,7 @@ import sys
 from tui.commands import slurm_members
 from tui.commands.stop import report
 from tui.commands.stop_deployment import stop_order
+from tui.core.answerer import printable
 from tui.core.events import ControlResult, ServerProcess
 from tui.sources.host import HostError
 from tui.sources.slurm_procs import SlurmControl
@@ -32,7 +33,7 @@ GONE_WITHIN_S = 60.0  # scancel: Slurm's KillWait (30 s by default) and then som
 
 
 def _say(line: str) -> None:
-    print(f"sglang-tui stop: {line}", file=sys.stderr)
+    print(f"sglang-tui stop: {printable(line, 600)}", file=sys.stderr)
 
 
 async def _stop_job(args: argparse.Namespace, members: slurm_members.SlurmMembers) -> int:

@@ -65,6 +65,14 @@ class Agent:
         self.quit = False
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("in", None))
+        # A command's exit wakes the loop at once (its pipes may close before it can be reaped): SIGCHLD
+        # writes to this pipe, which the loop watches.
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, ("sig", None))
 
     # ---------------------------------------------------------------------------------------- commands
     def open(self, cid: str, spec: str) -> None:
@@ -219,11 +227,16 @@ class Agent:
 
     def run(self) -> None:
         while not self.quit:
-            busy = any(c.streams == 0 or c.kill_at is not None for c in self.chans.values())
+            busy = any(c.kill_at is not None for c in self.chans.values())
             for key, _ in self.sel.select(0.05 if busy else 1.0):
                 kind, chan = key.data
                 if kind == "in":
                     self.read_input()
+                elif kind == "sig":
+                    try:
+                        os.read(self.wake_r, 512)
+                    except BlockingIOError:
+                        pass
                 elif kind == "w":
                     self.flush_stdin(chan)
                 else:

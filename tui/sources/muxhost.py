@@ -171,7 +171,7 @@ class MuxHost(Host):
             err = await asyncio.wait_for(proc.read_stderr(), 5.0)
         except (asyncio.TimeoutError, HostError, OSError):
             return ""
-        text = " ".join(err.decode("utf-8", "replace").split())[:300]
+        text = "".join(c if c.isprintable() else "?" for c in " ".join(err.decode("utf-8", "replace").split())[:300])
         return f": {self._describe(text)}" if text else ""
 
     @staticmethod
