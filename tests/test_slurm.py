@@ -6,6 +6,7 @@ through a login node over a real sshd."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from tests.helpers.slurm import NODE_LOG, NODES, SimJob, SlurmCluster, sim_job
 from tests.helpers.sshd import Sshd
 from tests.test_stop import TREE, alive, server_pids
 from tui.core import slurmjob as sj
+from tui.sim.rank import ESCAPE_ENV
 from tui.sources.local import LocalHost
 from tui.sources.slurm import STEP_NAME, SlurmCli, SrunHost
 
@@ -63,6 +65,13 @@ def our_steps(cluster: SlurmCluster, job: str) -> list[str]:
     """The nodes of the job's steps that are ours (named sglang-tui), one entry per step."""
     text = cluster.run("squeue", "-h", "-s", "-j", job, "-o", "%j %N", check=False).stdout
     return sorted(words[1] for words in (line.split() for line in text.splitlines()) if words[:1] == [STEP_NAME])
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _common(sim: SimJob) -> list[str]:
@@ -137,7 +146,13 @@ def test_wait_is_ready_with_tp16(cluster: SlurmCluster, tmp_path: Path, cli: Cli
 
 def test_a_hang_on_node1_is_stalled_and_names_node1(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
     sim = sim_job(cluster, tmp_path, faults={1: "hang-weights"})
-    proc = cli.popen("wait", f"slurm:{sim.job}", *_common(sim), "--log", NODE_LOG, "--stall-after", "3",
+    # Watch from the weights on: a short --stall-after applies to every phase, and a loaded machine can take
+    # that long just to start the simulator's Python.
+    deadline = time.monotonic() + 60
+    while not all(b"Load weight begin" in _read(sim.log(i)) for i in range(2)):
+        assert time.monotonic() < deadline, "the simulated nodes never began to load"
+        time.sleep(0.05)
+    proc = cli.popen("wait", f"slurm:{sim.job}", *_common(sim), "--log", NODE_LOG, "--stall-after", "4",
                      "--timeout", "120", "--json")  # fmt: skip
     lines = PipeLines(proc.stdout)  # type: ignore[arg-type]
     lines.wait_for(lambda line: json.loads(line)["members"][1]["reason"].startswith("stalled"), timeout=120)
@@ -207,19 +222,23 @@ def test_stop_stops_every_node_then_cancels_the_job(
     assert f"slurm job {sim.job} is CANCELLED" in again.stderr
 
 
+@pytest.mark.parametrize("setsid", [False, True], ids=["in-its-group", "setsid"])
 def test_stop_sweeps_the_schedulers_that_escaped_their_parent(
-    cluster: SlurmCluster, tmp_path: Path, cli: Cli, spawn: Spawner
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli, spawn: Spawner, setsid: bool
 ) -> None:
     """SGLang issue #23627: schedulers whose parent died outlive the job step and keep their memory after
     scancel. Under the orphans fault node 0's schedulers ignore TERM and are re-parented when their main
     process dies of it (node 1's tree then dies with the lost head): the stop holds the job (its batch script
-    paused, else the job would end with its server), KILLs them by their group, confirms, then cancels."""
-    sim = sim_job(cluster, tmp_path, faults={0: "orphans", 1: "orphans"})
+    paused, else the job would end with its server), KILLs them by their group, confirms, then cancels. Ranks
+    that also left the group and session (setsid) are still swept: seen as the server's descendants before,
+    and in a job step there is no session of the server's to have left."""
+    sim = sim_job(cluster, tmp_path, faults={0: "orphans", 1: "orphans"}, env={ESCAPE_ENV: "1"} if setsid else None)
     ready = cli("wait", f"slurm:{sim.job}", *_common(sim), "--log", NODE_LOG, "--timeout", "120", timeout=180)
     assert ready.returncode == 0, ready.stderr
     bystanders = _bystanders(spawn, sim)
     ranks = _ranks(sim, bystanders)
     assert len(ranks) == 16
+    assert all((os.getsid(p) == p) is setsid for p in ranks)  # the fault reached the ranks through the job
     stopped = cli("stop", f"slurm:{sim.job}", *_common(sim), "--grace", "2", timeout=180)
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     node0 = next(line for line in stopped.stdout.splitlines() if line.startswith("stopped the server on node0"))

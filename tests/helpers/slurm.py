@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,8 @@ class SlurmCluster:
     started_in_s: float | None = None  # how long start() took (bench/ reads it; never asserted)
 
     def __post_init__(self) -> None:
+        # A name of its own: every process of its jobs carries SLURM_CLUSTER_NAME=NAME (kill_leftovers)
+        self.name = f"sgltui{uuid.uuid4().hex[:8]}"
         self.conf = self.root / "slurm.conf"
         # munged wants every directory above its socket searchable by all (pytest's tmp dirs are 0700):
         # the socket lives in a directory of its own under the system's temp dir, removed by stop()
@@ -97,7 +100,7 @@ class SlurmCluster:
             for name, port in zip(NODES, self.node_ports, strict=True)
         )
         self.conf.write_text(
-            f"ClusterName=sgltui\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={self.ctld_port}\n"
+            f"ClusterName={self.name}\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={self.ctld_port}\n"
             "SlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\n"
             f"AuthInfo=socket={self.socket}\n"
             f"StateSaveLocation={root}/state\nSlurmdSpoolDir={root}/spool-%n\n"
@@ -195,6 +198,25 @@ class SlurmCluster:
             self.run("scancel", "--full", *jobs, check=False)
         for job in jobs:
             self.wait_gone(job, timeout)
+        self.kill_leftovers()
+
+    def kill_leftovers(self) -> list[int]:
+        """SIGKILL what this cluster's jobs left running outside Slurm's reach (processes that left the job
+        step's tracking, as SGLang issue #23627's schedulers do: scancel misses them). Only this cluster's:
+        SLURM_CLUSTER_NAME in their environment. Their pids."""
+        needle = f"SLURM_CLUSTER_NAME={self.name}".encode()
+        killed = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                    continue
+                os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
+            killed.append(int(entry.name))
+        return killed
 
     # ------------------------------------------------------------------------------------------------ stop
 
