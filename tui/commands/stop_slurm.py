@@ -39,7 +39,7 @@ def _say(line: str) -> None:
 async def _stop_job(args: argparse.Namespace, members: slurm_members.SlurmMembers) -> int:
     job_id = members.job_id
     controls = [
-        SlurmControl(h, job_id=job_id, node=s.host, port=s.port, remote_python=args.remote_python,
+        SlurmControl(h, job_id=job_id, node=s.host, port=s.process_port, remote_python=args.remote_python,
                      sim_gpus=s.sim_gpus, grace_s=getattr(args, "grace", None))
         for s, h in zip(members.specs, members.hosts, strict=True)
     ]  # fmt: skip

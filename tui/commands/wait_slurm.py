@@ -27,7 +27,7 @@ async def _main(args: argparse.Namespace) -> int:
         job_id = members.job_id
 
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
-            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.port)
+            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
         return await wait_members(args, reporter, started, members.specs, list(members.hosts), watch)
 

@@ -59,7 +59,7 @@ async def watch_slurm(args: argparse.Namespace) -> int:
         job_id = members.job_id
 
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
-            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.port)
+            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
         return await _watch(args, members.specs, list(members.hosts), watch)
 

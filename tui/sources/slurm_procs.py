@@ -41,7 +41,7 @@ def job_procs_command(job_id: str) -> str:
 done"""
 
 
-def find_command(port: int, job_id: str) -> str:
+def find_command(port: int | None, job_id: str) -> str:
     """The usual find (the port's listeners, what this uid can see) without the log's writers, and the job's
     processes (job_procs_command)."""
     return f"{cmds.find_command(port, None)}\n{job_procs_command(job_id)}"
@@ -156,7 +156,7 @@ class SlurmFind:
 
     job_id: str
     node: str
-    port: int
+    port: int | None
     _last_find: FindResult | None
 
     def _find_command(self) -> str:
@@ -179,7 +179,7 @@ class SlurmFind:
 class SlurmProcessWatch(SlurmFind, ProcessWatch):
     """Read only: the server's processes on one node of the job."""
 
-    def __init__(self, host: Host, *, job_id: str, node: str, port: int) -> None:
+    def __init__(self, host: Host, *, job_id: str, node: str, port: int | None) -> None:
         ProcessWatch.__init__(self, host, port=port, log_path=None)
         self.job_id = job_id
         self.node = node
@@ -195,7 +195,7 @@ class SlurmControl(SlurmFind, ServerControl):
         *,
         job_id: str,
         node: str,
-        port: int,
+        port: int | None,
         remote_python: str = "python3",
         sim_gpus: str | None = None,
         grace_s: float | None = None,
