@@ -18,7 +18,8 @@ def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     """The host and SSH options; `watching=False` (stop) leaves out what only a watch means."""
     p.add_argument("host", metavar="HOST", nargs="*",
                    help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
-                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path")  # fmt: skip
+                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path; slurm:JOBID (or "
+                        "LOGIN/slurm:JOBID through a login node): a Slurm job's nodes, reached with srun")  # fmt: skip
     p.add_argument("--deployment", metavar="FILE",
                    help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
@@ -119,10 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
         "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
         "  4  cannot connect to the host, or authentication failed\n"
-        "  5  cannot see the server's processes (another user's; run as that user or root)",
+        "  5  cannot see the server's processes (another user's; run as that user or root)\n"
+        "  6  slurm:JOBID: no such running job, or no SGLang process in it (nothing stopped)",
     )  # fmt: skip
     _host_options(stop, watching=False)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
+    stop.add_argument("--grace", type=float, default=30.0, metavar="S",
+                      help="seconds from TERM to KILL, for SGLang's drain (default 30)")  # fmt: skip
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
     _host_options(dump)
@@ -260,6 +264,23 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
 
 
+def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | None:
+    """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
+    from tui.core.slurmjob import is_slurm_target
+
+    if not any(is_slurm_target(h) for h in hosts):
+        return None
+    if len(hosts) > 1 or getattr(args, "deployment", None):
+        return (
+            "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
+        )
+    if args.command in ("dump", "bench"):
+        return f"{args.command} does not reach Slurm jobs yet: give a node's HOST (its sshd), or watch with wait slurm:JOBID"
+    if getattr(args, "launch", None):
+        return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.safe_output import safe_output
@@ -306,6 +327,10 @@ def _main(argv: list[str]) -> int:
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
+        problem = _slurm_target_problem(args, hosts)
+        if problem:
+            print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
+            return 2
     if hasattr(args, "host"):
         from tui.ui.settings import host_overrides
 

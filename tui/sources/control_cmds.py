@@ -377,12 +377,12 @@ def watch_activity_funcs() -> str:
     )
 
 
-def watch_find_command(port: int | None, log_path: str | None, *, every_s: float) -> str:
-    """A loop on the host: find_command every `every_s` s, each answer as one block, until a server is found
-    (the caller then starts a scan watch on it)."""
+def watch_find_command(port: int | None, log_path: str | None, *, every_s: float, find: str | None = None) -> str:
+    """A loop on the host: find_command (or the `find` given) every `every_s` s, each answer as one block,
+    until a server is found (the caller then starts a scan watch on it)."""
     return f"""{_WATCH_PROLOGUE}
 while :; do
-  out=$({find_command(port, log_path)})
+  out=$({find if find is not None else find_command(port, log_path)})
   printf '{WATCH_FIND}\\n%s\\n{WATCH_END}\\n' "$out"
   nap {every_s:g}
 done"""
