@@ -33,7 +33,7 @@ from tui.sources.host import Host, HostError
 from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
-EXIT_BAD_ARGS = 2
+EXIT_OK, EXIT_BAD_ARGS, EXIT_CONNECT = 0, 2, 4  # stopped by a signal; bad arguments; a member unreachable
 TEXTFILE_EVERY_S = 2.0
 TEXTFILE_NAME = "sglang-tui.prom"
 REQUEST_TIMEOUT_S = 10.0
@@ -164,7 +164,7 @@ async def watch_targets(args: argparse.Namespace, targets: list[Target], board: 
             await session.close()
             recorder.finish(session.state)
         await asyncio.gather(*(h.close() for h in hosts.values()), return_exceptions=True)
-    return 0
+    return EXIT_OK
 
 
 async def watch_deployment(args: argparse.Namespace, board: Board, stop: asyncio.Event) -> int:
@@ -201,7 +201,7 @@ async def watch_deployment(args: argparse.Namespace, board: Board, stop: asyncio
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await monitor.close()
-        return 0
+        return EXIT_OK
 
     return await with_members(args, lambda line: print(f"sglang-tui export: {line}", file=sys.stderr), body)
 

@@ -31,7 +31,18 @@ from tui.core.events import ConnectionState, Event, LogReset
 from tui.core.fold import Fold, StateStep
 from tui.core.probe_fold import FileLook, ReadPlan, fold_call, read_plan
 from tui.core.probe_memo import ProbeMemo, decode, encode
-from tui.core.probe_rule import EXIT_BAD_ARGS, EXIT_CONNECT, Mode, ProbeVerdict, probe_verdict, quiet_and_budget
+from tui.core.probe_rule import (  # every code it exits with (README's table is checked against them)
+    EXIT_BAD_ARGS,
+    EXIT_CONNECT,
+    EXIT_FAILED,  # noqa: F401
+    EXIT_NOT_YET,  # noqa: F401
+    EXIT_OK,  # noqa: F401
+    EXIT_STALLED,  # noqa: F401
+    Mode,
+    ProbeVerdict,
+    probe_verdict,
+    quiet_and_budget,
+)
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.sources.host import Host, HostError

@@ -4,8 +4,8 @@ a short command or one HTTP request, so a call costs the host a few forks and th
 
 The long-lived Monitor (tail -F, the health poller, the watch loop) is for watchers that stay; a probe is a
 fresh process each period and leaves nothing running. HTTP here is one GET over an asyncio connection (the
-SSH port forward runs on the same loop): httpx's import alone (and http.client's, which loads ssl) is a large
-part of a probe's budget. The answers are judged by the same rule as the poller's (tui.core.httpanswer).
+SSH port forward runs on the same loop): httpx's import alone (it loads rich too) is a large part of a probe's
+budget. The answers are judged by the same rule as the poller's (tui.core.httpanswer).
 """
 
 from __future__ import annotations
