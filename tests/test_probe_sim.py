@@ -204,3 +204,28 @@ def test_the_probe_imports_no_ui_and_no_httpx(cli: Cli, tmp_path: Path, mode: st
         env=child_env({"SGLANG_TUI_PROBE_DIR": str(tmp_path)}),
     )  # fmt: skip
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_over_ssh_the_same_verdict_and_a_bad_host_key_is_four(sim: Sims, cli: Cli, sshd: Any, tmp_path: Path) -> None:
+    from tests.helpers.sim import wait_ready
+
+    server = wait_ready(sim(speed=200.0, shards=4))
+    env = {"SGLANG_TUI_PROBE_DIR": str(tmp_path / "memo")}
+    args = ("probe", sshd.host, *sshd.ssh_args(), "--port", str(server.port), "--log", str(server.log), *BUDGET)
+    calls = [cli(*args, "--ready", "--json", env=env) for _ in range(2)]  # the second resumes from the memo
+    assert [c.returncode for c in calls] == [0, 0], [c.stdout + c.stderr for c in calls]
+    assert all(json.loads(c.stdout)["probe"]["verdict"] in ("ready", "serving") for c in calls)
+    stranger = tmp_path / "known_hosts"
+    stranger.write_text(
+        f"[{sshd.host}]:{sshd.port} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+    )
+    refused = cli(*args, "--known-hosts", str(stranger), "--alive", env={"SGLANG_TUI_PROBE_DIR": str(tmp_path / "m2")})
+    assert refused.returncode == 4 and "cannot connect" in refused.stdout, refused.stdout + refused.stderr
+
+
+def test_a_memo_directory_others_may_write_is_refused(cli: Cli, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    done = cli("probe", "local", "--port", str(free_port()), "--alive", env={"SGLANG_TUI_PROBE_DIR": str(shared)})
+    assert done.returncode == 2 and "is not private" in done.stderr and "SGLANG_TUI_PROBE_DIR" in done.stderr

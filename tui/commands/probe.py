@@ -43,7 +43,6 @@ from tui.core.probe_rule import (  # every code it exits with (README's table is
     probe_verdict,
     quiet_and_budget,
 )
-from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.sources.host import Host, HostError
 
@@ -102,6 +101,9 @@ async def probe(args: argparse.Namespace, target: Target, mode: Mode) -> int:
     config = config_of(args, target)
     key = probe_file.memo_key(target.host, target.port, target.log)
     path = probe_file.memo_path(key)
+    unsafe = probe_file.not_private(path.parent)
+    if unsafe is not None:
+        return _bad(f"{unsafe}: set SGLANG_TUI_PROBE_DIR to a directory of your own")
     with probe_file.MemoLock(path, wait_s=args.timeout * 0.6) as lock:
         memo = load(path, key, config)
         if not lock.held:  # another call folds now: answer from the memo it started from, look at nothing
@@ -236,6 +238,8 @@ def past_steps(args: argparse.Namespace, host: str) -> tuple[StateStep, ...]:
 def say(args: argparse.Namespace, mode: Mode, memo: ProbeMemo, found: ProbeVerdict, now: float, unread: int) -> int:
     """The verdict line (or the `wait --json` object, with a "probe" key), and the exit code."""
     if args.json:
+        from tui.core.report import to_json  # only for --json: the ETA and cross-check modules it loads
+
         quiet, budget = quiet_and_budget(memo.state, now)
         report = to_json(memo.state, now)
         report["probe"] = {

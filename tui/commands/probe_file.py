@@ -38,9 +38,26 @@ def memo_path(key: str, directory: Path | None = None) -> Path:
     return (directory or probe_dir()) / f"{digest}.memo"
 
 
-def read(path: Path) -> bytes | None:
+def not_private(directory: Path) -> str | None:
+    """Why memos in `directory` are not read, or None: one that another user owns or may write could hold a
+    memo forged to say ready (the unpickler builds only the tool's records, but those can lie)."""
     try:
-        return path.read_bytes()
+        info = directory.stat()
+    except OSError:
+        return None  # not there yet: write() makes it 0700
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return f"{directory} is not private (owned by uid {info.st_uid}, mode {info.st_mode & 0o777:o})"
+    return None
+
+
+def read(path: Path) -> bytes | None:
+    """The memo's bytes; None when there is none, or it is not this user's alone."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return None
+            return handle.read()
     except OSError:
         return None
 
