@@ -50,6 +50,7 @@ READ_RATE = 64 << 20  # bytes a second a call may plan to read and parse (the pa
 MIN_READ = 1 << 20
 HEALTH_GAP_S = 1.0  # a /health younger than this (the other probe of the pair just asked) is not asked again
 MARGIN_S = 0.15  # kept for the fold, the memo and the exit after the last answer
+HISTORY_BUSY_S = 0.2  # a history another process holds longer than this is read by a later call
 
 
 def run(args: argparse.Namespace) -> int:
@@ -209,7 +210,9 @@ def wants_identity(state: Readiness) -> bool:
 
 
 def past_steps(args: argparse.Namespace, host: str) -> tuple[StateStep, ...]:
-    """The history's past of this launch's key, read once (never recorded: a probe is no watcher)."""
+    """The history's past of this launch's key, read once per memo (never recorded: a probe is no watcher), as
+    the recorder loads it (its version presumed from the host's newest launch while none is known); a history
+    that is busy or broken is passed over (the budgets are then the phases' own)."""
     from tui.history.paths import history_path
 
     path = history_path(args)
@@ -219,18 +222,20 @@ def past_steps(args: argparse.Namespace, host: str) -> tuple[StateStep, ...]:
     def step(state: Readiness, now: float) -> Readiness:
         if not state.server.model or state.past is not None:  # once per memo: the budgets it gives hold
             return state
+        from tui.core.launchkey import key_fields, launch_key
         from tui.history.record import start_mark
-        from tui.history.recorder import Recorder
+        from tui.history.store import HistoryError, HistoryStore
 
-        recorder = Recorder(path, host, "probe", warn=False)
         try:
-            key = recorder.key_of(state)
-            if key is None or recorder.store is None:
-                return state
-            return state.evolve(past=recorder.store.past(key, exclude_mark=start_mark(state)))
-        finally:
-            if recorder.store is not None:
-                recorder.store.close()
+            with HistoryStore(path, busy_timeout_s=HISTORY_BUSY_S) as store:
+                server = state.server
+                if server.version is None:
+                    server = replace(server, version=store.known_version(key_fields(server, host)))
+                key = launch_key(server, host)
+                return state if key is None else state.evolve(past=store.past(key, exclude_mark=start_mark(state)))
+        except (HistoryError, OSError, ValueError) as err:  # ValueError: an odd row (tui.core.past.OddRow)
+            print(f"sglang-tui probe: {err}; no history for this call", file=sys.stderr)
+            return state
 
     return (step,)
 
