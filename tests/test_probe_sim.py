@@ -230,3 +230,12 @@ def test_a_memo_directory_others_may_write_is_refused(cli: Cli, tmp_path: Path) 
     shared.chmod(0o777)
     done = cli("probe", "local", "--port", str(free_port()), "--alive", env={"SGLANG_TUI_PROBE_DIR": str(shared)})
     assert done.returncode == 2 and "is not private" in done.stderr and "SGLANG_TUI_PROBE_DIR" in done.stderr
+
+
+def test_a_state_dir_it_cannot_write_costs_the_memo_not_the_verdict(cli: Cli, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {"SGLANG_TUI_PROBE_DIR": str(blocker / "probe")}  # under a file: no directory can be made there
+    done = cli("probe", "local", "--port", str(free_port()), "--alive", "--json", *BUDGET, env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["probe"]["verdict"] == "starting"
+    assert "cannot keep the probe's memo" in done.stderr and "Traceback" not in done.stderr

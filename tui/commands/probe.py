@@ -47,7 +47,7 @@ from tui.core.state import Phase, Readiness
 from tui.sources.host import Host, HostError
 
 READ_RATE = 64 << 20  # bytes a second a call may plan to read and parse (the parser does ~150 MiB/s)
-MIN_READ = 1 << 20
+MIN_READ = 8 << 20  # a call starved of its budget (a loaded host) still moves on by this much
 HEALTH_GAP_S = 1.0  # a /health younger than this (the other probe of the pair just asked) is not asked again
 MARGIN_S = 0.15  # kept for the fold, the memo and the exit after the last answer
 HISTORY_BUSY_S = 0.2  # a history another process holds longer than this is read by a later call
@@ -107,14 +107,16 @@ async def probe(args: argparse.Namespace, target: Target, mode: Mode) -> int:
         return _bad(f"{unsafe}: set SGLANG_TUI_PROBE_DIR to a directory of your own")
     with probe_file.MemoLock(path, wait_s=args.timeout * 0.6) as lock:
         memo = load(path, key, config)
-        if not lock.held:  # another call folds now: answer from the memo it started from, look at nothing
+        if lock.problem is None and not lock.held:  # another call folds now: answer from its memo, look at nothing
             return say(args, mode, memo, probe_verdict(memo.state, mode, time.time()), time.time(), 0)
         memo, unread = await look_and_fold(args, target, config, memo, deadline)
         now = time.time()
         try:
+            if lock.problem is not None:
+                raise OSError(lock.problem)
             probe_file.write(path, encode(memo, __version__))
         except OSError as err:  # a read-only state dir: the next call starts over, this one still answers
-            print(f"sglang-tui probe: cannot save the probe's memo {path}: {err}", file=sys.stderr)
+            print(f"sglang-tui probe: cannot keep the probe's memo ({err}); set SGLANG_TUI_PROBE_DIR", file=sys.stderr)
     return say(args, mode, memo, probe_verdict(memo.state, mode, now, unread=unread), now, unread)
 
 

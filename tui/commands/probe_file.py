@@ -83,17 +83,23 @@ def write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
 
 
 class MemoLock:
-    """flock on PATH.lock for one call's fold; `held` says whether it was had within the wait."""
+    """flock on PATH.lock for one call's fold; `held` says whether it was had within the wait, `problem` why
+    there is no lock file at all (a read-only state dir: the call then folds alone and saves nothing)."""
 
     def __init__(self, path: Path, wait_s: float) -> None:
         self.path = path.with_suffix(".lock")
         self.wait_s = wait_s
         self.held = False
+        self.problem: str | None = None
         self._fd = -1
 
     def __enter__(self) -> MemoLock:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as err:
+            self.problem = f"{self.path.parent}: {err.strerror or err}"
+            return self
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
