@@ -47,6 +47,7 @@ def test_bad_export_arguments_exit_two_in_one_line(cli: Cli, tmp_path: Path) -> 
         (("export", "--listen", "nowhere", "local"), "give HOST:PORT, :PORT or PORT"),
         (("export", "--listen", ":0", "local", "local"), "a TARGET is given twice"),
         (("export", "--textfile", str(tmp_path / "no"), "local"), "not a directory"),
+        (("export", "--listen", ":0", "--deployment", str(tmp_path / "d.toml"), "local"), "not both"),
     ):
         done = cli(*args)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)

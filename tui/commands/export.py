@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return _bad("give --listen ADDR (e.g. :9464) or --textfile DIR, or both")
     if args.stall_after is not None and args.stall_after <= 0:
         return _bad("--stall-after must be above 0 seconds")
+    if args.deployment and args.hosts:
+        return _bad("give TARGETs or --deployment FILE, not both")
     try:
         listen = parse_listen(args.listen) if args.listen else None
         targets = [] if args.deployment else [parse_target(t, port=args.port, log=args.log) for t in args.hosts]
