@@ -8,10 +8,22 @@ import importlib
 import os
 import sys
 
-from tui import __version__
 from tui.sim.params import FAULTS
 
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+
+
+class _Version(argparse.Action):
+    """--version, its number read only when asked (tui.__version__ reads the package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from tui import __version__
+
+        print(f"{parser.prog} {__version__}")  # to stdout, as argparse's own version action
+        parser.exit()
 
 
 def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
@@ -80,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
         "(sglang-tui SUBCOMMAND --help)",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")

@@ -23,7 +23,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tui import __version__
 from tui.commands import probe_file
 from tui.commands.targets import Target, parse_target
 from tui.core.config import WatchConfig
@@ -114,16 +113,31 @@ async def probe(args: argparse.Namespace, target: Target, mode: Mode) -> int:
         try:
             if lock.problem is not None:
                 raise OSError(lock.problem)
-            probe_file.write(path, encode(memo, __version__))
+            probe_file.write(path, encode(memo, code_stamp()))
         except OSError as err:  # a read-only state dir: the next call starts over, this one still answers
             print(f"sglang-tui probe: cannot keep the probe's memo ({err}); set SGLANG_TUI_PROBE_DIR", file=sys.stderr)
     return say(args, mode, memo, probe_verdict(memo.state, mode, now, unread=unread), now, unread)
 
 
+def code_stamp() -> str:
+    """Which code wrote a memo: the name, size and mtime of every module of tui/core (the state's records, the
+    parser, the reducer), so an upgrade or an edit rebuilds it; cheaper than the package's version (metadata)."""
+    import hashlib
+
+    import tui.core
+
+    digest = hashlib.sha256()
+    for entry in sorted(os.scandir(os.path.dirname(tui.core.__file__)), key=lambda e: e.name):
+        if entry.name.endswith(".py"):
+            info = entry.stat()
+            digest.update(f"{entry.name}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
 def load(path: Path, key: str, config: WatchConfig) -> ProbeMemo:
     """The last call's memo when it holds up, else a first state (as `wait` starts from)."""
     data = probe_file.read(path)
-    found = decode(data, __version__, key) if data is not None else None
+    found = decode(data, code_stamp(), key) if data is not None else None
     if isinstance(found, ProbeMemo):
         state = found.state
         if state.stall_after != config.stall_after or state.health_probed != config.health:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,7 +65,8 @@ def write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Replace the file with `data` atomically (a temp file beside it, fsync, rename), with this mode; a
     missing directory is made 0700. The temp file's name ends in .tmp (never *.prom or *.memo)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")  # tempfile costs a probe its imports
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
