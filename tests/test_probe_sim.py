@@ -80,9 +80,9 @@ def kubelet_for(sim: SimServer, tmp_path: Path, *extra: str) -> Kubelet:
 def test_alive_passes_all_through_a_slow_start_and_ready_only_once_health_says_200(
     sim: Sims, spawn: Spawner, tmp_path: Path
 ) -> None:
-    """Weights made 3x slower (each shard a second or so apart, some 20 s in all), a 10 s stall budget: liveness
+    """Weights made 4x slower (each shard a second or two apart, some 25 s in all), a 10 s stall budget: liveness
     never fails (the progress carried from call to call), readiness fails until /health answers 200."""
-    server = sim(speed=20.0, shards=16, extra=("--slow", "loading_weights=3"))
+    server = sim(speed=20.0, shards=16, extra=("--slow", "loading_weights=4"))
     kubelet = kubelet_for(server, tmp_path, "--stall-after", "10")
     seen: list[Call] = []
     for calls in kubelet.periods("alive", "ready"):

@@ -4,7 +4,8 @@ log file it stopped reading; as bytes that are never trusted.
 A probe is a fresh process each period (kubelet, systemd, a Slurm script), so without this every call would
 parse the whole log again: 1M lines is seconds, and kubelet gives a probe one. The memo makes a call read only
 the bytes written since the last one. The bytes are checked before use: a header with a format number, the
-tool's version and a fingerprint of the state's layout (a memo written by another version is rebuilt, not
+version of the code that wrote it (the caller's stamp: tui/commands/probe.py hashes tui/core's modules) and a
+fingerprint of the state's layout (a memo written by other code is rebuilt, not
 read), the key it was written for, and a SHA-256 of the payload (a torn or edited file is rebuilt). The payload
 is a pickle read by an unpickler that builds only the classes of tui.core (the state's records, the parser's
 parts) and refuses every other global, so even a forged file runs no code. Whether the log is still the file
