@@ -25,7 +25,7 @@ from bench_replay import write_log
 
 from tests.helpers.sshd import free_port
 
-CPU: list[float] = []  # CPU seconds of each call, its children included (sh, awk, tail): what the load does not change
+CPU: list[float] = []  # CPU seconds of each call, its children included (sh, awk, tail): the load changes it little
 
 
 def call(memo: Path, port: int, log: Path, *extra: str) -> tuple[float, int, dict[str, object]]:
@@ -142,7 +142,7 @@ def main() -> int:
     notes.append(f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs")
     notes.append(
         "kubelet's default timeoutSeconds is 1 s; the issue's target is ≤ 0.5 s per call. The wall time is what kubelet "
-        "waits on this machine under this load; the CPU time is the call's own work, which the load does not inflate "
+        "waits on this machine under this load; the CPU time is the call's own work, which the load inflates far less "
         "(on an idle host a call's wall time is its CPU time plus the /health answer)"
     )
     table = md_table(["call", "wall time", "CPU time (children included)", "verdict"], rows)
