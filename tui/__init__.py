@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__version__: str  # declared here, read by __getattr__ below on first use
+
 
 def __getattr__(name: str) -> str:
     """`tui.__version__`, read from the package metadata when first asked (written once, in pyproject.toml):

@@ -170,7 +170,7 @@ async def look_and_fold(
             look, plan, start, data = await _read(host, target.log, memo, deadline)
         try:
             process, owner, found = await probe_look.processes(host, target.port, target.log, memo.found)
-            answers.extend((process, owner))
+            answers.extend((process, owner) if owner is not None else (process,))
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui probe: the process look failed: {exc}", file=sys.stderr)
         if config.health and wants_health(memo.state, args.ready, time.time()):

@@ -80,7 +80,7 @@ async def read_log(host: Host, path: str, start: int, limit: int) -> bytes:
 
 async def processes(
     host: Host, port: int, log: str | None, found: FoundServer | None
-) -> tuple[ServerProcess, PortOwner, FoundServer | None]:
+) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
     """The server's processes (the last call's scanned again, else searched for), who listens on the port, one
     activity sample, and what to hand the next call."""
     return await OneShotWatch(host, port=port, log_path=log).look(found)

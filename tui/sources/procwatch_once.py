@@ -23,22 +23,26 @@ _PART = "@@sglang-tui@@"
 class OneShotWatch(ProcessWatch):
     """ProcessWatch's finding and scanning, for one look."""
 
-    async def look(self, found: FoundServer | None) -> tuple[ServerProcess, PortOwner, FoundServer | None]:
-        """The process state, who listens on the port, and what to hand the next call (raises HostError)."""
+    async def look(self, found: FoundServer | None) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
+        """The process state, who listens on the port (None without a port), and what to hand the next call
+        (raises HostError)."""
         if found is not None:
             resumed = await self._resume(found)
             if resumed is not None:
                 return resumed
         state = await self.process_state_now()
         target, search = self._target, self._last_find
-        owner = self._port_owner(search, target) if search is not None else PortOwner(self.port)
+        owner = self._port_owner(search, target) if search is not None else self._nobody()
         if not state.alive or target is None or search is None:
             return state, owner, None
         sample = cmds.parse_activity(await self._run(cmds.activity_command(target.known)), target.names)
         port_names = tuple((p, search.names.get(p, "")) for p in search.port_pids)
         return replace(state, activity=sample), owner, _found(target, search.listeners, search.port_pids, port_names)
 
-    async def _resume(self, found: FoundServer) -> tuple[ServerProcess, PortOwner, FoundServer] | None:
+    def _nobody(self) -> PortOwner | None:
+        return PortOwner(self.port) if self.port is not None else None
+
+    async def _resume(self, found: FoundServer) -> tuple[ServerProcess, PortOwner | None, FoundServer] | None:
         """The last call's server scanned again (with its port's sockets and an activity sample); None when none
         of its processes lives any more (the caller searches afresh)."""
         target = _Target(
@@ -46,9 +50,10 @@ class OneShotWatch(ProcessWatch):
             known=dict(found.known), names=dict(found.names), how=found.how, anchored=found.anchored,
         )  # fmt: skip
         self._target = target
+        listen = cmds.listeners_command(self.port) if self.port is not None else ":"
         command = (
             f"{cmds.scan_command(group=target.group, session=target.session, known=target.known, cmdlines=False)}\n"
-            f"echo {_PART}\n{cmds.listeners_command(self.port)}\necho {_PART}\n{cmds.activity_command(target.known)}"
+            f"echo {_PART}\n{listen}\necho {_PART}\n{cmds.activity_command(target.known)}"
         )
         scan, _, rest = (await self._run(command)).partition(f"{_PART}\n")
         listening, _, activity = rest.partition(f"{_PART}\n")
@@ -57,7 +62,7 @@ class OneShotWatch(ProcessWatch):
             self._target = None
             return None
         listeners = cmds.parse_find(listening).listeners
-        if listeners == found.listeners:
+        if listeners == found.listeners or self.port is None:
             search = FindResult(None, found.port_pids, (), {}, listeners=listeners, names=dict(found.port_names))
         else:  # another socket listens now: whose it is needs the fd search
             search = cmds.parse_find(await self._run(cmds.port_owner_command(self.port)))
