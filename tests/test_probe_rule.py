@@ -90,7 +90,7 @@ def test_a_failure_and_a_stop_are_one() -> None:
 def test_a_dead_process_is_failed_not_stalled() -> None:
     s = reduce(loading().evolve(stall_after=1.0), ServerProcess(alive=False), 36100.0)
     assert s.phase is Phase.FAILED and s.stall is None
-    assert probe_verdict(s, "alive", 36100.0).code == 1
+    assert probe_verdict(s, "alive", 36100.0).code == 1  # at once: the log's cause, if it follows, changes words only
 
 
 def test_cannot_connect_is_four_and_a_directory_log_two() -> None:

@@ -10,7 +10,9 @@
   5 cannot see the processes, 6 nothing found, 7 timed out. "Cannot see" is a note in the line, never an exit:
   readiness then rests on the log and /health, and death is never inferred.
 
-Pure: the state, the mode and the clock in; the exit, its kind and one line out. When the verdict becomes data
+`wait` holds a failure a moment for the log's line that names its cause (tui.core.liveness.failure_settling); a
+probe does not: the exit is 1 either way, and its look at the processes comes in the same call as its read of the
+log. Pure: the state, the mode and the clock in; the exit, its kind and one line out. When the verdict becomes data
 of its own (issue 22), this is the one place that maps it to a probe's exit.
 """
 
