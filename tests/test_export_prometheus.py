@@ -68,14 +68,19 @@ def test_prometheus_sees_the_phases_move_and_the_stalled_alert_fire(sim: Sims, s
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     slow_name = f"local:{slow.port}:{slow.log}"
-    ready = f'sglang_tui_phase{{server="{slow_name}",phase="ready"}} == 1'
-    until("the slow server's ready phase in Prometheus", lambda: api(prom, "query", query=ready)["result"])
-    # the phase each scrape saw, in time order: one series per phase, 1 while it was the current one
-    data = api(prom, "query_range", query=f'sglang_tui_phase{{server="{slow_name}"}} == 1',
-               start=str(started), end=str(time.time()), step="1")  # fmt: skip
-    at = sorted((float(t), series["metric"]["phase"]) for series in data["result"] for t, _ in series["values"])
-    order = [phase for i, (_, phase) in enumerate(at) if i == 0 or at[i - 1][1] != phase]
-    assert order[-1] == "ready" and "loading_weights" in order and "cuda_graph" in order, order
+
+    def phases_seen() -> list[str]:
+        """The phase each scrape saw, in time order (one series per phase, 1 while it was the current one),
+        consecutive repeats merged; up to ready, or [] before it (a range query's last step may fall before
+        the scrape an instant query already sees)."""
+        data = api(prom, "query_range", query=f'sglang_tui_phase{{server="{slow_name}"}} == 1',
+                   start=str(started), end=str(time.time()), step="1")  # fmt: skip
+        at = sorted((float(t), series["metric"]["phase"]) for series in data["result"] for t, _ in series["values"])
+        order = [phase for i, (_, phase) in enumerate(at) if i == 0 or at[i - 1][1] != phase]
+        return order if order and order[-1] == "ready" else []
+
+    order = until("the slow server's phases up to ready in Prometheus", phases_seen)
+    assert "loading_weights" in order and "cuda_graph" in order, order
     assert order.index("loading_weights") < order.index("cuda_graph") < order.index("ready"), order
 
     hung_name = f"local:{hung.port}:{hung.log}"
