@@ -86,3 +86,17 @@ def test_the_lws_group_probes_readiness_on_its_leader_only_and_workers_without_h
     worker = template["workerTemplate"]["spec"]["containers"][0]
     assert "readinessProbe" in leader and "readinessProbe" not in worker
     assert probe_args(worker["livenessProbe"]["exec"]["command"]).no_health  # a worker serves no HTTP
+
+
+def test_every_command_the_examples_page_shows_is_one_the_cli_accepts() -> None:
+    import re
+    import shlex
+
+    page = (EXAMPLES / "README.md").read_text()
+    shown = [
+        line.split("#", 1)[0] for block in re.findall(r"```sh\n(.*?)```", page, re.S) for line in block.splitlines()
+    ]
+    commands = [shlex.split(line) for line in shown if line.startswith("sglang-tui ")]
+    assert len(commands) >= 5
+    for words in commands:
+        build_parser().parse_args(words[1:])  # an option it does not know exits 2 (SystemExit fails the test)

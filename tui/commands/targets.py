@@ -6,13 +6,16 @@
     HOST:/abs/log        the log on HOST, the port from --port
     [v6addr]:PORT[:LOG]  an IPv6 address in brackets
 
-The one place a target's text is read: Slurm's `slurm:JOB` forms plug in here when they come (issue 24).
+The one place a target's text is read for these two commands: Slurm's `slurm:JOB` forms (tui.core.slurmjob, which
+the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job.
 ValueError carries one line for the user.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tui.core.slurmjob import is_slurm_target
 
 DEFAULT_PORT = 30000
 
@@ -29,7 +32,7 @@ def parse_target(text: str, *, port: int | None = None, log: str | None = None) 
     """One TARGET; `port` and `log` are the command line's --port / --log (used where the target names none)."""
     if not text or text.strip() != text:
         raise ValueError(f"target {text!r}: give HOST, HOST:PORT or HOST:PORT:LOG")
-    if text.startswith("slurm:") or "/slurm:" in text:
+    if is_slurm_target(text):  # tui.core.slurmjob's forms (issue 24): the TUI, wait and stop take them
         raise ValueError(f"target {text}: Slurm jobs are not a target of this command yet; give HOST:PORT[:LOG]")
     host, rest = _split_host(text)
     found_port, found_log = port, log

@@ -4,7 +4,7 @@ members, or a fleet, each state one set of series under its `server` label (and 
 Names follow Prometheus' conventions: the `sglang_tui_` prefix, base units (`_seconds`, `_bytes`), `_total` only
 on counters (there are none: every figure here is a gauge of the state now), one HELP and TYPE per family, the
 families' lines together, label values escaped. A figure that cannot be known honestly (no ETA, no history,
-no GPU reading) is left out rather than written as 0 or NaN, as `wait --json` writes null. README's table
+no GPU reading) is left out rather than written as 0 or NaN, as `wait --json` writes null. examples/README.md's table
 documents each family (tests/test_metrics.py checks it against FAMILIES).
 
 Pure: the states and the clock in, text out. Every fact is read from the state or decided by its own module
