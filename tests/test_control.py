@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import free_port
 from tui.sources.control import ServerControl, _Target
 from tui.sources.control_cmds import MARKER_VAR
@@ -77,16 +78,14 @@ def wait_for(predicate, limit: float = 15.0) -> bool:
 class Scene:
     """A tmp dir with a space in its name (quoting end to end), a sim GPU state, a port and a bystander."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, spawn: Spawner) -> None:
         self.dir = tmp_path / "run dir 'q'"
         self.dir.mkdir()
         self.state = self.dir / "gpus"
         self.log = self.dir / "server.log"
         self.port = free_port()
-        self.bystander = subprocess.Popen(
-            [sys.executable, str(TREE), "bystander", "--gpu-state", str(self.state)],
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
+        self.bystander = spawn(
+            [sys.executable, TREE, "bystander", "--gpu-state", self.state], stdout=subprocess.DEVNULL
         )
         assert wait_for(lambda: self.bystander.pid in held(self.state))
 
@@ -116,14 +115,14 @@ class Scene:
 
 
 @pytest.fixture
-def scene(tmp_path: Path):
-    s = Scene(tmp_path)
+def scene(tmp_path: Path, spawn: Spawner):
+    s = Scene(tmp_path, spawn)
     yield s
     s.close()
 
 
 @pytest.fixture
-async def host():
+async def host(spawn: Spawner):
     """LocalHost: these trees test the finding and sweeping rules; the sshd path runs in test_control_sim.py."""
     h = LocalHost()
     await h.connect()

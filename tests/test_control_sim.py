@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import SimServer, start_sim
+from tests.helpers.processes import Sims, Spawner
+from tests.helpers.sim import SimServer
 from tests.helpers.sshd import ssh_host
 from tui.sim.rank import ESCAPE_ENV
 from tui.sources.control import ServerControl
@@ -56,7 +57,7 @@ async def ranks_hold_memory(state: Path, skip: int, count: int = TP, limit: floa
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request):
+async def host(request, spawn):
     if request.param == "local":
         h = LocalHost()
     else:
@@ -68,16 +69,9 @@ async def host(request):
 
 
 @pytest.fixture
-def bystander(tmp_path: Path):
+def bystander(tmp_path: Path, spawn: Spawner):
     """Somebody else's `sglang::scheduler_TP0` on GPU 0 of the same host (another session, no marker)."""
-    proc = subprocess.Popen(
-        [sys.executable, str(TREE), "bystander", "--gpu-state", str(tmp_path / "gpus")],
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    yield proc
-    proc.kill()
-    proc.wait()
+    return spawn([sys.executable, TREE, "bystander", "--gpu-state", tmp_path / "gpus"], stdout=subprocess.DEVNULL)
 
 
 def sim_tree(sim: SimServer) -> set[int]:
@@ -108,73 +102,66 @@ async def check_clean(ctl: ServerControl, result, before: set[int], bystander: s
     ids=["local-orphans", "ssh-orphans", "local-orphans-setsid"],
     indirect=["host"],
 )
-async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool) -> None:
+async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool, sim: Sims) -> None:
     """Orphans ignore TERM and outlive their parent, re-parented but still in the launch's session: swept by it.
     With setsid they leave the session, as SGLang's never do: outside it the run marker is no evidence (a tmux
     server carries it too), so they are not swept, and the verdict says NOT stopped, naming them by the GPU
     memory they hold."""
-    sim = start_sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
-    try:
-        ranks = await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim, grace_s=1.0, gpu_release_s=2.0 if escape else 30.0)
-        assert (await ctl.process_state_now()).alive
-        result = await ctl.terminate()
-        if not escape:
-            await check_clean(ctl, result, before, bystander)
-            assert "still alive after 1 s of TERM" in result.detail
-        else:
-            assert all(os.getsid(p) == p for p in ranks)  # they left the session
-            assert not result.ok and {pid for _, pid, _ in result.gpu_held} == set(ranks), result.detail
-            assert "GPU memory still held" in result.detail and alive(bystander.pid)
-    finally:
-        sim.stop()
-
-
-async def test_kill(host, tmp_path: Path, bystander) -> None:
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
-    try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim)
-        result = await ctl.kill()
+    server = sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
+    ranks = await ranks_hold_memory(server.gpu_state, bystander.pid)
+    before = sim_tree(server)
+    ctl = controller(host, server, grace_s=1.0, gpu_release_s=2.0 if escape else 30.0)
+    assert (await ctl.process_state_now()).alive
+    result = await ctl.terminate()
+    if not escape:
         await check_clean(ctl, result, before, bystander)
-        assert sim.wait(5) == -9
-    finally:
-        sim.stop()
+        assert "still alive after 1 s of TERM" in result.detail
+    else:
+        assert all(os.getsid(p) == p for p in ranks)  # they left the session
+        assert not result.ok and {pid for _, pid, _ in result.gpu_held} == set(ranks), result.detail
+        assert "GPU memory still held" in result.detail and alive(bystander.pid)
 
 
-async def test_terminate_a_server_that_drains(tmp_path: Path, bystander) -> None:
+async def test_kill(host, tmp_path: Path, bystander, sim: Sims) -> None:
+    server = sim(tmp_path, tp=TP, speed=100.0)
+    await ranks_hold_memory(server.gpu_state, bystander.pid)
+    before = sim_tree(server)
+    ctl = controller(host, server)
+    result = await ctl.kill()
+    await check_clean(ctl, result, before, bystander)
+    assert server.wait(5) == -9
+
+
+async def test_terminate_a_server_that_drains(tmp_path: Path, bystander, sim: Sims) -> None:
     """No fault: SIGTERM is handled (drain, ShutdownReq), everything exits within the grace period."""
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+    server = sim(tmp_path, tp=TP, speed=100.0)
     host = LocalHost()
     try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
-        ctl = controller(host, sim, grace_s=20.0)
+        await ranks_hold_memory(server.gpu_state, bystander.pid)
+        before = sim_tree(server)
+        ctl = controller(host, server, grace_s=20.0)
         result = await ctl.terminate()
         await check_clean(ctl, result, before, bystander)
         assert result.detail.startswith("exited on TERM")
     finally:
-        sim.stop()
         await host.close()
 
 
-async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander) -> None:
-    sim = start_sim(tmp_path, tp=TP, speed=100.0)
+async def test_restart_stops_the_adopted_sim_and_launches_it_again(host, tmp_path: Path, bystander, sim: Sims) -> None:
+    server = sim(tmp_path, tp=TP, speed=100.0)
     relaunched: set[int] = set()
-    ctl = controller(host, sim, launch=sim.launch_command(), cwd=str(ROOT), grace_s=1.0)
+    ctl = controller(host, server, launch=server.launch_command(), cwd=str(ROOT), grace_s=1.0)
     try:
-        await ranks_hold_memory(sim.gpu_state, bystander.pid)
-        before = sim_tree(sim)
+        await ranks_hold_memory(server.gpu_state, bystander.pid)
+        before = sim_tree(server)
         result = await ctl.restart()
         assert result.ok, result.detail
         assert "GPU memory released" in result.detail and "started pid" in result.detail
         assert [p for p in before if alive(p)] == []
-        new = await ranks_hold_memory(sim.gpu_state, bystander.pid)
+        new = await ranks_hold_memory(server.gpu_state, bystander.pid)
         relaunched = set((await ctl.process_state()).pids)
         assert set(new) <= relaunched and not relaunched & before
     finally:
         final = await ctl.kill()
-        sim.stop()
+        server.stop()
     assert final.ok and not any(alive(p) for p in relaunched) and alive(bystander.pid)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sim import SimServer, group_pids, start_sim
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import ServerProcess
@@ -27,7 +27,7 @@ QUIET = {"rescan_s": NO_RESCAN, "first_rescan_s": NO_RESCAN}
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request):
+async def host(request, spawn):
     h = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -188,7 +188,7 @@ async def test_an_unreachable_host_is_unknown_never_dead(fresh_sshd: Sshd, tmp_p
     assert await gone(set(), port_of(sim), str(sim.log)) == set()
 
 
-async def test_the_watch_follows_the_controls_own_launch(tmp_path: Path) -> None:
+async def test_the_watch_follows_the_controls_own_launch(tmp_path: Path, spawn: Spawner) -> None:
     """No server: searching; our launch replaces the target and the watch moves onto it at once; its death
     (SIGKILL of the whole group, left for init to reap) is reported."""
     host = LocalHost()
@@ -214,9 +214,9 @@ async def test_the_watch_follows_the_controls_own_launch(tmp_path: Path) -> None
     assert await gone(set(), str(log)) == set()
 
 
-async def test_up_says_a_zombie_is_not_alive(tmp_path: Path) -> None:
+async def test_up_says_a_zombie_is_not_alive(tmp_path: Path, spawn: Spawner) -> None:
     host = LocalHost()
-    zombie = subprocess.Popen(["true"])  # never waited for until the end: a zombie meanwhile
+    zombie = spawn(["true"])  # never waited for until the end: a zombie meanwhile
     try:
         await asyncio.to_thread(lambda: time.sleep(0.2))
         state = Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.helpers.processes import Spawner
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("textual", "asyncssh", "httpx", "pynvml")
@@ -21,10 +22,8 @@ print(json.dumps({"modules": names, "loaded": loaded}))
 """
 
 
-def test_core_modules_import_no_io_or_ui_library() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *FORBIDDEN], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+def test_core_modules_import_no_io_or_ui_library(spawn: Spawner) -> None:
+    proc = spawn.run([sys.executable, "-c", PROBE, *FORBIDDEN], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     expected = {
@@ -42,11 +41,9 @@ def test_core_modules_import_no_io_or_ui_library() -> None:
     assert result["loaded"] == []
 
 
-def test_the_probe_would_see_a_forbidden_import() -> None:
+def test_the_probe_would_see_a_forbidden_import(spawn: Spawner) -> None:
     """The check can fail: the same probe run after importing httpx reports it."""
     code = "import httpx\n" + PROBE
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *FORBIDDEN], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    proc = spawn.run([sys.executable, "-c", code, *FORBIDDEN], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["loaded"] == ["httpx"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import pty
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.processes import Cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +42,7 @@ def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT], ids=["SIGHUP", "SIGTERM", "SIGINT"])
-def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int) -> None:
+def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int, cli: Cli) -> None:
     master, slave = pty.openpty()
     os.set_blocking(master, True)
     env = dict(
@@ -54,15 +54,7 @@ def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int) -> N
         LINES="30",
     )
     err_file = tmp_path / "demo.err"  # Textual draws on stderr: a file, so a full pipe never blocks the app
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "tui", "demo", "--speed", "5"],
-        cwd=ROOT,
-        env=env,
-        stdin=slave,
-        stdout=slave,
-        stderr=err_file.open("wb"),
-        start_new_session=True,
-    )
+    demo = cli.popen("demo", "--speed", "5", env=env, stdin=slave, stdout=slave, stderr=err_file.open("wb"))
     os.close(slave)
     drained = threading.Thread(target=_drain, args=(master,), daemon=True)
     drained.start()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import SimServer, start_nodes, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import Sshd, sshd_available
 from tests.test_stop import TREE, alive, server_pids
 
@@ -49,8 +50,10 @@ def _tui(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
                           timeout=timeout)  # fmt: skip
 
 
-def test_clean_2x8_launch_is_ready_with_tp16_and_stop_frees_both_nodes(two_nodes: Path, tmp_path: Path) -> None:
-    nodes = start_nodes(tmp_path, shards=8, speed=100, speculative="none")
+def test_clean_2x8_launch_is_ready_with_tp16_and_stop_frees_both_nodes(
+    two_nodes: Path, tmp_path: Path, sim: Sims
+) -> None:
+    nodes = sim.nodes(tmp_path, shards=8, speed=100, speculative="none")
     bystanders = [subprocess.Popen([sys.executable, str(TREE), "bystander", "--gpu-state", str(n.gpu_state)],
                                    stdout=subprocess.DEVNULL, start_new_session=True) for n in nodes]  # fmt: skip
     try:
@@ -80,27 +83,21 @@ def test_clean_2x8_launch_is_ready_with_tp16_and_stop_frees_both_nodes(two_nodes
         assert again.returncode == 3 and again.stdout == "", again.stdout + again.stderr
         assert again.stderr.count("nothing stopped") == 2 and "no server found on node1 (node1 port" in again.stderr
     finally:
-        for node in nodes:
-            node.stop()
         for b in bystanders:
             b.kill()
             b.wait()
 
 
-def test_hang_in_weights_on_node1_only_is_stalled_and_names_node1(two_nodes: Path, tmp_path: Path) -> None:
-    nodes = start_nodes(tmp_path, shards=8, speed=100, speculative="none", faults={1: "hang-weights"})
-    try:
-        # attached once node1 loads (its hang comes at 40%): the quiet time counts from the log's own lines, so a
-        # 3 s budget must not fall on node0's start, whose 8 rank processes take seconds to spawn on a busy machine
-        wait_for_log(nodes[1], b"Load weight begin", 60)
-        out = _tui("wait", *_targets(nodes), *_common(two_nodes, nodes), "--timeout", "120", "--json",
-                   "--stall-after", "3")  # fmt: skip
-        assert out.returncode == 3, out.stderr
-        last = out.stderr.splitlines()[-1]
-        assert last.startswith("sglang-tui wait: stalled in loading_weights: node1"), last
-        final = json.loads(out.stdout.splitlines()[-1])
-        assert final["members"][1]["reason"].startswith("stalled loading weights")
-        assert "node1" in final["members"][0]["reason"] or final["members"][0]["phase"] == "loading_weights"
-    finally:
-        for node in nodes:
-            node.stop()
+def test_hang_in_weights_on_node1_only_is_stalled_and_names_node1(two_nodes: Path, tmp_path: Path, sim: Sims) -> None:
+    nodes = sim.nodes(tmp_path, shards=8, speed=100, speculative="none", faults={1: "hang-weights"})
+    # attached once node1 loads (its hang comes at 40%): the quiet time counts from the log's own lines, so a 3 s
+    # budget must not fall on node0's start, whose 8 rank processes take seconds to spawn on a busy machine
+    wait_for_log(nodes[1], b"Load weight begin", 60)
+    out = _tui("wait", *_targets(nodes), *_common(two_nodes, nodes), "--timeout", "120", "--json",
+               "--stall-after", "3")  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("sglang-tui wait: stalled in loading_weights: node1"), last
+    final = json.loads(out.stdout.splitlines()[-1])
+    assert final["members"][1]["reason"].startswith("stalled loading weights")
+    assert "node1" in final["members"][0]["reason"] or final["members"][0]["phase"] == "loading_weights"

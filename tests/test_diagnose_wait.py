@@ -4,9 +4,7 @@ being called stalled, and says what it is doing; a hung rank still stalls."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -16,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, start_sim
-from tui.sim import busy
+from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.sim import SimServer
+from tui.commands.wait import HEARTBEAT_S
 
 COMPILER_NAMES = {"nvcc", "cicc", "ptxas", "ninja"}
+STALL_AFTER = 8.0  # s without progress on any signal: stalled
+# The silent phases' real length: three times the stall limit, and past a progress line's heartbeat (an unchanged
+# phase prints again after HEARTBEAT_S), so a line is printed during the silence and says what is going on.
+SILENT_S = 3 * STALL_AFTER
+assert SILENT_S > HEARTBEAT_S + 5
 
 
 @dataclass
@@ -65,19 +69,16 @@ def _observe(run: Run, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
-def wait_on(tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Run:
-    sim = start_sim(tmp_path, fault=fault, speed=20.0, tp=4, shards=8)
+def wait_on(cli: Cli, sims: Sims, tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Run:
+    sim = sims(tmp_path, fault=fault, speed=50.0, tp=4, shards=8, extra=("--fault-seconds", f"{SILENT_S:g}"))
     run = Run(-1, "", "", sim)
     stop = threading.Event()
     watcher = threading.Thread(target=_observe, args=(run, stop), daemon=True)
     watcher.start()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
-             "--sim-gpus", str(sim.gpu_state), "--timeout", str(timeout - 20), *extra],
-            cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},  # where --dump-on-stall saves
-        )  # fmt: skip
+        proc = cli("wait", "local", "--log", sim.log, "--port", str(sim.port), "--sim-gpus", sim.gpu_state,
+                   "--timeout", str(timeout - 20), "--stall-after", f"{STALL_AFTER:g}", *extra, timeout=timeout,
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")})  # where --dump-on-stall saves  # fmt: skip
         run.code, run.stdout, run.stderr = proc.returncode, proc.stdout, proc.stderr
     finally:
         stop.set()
@@ -87,15 +88,17 @@ def wait_on(tmp_path: Path, fault: str, *extra: str, timeout: float = 150) -> Ru
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def runs(tmp_path_factory: pytest.TempPathFactory, module_sim: Sims, module_spawn: Spawner) -> dict[str, Run]:
     """The three faults at once (each mostly waits on its silent phase)."""
     jobs = {
-        "jit-compile": ("--stall-after", "15", "--json"),
-        "download": ("--stall-after", "15"),
-        "hang-rank": ("--stall-after", "15", "--dump-on-stall", "--remote-python", sys.executable),
+        "jit-compile": ("--json",),
+        "download": (),
+        "hang-rank": ("--dump-on-stall", "--remote-python", sys.executable),
     }
+    cli = Cli(module_spawn)
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {f: pool.submit(wait_on, tmp_path_factory.mktemp(f), f, *args) for f, args in jobs.items()}
+        futures = {f: pool.submit(wait_on, cli, module_sim, tmp_path_factory.mktemp(f), f, *args)
+                   for f, args in jobs.items()}  # fmt: skip
         return {f: fut.result() for f, fut in futures.items()}
 
 
@@ -112,8 +115,8 @@ def _log_gaps(log: Path) -> list[float]:
 def test_jit_compile_is_ready_not_stalled_and_says_it_is_compiling(runs: dict[str, Run]) -> None:
     run = runs["jit-compile"]
     assert run.code == 0, run.stderr[-3000:]
-    # The simulator really was silent for at least 45 s of wall time, running compilers under a rank.
-    assert max(_log_gaps(run.sim.log)) >= busy.JIT_REAL_S - 3
+    # The simulator really was silent for three times the stall limit, running compilers under a rank.
+    assert max(_log_gaps(run.sim.log)) >= SILENT_S - 3
     names = {comm for comm, _ in run.compilers.values()}
     assert {"nvcc", "cicc", "ptxas"} <= names, run.compilers
     assert any(ppid in run.ranks for _, ppid in run.compilers.values()), (run.compilers, run.ranks)

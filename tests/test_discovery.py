@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.sim import ROOT, start_sim, wait_for_log
+from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.sim import ROOT, wait_for_log
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.discovery import DEFAULT_PORT, SEP, parse_discovery, several_line
 from tui.sources.discover import discover
@@ -54,16 +55,18 @@ def test_parse_prefers_a_file_and_refuses_pipes_devnull_and_deleted_files() -> N
     assert by_pid[8].log is None and by_pid[8].output == "" and "cannot be seen" in by_pid[8].summary()
 
 
-def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(sshd: Sshd, tmp_path: Path) -> None:
+def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(
+    sshd: Sshd, tmp_path: Path, sim: Sims, cli: Cli
+) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     sims = [
-        start_sim(tmp_path / "a", speed=20.0, tp=2, shards=8),
-        start_sim(tmp_path / "b", speed=20.0, tp=2, shards=8),
+        sim(tmp_path / "a", speed=20.0, tp=2, shards=8),
+        sim(tmp_path / "b", speed=20.0, tp=2, shards=8),
     ]
     try:
-        for sim in sims:
-            wait_for_log(sim, b"Load weight begin", timeout=30)
+        for server in sims:
+            wait_for_log(server, b"Load weight begin", timeout=30)
 
         async def found() -> dict[int, object]:
             host = ssh_host(sshd)
@@ -74,56 +77,47 @@ def test_two_simulators_are_found_over_ssh_and_wait_asks_for_port(sshd: Sshd, tm
                 await host.close()
 
         servers = asyncio.run(found())
-        for sim in sims:
-            mine = servers[sim.pid]
-            assert mine.port == sim.port and mine.log == str(sim.log)  # type: ignore[attr-defined]
-        proc = subprocess.run(
-            [sys.executable, "-m", "tui", "wait", "127.0.0.1", *sshd.ssh_args(), "--timeout", "60", "--no-history"],
-            cwd=ROOT, capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+        for server in sims:
+            mine = servers[server.pid]
+            assert mine.port == server.port and mine.log == str(server.log)  # type: ignore[attr-defined]
+        proc = cli("wait", "127.0.0.1", *sshd.ssh_args(), "--timeout", "60", "--no-history", timeout=90)
         assert proc.returncode == 2, proc.stderr
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "SGLang servers found" in lines[0] and "--port" in lines[0]
-        assert all(f"port {sim.port}" in lines[0] for sim in sims)
+        assert all(f"port {server.port}" in lines[0] for server in sims)
         # the TUI asks on the terminal before it starts; with no terminal to ask on, the same line and exit 2
-        proc = subprocess.run(
-            [sys.executable, "-m", "tui", "127.0.0.1", *sshd.ssh_args(), "--no-history"],
-            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+        proc = cli("127.0.0.1", *sshd.ssh_args(), "--no-history", timeout=90)
         assert proc.returncode == 2, proc.stderr
-        assert "SGLang servers found" in proc.stderr and all(f"port {sim.port}" in proc.stderr for sim in sims)
+        assert "SGLang servers found" in proc.stderr and all(f"port {server.port}" in proc.stderr for server in sims)
     finally:
-        for sim in sims:
-            sim.stop()
+        for server in sims:
+            server.stop()
 
 
-def test_the_chosen_server_gives_wait_its_port_and_log(tmp_path: Path) -> None:
+def test_the_chosen_server_gives_wait_its_port_and_log(tmp_path: Path, sim: Sims) -> None:
     from tui.commands.find_server import find
 
-    sim = start_sim(tmp_path, speed=20.0, tp=2, shards=8)
-    try:
-        wait_for_log(sim, b"Load weight begin", timeout=30)
-        args = argparse.Namespace(host="local", port=30000, log=None)
-        said: list[str] = []
+    server = sim(tmp_path, speed=20.0, tp=2, shards=8)
+    wait_for_log(server, b"Load weight begin", timeout=30)
+    args = argparse.Namespace(host="local", port=30000, log=None)
+    said: list[str] = []
 
-        async def go() -> int | None:
-            host = LocalHost()
-            await host.connect()
-            try:  # other simulators may run on this machine: pick ours as the user would
-                return await find(
-                    host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == sim.pid)
-                )
-            finally:
-                await host.close()
+    async def go() -> int | None:
+        host = LocalHost()
+        await host.connect()
+        try:  # other simulators may run on this machine: pick ours as the user would
+            return await find(
+                host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == server.pid)
+            )
+        finally:
+            await host.close()
 
-        assert asyncio.run(go()) is None
-        assert (args.port, args.log) == (sim.port, str(sim.log))
-        assert said and f"port {sim.port}" in said[0]
-    finally:
-        sim.stop()
+    assert asyncio.run(go()) is None
+    assert (args.port, args.log) == (server.port, str(server.log))
+    assert said and f"port {server.port}" in said[0]
 
 
-def test_a_server_writing_to_a_terminal_has_no_log_file() -> None:
+def test_a_server_writing_to_a_terminal_has_no_log_file(spawn: Spawner) -> None:
     """A parent python on a pty with a `sglang::scheduler` child, as `python -m sglang.launch_server` in a shell."""
     parent_code = (
         f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"

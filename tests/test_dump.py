@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, SimServer, start_sim, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import ROOT, SimServer, wait_for_log
 from tests.helpers.sshd import Sshd
 from tui.sim.rank import NODUMP_ENV
 
@@ -52,15 +53,12 @@ def until_odd(target: list[str], sim: SimServer, out: Path, limit: float = 60.0)
 
 
 @pytest.fixture(scope="module")
-def hung(tmp_path_factory: pytest.TempPathFactory):
+def hung(module_sim: Sims) -> SimServer:
     if shutil.which("py-spy", path=str(Path(VENV_PYTHON).parent)) is None:
         pytest.fail("py-spy is not installed next to the test interpreter: pip install -e '.[test]'")
-    sim = start_sim(tmp_path_factory.mktemp("hang-rank"), fault="hang-rank", speed=20.0, tp=4, shards=4)
-    try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        yield sim
-    finally:
-        sim.stop()
+    sim = module_sim(fault="hang-rank", speed=20.0, tp=4, shards=4)
+    wait_for_log(sim, b"Capturing batches", timeout=60)
+    return sim
 
 
 def _check(found: dict[str, object], sim: SimServer, out: Path) -> None:
@@ -101,14 +99,14 @@ def server_env(tmp_path: Path, *, python: str, py_spy: Path | None = None, owner
     return bindir
 
 
-def start_under(tmp_path: Path, bindir: Path, argv0: str, **kw: object) -> SimServer:
+def start_under(sims: Sims, tmp_path: Path, bindir: Path, argv0: str, **kw: object) -> SimServer:
     """The simulator run by DIR/bin/python as argv[0] (`absolute`: its path; `path`: `python`, found through the
     server's PATH, as in an activated venv); no VIRTUAL_ENV, no CONDA_PREFIX."""
     python = str(bindir / "python") if argv0 == "absolute" else "python"
     # start_sim runs sys.executable: this shell execs the other interpreter in its place (the pid stays the main's)
     prefix = ["sh", "-c", f'shift; exec {shlex.quote(python)} "$@"', "sh"]
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "VIRTUAL_ENV": "", "CONDA_PREFIX": ""}
-    return start_sim(tmp_path / "sim", fault="hang-rank", speed=20.0, tp=2, shards=4, env=env, prefix=prefix, **kw)
+    return sims(tmp_path / "sim", fault="hang-rank", speed=20.0, tp=2, shards=4, env=env, prefix=prefix, **kw)
 
 
 def bare_python(tmp_path: Path) -> tuple[Path, str]:
@@ -122,37 +120,37 @@ def bare_python(tmp_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("argv0", ["absolute", "path"])
-def test_py_spy_is_found_next_to_the_servers_own_interpreter(tmp_path: Path, argv0: str) -> None:
+def test_py_spy_is_found_next_to_the_servers_own_interpreter(tmp_path: Path, argv0: str, sim: Sims) -> None:
     """Issue 26 item 18: SGLang's venv has py-spy (a dependency of SGLang); --remote-python and PATH do not."""
     bindir = server_env(tmp_path, python="venv", py_spy=Path(VENV_PYTHON).parent / "py-spy")
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, argv0)
+    server = start_under(sim, tmp_path, bindir, argv0)
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
+        wait_for_log(server, b"Capturing batches", timeout=60)
         expected = str(bindir / "python") if argv0 == "absolute" else "python"
-        assert Path(f"/proc/{sim.pid}/cmdline").read_bytes().split(b"\0")[0] == expected.encode()
+        assert Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")[0] == expected.encode()
         proc = dump(
-            ["local"], sim, "--json", "--out", str(tmp_path / "dump.txt"), env={"PATH": path}, python=str(python)
+            ["local"], server, "--json", "--out", str(tmp_path / "dump.txt"), env={"PATH": path}, python=str(python)
         )
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
-    assert {"TP0", "TP1", "main"} <= set(found["ranks"]) and found["ranks"]["main"]["pid"] == sim.pid
+    assert {"TP0", "TP1", "main"} <= set(found["ranks"]) and found["ranks"]["main"]["pid"] == server.pid
     assert all(found["ranks"][r]["frames"] for r in ("TP0", "TP1"))
 
 
-def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Path) -> None:
+def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Path, sim: Sims) -> None:
     bindir = server_env(tmp_path, python="venv")  # no py-spy beside the server's interpreter either
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, "absolute")
+    server = start_under(sim, tmp_path, bindir, "absolute")
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", env={"PATH": path}, python=str(python))
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", env={"PATH": path}, python=str(python))
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
@@ -162,25 +160,25 @@ def test_py_spy_missing_is_one_line_naming_the_servers_interpreter(tmp_path: Pat
     ]
 
 
-def test_a_py_spy_of_another_user_beside_the_servers_interpreter_is_not_run(tmp_path: Path) -> None:
+def test_a_py_spy_of_another_user_beside_the_servers_interpreter_is_not_run(tmp_path: Path, sim: Sims) -> None:
     """The server's argv and environment choose where to look; they must not choose a program this user runs."""
     if os.geteuid() != 0:
         pytest.fail("giving a file to another uid needs root (chown)")
     bindir = server_env(tmp_path, python="venv", py_spy=Path(VENV_PYTHON).parent / "py-spy", owner=65534)
     (tmp_path / "sim").mkdir()
-    sim = start_under(tmp_path, bindir, "absolute")
+    server = start_under(sim, tmp_path, bindir, "absolute")
     python, path = bare_python(tmp_path)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", env={"PATH": path}, python=str(python))
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", env={"PATH": path}, python=str(python))
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1 and proc.stdout == ""
     assert f"not running {bindir}/py-spy: it belongs to uid 65534, neither root nor this user" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
 
 
-def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
+def test_ptrace_refused_is_one_line(tmp_path: Path, sim: Sims) -> None:
     """The kernel refuses ptrace: ranks made non-dumpable, traced without CAP_SYS_PTRACE (as root: capability
     dropped with setpriv; as another user: without it already). The main process stays dumpable, so the
     server is still found by its port and its log."""
@@ -188,12 +186,12 @@ def test_ptrace_refused_is_one_line(tmp_path: Path) -> None:
     if root and shutil.which("setpriv") is None:
         pytest.fail("setpriv (util-linux) is needed to drop CAP_SYS_PTRACE as root")
     prefix = NO_PTRACE if root else []
-    sim = start_sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"}, prefix=prefix)
+    server = sim(tmp_path, fault="hang-rank", speed=20.0, tp=2, shards=4, env={NODUMP_ENV: "1"}, prefix=prefix)
     try:
-        wait_for_log(sim, b"Capturing batches", timeout=60)
-        proc = dump(["local"], sim, "--json", "--out", str(tmp_path / "dump.txt"), prefix=prefix)
+        wait_for_log(server, b"Capturing batches", timeout=60)
+        proc = dump(["local"], server, "--json", "--out", str(tmp_path / "dump.txt"), prefix=prefix)
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import ssh_host
 from tui.core.events import GpuInfo, GpuProcess, GpuSnapshot
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
@@ -156,7 +157,7 @@ def test_memory_held_by_pids() -> None:
     assert memory_held(snap, set()) == ()
 
 
-def test_no_driver_here_is_one_error_line_and_exit_3() -> None:
+def test_no_driver_here_is_one_error_line_and_exit_3(spawn: Spawner) -> None:
     """This CPU machine has neither NVML nor nvidia-smi: the probe says so and exits 3."""
     run = subprocess.run([sys.executable, PROBE, "--count", "1"], capture_output=True, text=True, timeout=30)
     lines = [parse_probe_line(x) for x in run.stdout.splitlines()]
@@ -197,7 +198,7 @@ def _sim_state(tmp_path: Path) -> tuple[Path, list[subprocess.Popen[bytes]]]:
     return state, [live, zombie]
 
 
-def test_sim_backend_counts_only_live_processes(tmp_path: Path) -> None:
+def test_sim_backend_counts_only_live_processes(tmp_path: Path, spawn: Spawner) -> None:
     state, procs = _sim_state(tmp_path)
     try:
         assert not probe.pid_alive(procs[1].pid)  # the zombie exists in /proc but is not alive
@@ -222,7 +223,7 @@ def test_sim_backend_counts_only_live_processes(tmp_path: Path) -> None:
             p.wait()
 
 
-def test_sim_backend_unreadable_state_is_an_error_line(tmp_path: Path) -> None:
+def test_sim_backend_unreadable_state_is_an_error_line(tmp_path: Path, spawn: Spawner) -> None:
     run = subprocess.run(
         [sys.executable, PROBE, "--sim", str(tmp_path / "missing"), "--count", "2", "--interval", "0.05"],
         capture_output=True,
@@ -252,7 +253,7 @@ done
 
 
 @pytest.mark.parametrize("no_reserved", [False, True])
-def test_smi_backend_uses_two_long_lived_processes(tmp_path: Path, no_reserved: bool) -> None:
+def test_smi_backend_uses_two_long_lived_processes(tmp_path: Path, no_reserved: bool, spawn: Spawner) -> None:
     smi = tmp_path / "nvidia-smi"
     smi.write_text(FAKE_SMI)
     smi.chmod(0o755)
@@ -302,7 +303,7 @@ def _wait_none(tag: str, limit: float = 6.0) -> list[int]:
     return pids
 
 
-def test_probe_exits_on_broken_pipe_by_itself(tmp_path: Path) -> None:
+def test_probe_exits_on_broken_pipe_by_itself(tmp_path: Path, spawn: Spawner) -> None:
     """No kill: the reader closes its end and the probe's next write (EPIPE) ends it."""
     state, procs = _sim_state(tmp_path)
     try:
@@ -325,7 +326,7 @@ def test_probe_exits_on_broken_pipe_by_itself(tmp_path: Path) -> None:
             p.wait()
 
 
-async def test_probe_gone_after_close_local(tmp_path: Path) -> None:
+async def test_probe_gone_after_close_local(tmp_path: Path, spawn: Spawner) -> None:
     state, procs = _sim_state(tmp_path)
     host = LocalHost()
     try:
@@ -365,7 +366,7 @@ async def test_probe_gone_after_close_ssh(tmp_path: Path, sshd) -> None:
 
 
 @pytest.mark.gpu
-def test_real_gpu_check(tmp_path: Path) -> None:
+def test_real_gpu_check(tmp_path: Path, spawn: Spawner) -> None:
     """ON A GPU HOST (`pytest -m gpu`): bench/gpu_probe_check.py's probe-vs-nvidia-smi and stop checks pass."""
     check = Path(__file__).resolve().parent.parent / "bench" / "gpu_probe_check.py"
     run = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True, timeout=600)

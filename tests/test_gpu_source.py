@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import ssh_host
 from tui.sources.gpu import gpu_snapshots, probe_command
 from tui.sources.local import LocalHost
@@ -48,7 +49,7 @@ def test_command_quotes_every_word() -> None:
     )
 
 
-async def test_snapshots_follow_the_state_and_one_probe_runs(tmp_path: Path) -> None:
+async def test_snapshots_follow_the_state_and_one_probe_runs(tmp_path: Path, spawn: Spawner) -> None:
     state = _state(tmp_path, 5 * GIB)
     host = LocalHost()
     await host.connect()
@@ -69,7 +70,7 @@ async def test_snapshots_follow_the_state_and_one_probe_runs(tmp_path: Path) -> 
     assert _probe_pids(str(state)) == []
 
 
-async def test_probe_killed_is_reported_and_restarted(tmp_path: Path) -> None:
+async def test_probe_killed_is_reported_and_restarted(tmp_path: Path, spawn: Spawner) -> None:
     state = _state(tmp_path, GIB)
     host = LocalHost()
     await host.connect()
@@ -92,7 +93,7 @@ async def test_probe_killed_is_reported_and_restarted(tmp_path: Path) -> None:
         await host.close()
 
 
-async def test_missing_interpreter_is_an_error_snapshot() -> None:
+async def test_missing_interpreter_is_an_error_snapshot(spawn: Spawner) -> None:
     host = LocalHost()
     await host.connect()
     stream = gpu_snapshots(host, remote_python="/nonexistent/python3")
@@ -104,7 +105,7 @@ async def test_missing_interpreter_is_an_error_snapshot() -> None:
         await host.close()
 
 
-async def test_no_gpu_host_reports_the_probe_errors() -> None:
+async def test_no_gpu_host_reports_the_probe_errors(spawn: Spawner) -> None:
     host = LocalHost()
     await host.connect()
     stream = gpu_snapshots(host, remote_python=sys.executable)

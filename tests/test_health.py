@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import start_sim
+from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sshd import free_port, ssh_host
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
@@ -75,7 +75,7 @@ class ScriptedServer:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
     h: Host = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -199,9 +199,9 @@ async def _until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
             await asyncio.sleep(0.02)
 
 
-async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=8)
-    poller = HealthPoller(host, sim.port, slow_interval=0.5, fast_interval=0.1)
+async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path, sim: Sims) -> None:
+    server = sim(tmp_path, speed=400.0, tp=2, shards=8)
+    poller = HealthPoller(host, server.port, slow_interval=0.5, fast_interval=0.1)
     outcomes: list[str] = []
     try:
         async with asyncio.timeout(60):
@@ -212,7 +212,7 @@ async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path) -> 
                     if result.outcome == "ok":
                         break
     finally:
-        sim.stop()
+        server.stop()
     assert outcomes[0] == "refused"
     assert outcomes[-1] == "ok"
     assert "garbage" not in outcomes and "error" not in outcomes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.helpers.sim import start_sim
+from tests.helpers.processes import Sims
 from tests.test_health import ScriptedServer, server  # noqa: F401  (the fixture)
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
@@ -44,7 +44,9 @@ async def test_identity_comes_once_before_the_first_200(server: ScriptedServer) 
 async def test_a_garbage_answer_is_not_sglangs_and_a_new_run_of_200s_asks_again(server: ScriptedServer) -> None:  # noqa: F811
     server.status.update({"/health": 200, "/model_info": 200})
     server.body["/model_info"] = b"<html>hello</html>"
-    poller = HealthPoller(LocalHost(), server.port, fast_interval=0.01, ready_interval=0.01, models_interval=5.0)
+    poller = HealthPoller(
+        LocalHost(), server.port, slow_interval=0.01, fast_interval=0.01, ready_interval=0.01, models_interval=5.0
+    )
     results = await _collect(poller, lambda rs: _health_oks(rs) >= 2)
     ident = [r for r in results if r.endpoint == "/model_info"]
     assert len(ident) == 1 and ident[0].outcome == "garbage" and ident[0].model_path is None
@@ -77,12 +79,12 @@ async def test_disabled_probes_nothing(server: ScriptedServer) -> None:  # noqa:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_the_simulator_names_its_model(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=400.0, tp=2, shards=8)
-    poller = HealthPoller(LocalHost(), sim.port, slow_interval=0.5, fast_interval=0.1)
+async def test_the_simulator_names_its_model(tmp_path: Path, sim: Sims) -> None:
+    simulator = sim(tmp_path, speed=400.0, tp=2, shards=8)
+    poller = HealthPoller(LocalHost(), simulator.port, slow_interval=0.5, fast_interval=0.1)
     try:
         results = await _collect(poller, lambda rs: _health_oks(rs) >= 1, limit=60.0)
     finally:
-        sim.stop()
+        simulator.stop()
     ident = [r for r in results if r.endpoint == "/model_info"]
     assert len(ident) == 1 and ident[0].outcome == "ok" and ident[0].model_path

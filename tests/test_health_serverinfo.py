@@ -35,7 +35,9 @@ async def test_read_once_after_the_first_200_with_the_0_4_fallback(server: Scrip
     server.status.update({"/health": 200, "/model_info": 200, "/server_info": 404, "/get_server_info": 200})
     server.body["/model_info"] = SGLANG_INFO
     server.body["/get_server_info"] = OLD_SERVER_INFO
-    poller = HealthPoller(LocalHost(), server.port, fast_interval=0.01, ready_interval=0.01, models_interval=5.0)
+    poller = HealthPoller(
+        LocalHost(), server.port, slow_interval=0.01, fast_interval=0.01, ready_interval=0.01, models_interval=5.0
+    )
     results = await _collect(poller, lambda rs: _oks(rs) >= 5)
     order = [r.endpoint for r in results if r.endpoint != "/v1/models"]
     assert order[:3] == ["/model_info", "/health", "/get_server_info"], order

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.processes import Cli
 from tests.helpers.sim import ROOT
 
 LOG = ROOT / "tests" / "fixtures" / "logs" / "v0.5.23-tp8-eagle3-ready.log"
 
 
-def tui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env=env)  # fmt: skip
+@pytest.fixture
+def tui(cli: Cli) -> Callable[..., subprocess.CompletedProcess[str]]:
+    return lambda *args, env=None: cli(*args, timeout=60, env=env)
 
 
-def test_replay_record_then_history_and_compare(tmp_path: Path) -> None:
+def test_replay_record_then_history_and_compare(tmp_path: Path, tui) -> None:
     db = tmp_path / "h.sqlite3"
     first = tui("replay", str(LOG), "--record", "gpu-a", "--history", str(db))
     assert first.returncode == 0 and "recorded launch 1 (ready)" in first.stderr
@@ -45,7 +48,7 @@ def test_replay_record_then_history_and_compare(tmp_path: Path) -> None:
                                                                "ratio": 1.0}  # fmt: skip
 
 
-def test_bad_input_is_one_line(tmp_path: Path) -> None:
+def test_bad_input_is_one_line(tmp_path: Path, tui) -> None:
     db = tmp_path / "h.sqlite3"
     missing = tui("history", "--history", str(db))
     assert missing.returncode == 1 and "no history yet" in missing.stderr and "Traceback" not in missing.stderr
@@ -64,11 +67,8 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert other.returncode == 0 and other.stdout == "history: no launches recorded for nosuchhost\n"
 
 
-def test_env_and_xdg_default(tmp_path: Path) -> None:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "SGLANG_TUI_HISTORY"}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+def test_env_and_xdg_default(tmp_path: Path, tui) -> None:
+    env: dict[str, str | None] = {"SGLANG_TUI_HISTORY": None, "XDG_STATE_HOME": str(tmp_path / "state")}
     assert tui("replay", str(LOG), "--record", env=env).returncode == 0
     assert (tmp_path / "state" / "sglang-tui" / "history.sqlite3").exists()
     env["SGLANG_TUI_HISTORY"] = str(tmp_path / "env.sqlite3")
@@ -76,7 +76,7 @@ def test_env_and_xdg_default(tmp_path: Path) -> None:
     assert (tmp_path / "env.sqlite3").exists()
 
 
-def test_wait_no_history_writes_nothing(tmp_path: Path) -> None:
+def test_wait_no_history_writes_nothing(tmp_path: Path, tui) -> None:
     from tests.helpers.sshd import free_port
 
     db = tmp_path / "h.sqlite3"

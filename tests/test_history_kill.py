@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.sim import ROOT, SimServer, start_sim
+from tests.helpers.processes import Sims
+from tests.helpers.sim import ROOT, SimServer
 
 OUTCOMES = {"ready", "failed", "stalled", "stopped", "unfinished"}
 
@@ -66,12 +67,12 @@ def assert_whole(row: dict[str, object]) -> None:
         assert isinstance(row["total_s"], float) and row["total_s"] > 0
 
 
-def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_path: Path) -> None:
+def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_path: Path, sim: Sims) -> None:
     history = tmp_path / "history.sqlite3"
-    sim = start_sim(tmp_path, speed=50.0, tp=2, shards=8)
+    server = sim(tmp_path, speed=50.0, tp=2, shards=8)
     try:
         # 1: the watcher of the live launch, killed as it turns ready (the record is written at ready)
-        first = start_wait(sim, history)
+        first = start_wait(server, history)
         assert first.stdout is not None
         for line in first.stdout:
             if json.loads(line)["phase"] in ("warmup", "ready", "serving"):
@@ -88,7 +89,7 @@ def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_p
         rounds = [("line", d) for d in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12)]
         rounds += [("start", d) for d in (0.1, 0.2, 0.3, 0.4)]
         for anchor, delay in rounds:
-            proc = start_wait(sim, history)
+            proc = start_wait(server, history)
             if anchor == "line":
                 assert proc.stdout is not None
                 proc.stdout.readline()
@@ -102,11 +103,11 @@ def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_p
                 assert_whole(row)
         assert killed_live >= 1  # the kills hit running watchers, not only ones that had finished
         # 3: a watcher left alone records it, into the same file
-        last = start_wait(sim, history)
+        last = start_wait(server, history)
         out, err = last.communicate(timeout=150)
         assert last.returncode == 0, err
     finally:
-        sim.stop()
+        server.stop()
     assert integrity(history) == "ok"
     rows = history_rows(history)
     assert len(rows) == 1 and rows[0]["outcome"] == "ready"
@@ -114,13 +115,13 @@ def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_p
     assert rows[0]["key"]["version"] == "0.5.23"  # type: ignore[index]
 
 
-def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path) -> None:
+def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path, sim: Sims) -> None:
     history = tmp_path / "history.sqlite3"
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     sims = [
-        start_sim(tmp_path / "a", speed=50.0, tp=2, shards=8),
-        start_sim(tmp_path / "b", speed=50.0, tp=1, shards=8),
+        sim(tmp_path / "a", speed=50.0, tp=2, shards=8),
+        sim(tmp_path / "b", speed=50.0, tp=1, shards=8),
     ]
     try:
         waits = [start_wait(sims[0], history), start_wait(sims[1], history), start_wait(sims[0], history)]
@@ -128,8 +129,8 @@ def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path) -> No
             _, err = proc.communicate(timeout=180)
             assert proc.returncode == 0, err
     finally:
-        for sim in sims:
-            sim.stop()
+        for server in sims:
+            server.stop()
     assert integrity(history) == "ok"
     rows = history_rows(history)
     # two launches (tp 2 and tp 1); the third watcher saw the first launch again: the same row, not a third

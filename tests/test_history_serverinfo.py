@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-from tests.helpers.sim import ROOT, http_get, start_sim, wait_ready
+from tests.helpers.processes import Cli, Sims
+from tests.helpers.sim import http_get, wait_ready
 from tui.core.events import Milestone, ServerArgs, ServerInfoAnswer
 from tui.core.launchkey import key_fields, launch_key
 from tui.core.logparse import LogParser
@@ -25,10 +24,10 @@ SERVER_ARGS = "server_args=ServerArgs(model_path='/m/Qwen', tp_size=2, port=3000
 TIMINGS = re.compile(rb"Engine startup timings \(s\): load_weight=([\d.]+).*tokenizer_e2e=([\d.]+)")
 
 
-def test_sim_server_info_has_version_and_startup_time_like_0523(tmp_path: Path) -> None:
-    sim = wait_ready(start_sim(tmp_path, speed=200.0, tp=2, shards=8))
+def test_sim_server_info_has_version_and_startup_time_like_0523(tmp_path: Path, sim: Sims) -> None:
+    server = wait_ready(sim(tmp_path, speed=200.0, tp=2, shards=8))
     try:
-        status, body = http_get(sim.port, "/server_info")
+        status, body = http_get(server.port, "/server_info")
         assert status == 200
         raw = json.loads(body)
         assert raw["version"] == "0.5.23" and raw["frontend"] == "python"
@@ -39,46 +38,55 @@ def test_sim_server_info_has_version_and_startup_time_like_0523(tmp_path: Path) 
         version, figures, model = parsed
         assert version == "0.5.23" and model == raw["model_path"]
         found = dict(figures)
-        line = TIMINGS.search(sim.log.read_bytes())
+        line = TIMINGS.search(server.log.read_bytes())
         assert line is not None  # the same numbers as the log's line (which prints two decimals)
         assert abs(found["load_weight"] - float(line.group(1))) < 0.01
         assert abs(found["tokenizer_e2e"] - float(line.group(2))) < 0.01
         assert found["cuda_graph_total"] == round(sum(v for k, v in figures if k.startswith("cuda_graph.")), 4)
-        status, old = http_get(sim.port, "/get_server_info")  # the 0.4.x name still answers
+        status, old = http_get(server.port, "/get_server_info")  # the 0.4.x name still answers
         assert status == 200 and json.loads(old)["version"] == "0.5.23"
     finally:
-        sim.stop()
+        server.stop()
 
 
-def test_sim_0_5_9_has_version_but_no_startup_time(tmp_path: Path) -> None:
-    sim = wait_ready(start_sim(tmp_path, speed=200.0, tp=2, shards=8, fmt="0.5.9", speculative="none"))
+def test_sim_0_5_9_has_version_but_no_startup_time(tmp_path: Path, sim: Sims) -> None:
+    server = wait_ready(sim(tmp_path, speed=200.0, tp=2, shards=8, fmt="0.5.9", speculative="none"))
     try:
-        status, body = http_get(sim.port, "/server_info")
+        status, body = http_get(server.port, "/server_info")
         parsed = parse_server_info(body)
         assert status == 200 and parsed is not None
         assert parsed[0] == "0.5.9" and parsed[1] == () and "startup_time" not in json.loads(body)
     finally:
-        sim.stop()
+        server.stop()
 
 
-def test_wait_reads_server_info_once_and_stores_version_and_startup_time(tmp_path: Path) -> None:
+def test_wait_reads_server_info_once_and_stores_version_and_startup_time(tmp_path: Path, sim: Sims, cli: Cli) -> None:
     history = tmp_path / "history.sqlite3"
-    sim = start_sim(tmp_path, speed=50.0, tp=2, shards=8)
+    server = sim(tmp_path, speed=50.0, tp=2, shards=8)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
-             "--sim-gpus", str(sim.gpu_state), "--timeout", "120", "--history", str(history)],
-            cwd=ROOT, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+        done = cli(
+            "wait",
+            "local",
+            "--log",
+            str(server.log),
+            "--port",
+            str(server.port),
+            "--sim-gpus",
+            str(server.gpu_state),
+            "--timeout",
+            "120",
+            "--history",
+            str(history),
+            timeout=180,
+        )
         assert done.returncode == 0, done.stderr
-        log = sim.log.read_bytes()
+        log = server.log.read_bytes()
     finally:
-        sim.stop()
+        server.stop()
     # one read, never a poll, and marked as the tool's own in the server's access log
     assert log.count(b"GET /server_info?from=sglang-tui HTTP/1.1") == 1
     assert b"GET /server_info HTTP" not in log
-    shown = subprocess.run([sys.executable, "-m", "tui", "history", "--json", "--history", str(history)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    shown = cli("history", "--json", "--history", str(history), timeout=60)
     assert shown.returncode == 0, shown.stderr
     launches = json.loads(shown.stdout)
     rows = launches if isinstance(launches, list) else launches["launches"]
@@ -88,8 +96,7 @@ def test_wait_reads_server_info_once_and_stores_version_and_startup_time(tmp_pat
     line = TIMINGS.search(log)
     assert line is not None and row["startup_time_s"] is not None
     assert abs(row["startup_time_s"] - float(line.group(2))) < 0.01
-    table = subprocess.run([sys.executable, "-m", "tui", "history", "--history", str(history)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    table = cli("history", "--history", str(history), timeout=60)
     assert "version 0.5.23" in table.stdout
 
 

@@ -5,19 +5,20 @@ regression flagged while it happens."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, start_sim
+from tests.helpers.processes import Cli, Sims, Spawner
 from tui.history.store import HistoryStore
 
-SPEED = 10.0  # a 16-shard launch takes ~22 s: phases long enough that a second of log-time rounding is small
+# A 16-shard launch takes ~11 s: a shard per ~0.4 s (more than the tail's 0.25 s poll, so the shard count is
+# seen to move one by one), and the history's clock-timed phases are long enough for a 20 % ETA check.
+SPEED = 20.0
 SHARDS = 16
+STALL_AFTER = 5.0
 
 
 @dataclass
@@ -30,19 +31,14 @@ class Watched:
         return next(t for t, obj in self.lines if obj["phase"] == phase)
 
 
-def watch_launch(tmp: Path, history: Path, *sim_args: str, wait_args: tuple[str, ...] = (), timeout: float = 120,
-                 fault: str | None = None) -> Watched:  # fmt: skip
+def watch_launch(cli: Cli, sims: Sims, tmp: Path, history: Path, *sim_args: str, wait_args: tuple[str, ...] = (),
+                 timeout: float = 120, fault: str | None = None) -> Watched:  # fmt: skip
     """One simulated launch watched by `wait --json`; each JSON line stamped when it arrived."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    sim = start_sim(tmp, speed=SPEED, tp=2, shards=SHARDS, fault=fault, extra=sim_args)
+    sim = sims(tmp, speed=SPEED, tp=2, shards=SHARDS, fault=fault, extra=sim_args)
     try:
         start = time.monotonic()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
-             "--sim-gpus", str(sim.gpu_state), "--timeout", str(timeout), "--json", "--history", str(history),
-             *wait_args],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        proc = cli.popen("wait", "local", "--log", sim.log, "--port", str(sim.port), "--sim-gpus", sim.gpu_state,
+                         "--timeout", str(timeout), "--json", "--history", history, *wait_args)  # fmt: skip
         out = Watched(0)
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -55,15 +51,17 @@ def watch_launch(tmp: Path, history: Path, *sim_args: str, wait_args: tuple[str,
 
 
 @pytest.fixture(scope="module")
-def launches(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Watched]]:
+def launches(tmp_path_factory: pytest.TempPathFactory, module_sim: Sims,
+             module_spawn: Spawner) -> tuple[Path, list[Watched]]:  # fmt: skip
     """Two normal launches of the same key (different seeds: a few percent of jitter), then one with capture
-    made twice as slow, all recorded into one history file."""
+    made twice as slow, all recorded into one history file (one after the other: each rests on the ones before)."""
     root = tmp_path_factory.mktemp("hist")
     history = root / "history.sqlite3"
+    cli = Cli(module_spawn)
     runs = [
-        watch_launch(root / "one", history, "--seed", "1"),
-        watch_launch(root / "two", history, "--seed", "2"),
-        watch_launch(root / "slow", history, "--seed", "3", "--slow", "cuda_graph=2"),
+        watch_launch(cli, module_sim, root / "one", history, "--seed", "1"),
+        watch_launch(cli, module_sim, root / "two", history, "--seed", "2"),
+        watch_launch(cli, module_sim, root / "slow", history, "--seed", "3", "--slow", "cuda_graph=2"),
     ]
     return history, runs
 
@@ -120,9 +118,11 @@ def test_slow_capture_is_flagged_during_capture(launches: tuple[Path, list[Watch
     assert not any("slower than usual" in obj["reason"] for _, obj in normal.lines)
 
 
-def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path: Path) -> None:
+def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path: Path, cli: Cli, sim: Sims) -> None:
+    """Withdrawn after 3 mean shard intervals of silence (about a second), well before the stall (5 s)."""
     history = tmp_path / "history.sqlite3"
-    out = watch_launch(tmp_path / "hang", history, fault="hang-weights", wait_args=("--stall-after", "8"))
+    out = watch_launch(cli, sim, tmp_path / "hang", history, fault="hang-weights",
+                       wait_args=("--stall-after", f"{STALL_AFTER:g}"))  # fmt: skip
     assert out.code == 3, out.stderr  # stalled
     loading = [(t, obj) for t, obj in out.lines if obj["phase"] == "loading_weights" and obj["shards"]]
     changes = []  # (time, done) each time the count moved
@@ -136,7 +136,7 @@ def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path:
     t_w, first_w = withdrawn[0]
     print(f"mean shard interval {interval:.2f} s; ETA withdrawn {t_w - last_t:.2f} s after the last shard")
     assert first_w["eta"]["phase_left_s"] is None and "shards/s" not in first_w["reason"]
-    assert "stalled at 8.0s" in first_w["reason"]
+    assert f"stalled at {STALL_AFTER:.1f}s" in first_w["reason"]
     # the model's own clock: the silence it reports when it withdrew is past 3 intervals, by at most a tick
     silent = int(first_w["reason"].split("no progress for ")[1].split(" s")[0])
     assert silent <= 3 * interval + 2.0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sim import ROOT
 from tui.history.paths import default_path, history_path
 from tui.history.store import SCHEMA_VERSION, HistoryError, HistoryStore, LaunchRecord
@@ -127,7 +128,7 @@ def test_paths(tmp_path: Path) -> None:
     assert history_path(parser.parse_args(["watch", "h"])) == default_path()
 
 
-def test_kill_9_mid_write_leaves_a_consistent_file(tmp_path: Path) -> None:
+def test_kill_9_mid_write_leaves_a_consistent_file(tmp_path: Path, spawn: Spawner) -> None:
     path = tmp_path / "h.sqlite3"
     for round_ in range(3):
         writer = start_writer(path, f"w{round_}", 10**6)
@@ -152,7 +153,7 @@ def consistent_count(path: Path) -> int:
         return 0
 
 
-def test_two_writers_at_once(tmp_path: Path) -> None:
+def test_two_writers_at_once(tmp_path: Path, spawn: Spawner) -> None:
     path = tmp_path / "h.sqlite3"
     writers = [start_writer(path, name, 40) for name in ("a", "b")]
     for w in writers:

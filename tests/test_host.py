@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import Sshd, free_port, ssh_host
 from tui.core.events import ConnectionState
 from tui.sources.host import Host, HostAuthError, HostUnreachable
@@ -20,7 +21,7 @@ TEN_MB = 10 * 1024 * 1024
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
     if request.param == "local":
         h: Host = LocalHost()
     else:

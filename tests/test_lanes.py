@@ -14,9 +14,6 @@ pytest_plugins = ["pytester"]
 CONFTEST = """
 from tests.helpers.lanes import pytest_collection_modifyitems, pytest_configure, pytest_runtest_call, pytest_runtest_setup
 from tests.helpers.processes import cli, spawn
-import tests.helpers.lanes
-
-tests.helpers.lanes.ENFORCED = True
 """
 
 TESTS = """

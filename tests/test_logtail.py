@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.sources.host import Host
@@ -40,7 +41,7 @@ def tail_ssh_host(sshd: Sshd, **overrides: object) -> SshHost:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
     h: Host = LocalHost() if request.param == "local" else tail_ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.helpers.sshd import ssh_host
 from tui.core.events import LogActivity, LogFile, LogReset
 from tui.sources.host import Host
@@ -29,7 +30,7 @@ while True:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
     h: Host = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -37,26 +38,14 @@ async def host(request: pytest.FixtureRequest) -> Host:
 
 
 @pytest.fixture
-def writer(tmp_path: Path):
+def writer(spawn: Spawner):
     """Start a process whose stdout and stderr are LOG (opened once, as a shell's `> LOG 2>&1`)."""
-    procs: list[subprocess.Popen[bytes]] = []
 
     def start(log: Path, mode: str = "wb") -> subprocess.Popen[bytes]:
         with open(log, mode) as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", WRITER],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        procs.append(proc)
-        return proc
+            return spawn([sys.executable, "-c", WRITER], stdout=out, stderr=subprocess.STDOUT)
 
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    return start
 
 
 class Collector:

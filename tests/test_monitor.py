@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers.sim import start_sim
+from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import (
     ConnectionState,
@@ -51,10 +51,12 @@ async def collect(monitor: Monitor, until: Callable[[list[Event]], bool], timeou
     return seen
 
 
-async def test_local_startup_flows_into_one_readiness(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+async def test_local_startup_flows_into_one_readiness(tmp_path: Path, sim: Sims) -> None:
+    server = sim(tmp_path, speed=200.0, tp=2, shards=8)
     host = LocalHost()
-    monitor = Monitor(host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.2)
+    monitor = Monitor(
+        host, log_path=str(server.log), port=server.port, sim_gpus=str(server.gpu_state), gpu_interval=0.2
+    )
     state = Readiness()
     batches = 0
     try:
@@ -67,7 +69,7 @@ async def test_local_startup_flows_into_one_readiness(tmp_path: Path) -> None:
                 break
     finally:
         await monitor.close()
-        sim.stop()
+        server.stop()
     assert state.phase is Phase.READY, state.reason
     assert state.health_ready and state.log_ready
     assert state.shards is not None and state.shards.done == state.shards.total == 8
@@ -75,11 +77,11 @@ async def test_local_startup_flows_into_one_readiness(tmp_path: Path) -> None:
     assert state.log_offset > 0 and batches > 1
 
 
-async def test_every_source_reports_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+async def test_every_source_reports_over_ssh(sshd: Sshd, tmp_path: Path, sim: Sims) -> None:
+    server = sim(tmp_path, speed=200.0, tp=2, shards=8)
     host = ssh_host(sshd)
     monitor = Monitor(
-        host, log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.2,
+        host, log_path=str(server.log), port=server.port, sim_gpus=str(server.gpu_state), gpu_interval=0.2,
         tick_interval=0.2, process_interval=0.3,
     )  # fmt: skip
 
@@ -91,17 +93,17 @@ async def test_every_source_reports_over_ssh(sshd: Sshd, tmp_path: Path) -> None
     try:
         seen = await collect(monitor, have_all)
     finally:
-        sim.stop()
+        server.stop()
         await host.close()
     assert have_all(seen), sorted({type(e).__name__ for e in seen})
     assert ConnectionState("connected", "127.0.0.1") in seen
     # The log arrives whole, in order: the LogActivity bytes are the file's bytes.
     data = b"".join(e.data for e in seen if isinstance(e, LogActivity))
-    assert sim.log.read_bytes().startswith(data) and len(data) > 1000
+    assert server.log.read_bytes().startswith(data) and len(data) > 1000
     assert any(isinstance(e, ServerProcess) and e.alive for e in seen)
 
 
-async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path) -> None:
+async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path, spawn: Spawner) -> None:
     log = tmp_path / "server.log"
     launch = b"[2025-11-29 10:00:02] server_args=ServerArgs(model_path='m', tp_size=8, port=30000)\n"
     log.write_bytes(launch)

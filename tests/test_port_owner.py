@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import group_pids, http_get, start_sim, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import group_pids, http_get, wait_for_log
 from tests.helpers.sshd import free_port, ssh_host
 from tui.core.events import PortOwner, ServerProcess
 from tui.sources.control import ServerControl
@@ -21,7 +22,7 @@ from tui.sources.local import LocalHost
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request):
+async def host(request, spawn):
     h = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -59,21 +60,18 @@ def listening(port: int, timeout: float = 20.0) -> None:
             time.sleep(0.05)
 
 
-async def test_the_simulators_own_listener_is_ours(host, tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
-    try:
-        wait_for_log(sim, b"fired up", timeout=60)
-        ctl = ServerControl(host, port=sim.port, log_path=str(sim.log))
-        seen = await owners_until(ctl, lambda o: o.pid is not None)
-        owner = seen[-1]
-        assert owner.port == sim.port and owner.ours is True, seen
-        assert owner.pid in group_pids(sim.pid) and "simulate" in owner.command
-        assert len(seen) == 1, seen  # said once, not per tick
-    finally:
-        sim.stop()
+async def test_the_simulators_own_listener_is_ours(host, tmp_path: Path, sim: Sims) -> None:
+    server = sim(tmp_path, speed=200.0, tp=2, shards=8)
+    wait_for_log(server, b"fired up", timeout=60)
+    ctl = ServerControl(host, port=server.port, log_path=str(server.log))
+    seen = await owners_until(ctl, lambda o: o.pid is not None)
+    owner = seen[-1]
+    assert owner.port == server.port and owner.ours is True, seen
+    assert owner.pid in group_pids(server.pid) and "simulate" in owner.command
+    assert len(seen) == 1, seen  # said once, not per tick
 
 
-async def test_a_foreign_server_on_the_port_is_not_ours(host, tmp_path: Path) -> None:
+async def test_a_foreign_server_on_the_port_is_not_ours(host, tmp_path: Path, sim: Sims) -> None:
     port = free_port()
     foreign = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
@@ -82,19 +80,18 @@ async def test_a_foreign_server_on_the_port_is_not_ours(host, tmp_path: Path) ->
         cwd=tmp_path,
         start_new_session=True,
     )
-    sim = start_sim(tmp_path, speed=2.0, tp=2, shards=8, port=port)  # loads for a minute before it binds
+    server = sim(tmp_path, speed=2.0, tp=2, shards=8, port=port)  # loads for a minute before it binds
     try:
         listening(port)
-        wait_for_log(sim, b"server_args")
-        ctl = ServerControl(host, port=port, log_path=str(sim.log))
+        wait_for_log(server, b"server_args")
+        ctl = ServerControl(host, port=port, log_path=str(server.log))
         seen = await owners_until(ctl, lambda o: o.pid is not None)
         owner = seen[-1]
         assert owner == PortOwner(port, foreign.pid, owner.command, False), seen
         assert "http.server" in owner.command
         # the watch adopted the simulator (the log's writer), not the foreign listener
         state = await ctl.process_state_now()
-        assert state.alive and foreign.pid not in state.pids and sim.pid in state.pids
+        assert state.alive and foreign.pid not in state.pids and server.pid in state.pids
     finally:
-        sim.stop()
         foreign.kill()
         foreign.wait()

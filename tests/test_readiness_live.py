@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.helpers.sim import SimServer, start_sim
+from tests.helpers.processes import Sims
+from tests.helpers.sim import SimServer
 from tui.core.events import HealthResult, LogReset
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
@@ -16,10 +17,10 @@ from tui.sources.monitor import Monitor
 STARTUP = (Phase.STARTING, Phase.INIT, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP)
 
 
-async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path) -> None:
-    sim: SimServer = start_sim(tmp_path, speed=200.0, tp=2, shards=8)
+async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path, sim: Sims) -> None:
+    server: SimServer = sim(tmp_path, speed=200.0, tp=2, shards=8)
     second: SimServer | None = None
-    monitor = Monitor(LocalHost(), log_path=str(sim.log), port=sim.port, sim_gpus=str(sim.gpu_state), gpu_interval=0.5,
+    monitor = Monitor(LocalHost(), log_path=str(server.log), port=server.port, sim_gpus=str(server.gpu_state), gpu_interval=0.5,
                       process_interval=0.5)  # fmt: skip
     state = Readiness()
     seen: list[tuple[str, str]] = []  # (stage of the test, phase) after every batch
@@ -45,18 +46,18 @@ async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path) -> N
             seen.append((stage, state.phase.value))
             if stage == "first launch" and state.phase is Phase.READY:
                 stage = "killed"
-                sim.stop()  # every process of the server gone, as an OOM-killer or a crash would leave it
+                server.stop()  # every process of the server gone, as an OOM-killer or a crash would leave it
             elif stage == "killed" and state.phase is Phase.FAILED:
                 stage, killed_reason = "relaunched", state.reason
-                sim.log.write_bytes(b"")  # the relaunch's `> LOG`
-                second = start_sim(tmp_path, speed=200.0, tp=2, shards=8, port=sim.port)
+                server.log.write_bytes(b"")  # the relaunch's `> LOG`
+                second = sim(tmp_path, speed=200.0, tp=2, shards=8, port=server.port)
             elif stage == "relaunched" and state.phase is Phase.READY and reset_at is not None:
                 break
             if time.monotonic() > deadline:
                 break
     finally:
         await monitor.close()
-        sim.stop()
+        server.stop()
         if second is not None:
             second.stop()
     killed = [phase for stage, phase in seen if stage == "killed"]

@@ -94,3 +94,22 @@ def test_a_new_launch_keeps_what_describes_the_host_and_the_path() -> None:
     s = reduce(s, LaunchStarted(), 36007.0)
     assert s.phase is Phase.STARTING and not s.process_visible and s.process_owner_uid == 0
     assert "log: log path /srv/log is a symlink to /data/run.log" in s.evidence
+
+
+def test_an_old_log_read_after_the_first_200_is_not_growth_for_a_watcher_that_cannot_see() -> None:
+    """Another uid, a finished run's log and a look-alike that answers 200 before the tail's first bytes arrive
+    (the race the red-team's look-alike hit): those bytes are what the log held, not a line the probe caused.
+    Only bytes after them vouch for the 200, as a live SGLang's access line for the probe does: ready then, not
+    at the next /health (up to 30 s later)."""
+    from tui.core.events import PortOwner
+
+    s = Readiness().evolve(health_probed=True, health_port=1, log_watched=True, process_watched=True)
+    s = reduce(s, HealthResult("/health", "ok", status=200), 100.0)
+    s = reduce(s, HealthResult("/model_info", "ok", status=200, detail="m"), 100.0)
+    s = reduce(s, LogActivity(5000, b"x" * 5000), 100.5)  # the old log, read after the 200
+    s = feed(startup("fired_up"), s, now=100.5)
+    s = reduce(s, UNSEEN, 101.0)
+    s = reduce(s, PortOwner(1), 101.5)
+    assert s.phase is Phase.WARMUP and "the log has shown nothing since /health said 200" in s.reason, s.reason
+    s = reduce(s, LogActivity(5100, b'"GET /health?from=sglang-tui HTTP/1.1" 200 OK\n'), 102.0)  # it grew
+    assert s.phase is Phase.READY, s.reason

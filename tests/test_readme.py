@@ -216,6 +216,7 @@ def test_readme_and_ci_run_the_same_test_command() -> None:
     assert "-m pytest -q" in README and "-m pytest -q" in ci
     assert "openssh-server" in README and "openssh-server" in ci
     assert "tmux" in README and "need+=(tmux)" in ci  # tests/test_ui_driver.py needs a real terminal
+    assert "socat" in README and "need+=(socat)" in ci  # tests/test_verdicts_round2.py: a real forwarder
 
 
 @pytest.mark.parametrize("where", ["README.md", ".ci/run"])

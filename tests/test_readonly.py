@@ -4,14 +4,14 @@ the read-only process watch still finds and watches the server. Against the real
 from __future__ import annotations
 
 import gc
-import subprocess
 import sys
 from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT, start_sim, wait_for_log
+from tests.helpers.processes import Cli, Sims
+from tests.helpers.sim import wait_for_log
 from tui.commands.watch import build_app
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
@@ -31,14 +31,18 @@ def _controllers() -> list[ServerControl]:
     return [o for o in gc.get_objects() if isinstance(o, ServerControl)]
 
 
-async def test_a_read_only_session_builds_no_controller_and_still_watches_the_processes(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, tp=2, shards=4, speed=50.0)
+async def test_a_read_only_session_builds_no_controller_and_still_watches_the_processes(
+    tmp_path: Path, sim: Sims
+) -> None:
+    server = sim(tmp_path, tp=2, shards=4, speed=50.0)
     host = LocalHost()
     try:
-        wait_for_log(sim, b"server_args=")
+        wait_for_log(server, b"server_args=")
         await host.connect()
         before = len(_controllers())
-        app, session = build_app(host, _args(sim.log, sim.port, sim.gpu_state, read_only=True), host_label="local")
+        app, session = build_app(
+            host, _args(server.log, server.port, server.gpu_state, read_only=True), host_label="local"
+        )
         watch = session.monitor.process_watch
         assert isinstance(watch, ProcessWatch) and not isinstance(watch, ServerControl)
         assert app.sources.control is None and not app.sources.launch_if_absent
@@ -51,12 +55,11 @@ async def test_a_read_only_session_builds_no_controller_and_still_watches_the_pr
                         break
                 assert app.state.process_alive is True, app.state.reason
                 assert "process: alive" in app.query_one(HeaderPane).shown
-                assert sim.pid in app.state.process_pids
+                assert server.pid in app.state.process_pids
         finally:
             await session.close()
     finally:
         await host.close()
-        sim.stop()
 
 
 async def test_read_only_ignores_a_controller_handed_in_and_without_it_one_is_built(tmp_path: Path) -> None:
@@ -79,12 +82,9 @@ async def test_read_only_ignores_a_controller_handed_in_and_without_it_one_is_bu
 
 
 @pytest.mark.parametrize("command", [["wait", "local"], ["local"]])
-def test_launch_and_read_only_together_are_one_line_and_exit_2(command: list[str], tmp_path: Path) -> None:
+def test_launch_and_read_only_together_are_one_line_and_exit_2(command: list[str], tmp_path: Path, cli: Cli) -> None:
     marker = tmp_path / "launched"
-    done = subprocess.run(
-        [sys.executable, "-m", "tui", *command, "--launch", f"touch {marker}", "--read-only"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    done = cli(*command, "--launch", f"touch {marker}", "--read-only", timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "--launch" in lines[0] and "--read-only" in lines[0] and "drop one" in lines[0]

@@ -6,7 +6,12 @@ import gzip
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from tests.helpers.processes import Cli, Spawner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,21 +107,24 @@ OOM_LOG = (
 )
 
 
-def replay(path: Path | str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(path), *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+Replay = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def replay_json(path: Path) -> dict[str, object]:
-    proc = replay(path, "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
-    return json.loads(proc.stdout)
+@pytest.fixture
+def replay(cli: Cli) -> Replay:
+    return lambda path, *extra: cli("replay", path, *extra, timeout=60)
+
+
+@pytest.fixture
+def replay_json(replay: Replay) -> Callable[[Path], dict[str, object]]:
+    def run(path: Path) -> dict[str, object]:
+        proc = replay(path, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        result: dict[str, object] = json.loads(proc.stdout)
+        return result
+
+    return run
 
 
 def write(tmp_path: Path, text: str, name: str = "server.log") -> Path:
@@ -138,31 +146,31 @@ def one_clear_line(proc: subprocess.CompletedProcess[str], *words: str) -> None:
         assert word in lines[0]
 
 
-def test_missing_file(tmp_path: Path) -> None:
+def test_missing_file(tmp_path: Path, replay) -> None:
     one_clear_line(replay(tmp_path / "nope.log"), "nope.log", "no such file")
 
 
-def test_a_directory(tmp_path: Path) -> None:
+def test_a_directory(tmp_path: Path, replay) -> None:
     one_clear_line(replay(tmp_path, "--json"), "is a directory")
 
 
-def test_an_empty_file(tmp_path: Path) -> None:
+def test_an_empty_file(tmp_path: Path, replay) -> None:
     one_clear_line(replay(write(tmp_path, "")), "is empty")
 
 
-def test_a_binary_file(tmp_path: Path) -> None:
+def test_a_binary_file(tmp_path: Path, replay) -> None:
     path = tmp_path / "core.bin"
     path.write_bytes(bytes(range(256)) * 64)
     one_clear_line(replay(path, "--json"), "binary")
 
 
-def test_a_compressed_log_says_to_decompress(tmp_path: Path) -> None:
+def test_a_compressed_log_says_to_decompress(tmp_path: Path, replay) -> None:
     path = tmp_path / "server.log.gz"
     path.write_bytes(gzip.compress(startup_log().encode()))
     one_clear_line(replay(path), "binary", "decompress")
 
 
-def test_text_that_is_not_an_sglang_log_is_replayed_as_nothing_seen(tmp_path: Path) -> None:
+def test_text_that_is_not_an_sglang_log_is_replayed_as_nothing_seen(tmp_path: Path, replay_json) -> None:
     obj = replay_json(write(tmp_path, "hello\nthis is a shopping list\n"))
     assert obj["phase"] == "starting" and obj["timeline"] == [] and obj["error"] is None
 
@@ -170,7 +178,7 @@ def test_text_that_is_not_an_sglang_log_is_replayed_as_nothing_seen(tmp_path: Pa
 # --------------------------------------------------------------------------------------------------- logs
 
 
-def test_startup_to_ready_json(tmp_path: Path) -> None:
+def test_startup_to_ready_json(tmp_path: Path, replay_json) -> None:
     obj = replay_json(write(tmp_path, startup_log()))
     assert obj["phase"] == "ready"
     assert obj["shards"] == {"done": 4, "total": 4}  # the target's bar, not the draft's 1/1
@@ -197,13 +205,13 @@ def test_startup_to_ready_json(tmp_path: Path) -> None:
     assert ranks["TP1"]["avail_mem_gb"] is not None
 
 
-def test_startup_then_decode_is_serving(tmp_path: Path) -> None:
+def test_startup_then_decode_is_serving(tmp_path: Path, replay_json) -> None:
     obj = replay_json(write(tmp_path, startup_log(serve=True)))
     assert obj["phase"] == "serving"
     assert obj["decode"] == {"accept_len": 3.21, "gen_throughput": 598.31}
 
 
-def test_text_report_has_the_timeline_and_final_state(tmp_path: Path) -> None:
+def test_text_report_has_the_timeline_and_final_state(tmp_path: Path, replay) -> None:
     proc = replay(write(tmp_path, startup_log()))
     assert proc.returncode == 0 and proc.stderr == ""
     lines = proc.stdout.splitlines()
@@ -213,7 +221,7 @@ def test_text_report_has_the_timeline_and_final_state(tmp_path: Path) -> None:
     assert any(line.startswith("why:   ready: the log says fired up") for line in lines)
 
 
-def test_failed_startup_keeps_the_root_cause_line(tmp_path: Path) -> None:
+def test_failed_startup_keeps_the_root_cause_line(tmp_path: Path, replay, replay_json) -> None:
     obj = replay_json(write(tmp_path, OOM_LOG))
     assert obj["phase"] == "failed"
     error = obj["error"]
@@ -223,13 +231,13 @@ def test_failed_startup_keeps_the_root_cause_line(tmp_path: Path) -> None:
     assert "cause: oom (root cause)" in proc.stdout and "line:  torch.OutOfMemoryError" in proc.stdout
 
 
-def test_a_relaunch_in_the_same_log_shows_the_last_launch(tmp_path: Path) -> None:
+def test_a_relaunch_in_the_same_log_shows_the_last_launch(tmp_path: Path, replay_json) -> None:
     obj = replay_json(write(tmp_path, OOM_LOG + startup_log()))
     assert obj["phase"] == "ready" and obj["error"] is None and obj["tp_size"] == 2
     assert [s["phase"] for s in obj["timeline"] if s["model"] == "main"][0] == "starting"
 
 
-def test_log_attached_mid_run_is_serving(tmp_path: Path) -> None:
+def test_log_attached_mid_run_is_serving(tmp_path: Path, replay_json) -> None:
     text = "".join(
         f"[2025-11-29 10:27:5{i} TP0] Decode batch, #running-req: 1, #token: {100 + i}, token usage: 0.00, "
         f"accept len: 1.{80 + i}, accept rate: 0.45, cuda graph: True, gen throughput (token/s): 16{i}.50, #queue-req: 0, \n"
@@ -240,7 +248,7 @@ def test_log_attached_mid_run_is_serving(tmp_path: Path) -> None:
     assert obj["decode"] == {"accept_len": 1.82, "gen_throughput": 162.5}
 
 
-def test_a_log_larger_than_one_chunk(tmp_path: Path) -> None:
+def test_a_log_larger_than_one_chunk(tmp_path: Path, replay_json) -> None:
     filler = "".join(
         f"[2025-11-29 10:00:05] Attention backend not specified. Use fa3 backend by default. ({i:06d})\n"
         for i in range(16000)
@@ -251,7 +259,7 @@ def test_a_log_larger_than_one_chunk(tmp_path: Path) -> None:
     assert obj["phase"] == "ready" and obj["shards"] == {"done": 4, "total": 4}
 
 
-def test_ansi_colours_and_utf8_bars_are_text_not_binary(tmp_path: Path) -> None:
+def test_ansi_colours_and_utf8_bars_are_text_not_binary(tmp_path: Path, replay_json) -> None:
     coloured = startup_log().replace("Load weight begin.", "\x1b[32mLoad weight begin.\x1b[0m")
     coloured = coloured.replace("|#         |", "|\u2588\u258c        |")  # tqdm's unicode capture bar
     obj = replay_json(write(tmp_path, coloured))
@@ -259,15 +267,10 @@ def test_ansi_colours_and_utf8_bars_are_text_not_binary(tmp_path: Path) -> None:
     assert any(s["phase"] == "cuda_graph" for s in obj["timeline"])
 
 
-def test_output_into_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+def test_output_into_a_closed_pipe_is_not_an_error(tmp_path: Path, spawn: Spawner) -> None:
     path = write(tmp_path, startup_log())
-    proc = subprocess.run(
-        f"{sys.executable} -m tui replay {path} | head -c 10 > /dev/null; echo ${{PIPESTATUS[0]}}",
-        shell=True,
-        executable="/bin/bash",
+    proc = spawn.run(
+        ["bash", "-c", f"{sys.executable} -m tui replay {path} | head -c 10 > /dev/null; echo ${{PIPESTATUS[0]}}"],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert proc.stdout.strip() == "0" and "Traceback" not in proc.stderr

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.processes import Cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -29,20 +30,19 @@ EXPECTED: dict[str, tuple[str, tuple[int, int] | None, int | None, str | None, s
 }
 
 
-def replay_json(path: Path) -> dict[str, object]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(path), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+@pytest.fixture
+def replay_json(cli: Cli) -> Callable[[Path], dict[str, object]]:
+    def run(path: Path) -> dict[str, object]:
+        proc = cli("replay", path, "--json", timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        result: dict[str, object] = json.loads(proc.stdout)
+        return result
+
+    return run
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_verdict(name: str) -> None:
+def test_fixture_verdict(name: str, replay_json) -> None:
     phase, shards, tp, spec, kind, gen = EXPECTED[name]
     obj = replay_json(LOGS / name)
     assert obj["phase"] == phase
@@ -54,7 +54,7 @@ def test_fixture_verdict(name: str) -> None:
     assert (decode["gen_throughput"] if isinstance(decode, dict) else None) == gen
 
 
-def test_eagle3_startup_timeline_has_draft_spans_inside_the_main_phases() -> None:
+def test_eagle3_startup_timeline_has_draft_spans_inside_the_main_phases(replay_json) -> None:
     timeline = replay_json(LOGS / "v0.5.23-tp8-eagle3-ready.log")["timeline"]
     assert isinstance(timeline, list)
     main = [s for s in timeline if s["model"] == "main"]
@@ -76,14 +76,8 @@ def test_eagle3_startup_timeline_has_draft_spans_inside_the_main_phases() -> Non
         assert span["duration_s"] is not None
 
 
-def test_relaunch_report_shows_the_last_launch_and_counts_them() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(LOGS / "relaunch-two-launches.log")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_relaunch_report_shows_the_last_launch_and_counts_them(cli: Cli) -> None:
+    proc = cli("replay", LOGS / "relaunch-two-launches.log", timeout=60)
     assert proc.returncode == 0
     assert "state: loading_weights" in proc.stdout and "2 launches in this log" in proc.stdout
     assert "second/model" in proc.stdout and "first/model" not in proc.stdout

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SHARED
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.processes import Cli
 
 
 def _names() -> list[str]:
@@ -23,18 +20,12 @@ def _names() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _names())
-def test_real_log_matches_expected(real_logs_dir: Path | None, name: str) -> None:
+def test_real_log_matches_expected(real_logs_dir: Path | None, name: str, cli: Cli) -> None:
     if real_logs_dir is None:
         pytest.skip("../shared/real-logs is not present on this machine")
     entries = {str(e["file"]): e for e in json.loads((real_logs_dir / "expected.json").read_text())}
     entry = entries[name]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(real_logs_dir / name), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = cli("replay", real_logs_dir / name, "--json", timeout=60)
     assert proc.returncode == 0, f"{name}: {proc.stderr}"
     got = json.loads(proc.stdout)
     mismatches = [f"{field}: {problem}" for field, problem in _compare(got, entry["expect"])]  # type: ignore[arg-type]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app
+from tests.helpers.processes import Cli, Spawner
+from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app, until
 from tui.ui.panes.keybar import KeyBar
 from tui.ui.screens.confirm import ConfirmScreen
 from tui.ui.settings import SettingsError, config_path, parse
@@ -40,19 +41,12 @@ def test_a_bad_setting_is_named(text: str, named: str) -> None:
     assert named in str(err.value) and "\n" not in str(err.value)
 
 
-def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path) -> None:
+def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path, cli: Cli) -> None:
     conf = tmp_path / "sglang-tui" / "config.toml"
     conf.parent.mkdir()
     conf.write_text('[keys]\nkill = "k"\n')
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", "/dev/null"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli("replay", "/dev/null", timeout=60, env=env)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "[keys] kill: no action has this id" in done.stderr
     conf.write_text("[defaults]\nport = 31234\n")
@@ -155,10 +149,7 @@ async def test_a_theme_chosen_in_the_app_sticks_in_the_config_file(tmp_path: Pat
     async with app.run_test() as pilot:
         chosen = next(name for name in app.available_themes if name != app.theme)
         app.theme = chosen
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if chosen in path.read_text(encoding="utf-8"):
-                break
+        await until(pilot, lambda: chosen in path.read_text(encoding="utf-8"), what="the theme in the config file")
     settings = parse(path.read_text(encoding="utf-8"))
     assert settings.theme == chosen
     assert settings.defaults == {"port": 31000} and settings.keys == {"kill-server": "ctrl+k"}
@@ -173,7 +164,7 @@ async def test_without_a_theme_file_nothing_is_written(tmp_path: Path, monkeypat
     assert not config_path().exists()
 
 
-def _args_seen(env: dict[str, str], argv: list[str]) -> str:
+def _args_seen(spawn: Spawner, env: dict[str, str], argv: list[str]) -> str:
     """What `wait` would be run with after the settings: its log, port and remote python (printed)."""
     code = (
         "import sys, tui.cli as c\n"
@@ -181,12 +172,14 @@ def _args_seen(env: dict[str, str], argv: list[str]) -> str:
         "w.run = lambda args: print('seen', args.log, args.port, args.remote_python) or 0\n"
         f"sys.exit(c.main({argv!r}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = spawn.run([sys.executable, "-c", code], cwd=ROOT, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
-def test_a_hosts_own_log_port_and_python_apply_unless_the_command_line_says_otherwise(tmp_path: Path) -> None:
+def test_a_hosts_own_log_port_and_python_apply_unless_the_command_line_says_otherwise(
+    tmp_path: Path, spawn: Spawner
+) -> None:
     conf = tmp_path / "sglang-tui" / "config.toml"
     conf.parent.mkdir()
     conf.write_text(
@@ -194,11 +187,11 @@ def test_a_hosts_own_log_port_and_python_apply_unless_the_command_line_says_othe
         'remote_python = "/opt/py/bin/python"\n'
     )
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
-    assert _args_seen(env, ["wait", "gpu-node-7"]) == "seen /data/sglang.log 30001 /opt/py/bin/python"
-    assert _args_seen(env, ["wait", "gpu-node-7", "--log", "/x.log", "--port=4"]) == (
+    assert _args_seen(spawn, env, ["wait", "gpu-node-7"]) == "seen /data/sglang.log 30001 /opt/py/bin/python"
+    assert _args_seen(spawn, env, ["wait", "gpu-node-7", "--log", "/x.log", "--port=4"]) == (
         "seen /x.log 4 /opt/py/bin/python"
     )
-    assert _args_seen(env, ["wait", "other-host"]) == "seen None 31000 python3"  # [defaults] only
+    assert _args_seen(spawn, env, ["wait", "other-host"]) == "seen None 31000 python3"  # [defaults] only
 
 
 @pytest.mark.parametrize(

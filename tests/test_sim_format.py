@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import start_sim, wait_for_log
+from tests.helpers.processes import Cli, Sims
+from tests.helpers.sim import wait_for_log
 from tui.sim.bars import WEIGHTS_FORMAT, frame
 from tui.sim.params import SimParams
 from tui.sim.script import rank_steps, scheduled_text
@@ -100,15 +101,15 @@ def test_faults_end_the_script_where_they_strike():
 
 
 @pytest.mark.parametrize("fmt", ["0.5.9", "0.5.23"])
-def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str):
+def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str, sim: Sims):
     from tui.core.events import BarProgress, Milestone, ServerArgs
     from tui.core.logparse import LogParser
 
-    sim = start_sim(tmp_path, fmt=fmt, speed=250.0, shards=16)
+    server = sim(tmp_path, fmt=fmt, speed=250.0, shards=16)
     try:
-        data = wait_for_log(sim, b"The server is fired up and ready to roll!")
+        data = wait_for_log(server, b"The server is fired up and ready to roll!")
     finally:
-        sim.stop()
+        server.stop()
     if fmt == "0.5.9":
         assert b"server_args=ServerArgs(model_path='meta-llama/Llama-3.3-70B-Instruct'" in data
     else:
@@ -123,7 +124,7 @@ def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str):
     kinds = Counter((e.kind, e.draft) for e in events if isinstance(e, Milestone))
     for kind in ("load_begin", "load_end", "kv_alloc", "mem_pool_end"):
         lines = [ln[:160] for ln in data.decode(errors="replace").splitlines() if kind.split("_")[0] in ln.lower()]
-        assert (kinds[(kind, False)], kinds[(kind, True)]) == (8, 8), (kind, str(sim.log), lines)
+        assert (kinds[(kind, False)], kinds[(kind, True)]) == (8, 8), (kind, str(server.log), lines)
     assert kinds[("init_begin", False)] >= 8 and kinds[("max_tokens", False)] == 1
     for kind in ("uvicorn_started", "uvicorn_running", "fired_up"):
         assert kinds[(kind, False)] == 1, kind
@@ -137,7 +138,7 @@ def test_sim_log_parses_into_the_expected_startup(tmp_path: Path, fmt: str):
     assert all(e.rank in ("TP0", None) for e in capture)
 
 
-def test_replay_of_a_sim_log_ends_ready(tmp_path: Path):
+def test_replay_of_a_sim_log_ends_ready(tmp_path: Path, sim: Sims):
     import time
 
     from tui.core import report
@@ -145,15 +146,15 @@ def test_replay_of_a_sim_log_ends_ready(tmp_path: Path):
     from tui.core.readiness import reduce
     from tui.core.state import Readiness
 
-    sim = start_sim(tmp_path, speed=500.0, shards=8)
+    server = sim(tmp_path, speed=500.0, shards=8)
     try:
-        wait_for_log(sim, b"fired up and ready to roll")
+        wait_for_log(server, b"fired up and ready to roll")
         from tests.helpers.sim import http_post
 
-        http_post(sim.port, "/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 200}})
-        data = wait_for_log(sim, b"Decode batch")
+        http_post(server.port, "/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 200}})
+        data = wait_for_log(server, b"Decode batch")
     finally:
-        sim.stop()
+        server.stop()
     parser, state = LogParser(), Readiness()
     for event in parser.feed(data) + parser.flush():
         state = reduce(state, event, time.time())
@@ -163,26 +164,34 @@ def test_replay_of_a_sim_log_ends_ready(tmp_path: Path):
     assert result["error"] is None and result["decode"]["accept_len"] >= 1.0
 
 
-def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm_jit(tmp_path: Path):
+def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm_jit(
+    tmp_path: Path, sim: Sims, cli: Cli
+):
     """`sglang-tui wait local` on `simulate --format 0.5.23`: ready, after the piecewise capture and DeepGEMM JIT
     that the log shows before "fired up"; the same log replayed holds both steps complete."""
     import json
-    import subprocess
-    import sys
 
-    from tests.helpers.sim import ROOT
     from tui.commands.replay import replay_file
 
-    sim = start_sim(tmp_path, fmt="0.5.23", speed=150.0, tp=2, shards=4)
+    server = sim(tmp_path, fmt="0.5.23", speed=150.0, tp=2, shards=4)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "tui", "wait", "local", "--log", str(sim.log), "--port", str(sim.port),
-             "--sim-gpus", str(sim.gpu_state), "--timeout", "90", "--json"],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        data = sim.log.read_bytes()
+        proc = cli(
+            "wait",
+            "local",
+            "--log",
+            str(server.log),
+            "--port",
+            str(server.port),
+            "--sim-gpus",
+            str(server.gpu_state),
+            "--timeout",
+            "90",
+            "--json",
+            timeout=120,
+        )
+        data = server.log.read_bytes()
     finally:
-        sim.stop()
+        server.stop()
     assert proc.returncode == 0, proc.stderr
     states = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert states[-1]["phase"] == "ready" and states[-1]["error"] is None
@@ -192,6 +201,6 @@ def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm
                    b"Capture piecewise CUDA graph begin", b"Compiling num tokens (num_tokens=",
                    b"Capturing num tokens (num_tokens=", b"Capture piecewise CUDA graph end"):  # fmt: skip
         assert 0 <= data.find(needle) < ready_at, needle
-    state = replay_file(str(sim.log))
+    state = replay_file(str(server.log))
     assert state.jit_kernels == 2 * 3 and not state.jit_active  # each rank compiles each of 3 kernel shapes
     assert state.piecewise is not None and state.piecewise.done == state.piecewise.total == 12

@@ -8,7 +8,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tests.helpers.sim import start_sim, wait_for_log
+from tests.helpers.processes import Sims
+from tests.helpers.sim import wait_for_log
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
@@ -40,14 +41,14 @@ def _stamps(data: bytes) -> list[float]:
     return [datetime.strptime(m.decode(), "%Y-%m-%d %H:%M:%S").timestamp() for m in STAMP.findall(data)]
 
 
-def test_a_replay_of_the_sim_log_shows_real_durations(tmp_path: Path) -> None:
+def test_a_replay_of_the_sim_log_shows_real_durations(tmp_path: Path, sim: Sims) -> None:
     started = time.time()
-    sim = start_sim(tmp_path, speed=100.0, tp=2, shards=16)
+    server = sim(tmp_path, speed=100.0, tp=2, shards=16)
     try:
-        data = wait_for_log(sim, b"The server is fired up and ready to roll!", timeout=60)
+        data = wait_for_log(server, b"The server is fired up and ready to roll!", timeout=60)
         real = time.time() - started
     finally:
-        sim.stop()
+        server.stop()
     stamps = _stamps(data)
     # every process stamps the real time it writes: in order across ranks (two writers may cross a second)
     assert all(b >= a - 1.0 for a, b in zip(stamps, stamps[1:], strict=False))
@@ -64,15 +65,15 @@ def test_a_replay_of_the_sim_log_shows_real_durations(tmp_path: Path) -> None:
     assert abs(total - real) <= 2.0, ([(s.phase.value, s.duration_s) for s in main], real)
 
 
-def test_live_shard_rate_matches_the_real_rate(tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=32.0, tp=2, shards=16)  # 16 shards of ~8 simulated s: ~4 real seconds
+def test_live_shard_rate_matches_the_real_rate(tmp_path: Path, sim: Sims) -> None:
+    server = sim(tmp_path, speed=32.0, tp=2, shards=16)  # 16 shards of ~8 simulated s: ~4 real seconds
     parser, state = LogParser(), Readiness()
     seen: list[tuple[float, int]] = []  # (real time, shards done) as the live log showed them
     offset = 0
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (state.shards and state.shards.done >= 16):
-            data = sim.log.read_bytes()[offset:] if sim.log.exists() else b""
+            data = server.log.read_bytes()[offset:] if server.log.exists() else b""
             offset += len(data)
             now = time.time()
             for event in parser.feed(data):
@@ -81,7 +82,7 @@ def test_live_shard_rate_matches_the_real_rate(tmp_path: Path) -> None:
                 seen.append((now, state.shards.done))
             time.sleep(0.05)
     finally:
-        sim.stop()
+        server.stop()
     assert state.shards is not None and state.shards.done == 16, seen
     first = next((t, d) for t, d in seen if d >= 1)
     real_rate = (16 - first[1]) / (seen[-1][0] - first[0])

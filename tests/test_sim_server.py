@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import SimServer, group_pids, http_get, http_post, start_sim, wait_for_log
+from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.sim import SimServer, group_pids, http_get, http_post, wait_for_log
 
 GIB = 2**30
 
@@ -69,16 +70,15 @@ def _observe(sim: SimServer, obs: Observation, stop: threading.Event) -> None:
 
 
 @pytest.fixture(scope="module")
-def launch(tmp_path_factory: pytest.TempPathFactory):
-    sim = start_sim(tmp_path_factory.mktemp("sim"), speed=400.0)
+def launch(module_sim: Sims):
+    sim = module_sim(speed=400.0)
     obs = Observation()
     stop = threading.Event()
     watcher = threading.Thread(target=_observe, args=(sim, obs, stop), daemon=True)
     watcher.start()
     watcher.join(40)
     stop.set()
-    yield sim, obs
-    sim.stop()
+    return sim, obs
 
 
 def test_nothing_listens_until_uvicorn(launch):
@@ -181,65 +181,47 @@ def test_other_endpoints(launch):
     assert http_post(sim.port, "/generate", {"sampling_params": "bad"})[0] == 400
 
 
-def test_sigterm_after_ready_drains_and_leaves_nothing(tmp_path: Path):
-    sim = start_sim(tmp_path, speed=500.0, tp=2, shards=4)
-    try:
-        wait_for_log(sim, b"fired up and ready to roll")
-        os.kill(sim.pid, signal.SIGTERM)
-        assert sim.wait(10) == 0
-        log = sim.log.read_bytes()
-        assert b"SIGTERM received. signum=None frame=None. Draining requests and shutting down..." in log
-        assert b"INFO:     Finished server process" in log
-        assert group_pids(sim.pid) == []
-    finally:
-        sim.stop()
+def test_sigterm_after_ready_drains_and_leaves_nothing(tmp_path: Path, sim: Sims):
+    server = sim(tmp_path, speed=500.0, tp=2, shards=4)
+    wait_for_log(server, b"fired up and ready to roll")
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait(10) == 0
+    log = server.log.read_bytes()
+    assert b"SIGTERM received. signum=None frame=None. Draining requests and shutting down..." in log
+    assert b"INFO:     Finished server process" in log
+    assert group_pids(server.pid) == []
 
 
-def test_sigterm_to_the_group_during_loading_leaves_nothing(tmp_path: Path):
-    sim = start_sim(tmp_path, speed=20.0, tp=4)
-    try:
-        wait_for_log(sim, b"Load weight begin")
-        os.killpg(sim.pid, signal.SIGTERM)
-        assert sim.wait(10) == -signal.SIGTERM
-        deadline = time.monotonic() + 5
-        while group_pids(sim.pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert group_pids(sim.pid) == []
-        held = [int(p.stem.split("-")[1]) for p in sim.gpu_state.glob("proc-*.json")]
-        assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text() for pid in held)
-    finally:
-        sim.stop()
+def test_sigterm_to_the_group_during_loading_leaves_nothing(tmp_path: Path, sim: Sims):
+    server = sim(tmp_path, speed=20.0, tp=4)
+    wait_for_log(server, b"Load weight begin")
+    os.killpg(server.pid, signal.SIGTERM)
+    assert server.wait(10) == -signal.SIGTERM
+    deadline = time.monotonic() + 5
+    while group_pids(server.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert group_pids(server.pid) == []
+    held = [int(p.stem.split("-")[1]) for p in server.gpu_state.glob("proc-*.json")]
+    assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text() for pid in held)
 
 
-def test_launch_command_runs_from_sh(tmp_path: Path):
+def test_launch_command_runs_from_sh(tmp_path: Path, sim: Sims, spawn: Spawner):
     import subprocess
 
-    sim = start_sim(tmp_path, speed=500.0, tp=1, shards=2)
-    sim.stop()
+    server = sim(tmp_path, speed=500.0, tp=1, shards=2)
+    server.stop()
     out = tmp_path / "again.log"
-    cmd = sim.launch_command().replace(str(sim.log), str(out))
-    proc = subprocess.Popen(
-        ["sh", "-c", cmd], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while b"fired up" not in (out.read_bytes() if out.exists() else b"") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert b"The server is fired up and ready to roll!" in out.read_bytes()
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    cmd = server.launch_command().replace(str(server.log), str(out))
+    spawn(["sh", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # its group is killed at teardown
+    deadline = time.monotonic() + 20
+    while b"fired up" not in (out.read_bytes() if out.exists() else b"") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert b"The server is fired up and ready to roll!" in out.read_bytes()
 
 
-def test_bad_options_get_one_line(tmp_path: Path):
-    import subprocess
-    import sys
-
-    from tests.helpers.sim import ROOT
-
+def test_bad_options_get_one_line(tmp_path: Path, cli: Cli):
     for extra, word in ((["--format", "0.4.1"], "--format"), (["--speculative", "MEDUSA"], "--speculative")):
-        argv = [sys.executable, "-m", "tui", "simulate", "--log", str(tmp_path / "x.log"), "--port", "1", *extra]
-        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=20)
+        done = cli("simulate", "--log", tmp_path / "x.log", "--port", "1", *extra, timeout=20)
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and word in lines[0] and "Traceback" not in done.stderr

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.helpers.sim import ROOT
+from tests.helpers.processes import Cli
 from tui.sim.params import SimParams, check
 from tui.sim.script import RankScript, Schedule
 from tui.sim.variation import PHASE_JITTER, THREADS, parse_slow, phase_scale
@@ -36,11 +33,10 @@ def test_slow_capture_doubles_the_capture_only() -> None:
 
 @pytest.mark.parametrize(("slow", "words"), [("init=2", "PHASE one of"), ("cuda_graph=x", "must be a number"),
                                              ("cuda_graph", "PHASE=FACTOR"), ("cuda_graph=0", "between")])  # fmt: skip
-def test_bad_slow_is_one_line(slow: str, words: str) -> None:
+def test_bad_slow_is_one_line(slow: str, words: str, cli: Cli) -> None:
     problem = check(params(slow=slow))
     assert problem is not None and words in problem
-    out = subprocess.run([sys.executable, "-m", "tui", "simulate", "--log", "/tmp/x.log", "--port", "1", "--slow", slow],
-                         cwd=ROOT, capture_output=True, text=True, timeout=30)  # fmt: skip
+    out = cli("simulate", "--log", "/tmp/x.log", "--port", "1", "--slow", slow, timeout=30)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
     assert check(params(loader="threads")) == "--loader threads: use one of default, multithread"
 
@@ -58,3 +54,17 @@ def test_multithread_loader_bursts_while_memory_grows_steadily() -> None:
     assert (
         max(b.at - a.at for a, b in zip(load, load[1:], strict=False)) <= 1.0 + 1e-9
     )  # a memory step at least every second
+
+
+def test_fault_seconds_sets_how_long_a_silent_fault_runs() -> None:
+    """`--fault-seconds S`: the real length of jit-compile's and download's silence (tests run it shorter than
+    the 48 s and 30 s a real first JIT build or download is modelled on); ranks get it with their parameters."""
+    from tui.sim import busy
+    from tui.sim.rank import Rank
+
+    given = params(fault="jit-compile", fault_seconds=24.0)
+    assert check(given) is None and SimParams.from_json(given.to_json()).fault_seconds == 24.0
+    rank = Rank(SimParams.from_json(given.to_json()), 0, -1, -1, 0, 0.0)
+    assert rank._silent_s(busy.JIT_REAL_S) == 24.0
+    assert Rank(params(), 0, -1, -1, 0, 0.0)._silent_s(busy.DOWNLOAD_REAL_S) == busy.DOWNLOAD_REAL_S
+    assert check(params(fault_seconds=0.5)) == "--fault-seconds 0.5: use 1 to 3600 real seconds"

@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import free_port
 from tui.commands.stop import report
 from tui.core.events import ControlResult
@@ -39,68 +41,30 @@ def server_pids(state: Path, skip: int) -> list[int]:
 
 
 @pytest.fixture
-def scene(tmp_path: Path):
+def scene(tmp_path: Path, spawn: Spawner):
     """A bystander titled sglang::scheduler_TP0, and a hand-started server (with an orphan) writing its log."""
     state, log, port = tmp_path / "gpus", tmp_path / "server.log", free_port()
-    bystander = subprocess.Popen(
-        [sys.executable, str(TREE), "bystander", "--gpu-state", str(state)],
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-    started: list[subprocess.Popen[bytes]] = []
+    bystander = spawn([sys.executable, TREE, "bystander", "--gpu-state", state], stdout=subprocess.DEVNULL)
 
     def start(*extra: str) -> subprocess.Popen[bytes]:
+        words = [sys.executable, str(TREE), "--port", str(port), "--gpu-state", str(state), "--tp", "2", "--orphan"]
         with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                shlex.join(
-                    [
-                        sys.executable,
-                        str(TREE),
-                        "--port",
-                        str(port),
-                        "--gpu-state",
-                        str(state),
-                        "--tp",
-                        "2",
-                        "--orphan",
-                        *extra,
-                    ]
-                ),
-                shell=True,
-                stdout=out,
-                stderr=out,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        started.append(proc)
+            proc = spawn(["sh", "-c", shlex.join([*words, *extra])], stdout=out, stderr=out)
         deadline = time.monotonic() + 15
         while len(server_pids(state, bystander.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         return proc
 
     yield {"state": state, "log": log, "port": port, "bystander": bystander, "start": start}
-    # Only matters when a test failed midway: its tree (own session) and any orphan holding sim memory.
-    for proc in started:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+    # Only matters when a test failed midway: an orphan (its own session) holding sim memory; `spawn` kills the
+    # trees' own sessions and the bystander.
     for pid in server_pids(state, bystander.pid):
         os.kill(pid, signal.SIGKILL)
-    bystander.kill()
-    bystander.wait()
 
 
-def stop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", "stop", *args, "--remote-python", sys.executable],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+@pytest.fixture
+def stop(cli: Cli) -> Callable[..., subprocess.CompletedProcess[str]]:
+    return lambda *args: cli("stop", *args, "--remote-python", sys.executable, timeout=120)
 
 
 def local_args(scene: dict, *extra: str) -> list[str]:
@@ -116,7 +80,7 @@ def local_args(scene: dict, *extra: str) -> list[str]:
     ]
 
 
-def test_stop_exits_0_when_all_gone_and_memory_released(scene: dict) -> None:
+def test_stop_exits_0_when_all_gone_and_memory_released(scene: dict, stop) -> None:
     main = scene["start"]()
     pids = server_pids(scene["state"], scene["bystander"].pid)
     run = stop(*local_args(scene))
@@ -127,7 +91,7 @@ def test_stop_exits_0_when_all_gone_and_memory_released(scene: dict) -> None:
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
-def test_force_kills_a_server_that_ignores_term(scene: dict) -> None:
+def test_force_kills_a_server_that_ignores_term(scene: dict, stop) -> None:
     main = scene["start"]("--ignore-term")
     pids = server_pids(scene["state"], scene["bystander"].pid)
     run = stop(*local_args(scene, "--force"))
@@ -136,14 +100,14 @@ def test_force_kills_a_server_that_ignores_term(scene: dict) -> None:
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
-def test_nothing_running_is_exit_3(scene: dict) -> None:
+def test_nothing_running_is_exit_3(scene: dict, stop) -> None:
     """Issue 17 case 8: nothing found is not "GPUs free" (it was exit 0 "nothing to stop")."""
     run = stop(*local_args(scene))
     assert run.returncode == 3 and run.stdout == ""
     assert f"no server found on port {scene['port']} / log {scene['log']}" in run.stderr
 
 
-def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict) -> None:
+def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict, stop) -> None:
     main = scene["start"]()
     wrong = free_port()
     run = stop("local", "--port", str(wrong), "--sim-gpus", str(scene["state"]))
@@ -151,7 +115,7 @@ def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict) -> None
     assert main.poll() is None
 
 
-def test_a_port_outside_1_65535_is_one_line_and_exit_2() -> None:
+def test_a_port_outside_1_65535_is_one_line_and_exit_2(stop) -> None:
     """QA pass: `stop --port 0` (or 70000) looked for a server there and said "no server found" (exit 3)."""
     for port in ("0", "70000"):
         run = stop("local", "--port", port)
@@ -159,7 +123,7 @@ def test_a_port_outside_1_65535_is_one_line_and_exit_2() -> None:
         assert run.stderr == f"sglang-tui stop: --port {port} is not a TCP port (1-65535)\n" and run.stdout == ""
 
 
-def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
+def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path, stop) -> None:
     main = scene["start"]()
     run = stop(
         "local", "--port", str(scene["port"]), "--log", str(scene["log"]), "--sim-gpus", str(tmp_path / "nowhere")
@@ -170,7 +134,7 @@ def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-def test_stop_over_ssh(scene: dict, sshd) -> None:
+def test_stop_over_ssh(scene: dict, sshd, stop) -> None:
     main = scene["start"]()
     pids = server_pids(scene["state"], scene["bystander"].pid)
     run = stop(
@@ -189,7 +153,7 @@ def test_stop_over_ssh(scene: dict, sshd) -> None:
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
-def test_cannot_connect_is_exit_4(sshd) -> None:
+def test_cannot_connect_is_exit_4(sshd, stop) -> None:
     refused = stop(
         "127.0.0.1", "--ssh-port", str(free_port()), "--port", "30000", "--known-hosts", str(sshd.known_hosts)
     )

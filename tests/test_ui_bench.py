@@ -6,13 +6,13 @@ on a LocalHost against the real simulator."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from textual.widgets import Label, Static
 
-from tests.helpers.sim import SimServer, http_get, start_sim
+from tests.helpers.processes import Sims
+from tests.helpers.sim import SimServer, http_get
 from tests.helpers.sim import wait_ready as _ready
 from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, play, startup_to_capture, startup_to_ready
 from tui.core.benchstats import BenchResult
@@ -27,13 +27,9 @@ LAST_LAUNCH = BenchResult(16, 0, 0.05, 0.09, 141.0, 560.0, 3.10, ("meta_info",),
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+def drafter(module_sim: Sims) -> SimServer:
     # speed 20: a request takes longer to generate than to read, so one stopped mid-way is still generating
-    server = start_sim(tmp_path_factory.mktemp("uibench"), tp=2, shards=4, speed=20, accept_len=1.5)
-    try:
-        yield _ready(server)
-    finally:
-        server.stop()
+    return _ready(module_sim(tp=2, shards=4, speed=20, accept_len=1.5))
 
 
 def stats(sim: SimServer) -> dict[str, int]:
@@ -66,11 +62,11 @@ async def _until(pilot: object, condition, tries: int = 600) -> None:  # type: i
     raise AssertionError("condition never held")
 
 
-async def test_b_asks_with_the_numbers_then_shows_the_result_next_to_the_last_launch(sim: SimServer) -> None:
-    app, source, clock = make(sim, BenchPlan(requests=8, concurrency=2, max_new_tokens=128), previous=LAST_LAUNCH)
+async def test_b_asks_with_the_numbers_then_shows_the_result_next_to_the_last_launch(drafter: SimServer) -> None:
+    app, source, clock = make(drafter, BenchPlan(requests=8, concurrency=2, max_new_tokens=128), previous=LAST_LAUNCH)
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_capture(36, 36))
-        before = stats(sim)["received"]
+        before = stats(drafter)["received"]
         await pilot.press("b")  # not ready yet: nothing asked, nothing sent
         assert not isinstance(app.screen, ConfirmScreen)
         await play(pilot, source, clock, startup_to_ready()[-3:])
@@ -80,35 +76,38 @@ async def test_b_asks_with_the_numbers_then_shows_the_result_next_to_the_last_la
         assert "8 streaming POST /generate requests" in asked and "2 at a time" in asked
         assert "max_new_tokens 128" in asked and "at most 1024 new tokens" in asked and HOST in asked
         await pilot.press("n")
-        assert stats(sim)["received"] == before  # No sends nothing
+        assert stats(drafter)["received"] == before  # No sends nothing
         await pilot.press("b", "y")
         await _until(pilot, lambda: isinstance(app.screen, BenchResultScreen))
         shown = _text(app)
         assert "requests: 8 ok, 0 failed" in shown
-        assert "at most ~1.5× over plain decoding" in shown
-        assert "last launch 3.10" in shown and "last 141" in shown
-        assert stats(sim)["received"] - before == 8
         result = app.bench_results[-1].result
         assert result is not None and result.accept_len == pytest.approx(1.5, abs=0.1)
+        # the measured figure, to one decimal (1.44 shows ~1.4×: the figure shown is rounded once, from the value)
+        assert f"at most ~{result.accept_len:.1f}× over plain decoding" in shown
+        assert "last launch 3.10" in shown and "last 141" in shown
+        assert stats(drafter)["received"] - before == 8
         await pilot.press("escape")
         assert not isinstance(app.screen, BenchResultScreen)
         assert any("sglang-tui bench: 8 ok, 0 failed" in line.text for line in app.log_pane.view.lines)
 
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
-async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: SimServer, key: str) -> None:
-    app, source, clock = make(sim, BenchPlan(requests=400, concurrency=2, max_new_tokens=1024))
+async def test_escape_stops_a_running_bench_and_leaves_no_request_running(drafter: SimServer, key: str) -> None:
+    # Requests far longer than the test takes to press the key (32768 tokens: seconds each, however busy the
+    # machine), so the two in flight are still generating when it is pressed.
+    app, source, clock = make(drafter, BenchPlan(requests=400, concurrency=2, max_new_tokens=32768))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready()[-3:])
-        before = stats(sim)
+        before = stats(drafter)
         await pilot.press("b", "y")
-        await _until(pilot, lambda: stats(sim)["received"] - before["received"] >= 3)
+        await _until(pilot, lambda: stats(drafter)["in_flight"] >= 2)
         await pilot.press(key)
         await _until(pilot, lambda: bool(app.bench_results))
         finished = app.bench_results[-1]
         assert finished.result is None and "no request is left running" in finished.problem
-        await _until(pilot, lambda: stats(sim)["in_flight"] == 0, tries=1500)
-        after = stats(sim)
+        await _until(pilot, lambda: stats(drafter)["in_flight"] == 0, tries=1500)
+        after = stats(drafter)
         assert after["aborted"] > before["aborted"] and after["received"] - before["received"] < 400
         await pilot.press(key)  # no bench running: the key does what it did before (nothing here, no crash)
         await pilot.pause()
@@ -116,12 +115,12 @@ async def test_escape_stops_a_running_bench_and_leaves_no_request_running(sim: S
 
 
 @pytest.mark.screenshots
-async def test_export_bench_result_screenshot(tmp_path: Path) -> None:
+async def test_export_bench_result_screenshot(tmp_path: Path, sim: Sims) -> None:
     """screenshots/bench_result.svg: a bench of the failing drafter next to the last launch's. The simulator runs
     at --speed 1 so the figures are a 70B-on-8-GPUs' (a 12 ms forward), which makes its startup take minutes."""
     from tests.test_screenshots import SCREENSHOTS, portable_fonts
 
-    slow = start_sim(tmp_path, tp=2, shards=4, speed=1.0, accept_len=1.5)
+    slow = sim(tmp_path, tp=2, shards=4, speed=1.0, accept_len=1.5)
     try:
         _ready(slow, timeout=600)
         app, source, clock = make(slow, BenchPlan(), previous=LAST_LAUNCH)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.helpers.sim import start_nodes
+import pytest
+
+from tests.helpers.processes import Sims
 from tui.commands.wait_deployment import MemberFolder, deployment_of
 from tui.core.state import Phase
 from tui.sources.deployment import DeploymentMonitor, node_specs
@@ -20,8 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "screenshots"
 
 
-async def test_two_nodes_in_one_view_to_ready(tmp_path: Path) -> None:
-    nodes = start_nodes(tmp_path, shards=16, speed=60, speculative="none")
+async def test_two_nodes_in_one_view_to_ready(tmp_path: Path, sim: Sims) -> None:
+    await _two_nodes_to_ready(tmp_path, sim, shots=tmp_path)  # the screen is drawn, into this test's directory
+
+
+@pytest.mark.screenshots
+async def test_export_deployment_screenshot(tmp_path: Path, sim: Sims) -> None:
+    """screenshots/deployment_2x8_ready.svg (rewritten only under -m screenshots, as every screenshot)."""
+    await _two_nodes_to_ready(tmp_path, sim, shots=SCREENSHOTS)
+
+
+async def _two_nodes_to_ready(tmp_path: Path, sim: Sims, shots: Path) -> None:
+    nodes = sim.nodes(tmp_path, shards=16, speed=60, speculative="none")
     specs = node_specs([f"local:{n.log}" for n in nodes], log=None, port=nodes[0].port,
                        sim_gpus=",".join(str(n.gpu_state) for n in nodes))  # fmt: skip
     monitor = DeploymentMonitor.build([(s, LocalHost()) for s in specs], remote_python=sys.executable)
@@ -49,8 +61,6 @@ async def test_two_nodes_in_one_view_to_ready(tmp_path: Path) -> None:
             rows = members.splitlines()  # QA pass: node1's own log ends in capture (no "fired up" on a
             assert rows[2].startswith("node1") and "+" not in rows[3], members  # non-zero node): not ticking on
             assert app.state.reason == "ready: 2 nodes, tp 16" and "TP16" in app.query_one(HeaderPane).shown
-            app.save_screenshot(filename="deployment_2x8_ready.svg", path=str(SCREENSHOTS))
+            app.save_screenshot(filename="deployment_2x8_ready.svg", path=str(shots))
     finally:
         await monitor.close()
-        for node in nodes:
-            node.stop()

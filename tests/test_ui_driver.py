@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -14,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Tmux
+
 ROOT = Path(__file__).resolve().parent.parent
-SESSION = f"sglang-tui-driver-{os.getpid()}"
+SESSION = "sglang-tui-driver"  # on the test's own tmux server (the `tmux` fixture)
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal)")
 
 
-def _screen() -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", SESSION], capture_output=True, text=True).stdout
+def _screen(tmux: Tmux) -> str:
+    return tmux("capture-pane", "-p", "-t", SESSION, check=False).stdout
 
 
 def _until(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -45,22 +46,24 @@ def _ours(tmp_path: Path) -> list[int]:
     return found
 
 
-def test_keys_escape_and_quit_in_a_real_terminal(tmp_path: Path) -> None:
+def test_keys_escape_and_quit_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
     env = f"env XDG_CONFIG_HOME={tmp_path} XDG_STATE_HOME={tmp_path} TMPDIR={tmp_path} TERM=xterm-256color"
     demo = f"{env} {sys.executable} -m tui demo --speed 50; echo EXITED rc=$?; sleep 60"
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", SESSION, "-c", str(ROOT), "-x", "160", "-y", "45", demo], check=True
-    )
+    tmux("new-session", "-d", "-s", SESSION, "-c", str(ROOT), "-x", "160", "-y", "45", demo)
     try:
-        assert _until(lambda: "sglang-tui" in _screen() and "quit" in _screen(), 90), _screen()
-        subprocess.run(["tmux", "send-keys", "-t", SESSION, "?"], check=True)
-        assert _until(lambda: "esc closes" in _screen(), 30), _screen()  # the help screen
-        subprocess.run(["tmux", "send-keys", "-t", SESSION, "Escape"], check=True)
-        assert _until(lambda: "esc closes" not in _screen(), 30), _screen()  # a lone ESC, told apart by its timeout
-        subprocess.run(["tmux", "send-keys", "-t", SESSION, "q"], check=True)
-        assert _until(lambda: "EXITED rc=0" in _screen(), 30), _screen()  # the input thread ended: the app could
+
+        def screen() -> str:
+            return _screen(tmux)
+
+        assert _until(lambda: "sglang-tui" in screen() and "quit" in screen(), 90), screen()
+        tmux("send-keys", "-t", SESSION, "?")
+        assert _until(lambda: "esc closes" in screen(), 30), screen()  # the help screen
+        tmux("send-keys", "-t", SESSION, "Escape")
+        assert _until(lambda: "esc closes" not in screen(), 30), screen()  # a lone ESC, told apart by its timeout
+        tmux("send-keys", "-t", SESSION, "q")
+        assert _until(lambda: "EXITED rc=0" in screen(), 30), screen()  # the input thread ended: the app could
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+        tmux("kill-session", "-t", SESSION, check=False)
         for pid in _ours(tmp_path):  # only what this test started: a demo left behind by a failure
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -7,6 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
+from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import (
     HOST,
     FakeBatchSource,
@@ -48,7 +49,9 @@ def test_no_hook_without_the_options(tmp_path: Path) -> None:
     assert tui_hook(_args(tmp_path)) is None
 
 
-async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen(tmp_path: Path) -> None:
+async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen(
+    tmp_path: Path, spawn: Spawner
+) -> None:
     go, out = tmp_path / "go", tmp_path / "env"
     cmd = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; env > {shlex.quote(str(out))}"
     args = _args(tmp_path, on_ready=cmd, on_fail=f"touch {shlex.quote(str(tmp_path / 'failed'))}")
@@ -68,7 +71,7 @@ async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen
     assert not (tmp_path / "failed").exists()
 
 
-async def test_on_fail_runs_on_a_failure_and_a_failing_hook_is_said(tmp_path: Path) -> None:
+async def test_on_fail_runs_on_a_failure_and_a_failing_hook_is_said(tmp_path: Path, spawn: Spawner) -> None:
     out = tmp_path / "env"
     args = _args(tmp_path, on_fail=f"env > {shlex.quote(str(out))}; exit 3")
     source, clock = FakeBatchSource(), FakeClock()

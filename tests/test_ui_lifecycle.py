@@ -4,11 +4,13 @@ ServerControl; the events are folded by the real reducer."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
 from textual.notifications import Notify
 
+from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import (
     HOST,
     LAUNCH_LINE,
@@ -20,6 +22,7 @@ from tests.helpers.ui_fakes import (
     make_app,
     play,
     startup_to_loading,
+    until,
 )
 from tui.core.events import ControlResult, LogActivity, LogReset, ServerProcess
 from tui.core.state import Phase
@@ -28,7 +31,7 @@ from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
 from tui.ui.panes.log_pane import LogPane
-from tui.ui.panes.log_view import LogView
+from tui.ui.panes.log_view import LogLine, LogView
 from tui.ui.panes.shards import ShardsPane
 from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.confirm import ConfirmScreen
@@ -36,12 +39,8 @@ from tui.ui.screens.confirm import ConfirmScreen
 SIZE = (160, 48)
 
 
-async def _until(pilot: object, done: object, tries: int = 200) -> None:
-    for _ in range(tries):
-        await pilot.pause()  # type: ignore[attr-defined]
-        if done():  # type: ignore[operator]
-            return
-    raise AssertionError("the app never got there")
+async def _until(pilot: object, done: object) -> None:
+    await until(pilot, done)  # type: ignore[arg-type]
 
 
 def _log_texts(app: object) -> list[str]:
@@ -230,7 +229,7 @@ async def test_pane_keys_do_nothing_under_a_dialog() -> None:
         assert app.screen.maximized is None
 
 
-def test_pane_keys_are_in_the_registry_help_and_key_table() -> None:
+def test_pane_keys_are_in_the_registry_help_and_key_table(spawn: Spawner) -> None:
     keys = {a.key: a for a in ACTIONS}
     assert {"1", "2", "3", "4"} <= set(keys) and keys["3"].action == "pane('gpus')"
     table = subprocess.run([sys.executable, "-m", "tui.ui.actions"], capture_output=True, text=True, check=True).stdout
@@ -245,8 +244,8 @@ async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> 
     from tests.helpers.ui_fakes import startup_to_ready
     from tui.core.events import HealthResult, Tick
 
-    clock, source = FakeClock(), FakeBatchSource()
-    app = make_app(source, control=FakeControl(delay_s=1.0), clock=clock, monotonic=FakeClock(0.0))
+    clock, source, running = FakeClock(), FakeBatchSource(), asyncio.Event()
+    app = make_app(source, control=FakeControl(hold=running), clock=clock, monotonic=FakeClock(0.0))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready())
         await play(pilot, source, clock, [Step(clock.t + 1, [HealthResult("/health", "ok", 200, 0.01)])])
@@ -255,8 +254,18 @@ async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> 
         await _until(pilot, lambda: app._control_in_flight == "restart")
         await play(pilot, source, clock, [Step(clock.t + 1, [ServerProcess(False, detail="server processes gone")])])
         assert app.state.phase is not Phase.FAILED and "exited" not in app.query_one(HeaderPane).shown
+        running.set()  # the restart ends only now: the processes went away while it ran
         await _until(pilot, lambda: app.control_results)
         await play(pilot, source, clock, [Step(clock.t + 1, [Tick()])])
         header = app.query_one(HeaderPane).shown
         assert app.state.phase is Phase.STARTING
         assert "health says: before this launch: ok 200" in header
+
+
+async def test_a_batch_still_queued_when_the_app_exits_is_not_a_crash() -> None:
+    """The two-node TUI posts a member's batch while the app exits: by then the screen (and its log pane) is
+    gone, and showing the batch's lines must not raise NoMatches (the app re-raises it when the test ends)."""
+    app = make_app(FakeBatchSource())
+    async with app.run_test():
+        pass
+    app._show_lines([LogLine("a line that arrives too late", None, None)], None)

@@ -7,6 +7,7 @@ import sys
 
 from textual.widgets import Static
 
+from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import T0, FakeBatchSource, FakeClock, Step, gpus, make_app, play
 from tui.core import proctree
 from tui.core.events import HostActivity, ProcCounters, ServerProcess
@@ -39,7 +40,7 @@ def test_the_tree_puts_parents_first_and_sums_gpu_memory_per_pid() -> None:
     assert tree[3].gpu_bytes is None and tree[0].cpu_pct == 50.0
 
 
-def test_the_watch_awk_sends_state_and_rss_of_a_real_process() -> None:
+def test_the_watch_awk_sends_state_and_rss_of_a_real_process(spawn: Spawner) -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         script = watch_activity_funcs() + f"\nknown='{child.pid}:0'; act\n"

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import free_port
 from tui.commands.demo import start_demo, stop_demo
 from tui.commands.watch import build_app
@@ -19,11 +23,12 @@ from tui.ui.screens.confirm import ConfirmScreen
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _sglang_tui(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def _sglang_tui(cli: Cli) -> Callable[..., subprocess.CompletedProcess[str]]:
+    return lambda *argv: cli(*argv, timeout=60)
 
 
-def test_the_tui_refuses_a_port_outside_1_65535_in_one_line() -> None:
+def test_the_tui_refuses_a_port_outside_1_65535_in_one_line(_sglang_tui) -> None:
     """QA pass: `sglang-tui local --port 0` opened the TUI and probed port 0 forever."""
     run = _sglang_tui("local", "--port", "0")
     assert run.returncode == 2 and run.stdout == ""
@@ -32,7 +37,7 @@ def test_the_tui_refuses_a_port_outside_1_65535_in_one_line() -> None:
     assert run.returncode == 2 and run.stderr == "sglang-tui: --stall-after must be above 0 seconds\n"
 
 
-def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
+def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -55,7 +60,7 @@ def test_auth_failure_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-u
     )
 
 
-def test_nothing_listening_is_one_line_and_exit_4(sshd) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_listening_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -88,7 +93,7 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-async def test_demo_server_watched_to_ready_then_killed_from_the_keys() -> None:
+async def test_demo_server_watched_to_ready_then_killed_from_the_keys(spawn: Spawner) -> None:
     demo = await start_demo(speed=200.0, fault=None)
     try:
         pgid = int(Path(pidfile_for(str(demo.log))).read_text().strip())
@@ -131,7 +136,7 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys() -> None:
     assert stopped.ok and not demo.workdir.exists()
 
 
-async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: Path) -> None:
+async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: Path, spawn: Spawner) -> None:
     """`sglang-tui local --launch CMD` with nothing on the port: the app launches the real simulator itself."""
     from argparse import Namespace
 

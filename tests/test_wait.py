@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 import pytest
 
-from tests.helpers.sim import ROOT, start_sim, wait_for_log
+from tests.helpers.processes import Cli, PipeLines, Sims, Spawner
+from tests.helpers.sim import wait_for_log
 from tests.helpers.sshd import Sshd, free_port
 from tui.core.report import JSON_KEYS
 
@@ -41,36 +38,55 @@ class Outcome:
         return json.loads(lines[-1])
 
 
-def run_wait(sshd: Sshd | None, *args: str, timeout: float = 90) -> Outcome:
+def run_wait(cli: Cli, sshd: Sshd | None, *args: str, timeout: float = 90) -> Outcome:
     target = ["127.0.0.1", *sshd.ssh_args()] if sshd is not None else ["local"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", *target, *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+    proc = cli("wait", *target, *args, timeout=timeout)
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
 def wait_on_sim(
-    sshd: Sshd | None, tmp_path: Path, fault: str | None, *extra: str, speed: float = 500.0, after: bytes = b""
-) -> Outcome:
-    sim = start_sim(tmp_path, fault=fault, speed=speed, tp=2, shards=8)
+    sims: Sims, cli: Cli, sshd: Sshd | None, tmp_path: Path, fault: str | None, *extra: str, speed: float = 500.0,
+    after: bytes = b"",
+) -> Outcome:  # fmt: skip
+    sim = sims(tmp_path, fault=fault, speed=speed, tp=2, shards=8)
     try:
         if after:
             wait_for_log(sim, after, timeout=30)
         return run_wait(
-            sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
+            cli, sshd, "--log", str(sim.log), "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state),
             "--timeout", "60", "--json", *extra,
         )  # fmt: skip
     finally:
         sim.stop()
 
 
+def watch_then_start(
+    sims: Sims, cli: Cli, sshd: Sshd | None, tmp_path: Path, *extra: str, **sim_kw: Any
+) -> tuple[subprocess.Popen[str], PipeLines, PipeLines]:
+    """`wait --json` on an empty log and a free port first, the simulator only once wait watches them: wait
+    sees the whole startup whatever the machine's load (started the other way round, a fast simulator can be
+    ready before wait has read its log, and then wait is right to say ready from /health alone)."""
+    port, log = free_port(), tmp_path / "sim.log"
+    log.touch()
+    target = ["127.0.0.1", *sshd.ssh_args()] if sshd is not None else ["local"]
+    proc = cli.popen("wait", *target, "--log", log, "--port", str(port), "--sim-gpus", tmp_path / "gpus",
+                     "--timeout", "60", "--json", *extra)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    out_lines, err_lines = PipeLines(proc.stdout), PipeLines(proc.stderr)
+    err_lines.wait_for(lambda line: "waiting for the first log line" in line)
+    sims(tmp_path, port=port, **{"tp": 2, "shards": 8, **sim_kw})
+    return proc, out_lines, err_lines
+
+
 @pytest.fixture(scope="module")
-def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def fault_outcomes(
+    sshd: Sshd, tmp_path_factory: pytest.TempPathFactory, module_sim: Sims, module_spawn: Spawner
+) -> dict[str, Outcome]:
     """Every fault scenario, run a few at a time (each is mostly waiting on the simulated clock)."""
+    cli = Cli(module_spawn)
 
     def one(fault: str) -> Outcome:
-        return wait_on_sim(sshd, tmp_path_factory.mktemp(fault), fault)
+        return wait_on_sim(module_sim, cli, sshd, tmp_path_factory.mktemp(fault), fault)
 
     with ThreadPoolExecutor(max_workers=len(FAULT_KINDS)) as pool:
         outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS), strict=True))
@@ -79,13 +95,22 @@ def fault_outcomes(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> dict
     # its rank processes spawning) is not what the 2 s limit measures; the quiet time counts from the log's own
     # lines, not from the attach.
     outcomes["hang-weights"] = wait_on_sim(
-        sshd, tmp_path_factory.mktemp("hang"), "hang-weights", "--stall-after", "2", after=b"Load weight begin"
+        module_sim,
+        cli,
+        sshd,
+        tmp_path_factory.mktemp("hang"),
+        "hang-weights",
+        "--stall-after",
+        "2",
+        after=b"Load weight begin",
     )
     return outcomes
 
 
-def test_ready_over_ssh_exits_0_with_json_lines(sshd: Sshd, tmp_path: Path) -> None:
-    out = wait_on_sim(sshd, tmp_path, None, speed=150.0)  # slow enough that `wait` sees the startup happen
+def test_ready_over_ssh_exits_0_with_json_lines(sshd: Sshd, tmp_path: Path, cli: Cli, sim: Sims) -> None:
+    proc, out_lines, err_lines = watch_then_start(sim, cli, sshd, tmp_path, speed=500.0)
+    code = proc.wait(timeout=90)
+    out = Outcome(code, out_lines.text(10), err_lines.text(10))
     assert out.code == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(lines) >= 3  # one per state change
@@ -100,8 +125,8 @@ def test_ready_over_ssh_exits_0_with_json_lines(sshd: Sshd, tmp_path: Path) -> N
     assert "Traceback" not in out.stderr
 
 
-def test_ready_locally_without_ssh(tmp_path: Path) -> None:
-    out = wait_on_sim(None, tmp_path, None)
+def test_ready_locally_without_ssh(tmp_path: Path, cli: Cli, sim: Sims) -> None:
+    out = wait_on_sim(sim, cli, None, tmp_path, None)
     assert out.code == 0, out.stderr
     assert out.last_json()["phase"] == "ready"
 
@@ -123,16 +148,18 @@ def test_hang_in_weights_exits_3_stalled(fault_outcomes: dict[str, Outcome]) -> 
     assert "stalled in loading_weights" in out.stderr.splitlines()[-1]
 
 
-def test_timeout_exits_2(sshd: Sshd, tmp_path: Path) -> None:
-    out = run_wait(sshd, "--log", str(tmp_path / "never.log"), "--port", str(free_port()), "--timeout", "1.5")
+def test_timeout_exits_2(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
+    out = run_wait(cli, sshd, "--log", str(tmp_path / "never.log"), "--port", str(free_port()), "--timeout", "1.5")
     assert out.code == 2, out.stderr
     assert "timed out" in out.stderr.splitlines()[-1]
 
 
-def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tmp_path: Path) -> None:
+def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
     """QA pass: `wait --log DIR` waited out the whole --timeout (30 min in the README's example) for a path that
     can never become the log; now it ends at the first look, over SSH as locally, with exit 2 and one line."""
-    out = run_wait(sshd, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "600", "--json", timeout=60)
+    out = run_wait(
+        cli, sshd, "--log", str(tmp_path), "--port", str(free_port()), "--timeout", "600", "--json", timeout=60
+    )
     assert out.code == 2, out.stderr
     assert out.stderr.splitlines()[-1] == (
         f"sglang-tui wait: log path is a directory, not a file: {tmp_path}; pass the log file inside it"
@@ -141,10 +168,10 @@ def test_a_directory_as_log_is_said_at_once_not_after_the_timeout(sshd: Sshd, tm
     assert "log path is a directory" in str(out.last_json()["reason"])
 
 
-def test_a_stall_after_of_zero_or_less_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_stall_after_of_zero_or_less_is_one_line_and_exit_2(tmp_path: Path, cli: Cli) -> None:
     """QA pass: `wait --stall-after -5` was taken (the demo refused it)."""
     for value in ("-5", "0"):
-        out = run_wait(None, "--log", str(tmp_path / "x.log"), "--port", str(free_port()), "--stall-after", value,
+        out = run_wait(cli, None, "--log", str(tmp_path / "x.log"), "--port", str(free_port()), "--stall-after", value,
                        "--timeout", "30")  # fmt: skip
         assert out.code == 2 and out.stdout == ""
         assert out.stderr == "sglang-tui wait: --stall-after must be above 0 seconds\n"
@@ -157,105 +184,57 @@ def _one_clear_line(out: Outcome) -> str:
     return lines[0]
 
 
-def test_changed_host_key_exits_4_with_one_line(sshd: Sshd, tmp_path: Path) -> None:
+def test_changed_host_key_exits_4_with_one_line(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
     wrong = tmp_path / "known_hosts"
     algo, key = (sshd.root / "client_key.pub").read_text().split()[:2]  # some other key, not the host's
     wrong.write_text(f"[127.0.0.1]:{sshd.port} {algo} {key}\n")
     args = [a if a != str(sshd.known_hosts) else str(wrong) for a in sshd.ssh_args()]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = cli("wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4
     assert "HOST KEY CHANGED" in line
 
 
-def test_unknown_host_exits_4_with_the_fingerprint(sshd: Sshd, tmp_path: Path) -> None:
+def test_unknown_host_exits_4_with_the_fingerprint(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     args = [a if a != str(sshd.known_hosts) else str(empty) for a in sshd.ssh_args()]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = cli("wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4
     assert "SHA256:" in line and f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}" in line
 
 
-def test_wrong_key_exits_4(sshd: Sshd) -> None:
+def test_wrong_key_exits_4(sshd: Sshd, cli: Cli) -> None:
     args = [a if a != str(sshd.identity) else str(sshd.wrong_identity) for a in sshd.ssh_args()]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = cli("wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4 and "authentication refused" in line
 
 
-def test_closed_ssh_port_exits_4() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "127.0.0.1", "--ssh-port", str(free_port()), "--timeout", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+def test_closed_ssh_port_exits_4(cli: Cli) -> None:
+    proc = cli("wait", "127.0.0.1", "--ssh-port", str(free_port()), "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4 and "connection refused" in line
 
 
-class PipeLines:
-    """The lines a child writes to one pipe, read by a thread, so a test can wait for one without blocking."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.lines.append(line)
-
-    def wait_for(self, condition: Callable[[str], bool], timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not any(condition(line) for line in list(self.lines)):
-            assert time.monotonic() < deadline, f"no such line after {timeout} s:\n{self.text()}"
-            time.sleep(0.02)
-
-    def text(self, timeout: float = 0.0) -> str:
-        self._thread.join(timeout)
-        return "".join(self.lines)
-
-
-def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path) -> None:
-    sim = start_sim(tmp_path, speed=60.0, tp=2, shards=8)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tui", "wait", "127.0.0.1", *fresh_sshd.ssh_args(), "--log", str(sim.log),
-             "--port", str(sim.port), "--sim-gpus", str(sim.gpu_state), "--timeout", "60", "--json"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert proc.stdout is not None and proc.stderr is not None
-        out_lines, err_lines = PipeLines(proc.stdout), PipeLines(proc.stderr)
-        # Connected and reading the log (a JSON line past `starting`), still loading:
-        out_lines.wait_for(lambda line: json.loads(line)["phase"] != "starting")
-        assert proc.poll() is None, err_lines.text(5)
-        fresh_sshd.kill()  # the link dies while the server is still loading
-        err_lines.wait_for(lambda line: "link reconnecting" in line)  # the watcher saw the outage …
-        fresh_sshd.start()  # … and the link comes back
-        proc.wait(timeout=60)
-        stdout, stderr = out_lines.text(10), err_lines.text(10)
-    finally:
-        sim.stop()
+def test_sshd_outage_mid_startup_is_ridden_out(fresh_sshd: Sshd, tmp_path: Path, sim: Sims, cli: Cli) -> None:
+    proc, out_lines, err_lines = watch_then_start(sim, cli, fresh_sshd, tmp_path, speed=60.0)
+    # Connected and reading the log (a JSON line past `starting`), still loading:
+    out_lines.wait_for(lambda line: json.loads(line)["phase"] != "starting")
+    assert proc.poll() is None, err_lines.text(5)
+    fresh_sshd.kill()  # the link dies while the server is still loading
+    err_lines.wait_for(lambda line: "link reconnecting" in line)  # the watcher saw the outage …
+    fresh_sshd.start()  # … and the link comes back
+    proc.wait(timeout=60)
+    stdout, stderr = out_lines.text(10), err_lines.text(10)
     out = Outcome(proc.returncode, stdout, stderr)
     assert out.code == 0, stderr
     assert out.last_json()["phase"] == "ready"
     assert "link reconnecting" in stderr  # the outage was seen, and ridden out
 
 
-def test_unresolvable_host_exits_4() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "no-such-host.invalid", "--ssh-config", "/dev/null", "--timeout", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+def test_unresolvable_host_exits_4(cli: Cli) -> None:
+    proc = cli("wait", "no-such-host.invalid", "--ssh-config", "/dev/null", "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4 and "cannot resolve host name" in line

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.processes import Cli
 from tests.helpers.sim import ROOT
 from tests.helpers.sshd import free_port
 from tui.commands.simulate import command_line
@@ -21,12 +22,11 @@ def _launch_cmd(tmp_path: Path, port: int, *extra: str) -> tuple[str, Path, Path
 
 
 def _wait(
-    tmp_path: Path, port: int, launch: str, log: Path, gpus: Path, *extra: str
+    cli: Cli, tmp_path: Path, port: int, launch: str, log: Path, gpus: Path, *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", "wait", "local", "--log", str(log), "--port", str(port), "--sim-gpus", str(gpus),
-         "--launch", launch, "--cwd", str(ROOT), "--remote-python", sys.executable, "--timeout", "90", *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=150,
+    return cli(
+        "wait", "local", "--log", log, "--port", str(port), "--sim-gpus", gpus, "--launch", launch, "--cwd", ROOT,
+        "--remote-python", sys.executable, "--timeout", "90", *extra, timeout=150,
     )  # fmt: skip
 
 
@@ -51,13 +51,20 @@ def _cleanup(tmp_path: Path) -> None:
             pass
 
 
-def test_wait_launch_reaches_ready_exits_0_and_runs_on_ready(tmp_path: Path) -> None:
+def test_wait_launch_reaches_ready_exits_0_and_runs_on_ready(tmp_path: Path, cli: Cli) -> None:
     port = free_port()
     launch, log, gpus = _launch_cmd(tmp_path, port)
     env_file = tmp_path / "hook.env"
     try:
         done = _wait(
-            tmp_path, port, launch, log, gpus, "--on-ready", f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}"
+            cli,
+            tmp_path,
+            port,
+            launch,
+            log,
+            gpus,
+            "--on-ready",
+            f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}",
         )
         assert done.returncode == 0, done.stderr
         assert "sglang-tui wait: launched: started pid" in done.stderr
@@ -74,12 +81,13 @@ def test_wait_launch_reaches_ready_exits_0_and_runs_on_ready(tmp_path: Path) -> 
         _cleanup(tmp_path)
 
 
-def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_path: Path) -> None:
+def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_path: Path, cli: Cli) -> None:
     port = free_port()
     launch, log, gpus = _launch_cmd(tmp_path, port, "--fault", "oom-capture")
     env_file = tmp_path / "fail.env"
     try:
         done = _wait(
+            cli,
             tmp_path,
             port,
             launch,
@@ -100,25 +108,17 @@ def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_pat
         _cleanup(tmp_path)
 
 
-def test_stop_help_shows_only_stops_options() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tui", "stop", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+def test_stop_help_shows_only_stops_options(cli: Cli) -> None:
+    done = cli("stop", "--help", timeout=60)
     assert done.returncode == 0 and "--force" in done.stdout
     for watch_only in ("--launch", "--read-only", "--stall-after", "--cwd"):
         assert watch_only not in done.stdout
 
 
-def test_an_unknown_first_word_is_named_not_taken_for_a_host(tmp_path: Path) -> None:
+def test_an_unknown_first_word_is_named_not_taken_for_a_host(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "ssh_config"
     config.write_text("Host gpubox\n  HostName 10.0.0.7\nHost *\n  ServerAliveInterval 5\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "tui", "frobnicate", "--ssh-config", str(config)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli("frobnicate", "--ssh-config", str(config), timeout=60)
     assert done.returncode == 2 and done.stderr.startswith("sglang-tui: unknown command or host: frobnicate")
     assert len(done.stderr.strip().splitlines()) == 1
     from tui.cli import looks_like_a_mistyped_command

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import Spawner
 from tests.test_readiness_phases import at, feed, ranks
 from tui.core.eta import estimate
 from tui.core.events import GpuInfo, GpuSnapshot, Milestone, ServerArgs, WeightFiles
@@ -27,7 +28,7 @@ async def stat(model: str) -> WeightFiles:
         await host.close()
 
 
-def test_local_directory_and_hf_cache_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_directory_and_hf_cache_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawn: Spawner) -> None:
     model = tmp_path / "my model"  # a space: quoted
     model.mkdir()
     for i, size in enumerate((1000, 2000)):
@@ -50,7 +51,7 @@ def test_local_directory_and_hf_cache_snapshot(tmp_path: Path, monkeypatch: pyte
     assert not Path("pwned").exists()
 
 
-def test_probe_runs_once_per_model(tmp_path: Path) -> None:
+def test_probe_runs_once_per_model(tmp_path: Path, spawn: Spawner) -> None:
     async def go() -> list[WeightFiles]:
         host = LocalHost()
         await host.connect()

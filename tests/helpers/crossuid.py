@@ -1,6 +1,6 @@
 """A watcher of another uid (issue 17 case 4): a real non-root user (CI runs as root) and a real sshd that logs
 it in, so every command on the host runs as that user against processes started as root. The fixtures are
-registered in tests/conftest.py; `tool` runs a sglang-tui command through that sshd."""
+registered in tests/conftest.py; `tool` runs a sglang-tui command through that sshd (the `cli` fixture)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim import ROOT
+from tests.helpers.processes import Cli
 from tests.helpers.sshd import Sshd
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the user's GPU probe: root's own interpreter may live under /root (0700)
@@ -52,14 +51,13 @@ def user_sshd(shared_dir: Path, other_user: tuple[str, int]) -> Iterator[Sshd]:
     server.stop()
 
 
-def tool_argv(command: str, sshd: Sshd, *args: str) -> list[str]:
-    """`python -m tui COMMAND 127.0.0.1 …` as the other user (through its sshd), with the system interpreter."""
-    return [sys.executable, "-m", "tui", command, "127.0.0.1", *sshd.ssh_args(), "--remote-python", SYSTEM_PYTHON,
-            *args]  # fmt: skip
+def tool_args(command: str, sshd: Sshd, *args: str) -> list[str]:
+    """`COMMAND 127.0.0.1 …` as the other user (through its sshd), with the system interpreter (for `cli`)."""
+    return [command, "127.0.0.1", *sshd.ssh_args(), "--remote-python", SYSTEM_PYTHON, *args]
 
 
-def tool(command: str, sshd: Sshd, *args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(tool_argv(command, sshd, *args), capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+def tool(cli: Cli, command: str, sshd: Sshd, *args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return cli(*tool_args(command, sshd, *args), timeout=timeout)
 
 
 def json_lines(text: str) -> list[dict]:

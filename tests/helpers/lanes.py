@@ -10,6 +10,7 @@ module's or the session's fixtures (an sshd) are torn down during whichever test
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections.abc import Generator
@@ -24,7 +25,12 @@ E2E_FIXTURES = frozenset({
     "cli",  # `python -m tui …`
     "tmux",  # a real terminal
     "spawn", "module_spawn",  # any other process, or processes the test starts in-process (LocalHost, asyncio)
+    "slurm_cluster",  # a real 2-node Slurm cluster (tests/helpers/slurm.py)
 })  # fmt: skip
+
+# Tests that share one costly session fixture run on one xdist worker (`--dist loadgroup`), so the fixture
+# starts once: every test that requests the fixture (directly or not) gets that xdist_group.
+XDIST_GROUPS = {"slurm_cluster": "slurm"}
 
 # Audit events (https://docs.python.org/3/library/audit_events.html) that start a process.
 _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system"})
@@ -34,11 +40,36 @@ def is_e2e(item: pytest.Item) -> bool:
     return item.get_closest_marker("e2e") is not None
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Run only when `-m` names them (they rewrite screenshots/, or need a GPU): `pytest -m "not e2e"` leaves them out.
+OPT_IN = ("screenshots", "gpu")
+
+
+def asked_for(marker: str, markexpr: str) -> bool:
+    return re.search(rf"(?<!not )\b{marker}\b", markexpr) is not None
+
+
+# A module's own simulators or processes (module_sim, module_spawn) are set up once per worker that runs any
+# of its tests: its tests go to one worker (`--dist loadgroup`), so they are set up once.
+MODULE_FIXTURES = frozenset({"module_sim", "module_spawn"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker, and before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if E2E_FIXTURES & names:
             item.add_marker(pytest.mark.e2e)
+        for fixture, group in XDIST_GROUPS.items():
+            if fixture in names:
+                item.add_marker(pytest.mark.xdist_group(group))
+        if MODULE_FIXTURES & names and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    markexpr = config.getoption("markexpr", "") or ""
+    left_out = [m for m in OPT_IN if not asked_for(m, markexpr)]
+    deselected = [item for item in items if any(item.get_closest_marker(m) for m in left_out)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if item not in deselected]
 
 
 class StartedAProcess(RuntimeError):
@@ -51,8 +82,6 @@ class _Guard:
     violation: str | None = None
 
 
-# Off until every test file requests its fixtures (issue 20's conversion); tests/test_lanes.py turns it on.
-ENFORCED = False
 _guard: _Guard | None = None  # the fast-lane test running now (setup or call), if any
 _installed = threading.Lock()
 _hook_on = False
@@ -97,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _guarded(item: pytest.Item) -> Generator[None, object, object]:
     global _guard
-    if is_e2e(item) or not ENFORCED:
+    if is_e2e(item):
         return (yield)
     before, _guard = _guard, _Guard(item.nodeid)
     mine = _guard

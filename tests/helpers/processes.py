@@ -1,13 +1,15 @@
 """The fixtures through which a test starts a real process: each one stops what it started at teardown, and
 requesting any of them puts the test in the `e2e` lane (tests/helpers/lanes.py).
 
-- `spawn(argv, **popen_kw) -> Popen`: any process, in its own session, killed with its group at teardown.
+- `spawn(argv, **popen_kw) -> Popen`: any process, in its own session, killed with its group at teardown;
+  `spawn.run(argv, timeout=, **kw) -> CompletedProcess[str]` one run to its end.
   Requested without being called, it also marks a test that starts processes in-process (LocalHost's `sh -c`,
   asyncio subprocesses). `module_spawn` is the same for a module-scoped fixture.
 - `cli(*args, timeout=, env=, input=) -> CompletedProcess[str]`: `python -m tui ARGS…` run to its end;
   `cli.popen(*args, **kw) -> Popen[str]` for a test that follows `wait --json` line by line.
 - `sim(**kwargs) -> SimServer`: `tests.helpers.sim.start_sim` in a fresh directory of tmp_path (or `path=`);
   `sim.nodes(n, **kwargs)` a multi-node launch (`start_nodes`). `module_sim` for a module-scoped fixture.
+  `PipeLines(proc.stdout).wait_for(condition)` waits for the deciding line without blocking on the pipe.
 - `tmux`: a private tmux server (its own `-L` socket); `tmux("new-session", …)` runs one tmux command.
 """
 
@@ -17,10 +19,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -39,6 +43,17 @@ class Spawner:
         proc: subprocess.Popen[Any] = subprocess.Popen(list(argv), **popen_kw)
         self.started.append(proc)
         return proc
+
+    @staticmethod
+    def run(
+        argv: Sequence[str | os.PathLike[str]], *, timeout: float = 60.0, **run_kw: Any
+    ) -> subprocess.CompletedProcess[str]:
+        """Run to the end, its output captured as text (stdin empty unless `input=`); killed at `timeout`."""
+        run_kw.setdefault("capture_output", True)
+        run_kw.setdefault("text", True)
+        if "input" not in run_kw:
+            run_kw.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.run(list(argv), timeout=timeout, **run_kw)
 
     def stop_all(self) -> None:
         for proc in reversed(self.started):
@@ -133,7 +148,7 @@ class Sims:
         self.started.append(server)
         return server
 
-    def nodes(self, nnodes: int = 2, path: Path | None = None, **kwargs: Any) -> list[SimServer]:
+    def nodes(self, path: Path | None = None, nnodes: int = 2, **kwargs: Any) -> list[SimServer]:
         """A simulated multi-node launch (`start_nodes`): PATH/nodeR/sim.log."""
         servers = start_nodes(path or self._fresh(), nnodes, **kwargs)
         self.started.extend(servers)
@@ -160,6 +175,30 @@ class Tmux:
 
     def kill_server(self) -> None:
         subprocess.run(self.argv("kill-server"), capture_output=True, timeout=30)
+
+
+class PipeLines:
+    """The lines a child writes to one pipe (`cli.popen(...).stdout`), read by a thread, so a test can wait for
+    the deciding one (`wait_for`) without blocking, then stop."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line)
+
+    def wait_for(self, condition: Callable[[str], bool], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(condition(line) for line in list(self.lines)):
+            assert time.monotonic() < deadline, f"no such line after {timeout} s:\n{self.text()}"
+            time.sleep(0.02)
+
+    def text(self, timeout: float = 0.0) -> str:
+        self._thread.join(timeout)
+        return "".join(self.lines)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.lanes import asked_for
+
 _BEFORE = pytest.StashKey[frozenset[str]]()
 
 
@@ -28,8 +30,7 @@ def _status(root: Path) -> frozenset[str] | None:
 def _checked(config: pytest.Config) -> bool:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller checks the whole run
         return False
-    marks = config.getoption("markexpr", "") or ""
-    screenshots = "screenshots" in marks and "not screenshots" not in marks
+    screenshots = asked_for("screenshots", config.getoption("markexpr", "") or "")
     return not (screenshots or config.getoption("snapshot_update", False))
 
 

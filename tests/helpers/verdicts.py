@@ -1,6 +1,7 @@
-"""Pieces the issue-17 verdict tests share (tests/test_false_verdicts.py as root, tests/test_cross_uid_verdicts.py
+"""Pieces the issue-17 verdict tests share (tests/test_false_verdicts*.py as root, tests/test_cross_uid_verdicts.py
 as another uid): a finished run's log, real HTTP servers that are not SGLang (one answers 200 to everything, one
-accepts and never answers), and `wait`/`replay` run as subprocesses."""
+accepts and never answers, one looks like SGLang), and `wait`/`replay` run through the `cli` fixture, to the
+verdict or followed line by line (`follow_wait`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tests.helpers.sim import ROOT
+from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import Sshd, free_port
 
 MODEL = "org/test-model"
@@ -112,57 +115,115 @@ while True:
 
 @dataclass
 class Outcome:
+    """What one `wait --json` run ended with: its exit code, its JSON states (stdout) and its lines (stderr)."""
+
     code: int
     stdout: str
     stderr: str
 
-    def last_json(self) -> dict[str, object]:
-        lines = [line for line in self.stdout.splitlines() if line.strip()]
-        assert lines, f"no JSON on stdout; stderr:\n{self.stderr}"
-        return json.loads(lines[-1])
+    def states(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def last_json(self) -> dict[str, Any]:
+        states = self.states()
+        assert states, f"no JSON on stdout; stderr:\n{self.stderr}"
+        return states[-1]
 
     def phases(self) -> set[str]:
-        return {json.loads(line)["phase"] for line in self.stdout.splitlines() if line.strip()}
+        return {state["phase"] for state in self.states()}
 
     def verdict(self) -> str:
         lines = [line for line in self.stderr.splitlines() if line.startswith("sglang-tui wait: ")]
         assert lines, self.stderr
         return lines[-1]
 
+    def says(self, *texts: str) -> bool:
+        """Whether the verdict line names every one of these."""
+        lines = [line for line in self.stderr.splitlines() if line.startswith("sglang-tui wait: ")]
+        return bool(lines) and all(text in lines[-1] for text in texts)
 
-def run_wait(sshd: Sshd | None, *args: str, timeout: float = 120, remote_python: str | None = None) -> Outcome:
+
+def wait_target(sshd: Sshd | None, remote_python: str | None = None) -> list[str]:
+    """`local`, or 127.0.0.1 through this sshd (as its user), for `wait`/`stop`."""
     target = ["127.0.0.1", *sshd.ssh_args()] if sshd is not None else ["local"]
-    if remote_python is not None:
-        target += ["--remote-python", remote_python]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui", "wait", *target, "--json", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+    return target + (["--remote-python", remote_python] if remote_python is not None else [])
+
+
+def run_wait(cli: Cli, sshd: Sshd | None, *args: str, timeout: float = 120, remote_python: str | None = None,
+             hosts: tuple[str, ...] = ()) -> Outcome:  # fmt: skip
+    """`wait TARGET --json ARGS` run to its verdict (hosts: `HOST:LOG …` of a multi-node wait, for TARGET)."""
+    target = list(hosts) if hosts else wait_target(sshd, remote_python)
+    proc = cli("wait", *target, "--json", *args, timeout=timeout)
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
-def replay_json(path: Path) -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-m", "tui", "replay", str(path), "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+def wait_decided(cli: Cli, sshd: Sshd | None, *args: str, timeout: float, decides: Callable[[Outcome], bool],
+                 remote_python: str | None = None, hosts: tuple[str, ...] = (), longest: float = 64) -> Outcome:  # fmt: skip
+    """`wait --json ARGS --timeout T` where only a timeout can be the verdict: T is a few seconds past the state
+    that decides it (`decides`, read off the outcome: what the verdict names). A loaded machine can reach that
+    state late; a run that timed out short of it, having said nothing ready, is the same experiment cut short,
+    and runs again with twice the timeout (up to `longest`). A ready or any other exit is returned at once."""
+    while True:
+        out = run_wait(cli, sshd, *args, "--timeout", f"{timeout:g}", remote_python=remote_python, hosts=hosts)
+        if out.code != 2 or out.phases() & {"ready", "serving"} or decides(out) or timeout * 2 > longest:
+            return out
+        timeout *= 2
+
+
+class Followed:
+    """A `wait --json` followed line by line: read until a state decides what the test does next, then finish."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.read: list[dict[str, Any]] = []
+
+    def until(self, decides: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first state (from here on) for which `decides` holds; fails if the wait ends before one."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip():
+                self.read.append(json.loads(line))
+                if decides(self.read[-1]):
+                    return self.read[-1]
+        code = self.proc.wait(30)
+        err = self.proc.stderr.read() if self.proc.stderr is not None else ""
+        raise AssertionError(f"wait exited {code} before the state the test waits for; stderr:\n{err[-3000:]}")
+
+    def finish(self, timeout: float = 120) -> Outcome:
+        """The rest, to the verdict: every state read (before and after `until`) is in the Outcome's stdout."""
+        out, err = self.proc.communicate(timeout=timeout)
+        before = "".join(json.dumps(state) + "\n" for state in self.read)
+        return Outcome(self.proc.returncode, before + out, err)
+
+
+def follow_wait(cli: Cli, sshd: Sshd | None, *args: str, remote_python: str | None = None) -> Followed:
+    return Followed(cli.popen("wait", *wait_target(sshd, remote_python), "--json", *args))
+
+
+def replay_json(cli: Cli, path: Path) -> dict[str, Any]:
+    proc = cli("replay", path, "--json", timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
 
 
 class Listener:
-    """A real server process on 127.0.0.1:port, running one of the scripts above."""
+    """A real server process on 127.0.0.1:port, running one of the scripts above (killed at teardown too)."""
 
-    def __init__(self, tmp_path: Path, script: str, *extra: str) -> None:
+    def __init__(self, spawn: Spawner, where: Path, script: str, *extra: str) -> None:
         self.port = free_port()
-        path = tmp_path / f"server-{self.port}.py"
+        path = where / f"server-{self.port}.py"
         path.write_text(script)
-        self.proc = subprocess.Popen([sys.executable, str(path), str(self.port), *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        path.chmod(0o644)
+        self.proc = spawn([sys.executable, str(path), str(self.port), *extra], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True)  # fmt: skip
         deadline = time.monotonic() + 20
         while not _listening(self.port):
             assert self.proc.poll() is None and time.monotonic() < deadline, "test server did not start"
             time.sleep(0.05)
 
     def stop(self) -> str:
+        """Kill it; the request paths it logged."""
         self.proc.kill()
         out, _ = self.proc.communicate(timeout=10)
         return out or ""

@@ -50,6 +50,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         seed=int(getattr(args, "seed", 0) or 0),
         loader=str(getattr(args, "loader", "default") or "default"),
         slow=str(getattr(args, "slow", "") or ""),
+        fault_seconds=getattr(args, "fault_seconds", None),
         nnodes=int(getattr(args, "nnodes", 1) or 1),
         node_rank=int(getattr(args, "node_rank", 0) or 0),
         dist_init_addr=getattr(args, "dist_init_addr", None),

@@ -2,11 +2,14 @@
 
 A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
 up, or a log that prints no INFO milestone at all; where a process watch can see, once it found the log's
-server alive), the port's listener being one of the server's processes
-(the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
-names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
-server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
-or a log still loading (this server's HTTP is not up yet) make it something else's.
+server alive), the port's listener being one of the server's processes (the process watch: of the log's latest
+launch, when several write it), or the identity probe (`/model_info`, SGLang's answer, naming the log's model
+when the log names one; with a log watched, only once that log shows this launch: an SGLang answering before
+then is a server from before). A listener outside the server's processes (an earlier launch of the same log
+included), an identity answer that is not SGLang's, another model, or a log still loading (this server's HTTP
+is not up yet) make it something else's. A known forwarder on the port (docker-proxy, socat, `ssh -L`;
+tui.core.forwarders) is neither: what it relays is decided by the identity probe (SGLang's answer) and the
+log, and the verdict says "behind docker-proxy (pid N)".
 """
 
 from __future__ import annotations
@@ -44,9 +47,25 @@ def port_words(s: Readiness) -> str:
 
 def answerer(s: Readiness) -> tuple[str, str]:
     """(OURS | FOREIGN | UNKNOWN, why): who gave the /health 200 (asked only while health_ready)."""
+    who, why = _answerer(s)
+    relay = behind(s)
+    return (who, f"{why}, {relay}") if relay and who == OURS else (who, why)
+
+
+def behind(s: Readiness) -> str:
+    """ "behind docker-proxy (pid 812)" when a known forwarder holds the port, else ""."""
+    owner = s.port_owner
+    if owner is None or not owner.forwarder:
+        return ""
+    return f"behind {owner.forwarder}" + (f" (pid {owner.pid})" if owner.pid is not None else "")
+
+
+def _answerer(s: Readiness) -> tuple[str, str]:
     owner = s.port_owner
     if owner is not None and owner.ours is False and owner.pid is not None:
         command = f" ({printable(owner.command)})" if owner.command else ""
+        if owner.earlier:
+            return FOREIGN, f"PID {owner.pid}{command} listens there: an earlier launch in the same log, not its latest"
         return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
     ident = identity(s)
     if ident is not None:
@@ -60,11 +79,23 @@ def answerer(s: Readiness) -> tuple[str, str]:
             return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
+    relayed = owner is not None and bool(owner.forwarder)
+    if owner is not None and relayed and not _names_sglang(ident):
+        # what a forwarder relays is told by the identity probe and the log, never by the listener
+        asked = f"{ident.endpoint}: {ident.outcome}" if ident is not None else "no identity answer yet"
+        return UNKNOWN, f"{owner.forwarder} (pid {owner.pid}) relays the port; asking what answers behind it ({asked})"
     m = s.latest_milestone
     serving = s.decode is not None and not launch_in_view(s)  # a window of the log that shows it decoding
     log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS) or serving
     vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
-    if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
+    if (
+        vouching
+        and owner is not None
+        and owner.ours is None
+        and owner.pid is not None
+        and not relayed
+        and (_writer_watched(s))
+    ):
         command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
     if vouching and finding_the_writer(s):
@@ -106,6 +137,13 @@ def rank_lines_only(s: Readiness) -> bool:
     return m is not None and m.kind == "rank" and s.phase is m.phase and s.latest_milestone is None
 
 
+def _names_sglang(ident: HealthResult | None) -> bool:
+    """The identity probe answered as SGLang does (a model_path, or the API key's 401/403 on /model_info)."""
+    if ident is None:
+        return False
+    return ident.outcome == "ok" or (ident.outcome == "http_error" and ident.status in AUTH_STATUSES)
+
+
 def finding_the_writer(s: Readiness) -> bool:
     """A process watch that can see runs and has not found the log's server alive (yet): the log alone does not
     vouch for a 200 then. Not found within the grace is dead (readiness fails it); what it cannot see, the log
@@ -115,10 +153,13 @@ def finding_the_writer(s: Readiness) -> bool:
 
 def log_silent_unseen(s: Readiness) -> bool:
     """Where the server's processes cannot be seen (another uid), the log vouches for a 200 only once it grew
-    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was)."""
+    after that 200 (a live SGLang logs the probe's request; a finished run's log stays as it was). The watch's
+    first bytes are what the log held already, even when they arrive after the 200: they are not growth."""
     if s.process_watched is not True or s.log_watched is not True or s.process_visible:
         return False
-    return s.health_ok_since is None or s.log_grew_at is None or s.log_grew_at <= s.health_ok_since
+    if s.health_ok_since is None or s.log_grew_at is None:
+        return True
+    return s.log_grew_at <= max(s.health_ok_since, s.log_read_at or s.health_ok_since)
 
 
 def _writer_watched(s: Readiness) -> bool:

@@ -102,9 +102,23 @@ def _head_node(dep: Deployment) -> Member | None:
     return next((m for m in dep.members if m.role == "node" and m.node_rank == 0), None)
 
 
+def follows_head(dep: Deployment, m: Member) -> Member | None:
+    """Node 0, for a non-zero node with no log of its own (a Slurm job whose nodes all write the batch script's
+    one output file, read by node 0): what it does is what node 0's log says. Its own process watch and GPUs
+    still count (its state failed is its own)."""
+    if m.role == "node" and m.node_rank not in (None, 0) and m.state.log_watched is False:
+        head = _head_node(dep)
+        if head is not None and head is not m and head.state.log_watched:
+            return head
+    return None
+
+
 def member_phase(dep: Deployment, m: Member) -> Phase:
     """The member's phase as the deployment sees it."""
     s = m.state
+    head = follows_head(dep, m)
+    if head is not None:
+        return Phase.FAILED if s.phase is Phase.FAILED else member_phase(dep, head)
     if m.role == "router":
         if s.phase is Phase.FAILED:
             return Phase.FAILED
@@ -112,10 +126,18 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
     if m.role == "node" and m.node_rank not in (None, 0) and s.phase is not Phase.FAILED:
         head = _head_node(dep)
         if head is not None and head.state.phase in (Phase.WARMUP, *READY_PHASES):
-            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0
-            return Phase.READY if head.state.phase in READY_PHASES else Phase.WARMUP
+            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0, ready
+            # only once its own processes are seen alive (it serves no /health of its own: its log and its
+            # processes are all that says it still runs)
+            return Phase.READY if head.state.phase in READY_PHASES and alive_or_unseen(s) else Phase.WARMUP
         return Phase.CUDA_GRAPH if s.phase in (Phase.WARMUP, *READY_PHASES) else s.phase
     return s.phase
+
+
+def alive_or_unseen(s: Readiness) -> bool:
+    """Its processes were seen alive by the last report, or no watch can see them (readiness then rests on the
+    log): a watch that can see and has not found them alive does not let a node be ready."""
+    return s.process_alive is True or not s.process_watched or not s.process_visible
 
 
 def _progress(m: Member) -> float:
@@ -132,7 +154,7 @@ def _progress(m: Member) -> float:
 
 
 def _rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
-    return (_ORDER[member_phase(dep, m)], _progress(m))
+    return (_ORDER[member_phase(dep, m)], _progress(follows_head(dep, m) or m))
 
 
 def least_advanced(dep: Deployment) -> Member:
@@ -194,6 +216,9 @@ def describe(dep: Deployment, m: Member) -> str:
         workers = info.known_workers
         healthy = sum(1 for w in workers if w.healthy)
         return f"up, {healthy}/{len(workers)} workers healthy"
+    head = follows_head(dep, m)
+    if head is not None and s.phase is not Phase.FAILED and s.connection not in ("reconnecting", "failed"):
+        return f"{describe(dep, head)} (in {head.name}'s log)"
     if phase is Phase.FAILED:
         if s.error is not None:
             return f"failed ({s.error.kind}): {s.error.line.strip()}"
@@ -202,6 +227,8 @@ def describe(dep: Deployment, m: Member) -> str:
         return f"link {s.connection}" + (f" ({s.connection_detail})" if s.connection_detail else "")
     if phase in READY_PHASES:
         return _DOING[phase]
+    if unconfirmed(dep, m):
+        return "loaded, but its processes are not seen alive yet (a node serves no /health: only they say it runs)"
     words = _DOING[phase]
     if phase is Phase.LOADING_WEIGHTS and s.shards is not None:
         words += f" {s.shards.done}/{s.shards.total}"
@@ -210,6 +237,19 @@ def describe(dep: Deployment, m: Member) -> str:
     if s.stall is not None:
         return f"stalled {words}" + (f" ({s.stall.detail})" if s.stall.detail else "")
     return f"still {words}" if phase is not Phase.STARTING else words
+
+
+def unconfirmed(dep: Deployment, m: Member) -> bool:
+    """A non-zero node held back from ready only because its processes are not seen alive."""
+    head = _head_node(dep)
+    return (
+        m.role == "node"
+        and m.node_rank not in (None, 0)
+        and head is not None
+        and head.state.phase in READY_PHASES
+        and m.state.phase is not Phase.FAILED
+        and not alive_or_unseen(m.state)
+    )
 
 
 def _waiting(dep: Deployment, m: Member, behind: Member) -> str:
@@ -247,7 +287,9 @@ def reason(dep: Deployment) -> str:
         for m in dep.members:
             if m is behind:
                 continue
-            if _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
+            if unconfirmed(dep, behind):  # nobody waits for it: only its liveness is unknown
+                parts.append(f"{m.name} {describe(dep, m)}")
+            elif _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
                 parts.append(_waiting(dep, m, behind))
             else:
                 parts.append(f"{m.name} {describe(dep, m)}")

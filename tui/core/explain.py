@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tui.core import activity as host_activity
 from tui.core import eta, fmt, stacks
-from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
+from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, identity, port_words, printable
 from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.ranklabels import ranks_span
@@ -22,6 +22,15 @@ NO_ANSWER_WHY = {
 }
 
 
+RANK_EXITED = "exited while the rest of the server runs"
+
+
+def rank_exited_line(lost: tuple[tuple[int, str], ...]) -> str:
+    """The failure line for SGLang processes that died while the rest of the server runs (a rank killed)."""
+    names = ", ".join(f"{title} (pid {pid})" for pid, title in lost)
+    return f"{names} {RANK_EXITED}: it cannot serve without {'it' if len(lost) == 1 else 'them'}"
+
+
 def stopped_line(action: str) -> str:
     """The failure line of a launch that sglang-tui itself stopped, e.g. "stopped by sglang-tui (kill)"."""
     return f"{STOPPED_BY_TOOL} ({action})"
@@ -29,7 +38,9 @@ def stopped_line(action: str) -> str:
 
 def from_processes(error: ErrorInfo) -> bool:
     """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
-    return error.at is None and (error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui")
+    return error.at is None and (
+        error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui" or RANK_EXITED in error.line
+    )
 
 
 # Log-path states that leave nothing to read: the verdict names them (a missing log is not "no line yet").
@@ -214,6 +225,15 @@ def health_text(r: HealthResult) -> str:
 
 
 def _reason(s: Readiness, now: float) -> str:
+    text = _phase_reason(s, now)
+    if s.health_ready and s.phase in LOADING_PHASES:  # a 200 while this launch loads: another server's, mostly
+        who, why = answerer(s)
+        if who == FOREIGN:
+            text += f"; something else answers on {port_words(s)}: {why}"
+    return text
+
+
+def _phase_reason(s: Readiness, now: float) -> str:
     phase = s.phase
     if s.health_ready and phase in (Phase.STARTING, Phase.WARMUP):
         who, why = answerer(s)
@@ -244,9 +264,9 @@ def _reason(s: Readiness, now: float) -> str:
     if phase is Phase.WARMUP:
         return _warmup_reason(s, now)
     if phase is Phase.READY:
-        return _ready_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
+        return _ready_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
     if phase is Phase.SERVING:
-        return _serving_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
+        return _serving_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
     return _failed_reason(s)
 
 
@@ -402,13 +422,19 @@ def _failed_reason(s: Readiness) -> str:
     if error.stopped_by == "outside":
         gone = "" if s.process_alive is not False else "; no process of the server is left"
         return f"{STOPPED_FROM_OUTSIDE}: {error.line.strip()}{gone}"
-    if from_processes(error) and error.line != PROCESS_EXITED:
+    if error.stopped_by == "sglang-tui":
         return f"{error.line}: no process of the server is left"
-    if from_processes(error):
+    if from_processes(error) and error.line == PROCESS_EXITED:
         if s.process_alive:
             return "failed: the server process exited; a new one runs, waiting for its launch in the log"
         return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
     return f"failed ({error.kind}): {error.line.strip()}"
+
+
+def _behind_suffix(s: Readiness) -> str:
+    """ "; behind docker-proxy (pid 812)": a forwarder holds the port the probes ask."""
+    relay = behind(s)
+    return f"; {relay}" if relay else ""
 
 
 def _gone_suffix(s: Readiness) -> str:
@@ -509,6 +535,10 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
     if owner is not None and owner.pid is not None:
         words = {True: ": one of the server's processes", False: ": not one of the server's processes"}
         whose = words.get(owner.ours, "") if owner.ours is not None else ""
+        if owner.forwarder:
+            whose = f": {owner.forwarder}, a forwarder: the server answers behind it"
+        elif owner.earlier:
+            whose = ": an earlier launch in the same log, not its latest"
         command = f" ({printable(owner.command)})" if owner.command else ""
         items.append(f"port: {owner.port} is held by PID {owner.pid}{command}{whose}")
     if s.shutdown is not None and s.phase is not Phase.FAILED:

@@ -92,6 +92,7 @@ def fresh_launch(
             clock=s.clock,
             reading_history=s.reading_history,
             log_skipped=s.log_skipped,
+            log_read_at=s.log_read_at,  # the watch's first read, not the launch's
         ),
         setup=s.setup,  # past included: the caller replaces it when the new launch's key differs
         updated_at=s.updated_at,

@@ -75,8 +75,10 @@ def history_budget(state: Readiness) -> float | None:
 def quiet_since(state: Readiness) -> float | None:
     """Since when no signal has moved, on the reducer's clock: the last progress (from the log's own time for
     log signals, tui.core.clocks), else the first event; None before any, and while a watched log has not been
-    looked at yet (its last line may be minutes old or a moment old: the first look says)."""
-    if state.log_watched and state.clock is None and state.log_file is None:
+    looked at yet (its last line may be minutes old or a moment old: the first look says). Events of the log fed
+    without a look (a test, a source with no look) are the old rule's: they happened at the reducer's now."""
+    unread = state.log_offset == 0 and not state.launched
+    if state.log_watched and state.clock is None and state.log_file is None and unread:
         return None
     return state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
 

@@ -220,6 +220,7 @@ class LaunchFacts:
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
     mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
     launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
+    failed_log_offset: int | None = None  # how far the log was read when it failed (the end of the failure's bytes)
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,10 @@ class ProcessFacts:
     process_owner_uid: int | None = None  # the uid that owns them, when known
     port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
     activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads (issue 13)
+    process_titled: tuple[tuple[int, str], ...] = ()  # (pid, title) of its live SGLang-titled processes (ranks…)
+    process_checked_at: float | None = None  # clock time of the process watch's last report
+    quiet_writers: tuple[int, ...] = ()  # its writers that had not written to the log when found (ServerProcess)
+    quiet_log_size: int | None = None  # … and the log's size then
 
 
 @dataclass(frozen=True)
@@ -348,6 +353,7 @@ class ProgressFacts:
     reading_history: bool = False  # the log events being folded were written before the look (not live)
     log_skipped: int = 0  # bytes of a large log not read (between the launch's first lines and its last ones)
     log_grew_at: float | None = None  # clock time log bytes last arrived
+    log_read_at: float | None = None  # clock time the watch's first log bytes arrived (what the log held then)
     log_offset: int = 0
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
 
@@ -402,6 +408,7 @@ class Readiness:
     log_ready_at = Fact[float | None]("launch")
     mid_run = Fact[MidRun | None]("launch")
     launch_line = Fact[bool]("launch")
+    failed_log_offset = Fact[int | None]("launch")
 
     latest_milestone = Fact[Milestone | None]("logged")
     milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
@@ -467,6 +474,10 @@ class Readiness:
     process_owner_uid = Fact[int | None]("proc")
     port_owner = Fact[PortOwner | None]("proc")
     activity = Fact[ActivityState | None]("proc")
+    process_titled = Fact[tuple[tuple[int, str], ...]]("proc")
+    process_checked_at = Fact[float | None]("proc")
+    quiet_writers = Fact[tuple[int, ...]]("proc")
+    quiet_log_size = Fact[int | None]("proc")
 
     last_control = Fact[ControlResult | None]("control")
     last_control_at = Fact[float | None]("control")
@@ -482,6 +493,7 @@ class Readiness:
     reading_history = Fact[bool]("progress")
     log_skipped = Fact[int]("progress")
     log_grew_at = Fact[float | None]("progress")
+    log_read_at = Fact[float | None]("progress")
     log_offset = Fact[int]("progress")
     log_file = Fact[LogFile | None]("progress")
 

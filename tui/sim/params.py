@@ -52,6 +52,7 @@ class SimParams:
     seed: int = 0
     loader: str = "default"  # default | multithread (issue 9: the burst pattern)
     slow: str = ""  # "cuda_graph=2,weights=1.5": phases made slower (issue 9)
+    fault_seconds: float | None = None  # real seconds a silent fault (jit-compile, download) runs; None: its own
     nnodes: int = 1  # multi-node: tp ranks split evenly over nnodes simulator processes (tui/sim/cluster.py)
     node_rank: int = 0
     dist_init_addr: str | None = None  # HOST:PORT node 0 listens on for the other nodes
@@ -122,6 +123,8 @@ def check(params: SimParams) -> str | None:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
     if params.eplb_every < 0:
         return f"--eplb-every {params.eplb_every}: use 0 (off) or more simulated seconds between rebalances"
+    if params.fault_seconds is not None and not 1 <= params.fault_seconds <= 3600:
+        return f"--fault-seconds {params.fault_seconds:g}: use 1 to 3600 real seconds"
     return check_variation(params)
 
 

@@ -101,11 +101,15 @@ class Rank:
         elif action == "stuck":
             self.all_reduce()
         elif action == "jit" and self.rank == 0:  # one rank compiles; the others wait on its file lock
-            busy.jit_compile()
+            busy.jit_compile(self._silent_s(busy.JIT_REAL_S))
         elif action == "jit":
-            time.sleep(busy.JIT_REAL_S)
+            time.sleep(self._silent_s(busy.JIT_REAL_S))
         elif action == "download" and self.rank == 0:
-            busy.download(self.params.model_path)
+            busy.download(self.params.model_path, self._silent_s(busy.DOWNLOAD_REAL_S))
+
+    def _silent_s(self, default: float) -> float:
+        """Real seconds a silent fault runs: --fault-seconds, else the fault's own (whatever --speed is)."""
+        return self.params.fault_seconds if self.params.fault_seconds is not None else default
 
     def all_reduce(self) -> None:
         """hang-rank: a collective that never completes, in a function the other ranks are not in."""

@@ -42,7 +42,7 @@ class ServerControl(ProcessWatch):
         self,
         host: Host,
         *,
-        port: int,
+        port: int | None,
         log_path: str | None = None,
         launch: str | None = None,
         cwd: str | None = None,
@@ -72,7 +72,7 @@ class ServerControl(ProcessWatch):
             if t.group
             else f"pids {sorted(t.known)}"
             if t.known
-            else f"the server on port {self.port} (found when run)"
+            else f"the server on {self.where()} (found when run)"
         )
         steps = [f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else "")]
         if action in ("terminate", "restart", "stop"):
@@ -175,8 +175,9 @@ class ServerControl(ProcessWatch):
             unseen = self.cannot_see()
             if unseen is not None:  # not "nothing": it may run, under a uid whose processes we cannot read
                 return ControlResult(action, False, unseen.detail, found="cannot_see")
-            where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
-            return ControlResult(action, True, f"nothing to stop: no server process found ({where})", found="nothing")
+            return ControlResult(
+                action, True, f"nothing to stop: no server process found ({self.where()})", found="nothing"
+            )
         commands: list[str] = []
         live = await self._scan(target)
         steps: list[str] = []

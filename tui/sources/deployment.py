@@ -10,14 +10,16 @@ serve only a dummy /health that answers 200 from the start; each PD server; the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.control import ProcessWatchLike
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostError
 from tui.sources.monitor import Monitor
+from tui.sources.procwatch import ProcessWatch
 
 
 class NoHealth(HealthPoller):
@@ -47,6 +49,12 @@ class MemberSpec:
     @property
     def health(self) -> bool:
         return self.role != "router" and not (self.role == "node" and self.node_rank not in (None, 0))
+
+    @property
+    def process_port(self) -> int | None:
+        """The port that names this member's processes: none for a non-zero node with a log (it shares node 0's
+        port, which on node 0's host is node 0's listener: its log alone names it), else its port."""
+        return None if self.role == "node" and self.node_rank not in (None, 0) and self.log else self.port
 
 
 def split_host_path(spec: str) -> tuple[str, str | None]:
@@ -87,12 +95,25 @@ class DeploymentMonitor:
         self._streams.append((name, items))
 
     @classmethod
-    def build(cls, specs: list[tuple[MemberSpec, Host]], *, remote_python: str = "python3") -> DeploymentMonitor:
+    def build(
+        cls,
+        specs: list[tuple[MemberSpec, Host]],
+        *,
+        remote_python: str = "python3",
+        process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+    ) -> DeploymentMonitor:
+        """One Monitor per member; `process_watch` builds a member's process watch (None: the usual one, found
+        by port and log; a Slurm job's nodes find theirs among the job's processes)."""
         pairs = []
         for spec, host in specs:
             health = None if spec.health else NoHealth(host, spec.port)
+            if process_watch is not None:
+                watch: ProcessWatchLike = process_watch(spec, host)
+            else:
+                watch = ProcessWatch(host, port=spec.process_port, log_path=spec.log)
             monitor = Monitor(host, log_path=spec.log, port=spec.port, remote_python=remote_python,
-                              sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router")  # fmt: skip
+                              sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router",
+                              process_watch=watch)  # fmt: skip
             pairs.append((spec, monitor))
         return cls(pairs)
 

@@ -14,6 +14,7 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.reactive import var
@@ -367,8 +368,12 @@ class SglangTui(App[None]):
             del self._held_lines[: max(0, len(self._held_lines) - HELD_LINES_MAX)]
             self._held_live = live
         else:
-            self.log_pane.append(lines)
-            self.log_pane.set_live(live)
+            try:
+                pane = self.log_pane
+            except NoMatches:  # the app is exiting and its screen is gone; a batch was still queued (two nodes)
+                return
+            pane.append(lines)
+            pane.set_live(live)
 
     def on_control_finished(self, message: ControlFinished) -> None:
         result = message.result
