@@ -2,8 +2,10 @@
 `wait --json` and the Session that `wait` and the TUI fold with, locally and over a real sshd.
 
 The simulator prints real time (tui/sim/clock.py: its schedule runs `--speed` times faster, its log stamps and
-tqdm times do not), so a hang of 40 s in its log is 40 s of the host's real clock, as on a real server: the
-quiet time, the stall budget and the time in phase are checked against the log's own stamps and its mtime."""
+tqdm times do not), so time in its log is the host's real clock, as on a real server: the quiet time, the stall
+budget and the time in phase are checked against the log's own stamps and its mtime. The hang is 40 s old
+without waiting 40 s: `simulate --backdate 40` writes its stamps and the log's mtime 40 s back, a launch begun
+40 s earlier."""
 
 from __future__ import annotations
 
@@ -50,13 +52,13 @@ def settled(log: Path, quiet: float = 2.0, timeout: float = 60.0) -> float:
 
 @pytest.fixture(scope="module")
 def hung(module_sim: Sims) -> SimServer:
-    """A TP=2 load hung at shard 5/16 (`--fault hang-weights`), its log silent for HANG_S seconds."""
-    sim = module_sim(fault="hang-weights", speed=20.0, tp=2, shards=16)
+    """A TP=2 load hung at shard 5/16 (`--fault hang-weights`), its log silent for HANG_S seconds of the host's
+    clock (begun HANG_S s earlier: the last write's mtime is that old once the hang settles)."""
+    sim = module_sim(fault="hang-weights", speed=20.0, tp=2, shards=16, extra=("--backdate", str(HANG_S)))
     wait_for_log(sim, b"loading shards", 60)
     mtime = settled(sim.log)
     assert b"/16 [" in sim.log.read_bytes()[-4000:] and sim.alive()
-    while time.time() - mtime < HANG_S:  # the premise: the hang has lasted HANG_S seconds of real time
-        time.sleep(0.2)
+    assert time.time() - mtime >= HANG_S  # the premise: the log was last written HANG_S s ago
     return sim
 
 
@@ -142,17 +144,17 @@ async def attach_in_capture(host: Host, sim: SimServer) -> tuple[float, float]:
 def test_attach_mid_capture_counts_the_time_in_phase_from_the_log(
     via: str, sim: Sims, spawn: Spawner, request: pytest.FixtureRequest
 ) -> None:
-    # capture slowed to ~40 s of real time (the rest fast); attached ~10 s into it, while it runs. `spawn`: the
-    # Session's LocalHost starts its commands in this process.
+    # capture slowed to ~40 s of real time (the rest fast); attached ~6 s into it, while it runs (an attach's own
+    # clock would say ~0 s). `spawn`: the Session's LocalHost starts its commands in this process.
     server = sim(speed=50.0, tp=2, shards=8, extra=("--slow", "cuda_graph=50"))
     found = STAMP.search(wait_for_log(server, b"CUDA graph begin", 60))
     assert found is not None
     began = epoch(found.group(1).decode())  # the log's own phase-start line, as the host's epoch
-    while time.time() - began < 10:
+    while time.time() - began < 6:
         time.sleep(0.1)
     host: Host = LocalHost() if via == "local" else ssh_host(request.getfixturevalue("sshd"))
     since, now = asyncio.run(attach_in_capture(host, server))
     log_in_phase = server.log.stat().st_mtime - began  # the log's last write against its phase-start line
-    assert log_in_phase >= 9.0
+    assert log_in_phase >= 5.0
     assert abs(since - began) <= 2.0  # the phase began when the log says (its stamp is whole seconds)
     assert abs((now - since) - log_in_phase) <= 2.0, (now - since, log_in_phase)

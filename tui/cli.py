@@ -220,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PHASE=FACTOR",
         help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)",
     )
+    simulate.add_argument("--backdate", type=float, default=0.0, metavar="S",
+                          help="the log reads as begun S seconds earlier (its stamps and mtime): attach tests")  # fmt: skip
     simulate.add_argument("--fault-seconds", type=float, metavar="S",
                           help="real seconds a silent fault runs whatever --speed is (jit-compile 48, download 30)")  # fmt: skip
     simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")

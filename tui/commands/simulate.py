@@ -51,6 +51,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         loader=str(getattr(args, "loader", "default") or "default"),
         slow=str(getattr(args, "slow", "") or ""),
         fault_seconds=getattr(args, "fault_seconds", None),
+        backdate=float(getattr(args, "backdate", 0.0) or 0.0),
         nnodes=int(getattr(args, "nnodes", 1) or 1),
         node_rank=int(getattr(args, "node_rank", 0) or 0),
         dist_init_addr=getattr(args, "dist_init_addr", None),
