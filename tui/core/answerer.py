@@ -62,7 +62,14 @@ def answerer(s: Readiness) -> tuple[str, str]:
     m = s.latest_milestone
     log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
     vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
-    if vouching and owner is not None and owner.ours is None and owner.pid is not None and _writer_watched(s):
+    if (
+        vouching
+        and owner is not None
+        and owner.ours is None
+        and owner.pid is not None
+        and _writer_watched(s)
+        and not _listener_writes_the_followed_log(s, owner.pid)
+    ):
         command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
     if vouching and finding_the_writer(s):
@@ -93,6 +100,16 @@ def answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def _listener_writes_the_followed_log(s: Readiness, listener: int) -> bool:
+    """The log was moved or deleted under its writer and is followed through that writer's fd: no process writes
+    the path any more (the watch finds none), but the listener, or a process the watch counts with it, writes
+    the file followed."""
+    followed = s.log_file
+    if followed is None or followed.status not in ("rotated_following", "deleted_following") or followed.pid is None:
+        return False
+    return followed.pid == listener or followed.pid in s.process_pids
 
 
 def finding_the_writer(s: Readiness) -> bool:
