@@ -28,6 +28,7 @@ from tests.helpers.verdicts import (
     Listener,
     Outcome,
     finished_log,
+    paused,
     replay_json,
     wait_decided,
 )
@@ -129,14 +130,18 @@ def test_a_server_killed_mid_load_as_another_user_is_never_ready(shared_dir: Pat
 
 
 def wait_while(cli: Cli, sim: Sims, sshd: Sshd, where: Path, change: Callable[[Path], object]) -> tuple[Outcome, Path]:
-    """`wait` as the user on a loading simulator (a fast clock, the weights slowed); at the load, `change` the log."""
-    server = sim(path=where / "run", speed=100.0, tp=2, shards=8, extra=("--slow", "weights=10"))
+    """`wait` as the user on a loading simulator, paused from its load's first line until the wait names the
+    change made under it (`change`, to the log); a fast clock after."""
+    server = sim(path=where / "run", speed=100.0, tp=2, shards=8, extra=("--slow", "weights=3"))
     try:
         wait = Followed(cli.popen(*tool_args("wait", sshd, "--log", str(server.log), "--port", str(server.port),
                                              "--sim-gpus", str(server.gpu_state), "--timeout", PAST_THE_GRACE,
                                              "--json")))  # fmt: skip
-        wait.until(lambda state: state["phase"] == "loading_weights")
-        change(server.log)
+        wait_for_log(server, b"Load weight begin")
+        with paused(server):  # from the load's first line until the wait names the change (verdicts.paused)
+            wait.until(lambda state: state["phase"] == "loading_weights")
+            change(server.log)
+            wait.until(lambda state: "log file missing" in state["reason"])
         out = wait.finish(timeout=150)
         assert server.alive()
         return out, server.log
