@@ -17,10 +17,12 @@ PAUSE_S = 2.0
 
 
 def test_a_paused_simulator_resumes_where_its_schedule_stood(sim: Sims) -> None:
-    server = sim(speed=SPEED, tp=2, shards=8, extra=("--slow", f"weights={SLOW:g}"))
-    planned = SimParams(log="x", port=1, tp=2, shards=8, slow=f"weights={SLOW:g}")
+    server = sim(speed=SPEED, tp=2, shards=8, speculative="none", extra=("--slow", f"weights={SLOW:g}"))  # no draft
+    planned = SimParams(log="x", port=1, tp=2, shards=8, speculative=None, slow=f"weights={SLOW:g}")
     load_s = (Schedule.build(planned).shard_done[-1] - (INIT_AT + 4.0)) / SPEED  # the shards' real seconds
-    wait_for_log(server, b"Load weight begin")
+    deadline = time.monotonic() + 60  # both ranks began their load (each then measures it from its own line)
+    while wait_for_log(server, b"Load weight begin").count(b"Load weight begin") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     with paused(server):
         time.sleep(PAUSE_S)
     deadline = time.monotonic() + 60
