@@ -1,8 +1,11 @@
-"""Every figure in one run (a script, not a test): `cd /work/main && .venv/bin/python bench/bench_all.py`.
+"""Every figure in one run (a script, not a test): `.venv/bin/python bench/bench_all.py` writes bench/RESULTS.md.
 
-Runs each benchmark script in its own process, one after another, and prints their markdown sections (ready for
-the README) with the machine they ran on and the command that reproduces them. A script that fails or runs too
-long is reported as such; the others still run. `--quick` shortens every run (for a smoke check, not figures).
+Runs each benchmark script of `bench/results.py`'s registry in its own process, one after another, stamps each
+markdown section it prints with the commit (`+dirty` when the tree has changes) and the date, and rewrites those
+sections of RESULTS.md; every other section (the recorded GPU checks, the scripts not run this time) is carried
+over as it was. A script that fails or runs too long is reported as such (its old section is kept); the others
+still run. `--only NAME` runs only the sections whose name (or script) contains NAME; `--quick` shortens every
+run (a smoke check, not figures: it prints and writes nothing unless `--out` is given).
 """
 
 from __future__ import annotations
@@ -19,22 +22,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.results import BENCHES, RECORDED, Bench, replace, stamped  # noqa: E402
+
 PY = sys.executable
 LIMIT_S = 420
-
-# (script, full arguments, quick arguments)
-BENCHES: list[tuple[str, list[str], list[str]]] = [
-    ("bench_event_latency.py", ["--appends", "200"], ["--appends", "20"]),
-    ("bench_ready_latency.py", ["--trials", "3"], ["--trials", "1"]),
-    ("bench_wait_latency.py", [], ["--runs", "2"]),  # when present (prints plain lines)
-    ("bench_host_cost.py", ["--seconds", "15"], ["--seconds", "4"]),
-    ("bench_laptop_cost.py", ["--idle", "30", "--lines", "1000000", "--pour", "10"],
-     ["--idle", "4", "--lines", "100000", "--pour", "2"]),
-    ("bench_replay_cli.py", [], ["--lines", "100000"]),
-    ("bench_attach.py", ["--gib", "1"], ["--gib", "0.05"]),
-    ("bench_stop.py", ["--trials", "3"], ["--trials", "1"]),
-    ("bench_probe_count.py", ["--window", "120"], ["--window", "30"]),
-]  # fmt: skip
+RESULTS = HERE / "RESULTS.md"
 
 
 def machine() -> str:
@@ -43,71 +38,91 @@ def machine() -> str:
             f"{platform.python_version()}, load average {load}")  # fmt: skip
 
 
-def run(script: str, args: list[str]) -> tuple[str, float]:
-    """The script's stdout (its markdown), or a line saying why there is none."""
+def commit() -> str:
+    """`git rev-parse --short HEAD`, with `+dirty` when the tree differs from it (RESULTS.md itself aside: a
+    section written a minute ago does not change what is measured)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = [line for line in git("status", "--porcelain").splitlines() if not line.endswith("bench/RESULTS.md")]
+    return head + ("+dirty" if changed else "")
+
+
+def command_of(bench: Bench, args: tuple[str, ...]) -> str:
+    return f".venv/bin/python bench/{bench.script}{' ' + ' '.join(args) if args else ''}"
+
+
+def run(bench: Bench, args: tuple[str, ...]) -> tuple[str | None, str, float]:
+    """(the script's markdown section, or None when it gave none; what to print; seconds it took)."""
     started = time.monotonic()
     try:
-        proc = subprocess.run([PY, str(HERE / script), *args], cwd=ROOT, capture_output=True, text=True,
+        proc = subprocess.run([PY, str(HERE / bench.script), *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=LIMIT_S, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return f"### {script}\n\n- did not finish within {LIMIT_S} s: no figures\n", time.monotonic() - started
+        return (
+            None,
+            f"### {bench.name}\n\n- did not finish within {LIMIT_S} s: no figures\n",
+            time.monotonic() - started,
+        )
     took = time.monotonic() - started
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return f"### {script}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
-    if not proc.stdout.lstrip().startswith("#"):  # another engineer's script printing plain lines
-        doc = proc.stdout.strip() or "(no output)"
-        command = f".venv/bin/python bench/{script}{' ' + ' '.join(args) if args else ''}"
-        return f"### {script} (as it prints)\n\n```\n{doc}\n```\n- reproduce: `{command}`\n", took
-    return proc.stdout, took
+        return None, f"### {bench.name}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
+    text = proc.stdout.strip()
+    if not text.startswith("#"):  # a script printing plain lines: kept as it prints them
+        text = f"### {bench.title or bench.name} (as it prints)\n\n```\n{text or '(no output)'}\n```\n"
+        text += f"- reproduce: `{command_of(bench, args)}`"
+    return text + "\n", text + "\n", took
 
 
-def h1_replay(quick: bool) -> tuple[str, float]:
-    """The parser benchmark, as it prints it (in-process parser vs a bare loop, peak memory)."""
-    started = time.monotonic()
-    args = ["--lines", "100000"] if quick else []
-    proc = subprocess.run([PY, str(HERE / "bench_replay.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=LIMIT_S, check=False)  # fmt: skip
-    body = proc.stdout.strip() or proc.stderr.strip()
-    text = ("### Replay: the parser in-process (bench/bench_replay.py)\n\n```\n" + body + "\n```\n"
-            f"- reproduce: `.venv/bin/python bench/bench_replay.py{' ' + ' '.join(args) if args else ''}`\n")  # fmt: skip
-    return text, time.monotonic() - started
+def selected(only: list[str] | None, reliability: bool) -> list[Bench]:
+    if only:
+        return [b for b in BENCHES if any(name in b.name or name in b.script for name in only)]
+    return [b for b in BENCHES if b.in_all and (reliability or b.name != "reliability")]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="short runs, for checking the scripts work")
+    ap.add_argument("--quick", action="store_true", help="short runs, for checking the scripts work (writes nothing)")
     ap.add_argument("--no-reliability", action="store_true", help="skip the reliability table (runs pytest)")
-    ap.add_argument("--only", metavar="NAME", action="append", help="run only scripts whose name contains NAME")
+    ap.add_argument("--only", metavar="NAME", action="append", help="run only sections whose name/script has NAME")
+    ap.add_argument("--out", metavar="FILE", type=Path, help=f"write here instead of {RESULTS.relative_to(ROOT)}")
+    ap.add_argument("--no-write", action="store_true", help="print the sections only")
     args = ap.parse_args()
-    print(f"## sglang-tui figures ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)\n")
-    print(
-        f"- machine: {machine()}; everything on 127.0.0.1 (the 'GPU host' is this machine through a real "
-        "OpenSSH sshd on loopback; the server is the project's simulator)"
-    )
+    benches = selected(args.only, not args.no_reliability)
+    if args.only and not benches:
+        names = ", ".join(b.name for b in BENCHES)
+        print(f"bench_all: no section matches {', '.join(args.only)} (sections: {names}; recorded, never run here: "
+              f"{', '.join(RECORDED)})", file=sys.stderr)  # fmt: skip
+        return 2
+    out = args.out or RESULTS
+    write = not args.no_write and (args.out is not None or not args.quick)
     missing = [tool for tool in ("ssh", "curl", "watch", "grep", "tail") if shutil.which(tool) is None]
     if missing:
         print(f"- WARNING: not installed, so the baselines that use them fail: {', '.join(missing)}")
-    print(f"- reproduce all: `cd {ROOT} && .venv/bin/python bench/bench_all.py{' --quick' if args.quick else ''}`\n")
+    rev = commit()
+    new: dict[str, str] = {}
     timings = []
-    jobs: list[tuple[str, object]] = []
-    for script, full, quick in BENCHES:
-        if args.only and not any(name in script for name in args.only):
+    for bench in benches:
+        if not (HERE / bench.script).exists():
+            print(f"<!-- {bench.script}: not in the tree, skipped -->\n")
             continue
-        if not (HERE / script).exists():
-            print(f"<!-- {script}: not in the tree, skipped -->\n")
-            continue
-        jobs.append((script, lambda s=script, a=(quick if args.quick else full): run(s, a)))
-        if script == "bench_replay_cli.py":
-            jobs.append(("bench_replay.py", lambda: h1_replay(args.quick)))
-    if not args.no_reliability and not args.only:
-        jobs.append(("reliability_table.py", lambda: run("reliability_table.py", [])))
-    for script, job in jobs:
-        text, took = job()  # type: ignore[operator]
-        print(text)
+        before = machine()
+        section, shown, took = run(bench, bench.quick if args.quick else bench.full)
+        print(shown)
         sys.stdout.flush()
-        timings.append(f"{script} {took:.0f} s")
+        timings.append(f"{bench.name} {took:.0f} s")
+        if section is not None:
+            when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+            kind = "a --quick run: short, not figures" if args.quick else "full run"
+            new[bench.name] = stamped(section, f"_Measured {when} at commit {rev} ({kind}, {took:.0f} s) on {before}._")
     print(f"- run times: {', '.join(timings)}; machine after the run: {machine()}")
+    if write and new:
+        old = out.read_text() if out.exists() else ""
+        out.write_text(replace(old, new))
+        print(f"- wrote {', '.join(new)} into {out} (commit {rev}); other sections carried over")
     return 0
 
 

@@ -1,8 +1,8 @@
 """Shared pieces of the benchmark scripts (not a test): percentiles, markdown tables, a loopback sshd, CPU of a
 process tree from /proc, RSS, and the simulator at ready.
 
-Every benchmark prints a markdown section (a `###` title, a table, notes) so `bench/bench_all.py` can paste them
-into the README as they are.
+Every benchmark prints a markdown section (a `###` title, a table, notes) so `bench/bench_all.py` can stamp them
+(commit, date) and write them into bench/RESULTS.md as they are.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ Dry run with no GPU and no torch:  python3 bench/gpu_multi_check.py OUT_DIR --cp
 1. Launches bench/gpu_ranks.py through ServerControl.launch() (real pidfile, process group, run
    marker): N ranks titled `sglang::scheduler_TP<r>` in one NCCL group (all_reduce), allocating
    --steps × --step-gib on their own GPU and logging SGLang's lines; rank 0 serves /health; the last rank
-   escapes into its own session. A bystander titled `sglang::scheduler_TP0` holds a little of GPU 0.
+   escapes into a process group of its own, re-parented, still in the launch's session. A bystander titled
+   `sglang::scheduler_TP0` holds a little of GPU 0.
 2. Meanwhile `python -m tui wait local --log LOG --port PORT --timeout 120 --json`; at every step the probe
    (NVML through LocalHost, and its nvidia-smi backend) against `nvidia-smi --query-gpu=index,memory.used`
    per GPU, and map_ranks (with the server's pids) against the ranks' own pids and GPUs.
 3. A screenshot of the TUI (real Monitor on LocalHost) while the ranks hold their memory.
-4. `python -m tui stop local --port PORT --log LOG`: every rank gone (the escaped one too, by the run
-   marker), nothing left with the marker in /proc, GPU memory released per the probe, the bystander alive.
+4. `python -m tui stop local --port PORT --log LOG`: every rank gone (the escaped one too, by the
+   session), nothing left with the marker in /proc, GPU memory released per the probe, the bystander alive.
 Writes OUT_DIR/results.json, OUT_DIR/server.log, the screenshots; prints `RESULT …`; exit 0 when all pass.
 A hard limit (--limit seconds) kills everything it started and writes what it has.
 """
@@ -466,8 +467,14 @@ async def run_check(args: argparse.Namespace, out: Path, work: Path) -> None:
         d = RESULTS["ranks_before_stop"][detach]
         check(
             "detached_rank",
-            d.get("sid") == d.get("pid") and d.get("sid") != main_pid and d.get("marker") == run_id,
-            {"pid": d.get("pid"), "sid": d.get("sid"), "ppid": d.get("ppid"), "launcher_sid": main_pid},
+            d.get("pgid") == d.get("pid") and d.get("sid") == main_pid and d.get("ppid") != main_pid,
+            {
+                "pid": d.get("pid"),
+                "pgid": d.get("pgid"),
+                "sid": d.get("sid"),
+                "ppid": d.get("ppid"),
+                "launcher_sid": main_pid,
+            },
         )
     if not args.cpu:
         check("probe_sees_all_gpus", all(len(r["gpus"]) == world for r in rows), [len(r["gpus"]) for r in rows])

@@ -6,7 +6,7 @@ launches. Its main process prints SGLang's `server_args=` line and starts one ra
 torch.distributed group (NCCL; with --cpu, a stdlib socket all-reduce so the dry run needs no torch),
 prove it with an all_reduce, allocate GPU memory in steps (each step released by the checker through a
 `go<k>` file in DIR) and print SGLang's memory lines; rank 0 then serves /health on P. One rank (--detach)
-leaves its parent and session by a double fork, as SGLang's orphaned schedulers do.
+leaves its parent and process group by a double fork, keeping the session, as SGLang's orphaned schedulers do.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def rank_main(payload_json: str) -> None:
     if rank == p["detach"]:
         if os.fork():  # the parent (the main process's child) exits; this one is re-parented and
             os._exit(0)
-        os.setsid()  # leaves the launcher's process group and session: only the run marker still ties it
+        os.setpgid(0, 0)  # leaves the launcher's process group, not its session (SGLang never calls setsid)
     else:
         _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))  # SGLang's kill_itself_when_parent_died
     me: dict[str, Any] = {"rank": rank, "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0), "step": -1}

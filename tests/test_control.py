@@ -1,5 +1,6 @@
 """ServerControl against small real process trees (tests/helpers/proctree.py: titled ranks, an orphan that
-double-forked into its own session, a same-titled bystander): finding, adopting, sweeping and reporting."""
+double-forked into a group of its own, a daemon that left the session, a same-titled bystander): finding,
+adopting, sweeping and reporting."""
 
 from __future__ import annotations
 
@@ -43,8 +44,16 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def stat_fields(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def group_of(pid: int) -> int:
+    return int(stat_fields(pid)[2])
+
+
 def session_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+    return int(stat_fields(pid)[3])
 
 
 def held(state: Path) -> dict[int, int]:
@@ -141,8 +150,10 @@ async def test_terminate_sweeps_the_orphan_and_spares_the_bystander(host, scene:
     assert await asyncio.to_thread(wait_for, lambda: scene.server_up(3))
     state = await ctl.process_state()
     pids = set(state.pids)
-    orphan = [p for p in held(scene.state) if p != scene.bystander.pid and session_of(p) != min(pids)]
-    assert state.alive and len(orphan) == 1 and orphan[0] in pids  # found by its run marker alone
+    leader = min(pids)
+    orphan = [p for p in held(scene.state) if p != scene.bystander.pid and group_of(p) != leader]
+    assert len(orphan) == 1 and session_of(orphan[0]) == leader and stat_fields(orphan[0])[1] != str(leader)
+    assert state.alive and orphan[0] in pids  # another group, not a descendant: found by the session alone
     assert scene.bystander.pid not in pids
 
     result = await ctl.terminate()
@@ -288,3 +299,55 @@ async def test_memory_still_held_is_reported_with_gpu_pid_and_size(scene: Scene)
         assert not ok and note.startswith("GPU memory not confirmed: simulated GPU state unreadable")
     finally:
         await host.close()
+
+
+async def test_a_daemon_that_left_the_session_is_spared_though_it_carries_the_marker(host, scene: Scene) -> None:
+    """Issue 26: the launch started a daemon that left its session (tmux's server does): it inherited the run
+    marker, and it is not the server's. The sweep takes the server's tree and leaves it running."""
+    ctl = control(host, scene, scene.command("--orphan", "--daemon"), grace_s=5)
+    assert (await ctl.launch()).ok
+    assert await asyncio.to_thread(wait_for, lambda: scene.server_up(3) and (scene.state / "daemon.pid").exists())
+    daemon = int((scene.state / "daemon.pid").read_text())
+    try:
+        run_id = ctl._target.run_id if ctl._target else None
+        environ = Path(f"/proc/{daemon}/environ").read_bytes().split(b"\0")
+        assert run_id and f"{MARKER_VAR}={run_id}".encode() in environ and session_of(daemon) == daemon
+        pids = (await ctl.process_state()).pids
+        assert daemon not in pids
+        result = await ctl.terminate()
+        assert result.ok and result.survivors == (), result.detail
+        assert [p for p in pids if alive(p)] == [] and alive(daemon) and alive(scene.bystander.pid)
+    finally:
+        await ctl.kill()  # what a failed assertion left of the server (nothing, when it passed)
+        if alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
+
+
+SELF_STOP = """
+import asyncio, os, sys
+from tui.sources import control_cmds as cmds
+from tui.sources.local import LocalHost
+
+async def main():
+    me, group = os.getpid(), os.getpgid(0)
+    host = LocalHost()
+    scan = cmds.scan_command(group=group, session=os.getsid(0), known={me: 0})
+    result = await host.run(cmds.stop_command("TERM", group=group, procs={}, wait_s=0.1, scan=scan))
+    found = cmds.parse_scan(result.stdout.decode())
+    print("members", sorted(found), "me", me, flush=True)
+
+asyncio.run(main())
+print("survived", flush=True)
+"""
+
+
+def test_the_tool_is_never_its_own_target(spawn) -> None:
+    """Issue 26: a `stop` run inside the server's own group and session (a hook, a shell of the launch) must
+    neither TERM its group nor find itself among the server's processes. A child in a group of its own runs the
+    stop command against its own group and session: it lives, and is not a member."""
+    proc = spawn([sys.executable, "-c", SELF_STOP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                 cwd=ROOT)  # fmt: skip
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.splitlines()[-1] == "survived", (proc.returncode, out, err)
+    members, me = out.splitlines()[0].split(" me ")
+    assert me.strip() not in members.replace("[", " ").replace("]", " ").replace(",", " ").split()

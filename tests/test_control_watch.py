@@ -99,6 +99,11 @@ def alive(pid: int) -> bool:
         return False
 
 
+def port_of(sim: SimServer) -> str:
+    """What names a scan loop of this server: its port-owner check (`printf '%04X' PORT`); the find loop names the log."""
+    return f"printf '%04X' {sim.port})"
+
+
 async def gone(pids: set[int], *needles: str, limit: float = 5.0) -> set[int]:
     """What is still alive of pids (or newly of the watch) after waiting up to limit."""
     deadline = time.monotonic() + limit
@@ -122,7 +127,7 @@ async def test_a_killed_server_is_reported_dead_and_the_watch_leaves_nothing(hos
     sim = await started(tmp_path)
     ctl = ServerControl(host, port=sim.port, log_path=str(sim.log))
     watch = Watch(ctl.watch_process_state(INTERVAL, **QUIET))
-    needles = (sim.run_id, str(sim.log))
+    needles = (port_of(sim), str(sim.log))
     scanning: set[int] = set()
     searching: set[int] = set()
     try:
@@ -139,7 +144,7 @@ async def test_a_killed_server_is_reported_dead_and_the_watch_leaves_nothing(hos
         assert [s.detail for _, s in watch.states if not s.alive][0] == "server processes gone"
         # With the server gone the watch looks for a new one (on its own loop; the scanning one has ended).
         await watch.until(lambda s: s.detail.startswith("no server process found"), timeout=10, after=dead_at)
-        assert await gone(scanning, sim.run_id) == set()
+        assert await gone(scanning, port_of(sim)) == set()
         searching = watch_processes(str(sim.log))
         assert searching, "the search loop is not running"
         await watch.until(
@@ -165,11 +170,11 @@ async def test_an_unreachable_host_is_unknown_never_dead(fresh_sshd: Sshd, tmp_p
     watch = Watch(ctl.watch_process_state(INTERVAL, **QUIET))
     try:
         await watch.until(lambda s: s.alive and len(s.pids) >= 3, timeout=20)
-        loop = watch_processes(sim.run_id)
+        loop = watch_processes(port_of(sim))
         assert loop
         fresh_sshd.kill()
         down_at = time.monotonic()
-        assert await gone(loop, sim.run_id) == set()  # the watchdog saw stdin close
+        assert await gone(loop, port_of(sim)) == set()  # the watchdog saw stdin close
         await asyncio.sleep(2.0)
         assert [s for at, s in watch.states if at >= down_at] == []  # unknown: nothing, not "dead"
         fresh_sshd.start()
@@ -180,7 +185,7 @@ async def test_an_unreachable_host_is_unknown_never_dead(fresh_sshd: Sshd, tmp_p
         await watch.close()
         await host.close()
         sim.stop()
-    assert await gone(set(), sim.run_id, str(sim.log)) == set()
+    assert await gone(set(), port_of(sim), str(sim.log)) == set()
 
 
 async def test_the_watch_follows_the_controls_own_launch(tmp_path: Path, spawn: Spawner) -> None:

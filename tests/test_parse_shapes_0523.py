@@ -306,7 +306,8 @@ def test_warnings_with_failed_or_error_in_them_are_not_failures() -> None:
     )
     evs = events(text)
     assert not any(isinstance(e, Failure) for e in evs)
-    assert kinds(evs) == ["dist_init", "dist_init", "dist_init", "dist_init", "kv_profile"]
+    # the custom all-reduce set-up is distributed init too (custom_all_reduce.py): a window may start at it
+    assert kinds(evs) == ["dist_init", "dist_init", "dist_init", "dist_init", "dist_init", "kv_profile"]
     assert replay(text).phase is Phase.KV_CACHE
     assert kinds(events(f"{ts(5, 'TP0')} {FMT_KV}\n")) == ["kv_profile"]
     more = (

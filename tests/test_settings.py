@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, Spawner
-from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app
+from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app, until
 from tui.ui.panes.keybar import KeyBar
 from tui.ui.screens.confirm import ConfirmScreen
 from tui.ui.settings import SettingsError, config_path, parse
@@ -149,10 +149,7 @@ async def test_a_theme_chosen_in_the_app_sticks_in_the_config_file(tmp_path: Pat
     async with app.run_test() as pilot:
         chosen = next(name for name in app.available_themes if name != app.theme)
         app.theme = chosen
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if chosen in path.read_text(encoding="utf-8"):
-                break
+        await until(pilot, lambda: chosen in path.read_text(encoding="utf-8"), what="the theme in the config file")
     settings = parse(path.read_text(encoding="utf-8"))
     assert settings.theme == chosen
     assert settings.defaults == {"port": 31000} and settings.keys == {"kill-server": "ctrl+k"}

@@ -101,3 +101,16 @@ def test_failure_classification_of_py_spys_real_output() -> None:
     line = stacks.ptrace_line("TP0 (pid 5)", "gpu1")
     assert "\n" not in line and "SYS_PTRACE" in line
     assert "pip install py-spy" in stacks.missing_line("gpu1", "/opt/venv/bin/python")
+
+
+def test_ranks_that_exited_during_the_dump_are_named_first_and_in_no_group() -> None:
+    """Issue 26 item 13: for TP=4 with TP1–3 gone, "all 1 ranks are in the same place" hid three dead ranks."""
+    from dataclasses import replace
+
+    four = _eight(odd_rank=-1)[:4]
+    dying = [four[0], *(replace(s, threads=(), error="exited during the dump", exited=True) for s in four[1:])]
+    g = stacks.group(dying)
+    assert g.exited == ("TP1", "TP2", "TP3") and g.groups == (("TP0",),) and g.odd == ()
+    assert g.summary == "TP1–3 exited during the dump; TP0 is in barrier (distributed_c10d.py:4159)"
+    assert stacks.to_json([s for s in dying if not s.error], g)["exited"] == ["TP1", "TP2", "TP3"]
+    assert stacks.group(four).exited == () and stacks.to_json(four, stacks.group(four))["exited"] == []

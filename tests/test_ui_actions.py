@@ -8,7 +8,7 @@ import sys
 from textual.widgets import Button, Label, Static
 
 from tests.helpers.processes import Spawner
-from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, FakeControl, make_app
+from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, FakeControl, make_app, until
 from tui.core.events import ControlResult
 from tui.ui.actions import ACTIONS, key_table_markdown
 from tui.ui.panes.header import HeaderPane
@@ -28,10 +28,7 @@ def _dialog_text(app: object) -> str:
 async def _wait_for_result(pilot: object) -> None:
     """Until a ControlFinished was folded (never wait_for_complete: the monitor worker runs forever)."""
     app = pilot.app  # type: ignore[attr-defined]
-    for _ in range(100):
-        await pilot.pause()  # type: ignore[attr-defined]
-        if app.control_results:
-            break
+    await until(pilot, lambda: app.control_results, what="a control result")
     await pilot.pause()  # type: ignore[attr-defined]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock
+from tests.helpers.ui_fakes import HOST, FakeBatchSource, FakeClock, until
 from tui.ui.app import SglangTui, UiSources
 
 SIZE = (140, 40)
@@ -18,12 +18,11 @@ def _app(dump, read_only: bool = False) -> SglangTui:  # type: ignore[no-untyped
 
 
 async def _notices(app: SglangTui, pilot, needle: str) -> list[str]:  # type: ignore[no-untyped-def]
-    for _ in range(200):
-        found = [str(n.message) for n in app._notifications if needle in str(n.message)]
-        if found:
-            return found
-        await pilot.pause(0.02)
-    return []
+    def found() -> list[str]:
+        return [str(n.message) for n in app._notifications if needle in str(n.message)]
+
+    await until(pilot, found, what=f"a notice with {needle!r}")
+    return found()
 
 
 async def test_d_dumps_and_names_the_file_even_read_only() -> None:

@@ -4,6 +4,7 @@ ServerControl; the events are folded by the real reducer."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -21,6 +22,7 @@ from tests.helpers.ui_fakes import (
     make_app,
     play,
     startup_to_loading,
+    until,
 )
 from tui.core.events import ControlResult, LogActivity, LogReset, ServerProcess
 from tui.core.state import Phase
@@ -37,12 +39,8 @@ from tui.ui.screens.confirm import ConfirmScreen
 SIZE = (160, 48)
 
 
-async def _until(pilot: object, done: object, tries: int = 200) -> None:
-    for _ in range(tries):
-        await pilot.pause()  # type: ignore[attr-defined]
-        if done():  # type: ignore[operator]
-            return
-    raise AssertionError("the app never got there")
+async def _until(pilot: object, done: object) -> None:
+    await until(pilot, done)  # type: ignore[arg-type]
 
 
 def _log_texts(app: object) -> list[str]:
@@ -246,8 +244,8 @@ async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> 
     from tests.helpers.ui_fakes import startup_to_ready
     from tui.core.events import HealthResult, Tick
 
-    clock, source = FakeClock(), FakeBatchSource()
-    app = make_app(source, control=FakeControl(delay_s=1.0), clock=clock, monotonic=FakeClock(0.0))
+    clock, source, running = FakeClock(), FakeBatchSource(), asyncio.Event()
+    app = make_app(source, control=FakeControl(hold=running), clock=clock, monotonic=FakeClock(0.0))
     async with app.run_test(size=SIZE) as pilot:
         await play(pilot, source, clock, startup_to_ready())
         await play(pilot, source, clock, [Step(clock.t + 1, [HealthResult("/health", "ok", 200, 0.01)])])
@@ -256,6 +254,7 @@ async def test_restart_shows_no_flash_of_failure_and_no_stale_green_health() -> 
         await _until(pilot, lambda: app._control_in_flight == "restart")
         await play(pilot, source, clock, [Step(clock.t + 1, [ServerProcess(False, detail="server processes gone")])])
         assert app.state.phase is not Phase.FAILED and "exited" not in app.query_one(HeaderPane).shown
+        running.set()  # the restart ends only now: the processes went away while it ran
         await _until(pilot, lambda: app.control_results)
         await play(pilot, source, clock, [Step(clock.t + 1, [Tick()])])
         header = app.query_one(HeaderPane).shown

@@ -24,6 +24,7 @@ from tests.helpers.ui_fakes import (
     startup_to_capture,
     startup_to_loading,
     startup_to_ready,
+    until,
 )
 from tui.core.events import ConnectionState, HealthResult, Tick
 from tui.core.state import Phase, Readiness
@@ -189,10 +190,7 @@ async def test_a_dead_source_becomes_state_not_a_crash() -> None:
     source = BrokenSource([ConnectionState("connected")])
     app = make_app(source, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(50):
-            await pilot.pause()
-            if app.state.connection == "failed":
-                break
+        await until(pilot, lambda: app.state.connection == "failed", what="the failed connection")
         assert app.state.connection == "failed" and "ssh channel closed" in app.state.connection_detail
         assert "failed" in app.query_one(HeaderPane).shown
         await pilot.press("question_mark")  # still alive and answering keys

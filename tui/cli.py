@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes:\n"
         "  0  stopped: every process of the server is gone and its GPU memory came back\n"
         "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
+        "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
         "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
         "  4  cannot connect to the host, or authentication failed\n"
         "  5  cannot see the server's processes (another user's; run as that user or root)",
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
     simulate.add_argument("--port", type=int, required=True)
+    simulate.add_argument("--host", default="127.0.0.1", help="where HTTP listens, as SGLang's (e.g. ::1)")
     simulate.add_argument("--tp", type=int, default=8)
     simulate.add_argument("--shards", type=int, default=64)
     simulate.add_argument("--format", default="0.5.23", metavar="VERSION", help="log format: 0.5.9 or 0.5.23")
@@ -183,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
                           help="background requests per simulated minute once ready (default 0)")  # fmt: skip
+    simulate.add_argument("--eplb-every", type=float, default=0.0, metavar="S",
+                          help="once ready, an EPLB rebalance on every rank each S simulated seconds (0: off)")  # fmt: skip
     simulate.add_argument("--seed", type=int, default=0, help="seeded jitter of a few percent per phase (0: none)")
     simulate.add_argument(
         "--loader",
@@ -210,6 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
     return parser
+
+
+def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
+    options each one accepts (argparse offers no public way to reach them)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _ssh_aliases(argv: list[str]) -> set[str]:
@@ -248,7 +261,14 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
+    from tui.commands.safe_output import safe_output
+
+    with safe_output():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] not in SUBCOMMANDS and argv[0] != "watch" and not argv[0].startswith("-"):
         if looks_like_a_mistyped_command(argv[0], argv):
             print(
@@ -266,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return 2
-    for sub in parser._subparsers._group_actions[0].choices.values() if parser._subparsers else ():  # type: ignore[union-attr]
+    for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
         sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
     args = parser.parse_args(argv)
@@ -303,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             and not getattr(args, "launch", None)
         )
         args.port = 30000
+        args.port_defaulted = True  # nobody asked for this port: it need not agree with --log (stop)
     module = importlib.import_module(f"tui.commands.{args.command}")
     try:
         return int(module.run(args))

@@ -74,8 +74,6 @@ class _Guard:
     violation: str | None = None
 
 
-# Files whose tests do not request their fixtures yet (issue 20: being rewritten elsewhere); empty when done.
-NOT_YET: frozenset[str] = frozenset()
 _guard: _Guard | None = None  # the fast-lane test running now (setup or call), if any
 _installed = threading.Lock()
 _hook_on = False
@@ -120,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _guarded(item: pytest.Item) -> Generator[None, object, object]:
     global _guard
-    if is_e2e(item) or item.nodeid.split("::")[0] in NOT_YET:
+    if is_e2e(item):
         return (yield)
     before, _guard = _guard, _Guard(item.nodeid)
     mine = _guard

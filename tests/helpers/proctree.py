@@ -4,8 +4,11 @@
 the main process listens on 127.0.0.1:P and starts one child per rank titled `sglang::scheduler_TP<k>`
 (argv[0], so /proc/PID/cmdline shows it) that dies with its parent (PR_SET_PDEATHSIG, as SGLang's
 schedulers do) and publishes simulated GPU memory in the simulator's format. `--orphan` adds a rank that
-escapes: it double-forks into a new session, re-parented to PID 1, and keeps its memory. `bystander`
-mode runs one same-titled process that belongs to nobody's server.
+double-forks into a process group of its own, re-parented to PID 1, and keeps its memory: still in the
+launch's session, as an SGLang scheduler whose parent died is (SGLang never calls setsid). `--daemon` adds a
+process that leaves the session (setsid, re-parented to PID 1) and holds nothing, as tmux's server does when
+the launch starts one: it carries the run marker too, and is not the server's; its pid goes to STATE/daemon.pid.
+`bystander` mode runs one same-titled process that belongs to nobody's server.
 """
 
 from __future__ import annotations
@@ -50,11 +53,25 @@ def spawn_rank(title: str, gpu: int, state: str, *, orphan: bool = False, ignore
         FAKE_IGNORE_TERM="1" if ignore_term else "",
     )
     if orphan:
-        os.setsid()  # a new session and group: only the run marker (or memory of its pid) finds it
+        os.setpgid(0, 0)  # a group of its own, in the launch's session: only the session (or its pid) finds it
         if os.fork():
             os._exit(0)  # the grandchild is re-parented to PID 1
     os.execve(sys.executable, [title, "-c", CHILD.format(root=ROOT)], env)
     raise SystemExit(1)
+
+
+def spawn_daemon(state: str) -> None:
+    """A process that daemonises out of the launch's session (tmux's server does): re-parented, then setsid."""
+    pid = os.fork()
+    if pid:
+        os.waitpid(pid, 0)  # the intermediate exits at once
+        return
+    if os.fork():
+        os._exit(0)
+    os.setsid()  # after the fork, as daemon(3) does: it leads its new session
+    with open(os.path.join(state, "daemon.pid"), "w", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    os.execv("/bin/sleep", ["sleep", "600"])
 
 
 def rank_main() -> None:
@@ -84,6 +101,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--tp", type=int, default=2)
     parser.add_argument("--orphan", action="store_true")
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--daemon", action="store_true")
     args = parser.parse_args(argv)
     if args.gpu_state:
         write_devices(args.gpu_state, max(args.tp + (1 if args.orphan else 0), 1))
@@ -102,6 +120,8 @@ def main(argv: list[str]) -> None:
         spawn_rank(f"sglang::scheduler_TP{k}", k, args.gpu_state, ignore_term=args.ignore_term)
     if args.orphan:
         os.waitpid(spawn_rank(f"sglang::scheduler_TP{args.tp}", args.tp, args.gpu_state, orphan=True), 0)
+    if args.daemon:
+        spawn_daemon(args.gpu_state)
     print(f"server up on port {listener.getsockname()[1]}", flush=True)
     while True:
         time.sleep(1)

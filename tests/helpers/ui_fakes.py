@@ -4,8 +4,10 @@ and scripted startup scenarios as event batches (the same events the Monitor and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui.core.events import (
     BarProgress,
@@ -95,6 +97,8 @@ class FakeControl:
     pgid: int = 4242
     result: ControlResult | None = None
     delay_s: float = 0.0
+    hold: asyncio.Event | None = None
+    """An action waits until the test sets it: "while it runs" without a race against a delay."""
     calls: list[str] = field(default_factory=list)
     process: ServerProcess = ServerProcess(True, (4242,), "listener on port 30000")
     """What process_state() reports (alive by default)."""
@@ -127,6 +131,8 @@ class FakeControl:
         self.calls.append(action)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
+        if self.hold is not None:
+            await self.hold.wait()
         if self.result is not None:
             return self.result
         detail = "started pid 4343 (run fake-run-2), output to /tmp/server.log" if action == "restart" else ""
@@ -390,6 +396,16 @@ def make_app(
     return SglangTui(sources, read_only=read_only, clock=clock or FakeClock(), initial=initial, **kwargs)  # type: ignore[arg-type]
 
 
+async def until(pilot: object, condition: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
+    """Let the app run until `condition()` holds; fail (naming `what`) if it never does. Real time, generous: a
+    worker or a batch can take a while on a busy machine, and the app's clock is the fake one all the same."""
+    deadline = time.monotonic() + timeout
+    await pilot.pause()  # type: ignore[attr-defined]
+    while not condition():
+        assert time.monotonic() < deadline, f"the app never got there{': ' + what if what else ''}"
+        await pilot.pause(0.01)  # type: ignore[attr-defined]
+
+
 async def play(pilot: object, source: FakeBatchSource, clock: FakeClock, steps: Sequence[Step]) -> None:
     """Fold each step at its clock time, waiting until the app has taken it."""
     app = pilot.app  # type: ignore[attr-defined]
@@ -397,10 +413,10 @@ async def play(pilot: object, source: FakeBatchSource, clock: FakeClock, steps: 
         clock.t = step.clock
         before = app.batches_seen
         source.push(step.events)
-        for _ in range(200):
+        deadline = time.monotonic() + 60  # a busy machine: a while; the app's clock is the fake one all the same
+        while app.batches_seen <= before:
+            assert time.monotonic() < deadline, f"the app never took the step at clock {step.clock}"
             await pilot.pause()  # type: ignore[attr-defined]
-            if app.batches_seen > before:
-                break
     await pilot.pause()  # type: ignore[attr-defined]
 
 
@@ -438,6 +454,15 @@ def scene_app(scene: Scene) -> tuple[SglangTui, object]:
     """The app for a scene and the `run_before` that drives it (fixed clock, fixed PIDs)."""
     clock, source = FakeClock(), FakeBatchSource()
     app = make_app(source, control=FakeControl(), clock=clock, initial=scene.initial, monotonic=FakeClock(0.0))
+    notify = app.notify
+
+    def lasting(*args: Any, **kwargs: Any) -> None:
+        # A toast expires after its timeout in real time; the picture must not depend on how long the scene took
+        # on this machine (a busy one took over the ready toast's 10 s, and it was gone from the snapshot).
+        kwargs["timeout"] = 3600.0
+        notify(*args, **kwargs)
+
+    app.notify = lasting  # type: ignore[method-assign]
 
     async def run_before(pilot: object) -> None:
         await play(pilot, source, clock, scene.steps())  # type: ignore[operator]
@@ -445,10 +470,12 @@ def scene_app(scene: Scene) -> tuple[SglangTui, object]:
             await pilot.press(*scene.press)  # type: ignore[attr-defined]
             await pilot.pause()  # type: ignore[attr-defined]
         if scene.after is not None:
-            for _ in range(200):
-                if app.control_results:
-                    break
-                await pilot.pause()  # type: ignore[attr-defined]
+            # The pressed action runs in a worker: wait for its result (real time, on a busy machine a while; the
+            # scene's clock is the fake one, so the picture does not depend on how long), never go on without it.
+            deadline = time.monotonic() + 60
+            while not app.control_results:
+                assert time.monotonic() < deadline, f"{scene.name}: the {scene.press} action never finished"
+                await pilot.pause(0.01)  # type: ignore[attr-defined]
             await play(pilot, source, clock, scene.after())  # type: ignore[operator]
 
     return app, run_before

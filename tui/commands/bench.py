@@ -18,6 +18,7 @@ import time
 from tui.commands.config import host_spec
 from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
 from tui.core.benchstats import BenchResult, compare, render
+from tui.core.limits import PROMPTS_MAX, size_words
 from tui.sources.bench import BenchPlan, BenchRunner, NotReady
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
@@ -36,9 +37,13 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     if args.prompts:
         try:
             with open(args.prompts, "rb") as f:
-                data = f.read()
+                data = f.read(PROMPTS_MAX + 1)
         except OSError as err:
             raise PromptsError(f"--prompts {args.prompts}: cannot read it ({err.strerror})") from None
+        if len(data) > PROMPTS_MAX:
+            raise PromptsError(
+                f"--prompts {args.prompts}: over {size_words(PROMPTS_MAX)}; a bench needs far fewer prompts"
+            )
         prompts, source = parse_jsonl(data, args.prompts), args.prompts
     return BenchPlan(requests=args.requests, concurrency=args.concurrency, max_new_tokens=args.max_tokens,
                      timeout_s=args.timeout, prompts=prompts, prompts_from=source,
@@ -68,25 +73,30 @@ def _stop_on_signals() -> None:
 
 def against_history(args: argparse.Namespace, result: BenchResult) -> str | None:
     """Store the result with the host's newest launch in the history (issue 9's store); the change against the
-    last bench of that launch's key ("accept len 1.52, last launch 3.10; …"), None with no earlier bench."""
+    last bench of that launch's key ("accept len 1.52, last launch 3.10; …"), None with no earlier bench.
+    Called once the result is printed: whatever the file does (locked, read-only, an odd row) is one line."""
     from tui.history.paths import history_path
-    from tui.history.store import HistoryError, HistoryStore
+    from tui.history.store import WATCH_BUSY_S, HistoryError, HistoryStore
 
     path = history_path(args)
     if path is None or result.ok == 0:
         return None
+    previous: BenchResult | None = None
     try:
-        with HistoryStore(path) as store:
+        with HistoryStore(path, busy_timeout_s=WATCH_BUSY_S) as store:
             newest = store.newest(args.host)
             if newest is None:
                 return None
             launch_id, key = newest
-            previous = store.last_bench(key)
+            try:
+                found = store.last_bench(key)
+                previous = BenchResult.from_json(found) if found is not None else None
+            except ValueError as odd:  # an OddRow, or a stored result that is no bench's
+                _say(f"history {path}: the last bench is unreadable ({odd}); compared with nothing")
             store.record_bench(launch_id, result.to_json())
     except HistoryError as err:
         _say(f"history not updated: {err}")
-        return None
-    return compare(BenchResult.from_json(previous), result) if previous is not None else None
+    return compare(previous, result) if previous is not None else None
 
 
 async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
@@ -122,11 +132,13 @@ async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
             raise
         finally:
             ticker.cancel()
-        change = against_history(args, result)
         if args.json:
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+            for note in result.notes:  # in the text, they are its last lines
+                _say(note)
         else:
             print("\n".join(render(result)), flush=True)
+        change = against_history(args, result)  # after the result: the history can only add a line
         if change:
             _say(change)
         if result.ok == 0:

@@ -3,8 +3,8 @@
 Runs `py-spy dump` on the host for the main process, each scheduler rank and the detokenizer, groups the
 ranks by the shape of their stacks and names the odd ones out. The whole dump is saved to a file (--out,
 else under the state directory) whose path is printed; --json prints the `dump --json` object on stdout.
-Exit 0 dumped, 1 could not dump (py-spy missing, ptrace refused, no server: one line says what to do),
-4 cannot connect.
+Exit 0 dumped, 1 could not dump (py-spy missing, ptrace refused, no server: one line says what to do) or a
+process exited during the dump (the line names it), 4 cannot connect.
 """
 
 from __future__ import annotations
@@ -92,17 +92,25 @@ async def _main(args: argparse.Namespace) -> int:
             return EXIT_NO_DUMP
     finally:
         await host.close()
-    if result.error:
+    printed, lines, code = outcome(result, path, json_out=args.json)
+    if printed is not None:
+        print(printed)
+    for line in lines:
+        print(f"sglang-tui dump: {line}", file=sys.stderr)
+    return code
+
+
+def outcome(result: pyspy.DumpResult, path: Path | None, *, json_out: bool) -> tuple[str | None, list[str], int]:
+    """(what goes to stdout, the lines for stderr, the exit code) of a dump. Exit 1 also when a process exited
+    during the dump: the server is going down, and its ranks are no longer where the dump found them."""
+    if result.error or result.grouping is None:
         partial = f" (what could be dumped is in {path})" if path is not None else ""
-        print(f"sglang-tui dump: {result.error}{partial}", file=sys.stderr)
-        return EXIT_NO_DUMP
-    if args.json and result.grouping is not None:
-        print(json.dumps(stacks.to_json([s for s in result.stacks if not s.error], result.grouping)))
-    assert result.grouping is not None
-    print(f"sglang-tui dump: {result.grouping.summary}", file=sys.stderr)
-    if path is not None:
-        print(f"sglang-tui dump: saved to {path}", file=sys.stderr)
-    return EXIT_OK
+        return None, [f"{result.error or 'nothing was dumped'}{partial}"], EXIT_NO_DUMP
+    printed = (
+        json.dumps(stacks.to_json([s for s in result.stacks if not s.error], result.grouping)) if json_out else None
+    )
+    lines = [result.grouping.summary] + ([f"saved to {path}"] if path is not None else [])
+    return printed, lines, EXIT_NO_DUMP if result.grouping.exited else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:

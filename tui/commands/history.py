@@ -12,6 +12,7 @@ import os
 import sys
 
 from tui.core import fmt
+from tui.core.past import OddRow, odd_rows
 from tui.history.paths import history_path
 from tui.history.store import HistoryError, HistoryStore
 
@@ -33,21 +34,35 @@ def run(args: argparse.Namespace) -> int:
     try:
         with HistoryStore(path) as store:
             if args.compare:
-                a, b = (store.launch(i) for i in args.compare)
-                missing = [str(i) for i, row in zip(args.compare, (a, b), strict=True) if row is None]
-                if missing:
-                    print(f"sglang-tui history: no launch {', '.join(missing)} in {path}; `sglang-tui history` lists them",
-                          file=sys.stderr)  # fmt: skip
-                    return 2
-                return _print(compare_json(a, b) if args.json else None, format_compare(a, b))  # type: ignore[arg-type]
-            rows = store.launches(args.host, limit=max(1, args.limit))
+                return _compare(store, args, path)
+            rows, skipped = store.listing(args.host, limit=args.limit)
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
         return 2
+    if skipped:  # odd rows (another tool's, a hand edit): named, the rest shown
+        print(f"sglang-tui history: not shown: {odd_rows(skipped)}", file=sys.stderr)
     if not rows and args.host and not args.json:  # launches of other hosts may be there: name the host
         print(f"history: no launches recorded for {args.host}")
         return 0
     return _print({"launches": rows} if args.json else None, format_launches(rows))
+
+
+def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int:
+    found: list[dict[str, object]] = []
+    for launch_id in args.compare:
+        try:
+            row = store.launch(launch_id)
+        except OddRow as odd:
+            print(f"sglang-tui history: launch {launch_id} in {path} cannot be shown ({odd}); compare another",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        if row is None:
+            print(f"sglang-tui history: no launch {launch_id} in {path}; `sglang-tui history` lists them",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        found.append(row)
+    a, b = found
+    return _print(compare_json(a, b) if args.json else None, format_compare(a, b))
 
 
 def _print(obj: dict[str, object] | None, text: str) -> int:

@@ -37,6 +37,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
     return SimParams(
         log=os.path.abspath(args.log),
         port=args.port,
+        host=str(getattr(args, "host", None) or "127.0.0.1"),
         tp=args.tp,
         shards=args.shards,
         speed=args.speed,
@@ -45,6 +46,7 @@ def params_from_args(args: argparse.Namespace) -> SimParams:
         speculative=speculative,
         gpu_state=os.path.abspath(args.gpu_state) if args.gpu_state else None,
         traffic=float(getattr(args, "traffic", 0.0) or 0.0),
+        eplb_every=float(getattr(args, "eplb_every", 0.0) or 0.0),
         seed=int(getattr(args, "seed", 0) or 0),
         loader=str(getattr(args, "loader", "default") or "default"),
         slow=str(getattr(args, "slow", "") or ""),

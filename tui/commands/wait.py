@@ -27,15 +27,17 @@ from typing import TextIO
 
 from tui.commands.config import host_spec, watch_config
 from tui.core import fmt
+from tui.core.capture import current_capture
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
 from tui.core.explain import log_file_line, symlink_line
+from tui.core.liveness import failure_settling, liveness_at, ready_confirmed
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
 from tui.history.paths import history_path
-from tui.history.recorder import Recorder
+from tui.history.recorder import FINISH_WAIT_S, Recorder
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
 from tui.sources.session import Session, weights_step
@@ -43,8 +45,10 @@ from tui.sources.weightfiles import WeightFilesProbe
 
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
 EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
+LAST_LOOK_S = 10.0  # the liveness check made after a timeout, at most (a scan, or one /health)
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
+HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
 
 
 @dataclass
@@ -77,8 +81,9 @@ def progress_line(state: Readiness, elapsed: float) -> str:
         left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
         pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
         parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
-    if state.capture is not None and state.phase is Phase.CUDA_GRAPH:
-        parts.append(f"capture {state.capture.done}/{state.capture.total}")
+    which, capture = current_capture(state)  # the count the header and the shards pane show
+    if capture is not None and state.phase is Phase.CUDA_GRAPH:
+        parts.append(f"{which} {capture.done}/{capture.total}")
     if state.connection != "connected":
         parts.append(f"link {state.connection}")
     parts.append(state.reason)
@@ -103,7 +108,8 @@ class Reporter:
 
     def update(self, state: Readiness, elapsed: float) -> None:
         key = (state.phase, state.error, state.stall is not None, state.connection, state.health_ready, state.log_ready)
-        counts = (state.shards.done if state.shards else None, state.capture.done if state.capture else None)
+        capture = current_capture(state)
+        counts = (state.shards.done if state.shards else None, capture[0], capture[1].done if capture[1] else None)
         line = progress_line(state, elapsed)
         since = elapsed - self._last_at
         if (
@@ -135,39 +141,79 @@ class Reporter:
 
 
 async def wait_for(session: Session, reporter: Reporter, *, timeout: float | None) -> tuple[Verdict, Readiness]:
-    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT."""
+    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT.
+
+    Nothing is reported after the last look at the server's life (tui.core.liveness): a ready state is held
+    for the one /server_info read, then reported only once a liveness check made after everything it reports
+    confirms it (`wait` makes that check itself: facts folded in one batch have one clock time, so a report
+    folded beside a later fact cannot show it came after); a failure is held a moment while the process watch
+    or the log may still say otherwise (a retry holding the log open, the log's root cause)."""
     start = session.clock()
+    unconfirmed_at: float | None = None  # a last look that did not confirm ready: wait for new evidence
+
+    async def confirmed(state: Readiness) -> Readiness:
+        """The state after the last look that a ready verdict needs: one check, folded alone."""
+        nonlocal unconfirmed_at
+        evidence = liveness_at(state)
+        if unconfirmed_at is not None and (evidence is None or evidence <= unconfirmed_at):
+            return state  # the last look failed to confirm; only new evidence (a report, a 200) is worth another
+        try:
+            state = await session.check_alive()
+        except (HostError, TimeoutError, OSError) as err:
+            reporter.say(f"sglang-tui wait: could not check the server is still alive: {err}")
+        if not ready_confirmed(state):
+            unconfirmed_at = state.updated_at
+        return state
 
     async def fold() -> Verdict | None:
         ready_at: float | None = None
-        held: Verdict | None = None  # ready, held back a moment for the /server_info answer
         async for state, now in session.states():
-            reporter.update(state, now - start)
             verdict_now = verdict(state)
-            if verdict_now is not None and verdict_now.code == EXIT_READY and awaits_server_info(state):
+            if verdict_now is not None and verdict_now.code == EXIT_READY:
                 ready_at = now if ready_at is None else ready_at
-                if now - ready_at < GRACE_S:  # the one /server_info read (version, startup_time) for the history
-                    held = verdict_now
-                    continue
+                if awaits_server_info(state) and now - ready_at < GRACE_S:
+                    continue  # held, unreported: the one /server_info read (version, startup_time) for the history
+                state = await confirmed(state)
+                verdict_now = verdict(state)
+                if verdict_now is not None and verdict_now.code == EXIT_READY and not ready_confirmed(state):
+                    continue  # not confirmed: unreported until new evidence says it lives
+            elif verdict_now is not None and verdict_now.code == EXIT_FAILED and failure_settling(state, now):
+                continue  # held, unreported: the process watch's first report, or the log's cause, comes first
+            reporter.update(state, now - start)
             if verdict_now is not None:
                 return verdict_now
+            ready_at = None
             if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
                 # the words of the verdict (explain.log_file_line), and what to do
                 return Verdict(EXIT_BAD_ARGS, f"{log_file_line(state.log_file)}; pass the log file inside it")
-            held = None
-        return held
+        return None
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
         found = await asyncio.wait_for(fold(), timeout)
         if found is not None:
             return found, session.state
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        ready = verdict(session.state)
-        if ready is not None and ready.code == EXIT_READY:  # timed out while held for the /server_info answer
-            return ready, session.state
+        held = verdict(session.state)
+        if held is not None and held.code == EXIT_FAILED:  # timed out while a failure settled: it stands
+            reporter.update(session.state, session.clock() - start)
+            return held, session.state
+        if held is not None and held.code == EXIT_READY:  # timed out while held: ready only once confirmed
+            try:
+                state = await asyncio.wait_for(confirmed(session.state), LAST_LOOK_S)
+            except asyncio.TimeoutError:
+                state = session.state
+            final = verdict(state)
+            if final is not None and (final.code != EXIT_READY or ready_confirmed(state)):
+                reporter.update(state, session.clock() - start)
+                return final, state
     finally:
         await session.close()
     state = session.state
+    if verdict(state) is not None and state.phase in (Phase.READY, Phase.SERVING):
+        return Verdict(
+            EXIT_TIMEOUT,
+            f"timed out after {fmt.duration(timeout)}: ready, but not confirmed alive since: {state.reason}",
+        ), state
     return Verdict(
         EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"
     ), state
@@ -214,13 +260,15 @@ async def _main(args: argparse.Namespace) -> int:
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
         found, state = await wait_for(session, reporter, timeout=remaining)
-        recorder.finish(state)  # a timeout leaves the launch 'unfinished' in the history
         if args.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
         reporter.say(
             f"sglang-tui wait: {found.line}" + (f"; {link}" if link else "")
         )  # the file read may not be the server's
+        # the verdict is said first; the history's writes get what is left of --timeout (a timeout leaves the
+        # launch 'unfinished'), so a locked history file never holds up the exit
+        recorder.finish(state, history_time_left(args.timeout, started))
         if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
             await _dump_on_stall(host, args, reporter)
         if (
@@ -237,6 +285,14 @@ async def _main(args: argparse.Namespace) -> int:
         return found.code
     finally:
         await host.close()
+
+
+def history_time_left(timeout: float | None, started: float) -> float:
+    """What is left of --timeout for the history's last writes (at least HISTORY_GRACE_S: a healthy file's
+    write takes milliseconds, and the launch would be lost without it)."""
+    if timeout is None:
+        return FINISH_WAIT_S
+    return max(HISTORY_GRACE_S, timeout - (time.monotonic() - started))
 
 
 async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Reporter) -> None:

@@ -19,7 +19,7 @@ from functools import partial
 from typing import TextIO
 
 from tui.commands.members import with_members
-from tui.commands.wait import EXIT_TIMEOUT, Reporter, Verdict, verdict
+from tui.commands.wait import EXIT_FAILED, EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.events import LogActivity
@@ -87,6 +87,8 @@ async def fold_deployment(
             whole = dm.combined(dep)
             reporter.update(whole, now - start)
             found = verdict(whole)
+            if found is not None and found.code == EXIT_FAILED:  # which member failed, and why
+                return Verdict(EXIT_FAILED, dm.reason(dep))
             if found is not None:
                 return found
         return None

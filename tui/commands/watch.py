@@ -113,7 +113,11 @@ def build_app(
 
     def previous_bench() -> BenchResult | None:
         found = recorder.last_bench()
-        return BenchResult.from_json(found) if found is not None else None
+        try:
+            return BenchResult.from_json(found) if found is not None else None
+        except ValueError as odd:  # a stored result that is no bench's: compared with nothing
+            recorder.tell(f"history: the last bench is unreadable ({odd}); compared with nothing")
+            return None
 
     sources.previous_bench = previous_bench
     sources.record_bench = lambda result: recorder.record_bench(result.to_json())

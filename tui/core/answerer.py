@@ -2,16 +2,20 @@
 
 A 200 counts only when something vouches that this server gave it: the log of this launch (fired up, uvicorn
 up, or a log that prints no INFO milestone at all; where a process watch can see, once it found the log's
-server alive), the port's listener being one of the server's processes
-(the process watch), or the identity probe (`/model_info`, SGLang's answer, naming the log's model when the log
-names one; with a log watched, only once that log shows this launch: an SGLang answering before then is a
-server from before). A listener outside the server's processes, an identity answer that is not SGLang's, another model,
-or a log still loading (this server's HTTP is not up yet) make it something else's.
+server alive), the port's listener being one of the server's processes (the process watch: of the log's latest
+launch, when several write it), or the identity probe (`/model_info`, SGLang's answer, naming the log's model
+when the log names one; with a log watched, only once that log shows this launch: an SGLang answering before
+then is a server from before). A listener outside the server's processes (an earlier launch of the same log
+included), an identity answer that is not SGLang's, another model, or a log still loading (this server's HTTP
+is not up yet) make it something else's. A known forwarder on the port (docker-proxy, socat, `ssh -L`;
+tui.core.forwarders) is neither: what it relays is decided by the identity probe (SGLang's answer) and the
+log, and the verdict says "behind docker-proxy (pid N)".
 """
 
 from __future__ import annotations
 
 from tui.core.events import HealthResult
+from tui.core.fold_window import launch_in_view
 from tui.core.state import Phase, Readiness
 
 IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
@@ -19,7 +23,7 @@ OURS, FOREIGN, UNKNOWN = "ours", "foreign", "unknown"
 # The log's latest main milestone that shows this launch's HTTP is up (or its schedulers are done).
 LOG_UP_KINDS = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up", "max_tokens",
-     "startup_timings"}
+     "startup_timings", "http_access", "health_access", "request_log", "eplb_begin", "eplb_end", "retract"}
 )  # fmt: skip
 LOG_FIRST_READ_S = 3.0  # how long an empty watched log may just be unread yet
 AUTH_STATUSES = (401, 403)  # --api-key guards /model_info (never /health): SGLang's, but it cannot say whose
@@ -43,9 +47,25 @@ def port_words(s: Readiness) -> str:
 
 def answerer(s: Readiness) -> tuple[str, str]:
     """(OURS | FOREIGN | UNKNOWN, why): who gave the /health 200 (asked only while health_ready)."""
+    who, why = _answerer(s)
+    relay = behind(s)
+    return (who, f"{why}, {relay}") if relay and who == OURS else (who, why)
+
+
+def behind(s: Readiness) -> str:
+    """ "behind docker-proxy (pid 812)" when a known forwarder holds the port, else ""."""
+    owner = s.port_owner
+    if owner is None or not owner.forwarder:
+        return ""
+    return f"behind {owner.forwarder}" + (f" (pid {owner.pid})" if owner.pid is not None else "")
+
+
+def _answerer(s: Readiness) -> tuple[str, str]:
     owner = s.port_owner
     if owner is not None and owner.ours is False and owner.pid is not None:
         command = f" ({printable(owner.command)})" if owner.command else ""
+        if owner.earlier:
+            return FOREIGN, f"PID {owner.pid}{command} listens there: an earlier launch in the same log, not its latest"
         return FOREIGN, f"PID {owner.pid}{command} listens there, not one of the server's processes"
     ident = identity(s)
     if ident is not None:
@@ -59,14 +79,21 @@ def answerer(s: Readiness) -> tuple[str, str]:
             return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
+    relayed = owner is not None and bool(owner.forwarder)
+    if owner is not None and relayed and not _names_sglang(ident):
+        # what a forwarder relays is told by the identity probe and the log, never by the listener
+        asked = f"{ident.endpoint}: {ident.outcome}" if ident is not None else "no identity answer yet"
+        return UNKNOWN, f"{owner.forwarder} (pid {owner.pid}) relays the port; asking what answers behind it ({asked})"
     m = s.latest_milestone
-    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS)
+    serving = s.decode is not None and not launch_in_view(s)  # a window of the log that shows it decoding
+    log_up = s.log_ready or (m is not None and m.kind in LOG_UP_KINDS) or serving
     vouching = log_up or (m is None and (s.shards is not None or s.capture is not None))
     if (
         vouching
         and owner is not None
         and owner.ours is None
         and owner.pid is not None
+        and not relayed
         and _writer_watched(s)
         and not _listener_writes_the_followed_log(s, owner.pid)
     ):
@@ -79,11 +106,13 @@ def answerer(s: Readiness) -> tuple[str, str]:
             "the log has shown nothing since /health said 200, and the server's processes cannot be "
             "seen: a finished run's log vouches for nothing"
         )
+    if log_up and serving and not s.log_ready and (m is None or m.kind not in LOG_UP_KINDS):
+        return OURS, "the log shows this server decoding (no launch in view: attached mid-run)"
     if log_up:
         return OURS, "the log shows this launch's HTTP up"
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
-    if s.phase in LOADING_PHASES:
+    if s.phase in LOADING_PHASES and not rank_lines_only(s):
         return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
         return UNKNOWN, "reading the log first"
@@ -110,6 +139,20 @@ def _listener_writes_the_followed_log(s: Readiness, listener: int) -> bool:
     if followed is None or followed.status not in ("rotated_following", "deleted_following") or followed.pid is None:
         return False
     return followed.pid == listener or followed.pid in s.process_pids
+
+
+def rank_lines_only(s: Readiness) -> bool:
+    """The phase is init only because a window of the log shows ranks' lines of no startup kind: that says the
+    ranks run, not that HTTP is not up yet (a serving server's rotated log reads so)."""
+    m = s.mid_run
+    return m is not None and m.kind == "rank" and s.phase is m.phase and s.latest_milestone is None
+
+
+def _names_sglang(ident: HealthResult | None) -> bool:
+    """The identity probe answered as SGLang does (a model_path, or the API key's 401/403 on /model_info)."""
+    if ident is None:
+        return False
+    return ident.outcome == "ok" or (ident.outcome == "http_error" and ident.status in AUTH_STATUSES)
 
 
 def finding_the_writer(s: Readiness) -> bool:

@@ -84,6 +84,7 @@ class BenchResult:
     elapsed_s: float = 0.0
     errors: tuple[str, ...] = ()  # distinct failure reasons, with counts
     stopped: str | None = None  # why it ended early: "interrupted", "time cap 60 s"
+    notes: tuple[str, ...] = ()  # a cross-check not made, and why ("no /metrics cross-check: … more than 16 MiB")
 
     def source(self, name: str) -> float | None:
         return dict(self.accept_by_source).get(name)
@@ -105,28 +106,47 @@ class BenchResult:
             "elapsed_s": round(self.elapsed_s, 3),
             "errors": list(self.errors),
             "stopped": self.stopped,
+            "notes": list(self.notes),
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> BenchResult:
-        """The inverse of to_json (for a stored result); unknown keys are ignored, missing ones default."""
+        """The inverse of to_json (for a stored result); unknown keys are ignored, missing ones default. ValueError
+        (one line) when a value is none a bench gives: a stored row is only as good as its file."""
+        try:
+            return cls._from_json(obj)
+        except (TypeError, ValueError, AttributeError, OverflowError) as err:
+            raise ValueError(f"not a bench result ({type(err).__name__}: {str(err)[:80]})") from None
+
+    @classmethod
+    def _from_json(cls, obj: dict[str, Any]) -> BenchResult:
         req, ttft, tok = (obj.get(k) or {} for k in ("requests", "ttft_s", "output_tok_s"))
         samp = obj.get("sampling") or {}
         by = obj.get("accept_len_by_source") or {}
         return cls(
             ok=int(req.get("ok", 0)), failed=int(req.get("failed", 0)),
-            ttft_p50=ttft.get("p50"), ttft_p90=ttft.get("p90"),
-            tok_s_p50=tok.get("per_request_p50"), tok_s_total=tok.get("total"),
-            accept_len=obj.get("accept_len"),
-            accept_sources=tuple(obj.get("accept_len_sources") or ()),
-            accept_by_source=tuple((str(k), float(v)) for k, v in by.items() if v is not None),
+            ttft_p50=_figure(ttft.get("p50")), ttft_p90=_figure(ttft.get("p90")),
+            tok_s_p50=_figure(tok.get("per_request_p50")), tok_s_total=_figure(tok.get("total")),
+            accept_len=_figure(obj.get("accept_len")),
+            accept_sources=tuple(str(k) for k in obj.get("accept_len_sources") or ()),
+            accept_by_source=tuple((str(k), f) for k, v in by.items() if (f := _figure(v)) is not None),
             sampling=Sampling(float(samp.get("temperature", 0.0)), int(samp.get("max_new_tokens", 256)),
                               bool(samp.get("ignore_eos", True))),
             planned=int(obj.get("planned", 0)), not_sent=int(obj.get("not_sent", 0)),
             concurrency=int(obj.get("concurrency", 1)), output_tokens=int(obj.get("output_tokens", 0)),
-            elapsed_s=float(obj.get("elapsed_s", 0.0)), errors=tuple(obj.get("errors") or ()),
-            stopped=obj.get("stopped"),
+            elapsed_s=float(obj.get("elapsed_s", 0.0)), errors=tuple(str(e) for e in obj.get("errors") or ()),
+            stopped=str(obj["stopped"]) if obj.get("stopped") is not None else None,
+            notes=tuple(str(n) for n in obj.get("notes") or ()),
         )  # fmt: skip
+
+
+def _figure(value: object) -> float | None:
+    """A stored figure: a finite number, or None; ValueError for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{str(value)[:40]!r} is not a figure")
+    return float(value)
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -188,7 +208,7 @@ def _errors(samples: list[Sample]) -> tuple[str, ...]:
 
 def summarize(samples: list[Sample], *, elapsed_s: float, sampling: Sampling, planned: int, concurrency: int = 1,
               log_accept: float | None = None, metrics_accept: float | None = None,
-              stopped: str | None = None) -> BenchResult:  # fmt: skip
+              stopped: str | None = None, notes: tuple[str, ...] = ()) -> BenchResult:  # fmt: skip
     """The result of a bench from its samples and the cross-check figures."""
     ok = [s for s in samples if s.ok]
     ttfts = [s.ttft_s for s in ok if s.ttft_s is not None]
@@ -214,6 +234,7 @@ def summarize(samples: list[Sample], *, elapsed_s: float, sampling: Sampling, pl
         elapsed_s=elapsed_s,
         errors=_errors(samples),
         stopped=stopped,
+        notes=notes,
     )
 
 
@@ -268,6 +289,7 @@ def render(result: BenchResult) -> list[str]:
     lines.append(f"sampling: {result.sampling.words()}")
     for why in result.errors[:5]:
         lines.append(f"failed: {why}")
+    lines.extend(result.notes)
     return lines
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from tui.core.capture import current_capture
 from tui.core.events import GpuSnapshot
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
 
@@ -111,18 +112,28 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
     if m.role == "node" and m.node_rank not in (None, 0) and s.phase is not Phase.FAILED:
         head = _head_node(dep)
         if head is not None and head.state.phase in (Phase.WARMUP, *READY_PHASES):
-            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0
-            return Phase.READY if head.state.phase in READY_PHASES else Phase.WARMUP
+            # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0, ready
+            # only once its own processes are seen alive (it serves no /health of its own: its log and its
+            # processes are all that says it still runs)
+            return Phase.READY if head.state.phase in READY_PHASES and alive_or_unseen(s) else Phase.WARMUP
         return Phase.CUDA_GRAPH if s.phase in (Phase.WARMUP, *READY_PHASES) else s.phase
     return s.phase
+
+
+def alive_or_unseen(s: Readiness) -> bool:
+    """Its processes were seen alive by the last report, or no watch can see them (readiness then rests on the
+    log): a watch that can see and has not found them alive does not let a node be ready."""
+    return s.process_alive is True or not s.process_watched or not s.process_visible
 
 
 def _progress(m: Member) -> float:
     """How far into its current phase a member is, 0..1 (a bar's fraction; 0 when no bar is known)."""
     s = m.state
-    bar: BarState | None = (
-        s.shards if s.phase is Phase.LOADING_WEIGHTS else s.capture if s.phase is Phase.CUDA_GRAPH else None
-    )
+    bar: BarState | None = None
+    if s.phase is Phase.LOADING_WEIGHTS:
+        bar = s.shards
+    elif s.phase is Phase.CUDA_GRAPH:
+        bar = current_capture(s)[1]  # the count each member's own screen shows
     if bar is None or bar.total <= 0:
         return 0.0
     return min(1.0, bar.done / bar.total)
@@ -199,14 +210,29 @@ def describe(dep: Deployment, m: Member) -> str:
         return f"link {s.connection}" + (f" ({s.connection_detail})" if s.connection_detail else "")
     if phase in READY_PHASES:
         return _DOING[phase]
+    if unconfirmed(dep, m):
+        return "loaded, but its processes are not seen alive yet (a node serves no /health: only they say it runs)"
     words = _DOING[phase]
     if phase is Phase.LOADING_WEIGHTS and s.shards is not None:
         words += f" {s.shards.done}/{s.shards.total}"
-    elif phase is Phase.CUDA_GRAPH and s.capture is not None:
-        words += f" {s.capture.done}/{s.capture.total}"
+    elif phase is Phase.CUDA_GRAPH and (capture := current_capture(s)[1]) is not None:
+        words += f" {capture.done}/{capture.total}"
     if s.stall is not None:
         return f"stalled {words}" + (f" ({s.stall.detail})" if s.stall.detail else "")
     return f"still {words}" if phase is not Phase.STARTING else words
+
+
+def unconfirmed(dep: Deployment, m: Member) -> bool:
+    """A non-zero node held back from ready only because its processes are not seen alive."""
+    head = _head_node(dep)
+    return (
+        m.role == "node"
+        and m.node_rank not in (None, 0)
+        and head is not None
+        and head.state.phase in READY_PHASES
+        and m.state.phase is not Phase.FAILED
+        and not alive_or_unseen(m.state)
+    )
 
 
 def _waiting(dep: Deployment, m: Member, behind: Member) -> str:
@@ -244,7 +270,9 @@ def reason(dep: Deployment) -> str:
         for m in dep.members:
             if m is behind:
                 continue
-            if _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
+            if unconfirmed(dep, behind):  # nobody waits for it: only its liveness is unknown
+                parts.append(f"{m.name} {describe(dep, m)}")
+            elif _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
                 parts.append(_waiting(dep, m, behind))
             else:
                 parts.append(f"{m.name} {describe(dep, m)}")

@@ -345,6 +345,14 @@ class ServerProcess:
     visible: bool = True
     owner_uid: int | None = None
     activity: HostActivity | None = None  # the watch's activity sample taken with this check, when it took one
+    # (pid, title) of the live processes that carry an SGLang title (`sglang::scheduler_TP3`): one that was seen
+    # and is gone while the server lives is a rank that died (tui.core.fold_sources).
+    titled: tuple[tuple[int, str], ...] = ()
+    # live writers of the log that had written nothing to it when the server was found (their open file's
+    # position was 0), and the log's size then: a launch that holds the log open and had not printed its first
+    # line; every byte before that size is someone else's.
+    quiet_writers: tuple[int, ...] = ()
+    quiet_log_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -368,6 +376,8 @@ class PortOwner:
     pid: int | None = None  # None: nobody listens, or the listener cannot be seen
     command: str = ""  # its command line, when readable
     ours: bool | None = None  # the listener is one of the server's processes; None: cannot tell
+    forwarder: str = ""  # the listener is a known transparent forwarder (docker-proxy, socat, ssh): its name
+    earlier: bool = False  # the listener is an earlier launch that still writes the same log, not its latest
 
 
 @dataclass(frozen=True)

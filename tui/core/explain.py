@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from tui.core import activity as host_activity
 from tui.core import eta, fmt, stacks
-from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, identity, port_words, printable
+from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, identity, port_words, printable
+from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.ranklabels import ranks_span
 from tui.core.stall import describe, limit_for
-from tui.core.state import BarState, ErrorInfo, Phase, Readiness
+from tui.core.state import BarState, ErrorInfo, MidRun, Phase, Readiness
 
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
 PROCESS_EXITED = "server process exited (no process of the server is left)"
@@ -21,6 +22,15 @@ NO_ANSWER_WHY = {
 }
 
 
+RANK_EXITED = "exited while the rest of the server runs"
+
+
+def rank_exited_line(lost: tuple[tuple[int, str], ...]) -> str:
+    """The failure line for SGLang processes that died while the rest of the server runs (a rank killed)."""
+    names = ", ".join(f"{title} (pid {pid})" for pid, title in lost)
+    return f"{names} {RANK_EXITED}: it cannot serve without {'it' if len(lost) == 1 else 'them'}"
+
+
 def stopped_line(action: str) -> str:
     """The failure line of a launch that sglang-tui itself stopped, e.g. "stopped by sglang-tui (kill)"."""
     return f"{STOPPED_BY_TOOL} ({action})"
@@ -28,7 +38,9 @@ def stopped_line(action: str) -> str:
 
 def from_processes(error: ErrorInfo) -> bool:
     """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
-    return error.at is None and (error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui")
+    return error.at is None and (
+        error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui" or RANK_EXITED in error.line
+    )
 
 
 # Log-path states that leave nothing to read: the verdict names them (a missing log is not "no line yet").
@@ -84,7 +96,37 @@ MILESTONE_LABELS = {
     "fired_up": "fired up",
     "unbalanced_memory": "memory capacity unbalanced",
     "load_straggler": "other ranks did not finish loading",
+    "dist_init": "distributed init line",
+    "kv_profile": "KV cache sizing",
+    "jit_begin": "DeepGEMM JIT session",
+    "jit_kernel": "DeepGEMM JIT compile",
+    "jit_end": "DeepGEMM JIT end",
+    "load_step": "weight loading line",
+    "kernel_autotune": "FlashInfer autotune",
+    "graph_step": "CUDA graph capture line",
+    "compile_autotune": "torch.compile AUTOTUNE",
+    "eplb_begin": "EPLB rebalance",
+    "eplb_end": "EPLB rebalance end",
+    "retract": "KV pool full, retracting requests",
+    "http_access": "HTTP access line",
+    "health_access": "/health 200 access line",
+    "request_log": "request log line",
 }
+# What the line a window of the log starts at is (MidRun.kind: a milestone kind, a bar, a batch or a rank's line).
+MID_RUN_WORDS = {
+    "rank": "line",
+    "batch": "batch line",
+    "weights": "weight shard bar",
+    "draft_weights": "draft weight bar",
+    "capture": "capture bar",
+    "piecewise": "piecewise capture bar",
+    "jit": "DeepGEMM warmup",
+    "warmup": "warmup bar",
+}
+# Lines SGLang prints at warning level or past its logger: under --log-level warning a whole log starts with them too
+# (server_args= is an INFO line), so they may not be a window's start.
+ABOVE_INFO_KINDS = frozenset({"weights", "draft_weights", "capture", "piecewise", "jit", "warmup", "dist_init",
+                              "jit_begin", "compile_autotune"})  # fmt: skip
 
 
 def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
@@ -101,6 +143,8 @@ def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
     elif s.past is not None:
         reason += _history_suffix(s, now)
     reason += _log_file_suffix(s)
+    if s.mid_run is not None and s.phase is s.mid_run.phase and s.phase not in (Phase.READY, Phase.SERVING):
+        reason += f"; {mid_run_words(s.mid_run)}"
     if s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED) and not s.process_visible:
         reason += _unseen_suffix(s)  # why it cannot tell whether the server still runs
     return reason, _evidence(s, now)
@@ -123,6 +167,14 @@ def _beyond_log(s: Readiness, now: float) -> str:
         if waiting:
             parts.append(waiting)
     return "; ".join(parts)
+
+
+def mid_run_words(m: MidRun) -> str:
+    """ "attached mid-run: the log starts at TP0's DeepGEMM JIT compile" (no launch line before that line)."""
+    what = MID_RUN_WORDS.get(m.kind) or MILESTONE_LABELS.get(m.kind, m.kind)
+    who = f"{m.rank}'s " if m.rank else "the "
+    hedge = " (or --log-level warning left out its launch)" if m.kind in ABOVE_INFO_KINDS else ""
+    return f"attached mid-run: the log starts at {who}{what}{hedge}"
 
 
 def rendezvous(s: Readiness) -> str:
@@ -173,6 +225,15 @@ def health_text(r: HealthResult) -> str:
 
 
 def _reason(s: Readiness, now: float) -> str:
+    text = _phase_reason(s, now)
+    if s.health_ready and s.phase in LOADING_PHASES:  # a 200 while this launch loads: another server's, mostly
+        who, why = answerer(s)
+        if who == FOREIGN:
+            text += f"; something else answers on {port_words(s)}: {why}"
+    return text
+
+
+def _phase_reason(s: Readiness, now: float) -> str:
     phase = s.phase
     if s.health_ready and phase in (Phase.STARTING, Phase.WARMUP):
         who, why = answerer(s)
@@ -188,21 +249,24 @@ def _reason(s: Readiness, now: float) -> str:
             return "decode lines with no running request: idle server"
         return "waiting for the first log line"
     if phase is Phase.INIT:
+        if not _count(s, "init_begin") and not _count(s, "init_end"):
+            seen = ranks_span(tuple(f"TP{i}" for i in s.tp_ranks_seen)) or "ranks"
+            return f"ranks up ({seen} log lines), no startup milestone in view yet"
         return f"initialising distributed: {_ranks(s, 'init_begin')} began, {_ranks(s, 'init_end')} done"
     if phase is Phase.LOADING_WEIGHTS:
         return _loading_reason(s, now)
     if s.jit_active and phase in (Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMUP):
         return _jit_reason(s)
     if phase is Phase.KV_CACHE:
-        return f"allocating KV cache: {_ranks(s, 'kv_alloc')} allocated"
+        return _kv_reason(s)
     if phase is Phase.CUDA_GRAPH:
         return _capture_reason(s, now)
     if phase is Phase.WARMUP:
         return _warmup_reason(s, now)
     if phase is Phase.READY:
-        return _ready_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
+        return _ready_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
     if phase is Phase.SERVING:
-        return _serving_reason(s) + _gone_suffix(s) + _unseen_suffix(s)
+        return _serving_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
     return _failed_reason(s)
 
 
@@ -222,6 +286,16 @@ def _loading_reason(s: Readiness, now: float) -> str:
     return text
 
 
+def _kv_reason(s: Readiness) -> str:
+    m = s.latest_milestone
+    if not _count(s, "kv_alloc") and m is not None:
+        if m.kind in ("max_tokens", "startup_timings"):
+            return "schedulers ready (KV pool sized, graphs done); waiting for the HTTP server to start"
+        if m.kind == "kernel_autotune":
+            return "running FlashInfer autotune (after the KV pool, before CUDA graph capture)"
+    return f"allocating KV cache: {_ranks(s, 'kv_alloc')} allocated"
+
+
 def _jit_reason(s: Readiness) -> str:
     """DeepGEMM JIT: kernel shapes compiled so far and the current shape's warmup bar."""
     text = f"compiling DeepGEMM kernels (JIT): {s.jit_kernels} shape{'s' if s.jit_kernels != 1 else ''}"
@@ -231,14 +305,17 @@ def _jit_reason(s: Readiness) -> str:
 
 
 def _capture_reason(s: Readiness, now: float) -> str:
-    m = s.latest_milestone
-    if m is not None and m.kind == "graph_begin" and "piecewise" in str(m.get("what", "")).lower():
-        bar = s.piecewise
+    which, bar = current_capture(s)  # the count the shards pane shows too
+    if which == "piecewise":
         if bar is None:
             return f"capturing piecewise CUDA graph: {_ranks(s, 'graph_begin')} began"
         step = "compiling" if bar.label.startswith("Compiling") else "capturing"
         return f"{step} piecewise CUDA graph: {bar.done}/{bar.total} token sizes{_pace(bar, 'sizes', now, s)}"
-    bar = s.capture
+    m = s.latest_milestone
+    if bar is None and not _count(s, "graph_begin") and m is not None and m.kind == "compile_autotune":
+        return "capturing CUDA graphs: torch.compile is autotuning kernels (Inductor AUTOTUNE)"
+    if bar is None and not _count(s, "graph_begin") and m is not None and m.kind == "graph_step":
+        return "capturing CUDA graphs (its begin is not in view)"
     if bar is None:
         return f"capturing CUDA graphs: {_ranks(s, 'graph_begin')} began"
     bs = f" (bs={bar.bs})" if bar.bs is not None else ""
@@ -252,6 +329,9 @@ def _warmup_reason(s: Readiness, now: float) -> str:
         return f"PD disaggregation warmup failed: the server marks itself unhealthy; {last}"
     if s.pd_warmup == "running":
         return f"PD disaggregation warmup running; {last}"
+    shown = _window_up(s)
+    if shown:
+        return f"the log shows {shown}; waiting for /health 200 (last: {last})"
     if s.log_ready:
         silent = _not_answering_for(s, health, now)
         if silent is not None and health is not None:
@@ -263,6 +343,31 @@ def _warmup_reason(s: Readiness, now: float) -> str:
     if s.latest_milestone is None:
         return f"uvicorn answers (/v1/models is not a readiness signal); warmup running, {last}"
     return f"uvicorn up, warmup request running; {last}"
+
+
+def _window_up(s: Readiness) -> str:
+    """What a window of the log (no launch in view) shows of a server that is up, in words ("" when nothing)."""
+    if s.log_ready:
+        return ""  # the log's own "fired up" says more
+    if s.log_health is not None:
+        return f"/health answered 200{_at(s.log_health.at)}"
+    m = s.latest_milestone
+    if m is None:
+        return ""
+    if m.kind == "http_access":
+        return f"HTTP requests answered ({m.get('method')} {m.get('path')} {m.get('status')}{_at(m.at)})"
+    if m.kind == "request_log":
+        return f"requests received (--log-requests{_at(m.at)})"
+    if m.kind in ("eplb_begin", "eplb_end"):
+        return "an EPLB rebalance (only a serving server rebalances)"
+    if m.kind == "retract":
+        return "requests retracted for lack of KV pool (the server serves)"
+    return ""
+
+
+def _at(at: str | None) -> str:
+    clock = fmt.clock_of(at)
+    return f" at {clock}" if clock else ""
 
 
 def _not_answering_for(s: Readiness, health: HealthResult | None, now: float) -> float | None:
@@ -282,6 +387,11 @@ def _ready_reason(s: Readiness) -> str:
         if s.health_probed is False:
             return "ready: the log says fired up (log only: /health is not probed, --no-health)"
         return "ready: the log says fired up (log only: no health probe)"
+    if s.log_health is not None and not s.health_ready:
+        where = (
+            "log only: no health probe" if s.health_probed is None else "log only: /health is not probed, --no-health"
+        )
+        return f"ready: the log shows /health answered 200{_at(s.log_health.at)} ({where}; no launch in view)"
     ident = identity(s)
     if ident is not None and ident.outcome == "ok" and ident.model_path:
         names = f"{ident.endpoint} names {printable(ident.model_path)}"
@@ -312,13 +422,19 @@ def _failed_reason(s: Readiness) -> str:
     if error.stopped_by == "outside":
         gone = "" if s.process_alive is not False else "; no process of the server is left"
         return f"{STOPPED_FROM_OUTSIDE}: {error.line.strip()}{gone}"
-    if from_processes(error) and error.line != PROCESS_EXITED:
+    if error.stopped_by == "sglang-tui":
         return f"{error.line}: no process of the server is left"
-    if from_processes(error):
+    if from_processes(error) and error.line == PROCESS_EXITED:
         if s.process_alive:
             return "failed: the server process exited; a new one runs, waiting for its launch in the log"
         return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
     return f"failed ({error.kind}): {error.line.strip()}"
+
+
+def _behind_suffix(s: Readiness) -> str:
+    """ "; behind docker-proxy (pid 812)": a forwarder holds the port the probes ask."""
+    relay = behind(s)
+    return f"; {relay}" if relay else ""
 
 
 def _gone_suffix(s: Readiness) -> str:
@@ -379,14 +495,18 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         items.append(f"log: shards {s.shards.done}/{s.shards.total}")
     if s.draft_shards is not None:
         items.append(f"log: draft shards {s.draft_shards.done}/{s.draft_shards.total}")
-    if s.capture is not None and s.phase is Phase.CUDA_GRAPH:
-        items.append(f"log: capture {s.capture.done}/{s.capture.total}")
-    if s.piecewise is not None and s.phase is Phase.CUDA_GRAPH:
-        items.append(f"log: piecewise {s.piecewise.done}/{s.piecewise.total}")
+    which, capture = current_capture(s)
+    if capture is not None and s.phase is Phase.CUDA_GRAPH:  # the capture now only: one count on the screen
+        items.append(f"log: {which} {capture.done}/{capture.total}")
     if s.jit_kernels:
         items.append(f"log: DeepGEMM JIT {s.jit_kernels} kernel shape{'s' if s.jit_kernels != 1 else ''}")
     if s.tp_inferred and s.server.tp_size is not None:
         items.append(f"log: tp {s.server.tp_size} {s.tp_inferred}")
+    if s.tp_spans_nodes and s.server.tp_size is None:
+        shown = ranks_span(tuple(f"TP{i}" for i in s.tp_ranks_seen)) or "no TP rank"
+        items.append(f"log: the TP group spans nodes (custom allreduce off): more ranks than this log's {shown}")
+    if s.mid_run is not None:
+        items.append(_join("log:", mid_run_words(s.mid_run), fmt.clock_of(s.mid_run.at)))
     if s.eplb_rebalancing:
         items.append("log: EPLB rebalancing experts (transient)")
     if s.weight_cache is not None and s.weight_cache.standalone:
@@ -415,6 +535,10 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
     if owner is not None and owner.pid is not None:
         words = {True: ": one of the server's processes", False: ": not one of the server's processes"}
         whose = words.get(owner.ours, "") if owner.ours is not None else ""
+        if owner.forwarder:
+            whose = f": {owner.forwarder}, a forwarder: the server answers behind it"
+        elif owner.earlier:
+            whose = ": an earlier launch in the same log, not its latest"
         command = f" ({printable(owner.command)})" if owner.command else ""
         items.append(f"port: {owner.port} is held by PID {owner.pid}{command}{whose}")
     if s.shutdown is not None and s.phase is not Phase.FAILED:

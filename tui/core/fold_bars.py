@@ -19,7 +19,8 @@ from tui.core.state import (
 from tui.core.timeline import close_draft, open_draft
 
 # Bars other than the weights' and the classic capture's: the phase each one shows (None: a step inside a phase).
-BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": None, "warmup": Phase.WARMUP}
+# DeepGEMM's JIT runs at the first forward (a window that starts at its bar is past the KV pool, at least).
+BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": Phase.KV_CACHE, "warmup": Phase.WARMUP}
 
 
 BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
@@ -42,6 +43,8 @@ def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return advance(s, Phase.LOADING_WEIGHTS, ev.at, ev.t, now)
     if ev.bar == "draft_weights":
         return draft_bar(s, ev, when, clock, now)
+    if ev.bar in ("capture", "piecewise") and s.capture_now != ev.bar:
+        s = s.evolve(capture_now=ev.bar)  # a frame of the other capture's bar: that capture runs now
     if ev.bar in ("capture", "piecewise") and ev.done > 0 and s.jit_active:
         s = s.evolve(jit_active=False)  # a graph captured: the JIT compile that its first forward ran is over
     if ev.bar in BAR_FIELDS:

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from tui.core import stacks
+from tui.core.capture import capture_bar_of
 from tui.core.events import (
     BatchStats,
     Failure,
@@ -19,6 +20,7 @@ from tui.core.events import (
 from tui.core.fold_launch import fresh_launch, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, may_be_ready, maybe_ready
 from tui.core.fold_ranks import add_rank, update_rank
+from tui.core.fold_window import launch_in_view
 from tui.core.ranklabels import tp_index
 from tui.core.state import (
     DecodeInfo,
@@ -52,7 +54,31 @@ MILESTONE_PHASE: dict[str, Phase] = {
     "pd_warmup_begin": Phase.WARMUP,
     "warmups_begin": Phase.WARMUP,
     "warmups_end": Phase.WARMUP,
+    # Kinds that place a window of the log that starts mid-run (each the least phase its line proves; forward only,
+    # so in a whole log they move nothing): tui.core.logshapes names where SGLang prints each.
+    "unbalanced_memory": Phase.INIT,  # the memory check of distributed init
+    "load_step": Phase.LOADING_WEIGHTS,
+    "load_straggler": Phase.LOADING_WEIGHTS,
+    "kernel_autotune": Phase.KV_CACHE,  # FlashInfer autotune: after the KV pool, before capture
+    "jit_begin": Phase.KV_CACHE,  # DeepGEMM JIT runs at the first forward: the KV pool exists by then
+    "jit_kernel": Phase.KV_CACHE,
+    "jit_end": Phase.KV_CACHE,
+    "max_tokens": Phase.KV_CACHE,  # the scheduler's last line: its KV pool is sized (capture may be off)
+    "startup_timings": Phase.KV_CACHE,
+    "graph_step": Phase.CUDA_GRAPH,
+    "compile_autotune": Phase.CUDA_GRAPH,  # torch.compile (Inductor), which SGLang runs inside capture
 }
+
+
+# Lines only a serving server prints (an EPLB rebalance every N forward passes, retracting requests when the KV pool
+# is full): serving, by the readiness rule; HTTP up at least.
+SERVING_KINDS = frozenset({"eplb_begin", "eplb_end", "retract"})
+
+
+# Access lines outside a warmup in view (the parser reports the first of each): HTTP is up; a /health 200 (what a
+# Kubernetes probe writes) says the server answered up, which counts like "fired up" (ready needs this server's
+# own /health 200 wherever /health is probed).
+ACCESS_KINDS = frozenset({"http_access", "health_access", "request_log"})
 
 
 SHUTDOWN_KINDS = frozenset({"shutdown"})  # the log's "SIGTERM received …" / uvicorn's "Shutting down"
@@ -121,14 +147,41 @@ def log_seen(
     index = tp_rank if tp_rank is not None else (tp_index(rank) if rank else None)
     if index is not None and (s.tp_rank_max is None or index > s.tp_rank_max):
         changes["tp_rank_max"] = index
+    relabel = False
     if index is not None and index not in s.tp_ranks_seen:
-        seen = tuple(sorted(s.tp_ranks_seen + (index,)))
-        changes["tp_ranks_seen"] = seen
-        if not s.server.tp_from_args and index >= 1:  # a lone TP0 tag says TP > 1, not how many
-            size, how = infer_tp_size(seen)
-            changes["server"] = replace(s.server, tp_size=size)
-            changes["tp_inferred"] = how
-    return s.evolve(**changes)
+        changes["tp_ranks_seen"] = tuple(sorted(s.tp_ranks_seen + (index,)))
+        relabel = index >= 1  # a lone TP0 tag says TP > 1, not how many
+    if rank is not None and not s.pp_seen and "PP" in rank:
+        changes["pp_seen"] = True
+        relabel = True
+    s = s.evolve(**changes)
+    return with_log_tp(s) if relabel else s
+
+
+def with_log_tp(s: Readiness) -> Readiness:
+    """The TP size the log shows, when server_args did not say it (log_tp)."""
+    if s.server.tp_from_args:
+        return s
+    size, how = log_tp(s)
+    if size == s.server.tp_size and how == s.tp_inferred:
+        return s
+    return s.evolve(server=replace(s.server, tp_size=size), tp_inferred=how)
+
+
+def log_tp(s: Readiness) -> tuple[int | None, str]:
+    """(size, how) from the log alone. The largest NCCL communicator (`nranks N`) is the server's world, TP × PP, so
+    it states TP when PP is 1 (no rank label carries PP) and it holds every TP rank the labels name; the labels
+    alone (infer_tp_size) only where the TP group does not span nodes: then one node's log shows part of it, and
+    how many ranks the other nodes hold, no line of this log says."""
+    seen = s.tp_ranks_seen
+    n = s.tp_nranks
+    if n is not None and seen and not s.pp_seen and n > seen[-1] and (not s.tp_spans_nodes or n > len(seen)):
+        return n, f"inferred: NCCL communicator of {n} ranks"
+    if s.tp_spans_nodes:
+        return None, ""
+    if seen and seen[-1] >= 1:
+        return infer_tp_size(seen)
+    return s.server.tp_size, s.tp_inferred
 
 
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
@@ -164,7 +217,9 @@ def untagged_scheduler_line(ev: Milestone) -> bool:
 
 
 def on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
-    return log_seen(s, ev.at, now, ev.rank, what="log: rank line", tp_rank=ev.tp_rank)
+    """A rank's line: its scheduler runs, so the launch is at least in init (what else it shows, its kind says)."""
+    s = log_seen(s, ev.at, now, ev.rank, what="log: rank line", tp_rank=ev.tp_rank)
+    return advance(s.evolve(launched=True), Phase.INIT, ev.at, ev.t, now)
 
 
 def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
@@ -175,6 +230,7 @@ def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
     tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
     s = s.evolve(
         launched=True,
+        launch_line=True,
         server=ServerInfo(
             model=ev.model or server.model,
             tp_size=tp_size,
@@ -206,6 +262,8 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
     if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
         return s if s.shutdown is not None else s.evolve(shutdown=ev)
+    if not_this_launchs(s, ev):
+        return s
     if ev.kind in PER_RANK_KINDS and ev.rank is not None and tp_index(ev.rank) == 0:
         s = tp_one(s, ev)
     elif ev.kind in PER_RANK_KINDS and ev.rank is None and untagged_scheduler_line(ev):
@@ -213,28 +271,60 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     s = shape_facts(s, ev)
     if rank:
         s = s.evolve(ranks=update_rank(s.ranks, rank, ev, now))
+    if ev.kind == "graph_begin":  # the capture now, for every view (tui.core.capture)
+        s = s.evolve(capture_now=capture_bar_of(str(ev.get("what") or "")))
     if ev.draft:
         span = DRAFT_SPANS.get(ev.kind)
         if span is not None:
             phase, begins = span
             opener = open_draft if begins else close_draft
-            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now))
+            name = str(ev.get("what") or "")  # each draft capture its own span ("draft", "draft extend")
+            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now, name=name))
         return s
     s = s.evolve(latest_milestone=ev, milestone_ranks=add_rank(s.milestone_ranks, ev.kind, rank))
     if ev.kind == "startup_timings":
         s = s.evolve(startup_timings=tuple((k, float(v)) for k, v in ev.fields if isinstance(v, (int, float))))
-    if ev.kind in MILESTONE_PHASE or ev.kind == "fired_up":
+    target = milestone_phase(s, ev)
+    if target is not None or ev.kind == "fired_up":
         s = s.evolve(launched=True)
     if ev.kind == "fired_up":
         ready_at = s.log_ready_at if s.log_ready else now
         return maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
-    target = MILESTONE_PHASE.get(ev.kind)
-    return advance(s, target, ev.at, ev.t, now) if target is not None else s
+    if target is None:
+        return s
+    if ev.kind == "health_access":  # ready where the rule allows (no warmup span of its own), else HTTP up
+        up = maybe_ready(s.evolve(log_health=ev), ev.at, ev.t, now)
+        return up if up.phase is not s.phase else advance(up, target, ev.at, ev.t, now)
+    return advance(s, target, ev.at, ev.t, now)
+
+
+def not_this_launchs(s: Readiness, ev: Milestone) -> bool:
+    """An access or serving line while this launch's start is in view and it is not up yet: the log's own milestones
+    say when its HTTP is up, so such a line is another server's writing to the same log (a launch appended to a
+    running server's log). It is no milestone of this launch (the answerer reads the latest one)."""
+    serving = ev.kind in SERVING_KINDS and s.phase not in (Phase.READY, Phase.SERVING)
+    return (serving or ev.kind in ACCESS_KINDS) and launch_in_view(s)
+
+
+def milestone_phase(s: Readiness, ev: Milestone) -> Phase | None:
+    """The phase a main-model line shows, at least (forward only): serving lines by the readiness rule (this
+    server's /health 200 where it is probed, else warmup: HTTP is up). Those and access lines reach here only with
+    no launch in view (not_this_launchs)."""
+    kind = ev.kind
+    if kind in SERVING_KINDS:
+        return Phase.SERVING if s.phase is Phase.READY or may_be_ready(s) else Phase.WARMUP
+    if kind in ACCESS_KINDS:
+        return Phase.WARMUP
+    if kind == "hf_snapshot":  # SGLang's loader prints its own lines; huggingface_hub's may come from any process
+        return None if ev.get("hub") else Phase.LOADING_WEIGHTS
+    return MILESTONE_PHASE.get(kind)
 
 
 def shape_facts(s: Readiness, ev: Milestone) -> Readiness:
     """The facts the 0.5.14 … 0.5.23 lines carry (DeepGEMM JIT, HTTP server, PD, EPLB, HF snapshot, weight cache)."""
     kind = ev.kind
+    if kind == "dist_init":
+        return comm_facts(s, ev)
     if kind == "jit_begin":
         return s.evolve(jit_active=True)
     if kind == "jit_kernel":
@@ -266,6 +356,18 @@ def shape_facts(s: Readiness, ev: Milestone) -> Readiness:
     return s
 
 
+def comm_facts(s: Readiness, ev: Milestone) -> Readiness:
+    """What a distributed-init line says of the TP size: a communicator's size (NCCL INFO), a TP group that spans
+    nodes (custom all-reduce off)."""
+    n, spans = ev.get("nranks"), ev.get("spans_nodes")
+    changes: dict[str, object] = {}
+    if isinstance(n, int) and (s.tp_nranks is None or n > s.tp_nranks):
+        changes["tp_nranks"] = n
+    if spans is True and not s.tp_spans_nodes:
+        changes["tp_spans_nodes"] = True
+    return with_log_tp(s.evolve(**changes)) if changes else s
+
+
 def weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo:
     info = old or WeightCacheInfo()
     role, pid, mode = ev.get("role"), ev.get("pid"), ev.get("mode")
@@ -289,7 +391,9 @@ def on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
             return stopped_from_outside(s, ev.line, ev.at, ev.t, now)
     old = s.error
     if old is None or (ev.root_cause and not old.root_cause) or marker_outranks(old, ev):
-        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause))
+        # the rank that failed: the cause line's own prefix, else that of the marker its traceback came under
+        rank = ev.rank or (old.rank if old is not None else None)
+        s = s.evolve(error=ErrorInfo(kind=ev.kind, line=ev.line, at=ev.at, root_cause=ev.root_cause, rank=rank))
     return fail(s, ev.at, ev.t, now)
 
 
@@ -308,7 +412,7 @@ def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.stage != "decode":
         # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
         # of prefills only, or one after ready. Before fired up it is the warmup's own request.
-        if ev.stage == "prefill" and (s.phase is Phase.READY or (s.phase is Phase.STARTING and traffic(s, ev))):
+        if ev.stage == "prefill" and (s.phase is Phase.READY or (may_serve(s, Phase.STARTING) and traffic(s, ev))):
             return advance(s, Phase.SERVING, ev.at, ev.t, now)
         return s.evolve(prefill_lines=s.prefill_lines + ev.count)
     decode = DecodeInfo(
@@ -326,9 +430,15 @@ def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
     if ev.running_req is not None and ev.running_req <= 0:
         return s
     # Decoding requests: the server serves (a log attached mid-run shows nothing else).
-    if s.phase is Phase.READY or (s.phase in (Phase.STARTING, Phase.WARMUP) and may_be_ready(s)):
+    if s.phase is Phase.READY or (may_serve(s, Phase.STARTING, Phase.WARMUP) and may_be_ready(s)):
         return advance(s, Phase.SERVING, ev.at, ev.t, now)
     return s
+
+
+def may_serve(s: Readiness, *phases: Phase) -> bool:
+    """Whether batch lines may show the server serving: in one of `phases`, or with none of this launch's startup
+    in view (a window's phase, e.g. init read from a rank's line, is no startup that batch lines contradict)."""
+    return s.phase in phases or not launch_in_view(s)
 
 
 def traffic(s: Readiness, ev: BatchStats) -> bool:

@@ -38,10 +38,11 @@ def fail(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness
 
 
 def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
-    """Ready needs this server's /health 200; the log's fired-up line alone only when /health is not probed."""
+    """Ready needs this server's /health 200; the log's fired-up line (or, with no launch in view, its access line of
+    a /health 200) alone only when /health is not probed."""
     if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
         return s
-    if (s.log_ready or s.health_ready) and may_be_ready(s):
+    if (s.log_ready or s.health_ready or s.log_health is not None) and may_be_ready(s):
         return advance(s, Phase.READY, at, t, now)
     return s
 

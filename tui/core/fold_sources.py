@@ -18,8 +18,8 @@ from tui.core.events import (
     SourceFailed,
     Tick,
 )
-from tui.core.explain import PROCESS_EXITED
-from tui.core.fold_launch import not_found_yet, stopped, stopped_by_us, stopped_from_outside
+from tui.core.explain import PROCESS_EXITED, from_processes, rank_exited_line
+from tui.core.fold_launch import fresh_launch, not_found_yet, stopped, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, maybe_ready
 from tui.core.state import (
     ErrorInfo,
@@ -43,6 +43,9 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
     s = s.evolve(
         log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew, log_read_at=read
     )
+    if s.phase is Phase.FAILED and s.failed_log_offset is None:
+        # the failure's line came in these bytes (its events are folded before them): it lies before this offset
+        return retry_in_the_log(s.evolve(failed_log_offset=ev.offset), now)
     # the bytes may be what vouches for a /health 200 already in (another uid: the log grew after it): ready now,
     # not at the next /health, up to 30 s later
     return maybe_ready(s, None, None, now) if s.health_ready else s
@@ -94,9 +97,14 @@ def on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
 
 def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     """No process of the server left: failed in any phase (not stalled, and not ready whatever the log said).
+    One of its SGLang-titled processes gone while the rest lives (a scheduler rank died: 0.5.9 keeps serving
+    /v1/models without it, but /health hangs): failed too. A failed launch whose log has a writer that has
+    not written yet (`launch … >> LOG` after a crash): a new launch is coming, so the old failure is not the
+    verdict.
 
     Only `alive is False` from a watch that can see the processes means dead; an unseen process is unknown.
     """
+    s = s.evolve(process_checked_at=now)
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return s.evolve(process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if ev.alive is None:  # a watch that cannot tell: unknown, never dead
@@ -107,8 +115,17 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         s = on_activity(s, ev.activity, now)
     if not ev.alive and not_found_yet(s, now):
         return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
-    s = s.evolve(process_alive=ev.alive, process_pids=ev.pids)
-    if ev.alive:
+    lost = tuple((pid, title) for pid, title in s.process_titled if pid not in ev.pids) if ev.alive else ()
+    s = s.evolve(
+        process_alive=ev.alive,
+        process_pids=ev.pids,
+        process_titled=ev.titled,
+        quiet_writers=ev.quiet_writers,
+        quiet_log_size=ev.quiet_log_size,
+    )
+    if ev.alive and ev.quiet_writers and s.phase is Phase.FAILED:
+        return retry_in_the_log(s, now)
+    if ev.alive and not (lost and (s.launched or s.timeline)):
         return maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
@@ -116,7 +133,32 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
         return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
-    return fail(s.evolve(error=ErrorInfo(kind="other", line=PROCESS_EXITED, root_cause=False)), None, None, now)
+    line = rank_exited_line(lost) if lost else PROCESS_EXITED
+    return fail(s.evolve(error=ErrorInfo(kind="other", line=line, root_cause=False)), None, None, now)
+
+
+def retry_in_the_log(s: Readiness, now: float) -> Readiness:
+    """A failure the log showed, while a live process of the server holds that log open and had written nothing
+    to it when found, with every byte up to the failure's already there (`launch … >> LOG` after a crash): a
+    retry that has not printed its first line yet (its server_args come later, as a new launch). The old
+    failure is history: start afresh, the process facts kept."""
+    error = s.error
+    if (
+        s.phase is not Phase.FAILED
+        or error is None
+        or error.stopped_by
+        or from_processes(error)
+        or s.process_alive is not True
+        or not s.quiet_writers
+        or s.quiet_log_size is None
+        or s.failed_log_offset is None
+        or s.failed_log_offset > s.quiet_log_size  # it may be the retry's own failure
+    ):
+        return s
+    pids = ", ".join(map(str, s.quiet_writers))
+    why = f"a new launch holds the log open (pid {pids}) and had not written to it yet"
+    fresh = fresh_launch(s, None, None, now, why=why, counts=False, from_log=False)
+    return fresh.evolve(proc=s.proc)
 
 
 def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:

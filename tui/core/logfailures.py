@@ -3,7 +3,8 @@
 Kinds: oom | nccl | port_in_use | model_not_found | exception | other. A root-cause line states the cause (the
 exception line ending a traceback, PyTorch's OOM text); a generic marker only says that something failed
 (`Received sigquit…`, `Scheduler hit an exception:` before its traceback, `Initialization failed.`).
-A warning that merely contains the word "error" is not a failure.
+A warning that merely contains the word "error" is not a failure, and neither is a Hugging Face 404 for a file
+SGLang does without (generation_config.json, preprocessor_config.json, …: it catches those and goes on).
 """
 
 from __future__ import annotations
@@ -17,13 +18,31 @@ OOM = re.compile(
     r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
     r"Not enough memory\. Please try to increase --mem-fraction-static",
 )
-PORT_IN_USE = re.compile(r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use")
+# `[Errno 98]` is EADDRINUSE in Python's OSError text (uvicorn: `[Errno 98] error while attempting to bind on address
+# (…): address already in use`, which a cut line may lose the end of). c10d's own `(errno: 98 - Address already in
+# use)` warnings are not in it: TCPStore tries IPv6, then IPv4, and goes on.
+PORT_IN_USE = re.compile(
+    r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use|\[Errno 98\]"
+)
 MODEL_NOT_FOUND = re.compile(
     r"RepositoryNotFoundError|GatedRepoError|RevisionNotFoundError|EntryNotFoundError|HFValidationError|"
     r"Repository Not Found|404 Client Error: Not Found for url: https://huggingface\.co/|is not a local folder and is not a valid model identifier|"
     r"does not appear to have a file named|Can't load (?:the configuration|tokenizer) for|"
     r"Cannot find any model weights|We couldn't connect to 'https://huggingface\.co'|"
-    r"No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer)",
+    r"No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer)|"
+    # huggingface_hub / transformers on a gated or private repo (401 without a token, 403 without access)
+    r"Cannot access gated repo|You are trying to access a gated repo|Repo model \S+ is gated|"
+    r"is restricted(?: and you are not in the authorized list)?\. (?:You must|Visit)|"
+    r"40[13] Client Error(?:: \w+ for url: https://huggingface\.co/|\. \(Request ID: )",
+)
+# A Hugging Face 404 for a file SGLang does without: hf_transformers_utils.get_generation_config and
+# weight_utils' index download catch it (python/sglang/srt/utils/hf_transformers/common.py,
+# model_loader/weight_utils.py), transformers treats processor and tokenizer side files as optional.
+OPTIONAL_HF_FILE = re.compile(
+    r"(?:404 Client Error|Entry Not Found|EntryNotFoundError)[^\n]*?https://huggingface\.co/\S*?/"
+    r"(?:generation_config|preprocessor_config|processor_config|video_preprocessor_config|chat_template|"
+    r"special_tokens_map|added_tokens|tokenizer_config|hf_quant_config|adapter_config|"
+    r"(?:model|pytorch_model)\.(?:safetensors|bin)\.index)\.(?:json|jinja)\b"
 )
 NCCL = re.compile(
     r"NCCL error|NCCL timeout|nccl(?:System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|"
@@ -47,6 +66,19 @@ _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
 _ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
 
 
+def is_hf_message(msg: str) -> bool:
+    """A line huggingface_hub writes under its exception line (`Cannot access gated repo for url …`, `Repository Not
+    Found for url: …`): the message of a failure, quoted by itself only when the exception line is not in view."""
+    return msg.startswith(
+        ("Cannot access gated repo", "Repository Not Found for url", "Access to model ", "Repo model ")
+    )
+
+
+def tolerated(text: str) -> bool:
+    """A line about a failure SGLang goes on after: a 404 for an optional Hugging Face file."""
+    return "huggingface.co/" in text and OPTIONAL_HF_FILE.search(text) is not None
+
+
 def kind_of(text: str) -> ErrorKind | None:
     """The specific kind a line names (oom, port_in_use, model_not_found, nccl), or None."""
     if OOM.search(text):
@@ -58,6 +90,20 @@ def kind_of(text: str) -> ErrorKind | None:
     if NCCL.search(text):
         return "nccl"
     return None
+
+
+def what_failure(msg: str) -> tuple[ErrorKind, bool] | None:
+    """(kind, root_cause) of libstdc++'s `  what():  …` line, which states the C++ exception that ended a process
+    (`terminate called after throwing …` comes before it, but a window may begin at it): NCCL's watchdog
+    `what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: [Rank 3]
+    Watchdog caught collective operation timeout: WorkNCCL(…) ran for 600020 milliseconds before timing out.`"""
+    body = msg.lstrip()
+    if not body.startswith("what():"):
+        return None
+    rest = body[len("what():") :].strip()
+    if not rest:
+        return None
+    return kind_of(rest) or "exception", True
 
 
 def is_exception_line(msg: str) -> bool:
@@ -98,8 +144,10 @@ def marker_failure(msg: str) -> tuple[ErrorKind, bool, bool] | None:
         return "nccl", True, False
     if OOM.search(msg):
         return "oom", True, False
-    if "address already in use" in msg or "Port is already in use" in msg:
+    if "address already in use" in msg or "Port is already in use" in msg or "[Errno 98]" in msg:
         return "port_in_use", True, False
+    if is_hf_message(msg):  # a window may begin under the exception line
+        return ("model_not_found", True, False) if MODEL_NOT_FOUND.search(msg) and not tolerated(msg) else None
     if _ROOT_OTHER.search(msg):
         return "other", True, False
     if is_exception_line(msg):

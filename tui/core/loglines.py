@@ -181,7 +181,8 @@ _ERROR = re.compile(
     r"OutOfMemoryError|CUDA out of memory|CUDA error|Not enough memory\.|"
     r"Received sigquit|SIGQUIT received|Initialization failed\.|scheduler is dead|died during initialization|"
     r"crashed with exit code|watchdog timeout|Watchdog timeout|Watchdog caught collective|^ERROR:|"
-    r"^\[rank\d+\]:\[E|^terminate called|address already in use|Port is already in use|^Killed$",
+    r"^\[rank\d+\]:\[E|^terminate called|address already in use|Port is already in use|^Killed$|"
+    r"^what\(\):|\[Errno 98\]|Cannot access gated repo|access a gated repo",
     re.ASCII,
 )
 _WARNING = re.compile(

@@ -27,7 +27,15 @@ from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank
-from tui.core.logfailures import exception_failure, is_exception_line, kind_of, marker_failure
+from tui.core.logfailures import (
+    exception_failure,
+    is_exception_line,
+    is_hf_message,
+    kind_of,
+    marker_failure,
+    tolerated,
+    what_failure,
+)
 from tui.core.loglines import LineSplitter, strip_ansi
 from tui.core.logmilestones import (
     DRAFT_TYPE,
@@ -38,6 +46,7 @@ from tui.core.logmilestones import (
     speculative_family,
     uvicorn,
 )
+from tui.core.logshapes import nccl_ranks
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.ranklabels import tp_index
 from tui.core.vocab import BarName, MilestoneKind
@@ -53,7 +62,8 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
                  "/v1/chat/completions": "generate", "/encode": "generate"}  # fmt: skip
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
-                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed")  # fmt: skip
+                  "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed", "[Errno",
+                  "gated", "restricted", "Not Found for url")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
 # A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
 _DRAFT_FRAME = re.compile(
@@ -63,6 +73,8 @@ _DRAFT_FRAME = re.compile(
 )
 # Milestones after which an access line is the warmup's (HTTP is up, not fired up yet).
 _HTTP_UP = frozenset(("uvicorn_running", "http_running"))
+# Access lines whose 200 says the server is up (0.4.10+ answer 503 until the warmup is done; both generate).
+_HEALTH_PATHS = frozenset(("/health", "/health_generate"))
 # SGLang's cudacore_pyspy_dump_utils (0.5.x): `Pyspy dump for PID {pid} ({cmd}):` then py-spy's stdout;
 # `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
 _PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
@@ -110,6 +122,10 @@ class LogParser:
         self._failed = False  # a failure was reported in this launch
         self._pyspy: tuple[int, str | None, str | None, list[str]] | None = None  # SGLang's own dump being read
         self._jit_named: set[str] = set()
+        self._http_seen = False  # an access line outside the warmup was reported (HTTP is up)
+        self._health_seen = False  # …and one of a /health 200 (the server answered it up)
+        self._nccl_max = 0  # the largest NCCL communicator reported (0: no NCCL INFO line yet)
+        self._custom_group = False  # `init custom process group` (RLHF weight sync): its communicators are not TP's
 
     # ------------------------------------------------------------------------------------------ API
 
@@ -166,6 +182,7 @@ class LogParser:
         n_decode = n_prefill = 0
         decode_last = False
         hinted, warm = self._hint_level >= 1, self._warm  # refreshed after any line that may change them
+        known, health_known = self._access_known()
         for line in lines:
             if b"Decode batch" in line:
                 if not hinted and b"accept len" in line:
@@ -173,6 +190,7 @@ class LogParser:
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
                     hinted, warm = self._hint_level >= 1, self._warm
+                    known, health_known = self._access_known()
                 else:
                     decode = line
                     n_decode += 1
@@ -183,8 +201,10 @@ class LogParser:
                 prefill = line
                 n_prefill += 1
                 decode_last = False
-            elif not warm and b"HTTP/1." in line and b'" ' in line:  # an access line
-                continue
+            elif (
+                not warm and known and b"HTTP/1." in line and b'" ' in line and (health_known or b"/health" not in line)
+            ):
+                continue  # an access line that says nothing new
             elif line:
                 if decode is not None or prefill is not None:
                     self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
@@ -195,7 +215,12 @@ class LogParser:
                 else:
                     self._piece(text)
                 hinted, warm = self._hint_level >= 1, self._warm
+                known, health_known = self._access_known()
         self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
+
+    def _access_known(self) -> tuple[bool, bool]:
+        """Whether an access line outside the warmup can say nothing new: (any access line, a /health one)."""
+        return self._ready or self._http_seen, self._ready or self._health_seen
 
     def _emit(self, event: Event) -> None:
         if self._run:  # a run of batch lines ends at any other event
@@ -221,8 +246,12 @@ class LogParser:
             if not is_probe_prefill(text):
                 self._run.add("prefill", text)
             return
-        if "HTTP/1." in text and '" ' in text and (not self._warm or is_probe_access(text)):
-            return  # an access line after the warmup, or one of sglang-tui's own probes
+        if (
+            "HTTP/1." in text
+            and '" ' in text
+            and (is_probe_access(text) or (not self._warm and self._access_said(text)))
+        ):
+            return  # one of sglang-tui's own probes, or an access line outside the warmup that says nothing new
         env = split_envelope(text)
         msg = env.msg
         if not msg or msg.isspace():
@@ -251,6 +280,8 @@ class LogParser:
             if env.at is None and self._bar(msg):  # tqdm frames carry no envelope
                 return
         if env.at is None:
+            if "what():" in msg[:12] and self._what_line(env.line, msg):
+                return
             if self._in_traceback and self._traceback_line(env.line, msg):
                 return
             if msg[0] in " \t":
@@ -267,8 +298,17 @@ class LogParser:
         if msg.startswith("sglang version"):
             self._version = sglang_version(msg) or self._version
             return
+        if "NCCL INFO" in msg:
+            self._nccl_info(msg, env.line, env.at)
+            return
+        if msg.startswith("init custom process group"):
+            self._custom_group = True  # a weight-sync group with a trainer: its nranks say nothing of TP
         found = milestone(msg)
         if found is not None:
+            if found[0] == "request_log":  # one says HTTP is up; `--log-requests` writes one per request
+                if self._warm or self._access_known()[0]:
+                    return
+                self._http_seen = True
             self._milestone(found[0], found[1], env.rank, env.line, env.at)
             return
         if msg.startswith(("INFO:", "Started server process", "Application startup complete", "Uvicorn running on")):
@@ -291,6 +331,8 @@ class LogParser:
             return
         for hint in _FAILURE_HINTS:
             if hint in msg:
+                if tolerated(msg) or (self._failed and is_hf_message(msg)):
+                    break  # a 404 for a file SGLang does without; the message of an HF error already reported
                 found_failure = marker_failure(msg)
                 if found_failure is None and env.level in ("ERROR", "CRITICAL"):
                     named = kind_of(msg)  # an ERROR-level line that names a cause states it
@@ -305,6 +347,30 @@ class LogParser:
                     if self._in_traceback and not self._tb_benign:
                         self._tb_reported = True
                 break
+
+    def _access_said(self, text: str) -> bool:
+        """An access line outside the warmup says nothing new once HTTP up (and a /health 200) were reported."""
+        known, health_known = self._access_known()
+        return known and (health_known or "/health" not in text)
+
+    def _what_line(self, line: str, msg: str) -> bool:
+        """libstdc++'s `what():` line: the C++ exception that ended a rank (NCCL's watchdog timeout), whether or not
+        its `terminate called after throwing …` line is in view. True when it was one."""
+        found = what_failure(msg)
+        if found is None:
+            return False
+        kind, root = found
+        self._emit(Failure(kind, line, root))
+        return True
+
+    def _nccl_info(self, msg: str, line: str, at: str | None) -> None:
+        """`host:pid:tid [dev] NCCL INFO …` (NCCL_DEBUG=INFO): distributed init. Reported once, and again for each
+        larger communicator an `… nranks N …` line names (the largest is the TP group's, times PP)."""
+        n = nccl_ranks(msg) if not self._custom_group else None
+        if self._nccl_max and (n is None or n <= self._nccl_max):
+            return
+        self._nccl_max = max(self._nccl_max, n or 0) or -1  # -1: a line seen, no size yet
+        self._milestone("dist_init", (("nranks", n),) if n is not None else (), None, line, at)
 
     def _open_traceback(self, line: str, rank: str | None, at: str | None) -> None:
         self._in_traceback, self._tb_rank, self._tb_benign = True, rank, False
@@ -341,7 +407,7 @@ class LogParser:
         if not is_exception_line(msg):
             return False
         self._in_traceback = False
-        if self._tb_benign:
+        if self._tb_benign or tolerated(msg):
             self._tb_benign = False
             return True
         kind, root = exception_failure(msg)
@@ -432,6 +498,7 @@ class LogParser:
     ) -> None:
         if kind == "access":
             if not self._warm:
+                self._outside_access(fields, line, at)
                 return
             path = str(fields[1][1]).partition("?")[0]
             role = _WARMUP_PATHS.get(path)
@@ -443,6 +510,20 @@ class LogParser:
             self._in_capture = False
             self._warm = not self._ready
         self._emit(Milestone(kind, None, False, fields, line, at, self._t(at)))
+
+    def _outside_access(self, fields: tuple[tuple[str, object], ...], line: str, at: str | None) -> None:
+        """An access line with no warmup in view: HTTP is up (http_access); a /health or /health_generate 200 says
+        the server answered up (health_access). Each once: a serving log holds millions of them."""
+        if self._ready:
+            return
+        path = str(fields[1][1]).partition("?")[0]
+        if fields[2][1] == 200 and path in _HEALTH_PATHS:
+            if not self._health_seen:
+                self._health_seen = self._http_seen = True
+                self._emit(Milestone("health_access", None, False, fields, line, at, self._t(at)))
+        elif not self._http_seen:
+            self._http_seen = True
+            self._emit(Milestone("http_access", None, False, fields, line, at, self._t(at)))
 
     def _bar(self, msg: str) -> bool:
         frame = parse_frame(msg)
@@ -491,7 +572,10 @@ class LogParser:
         if self._weights_desc is not None:
             complete = self._weights_done >= self._weights_total
             other_size = total != self._weights_total and (complete or self._speculative_on())
-            if desc != self._weights_desc or other_size or (complete and done < self._weights_done):
+            # a window of the log that starts inside a frame cuts its description ("ding shards: 40% Completed |
+            # 12/30 …", then "Multi-thread loading shards: …"): the same bar, not another one
+            cut = total == self._weights_total and desc.endswith(self._weights_desc)
+            if (desc != self._weights_desc and not cut) or other_size or (complete and done < self._weights_done):
                 self._draft_bar = True
                 return True
         self._weights_desc = desc

@@ -24,6 +24,25 @@ parser's business. The kinds (all `Milestone.kind`):
   is uvicorn_running with a workers field.
 - warmups_begin / warmups_end: `--warmups` (`Running warmup NAME`, `Warmup ended`).
 - eplb_begin / eplb_end: `[EPLBManager] rebalance start|end`: a transient state while serving, not a failure.
+
+Lines that place a window of the log (one that starts mid-run) in a phase, read from 0.4.6 … 0.5.23's sources:
+
+- dist_init also: `Found nccl from …` (pynccl_wrapper.py), `reading|generating GPU P2P access cache …`
+  (custom_all_reduce_utils.py), `Custom allreduce is disabled …` / `Setup Custom allreduce failed …`
+  (custom_all_reduce.py; field spans_nodes when `this process group spans across nodes`: the TP group spans nodes).
+- load_step: `Using model weights format […]`, `Loading|Loaded weights from remote storage` (weight_utils.py,
+  loader.py): the weights are loading.
+- kernel_autotune: `Running FlashInfer autotune …` / `FlashInfer autotune completed.` (runner/flashinfer_autotune.py,
+  0.5.x): after the KV cache, before capture.
+- graph_step: `Capture cuda graph bs […]` (cuda_graph_runner.py ≤ 0.5.9) and `Registering N cuda graph addresses`
+  (custom_all_reduce.py, after a capture): inside capture.
+- compile_autotune: Inductor's `AUTOTUNE mm(16x7168, 7168x2112)` and `SingleProcess AUTOTUNE benchmarking takes …`
+  (torch/_inductor/select_algorithm.py, written to stderr): torch.compile under `--enable-torch-compile`, which
+  SGLang runs inside capture.
+- retract: `KV cache pool is full. Retract requests. …` (scheduler.py; 0.4.6: `Decode out of memory happened. …`):
+  requests are being served.
+- request_log: `Receive: obj=…` / `Finish: obj=…` (`--log-requests`: tokenizer_manager.py, 0.5.23
+  utils/request_logger.py): HTTP is up (the warmup's own request is logged too).
 """
 
 from __future__ import annotations
@@ -49,6 +68,17 @@ _EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
 _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
                "Use Sliding window memory pool", "SWA ring:")  # fmt: skip
 _LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
+# Lines of the distributed set-up (communicators, custom all-reduce): the ranks are initialising.
+_DIST_STEPS = ("Found nccl from", "reading GPU P2P access cache", "generating GPU P2P access cache",
+               "Custom allreduce is disabled", "Custom quick allreduce is disabled", "CustomAllreduce is disabled",
+               "CustomAllReduceV2 is disabled", "Setup Custom allreduce failed", "Setup Custom quick allreduce failed")  # fmt: skip
+SPANS_NODES = "process group spans across nodes"
+_LOAD_STEPS = (
+    "Using model weights format",
+    "Loading weights from remote storage",
+    "Loaded weights from remote storage",
+)
+_NRANKS = re.compile(r"\bn[Rr]anks (\d{1,6})\b", re.ASCII)
 
 
 def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
@@ -56,6 +86,11 @@ def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
     first = msg[:1]
     if first == "[":
         return _bracketed(msg)
+    if "AUTOTUNE " in msg[:40] and (msg.startswith("AUTOTUNE ") or "AUTOTUNE benchmarking takes" in msg):
+        return "compile_autotune", ()
+    found = _steps(msg)
+    if found is not None:
+        return found
     if first == "T" and msg.startswith("Try DeepGEMM JIT Compiling"):
         m = _JIT_KERNEL.match(msg)
         if m:
@@ -80,8 +115,32 @@ def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
     if msg.startswith(("Local snapshot incomplete for", "Local HF snapshot at")) and "download" in msg:
         return "hf_snapshot", (("local", False),)  # `… Will download missing files.` / `…; will attempt download.`
     if msg.startswith(("Downloading ", "Fetching ")) and " files" in msg[:40]:
-        return "hf_snapshot", (("local", False),)
+        return "hf_snapshot", (("local", False), ("hub", True))  # huggingface_hub's own: any process may print it
     return _servers(msg) or _daemons(msg)
+
+
+def _steps(msg: str) -> tuple[MilestoneKind, Fields] | None:
+    """The set-up steps between the milestones (module docstring, second list)."""
+    if msg.startswith(_DIST_STEPS):
+        return "dist_init", (("spans_nodes", True),) if SPANS_NODES in msg else ()
+    if msg.startswith(_LOAD_STEPS):
+        return "load_step", ()
+    if msg.startswith(("Running FlashInfer autotune", "FlashInfer autotune completed")):
+        return "kernel_autotune", ()
+    if msg.startswith("Capture cuda graph bs ") or (msg.startswith("Registering ") and "cuda graph addresses" in msg):
+        return "graph_step", ()
+    if msg.startswith(("KV cache pool is full. Retract requests", "Decode out of memory happened")):
+        return "retract", ()
+    if msg.startswith(("Receive: obj=", "Finish: obj=")):
+        return "request_log", ()
+    return None
+
+
+def nccl_ranks(msg: str) -> int | None:
+    """The size of the communicator an NCCL INFO line names (`comm 0x… rank 3 nranks 16 cudaDev 3 … - Init
+    COMPLETE`, `comm 0x… rank 0 nRanks 16 nNodes 2 localRanks 8 …`; NCCL's init.cc), else None."""
+    m = _NRANKS.search(msg)
+    return int(m.group(1)) if m else None
 
 
 def _bracketed(msg: str) -> tuple[MilestoneKind, Fields] | None:

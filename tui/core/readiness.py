@@ -67,6 +67,7 @@ from tui.core.fold_sources import (
     on_source_failed,
     on_tick,
 )
+from tui.core.fold_window import note_mid_run
 from tui.core.stall import stall_for
 from tui.core.state import (
     Readiness,
@@ -93,7 +94,7 @@ def reduce(state: Readiness, event: Event, now: float) -> Readiness:
     handler = _HANDLERS.get(type(event))
     if handler is None:
         return state
-    new = handler(state, event, now)
+    new = note_mid_run(state, handler(state, event, now), event)
     return _finish(new, now)
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
+from tui.core.termtext import terminal_safe
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$", re.M)
 _THREAD = re.compile(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
@@ -46,6 +47,7 @@ class ProcessStack:
     cmdline: str = ""
     threads: tuple[Thread, ...] = ()
     error: str = ""  # py-spy's failure, when it could not dump this process
+    exited: bool = False  # gone once py-spy was done with it: it exited during the dump
 
     @property
     def main(self) -> Thread | None:
@@ -66,6 +68,7 @@ class Grouping:
     groups: tuple[tuple[str, ...], ...]  # largest first
     odd: tuple[str, ...]  # the ranks outside the one largest group (none when no group is the largest)
     summary: str
+    exited: tuple[str, ...] = ()  # the processes (ranks first) that exited during the dump: in no group
 
 
 @dataclass
@@ -151,8 +154,10 @@ def settle(samples: list[list[ProcessStack]]) -> tuple[list[ProcessStack], froze
 
 def group(stacks: list[ProcessStack], steady: frozenset[str] | None = None) -> Grouping:
     """Group the scheduler ranks by the shape of their main thread's stack; name the odd ones out (of `steady`
-    only, when given: a rank that moved between samples is not stuck)."""
-    ranks = [s for s in stacks if is_rank(s.name) and not s.error]
+    only, when given: a rank that moved between samples is not stuck). A process that exited during the dump
+    is in no group: the summary names it first, so a dying server never reads as ranks all in one place."""
+    exited = tuple(s.name for s in stacks if s.exited)
+    ranks = [s for s in stacks if is_rank(s.name) and not s.error and not s.exited]
     shapes: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for s in ranks:
         shapes.setdefault(_shape(s), []).append(s.name)
@@ -168,11 +173,13 @@ def group(stacks: list[ProcessStack], steady: frozenset[str] | None = None) -> G
         parts.append(f"{ranks_span(g)} {verb} in {where}")
     if not groups:
         summary = "no scheduler rank could be dumped"
-    elif len(groups) == 1:
+    elif len(groups) == 1 and not exited:
         summary = f"all {len(groups[0])} ranks are in the same place: {_innermost(by_name[groups[0][0]])}"
     else:
         summary = "; ".join(parts)
-    return Grouping(tuple(groups), odd, summary)
+    if exited:
+        summary = f"{ranks_span(exited)} exited during the dump; {summary}"
+    return Grouping(tuple(groups), odd, summary, exited)
 
 
 def _innermost(stack: ProcessStack) -> str:
@@ -181,7 +188,7 @@ def _innermost(stack: ProcessStack) -> str:
         return "no Python frame"
     f = frames[0]
     text = f.func.rsplit(".", 1)[-1] + (f" ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file and f.line else "")
-    return "".join(c if c.isprintable() else "?" for c in text)  # a terminal never gets a raw escape
+    return terminal_safe(text)  # a terminal never gets a raw escape
 
 
 def to_json(stacks: list[ProcessStack], grouping: Grouping) -> dict[str, object]:
@@ -190,6 +197,7 @@ def to_json(stacks: list[ProcessStack], grouping: Grouping) -> dict[str, object]
         "ranks": {s.name: {"pid": s.pid, "frames": [f.text() for f in s.frames]} for s in stacks},
         "groups": [list(g) for g in grouping.groups],
         "odd": list(grouping.odd),
+        "exited": list(grouping.exited),
     }
 
 
@@ -213,8 +221,23 @@ def ptrace_line(who: str, host: str) -> str:
     )
 
 
-def missing_line(host: str, python: str) -> str:
+def missing_line(
+    host: str, python: str, server_python: str | None = None, unowned: tuple[str, str] | None = None
+) -> str:
+    """py-spy found nowhere: where it looked (next to the server's own interpreter first, when one was found),
+    a py-spy it found but would not run (owned by another user), and where to install it."""
+    beside = f"next to the server's {server_python}, next to {python}" if server_python else f"next to {python}"
+    skipped = (
+        f"; not running {unowned[0]}: it belongs to uid {unowned[1]}, neither root nor this user" if unowned else ""
+    )
     return (
-        f"py-spy is not installed on {host} (looked next to {python} and on PATH): "
-        f"install it there with `{python} -m pip install py-spy`"
+        f"py-spy is not installed on {host} (looked {beside} and on PATH{skipped}): "
+        f"install it there with `{server_python or python} -m pip install py-spy`"
+    )
+
+
+def all_exited_line(names: list[str], host: str) -> str:
+    return (
+        f"every process dumped on {host} ({ranks_span(names)}) exited during the dump: the server went down "
+        "(its log says why)"
     )

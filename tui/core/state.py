@@ -17,7 +17,7 @@ from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import ConnectionStatus, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import CaptureBar, ConnectionStatus, ErrorKind, ServerInfoOutcome, StoppedBy
 
 T = TypeVar("T")
 
@@ -54,6 +54,7 @@ class PhaseSpan:
     duration_s: float | None = None  # from log times when both ends have them, else from the clock
     start_t: float | None = None  # log time (event.t) the span began, when the log had one
     end_t: float | None = None  # log time the span ended, when the log had one
+    name: str = ""  # a draft capture's name as the log says it ("draft", "draft extend"): one span per name
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class ErrorInfo:
     at: str | None = None
     root_cause: bool = True
     stopped_by: StoppedBy = ""
+    rank: str | None = None  # the rank whose line says why (its `[… TP3]` prefix, or its traceback's marker)
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,19 @@ class Fact(Generic[T]):
 
 
 @dataclass(frozen=True)
+class MidRun:
+    """The phase was read from a line with no launch line (`server_args=`) before it: the log is a window that
+    starts mid-run (rotated, size-capped, `kubectl logs --tail`). kind: the line's kind (a milestone kind, a bar
+    name, "batch", or "rank" for a rank's line of no kind the parser knows); phase: the phase it placed."""
+
+    kind: str
+    phase: Phase
+    rank: str | None = None
+    line: str = ""
+    at: str | None = None
+
+
+@dataclass(frozen=True)
 class LaunchFacts:
     """Where this launch stands: the phase, since when, how it got there, and how it ended."""
 
@@ -201,6 +216,9 @@ class LaunchFacts:
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
     log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
+    mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
+    launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
+    failed_log_offset: int | None = None  # how far the log was read when it failed (the end of the failure's bytes)
 
 
 @dataclass(frozen=True)
@@ -214,6 +232,7 @@ class LogFacts:
     decode: DecodeInfo | None = None
     decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
+    log_health: Milestone | None = None  # an access line of a /health 200 with no launch in view (the server is up)
 
 
 @dataclass(frozen=True)
@@ -241,6 +260,7 @@ class BarFacts:
     draft_shards: BarState | None = None
     capture: BarState | None = None  # CUDA graph capture batches (current bar)
     piecewise: BarState | None = None  # piecewise CUDA graph: `Capturing num tokens` / `Compiling num tokens` bar
+    capture_now: CaptureBar | None = None  # which of the two the latest capture began (tui.core.capture reads it)
     jit: BarState | None = None  # DeepGEMM JIT: the `DeepGEMM warmup` bar of the kernel shape compiling now
     warmup_bar: BarState | None = None  # `Warmup prefill shapes` / `Profiling prefill latency for dynamic chunking`
     weights_mem: WeightsMem | None = None  # GPU memory growth during loading_weights (the byte ETA)
@@ -255,6 +275,9 @@ class RankFacts:
     tp_rank_max: int | None = None  # the highest TP index seen in rank labels
     tp_ranks_seen: tuple[int, ...] = ()  # TP indexes seen in rank labels, sorted
     tp_inferred: str = ""  # how tp_size was inferred when server_args did not say (empty: from args, or unknown)
+    tp_nranks: int | None = None  # the largest NCCL communicator the log names (`nranks 16`): TP × PP
+    tp_spans_nodes: bool = False  # `… this process group spans across nodes`: the TP group has ranks on other nodes
+    pp_seen: bool = False  # a rank label carries a PP token (SGLang prints it only when pp_size > 1)
 
 
 @dataclass(frozen=True)
@@ -301,6 +324,10 @@ class ProcessFacts:
     process_owner_uid: int | None = None  # the uid that owns them, when known
     port_owner: PortOwner | None = None  # who listens on the port (the process watch), latest
     activity: ActivityState | None = None  # signals beyond the log: compilers, CPU, disk reads (issue 13)
+    process_titled: tuple[tuple[int, str], ...] = ()  # (pid, title) of its live SGLang-titled processes (ranks…)
+    process_checked_at: float | None = None  # clock time of the process watch's last report
+    quiet_writers: tuple[int, ...] = ()  # its writers that had not written to the log when found (ServerProcess)
+    quiet_log_size: int | None = None  # … and the log's size then
 
 
 @dataclass(frozen=True)
@@ -371,6 +398,9 @@ class Readiness:
     shutdown = Fact[Milestone | None]("launch")
     log_ready = Fact[bool]("launch")
     log_ready_at = Fact[float | None]("launch")
+    mid_run = Fact[MidRun | None]("launch")
+    launch_line = Fact[bool]("launch")
+    failed_log_offset = Fact[int | None]("launch")
 
     latest_milestone = Fact[Milestone | None]("logged")
     milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
@@ -379,6 +409,7 @@ class Readiness:
     decode = Fact[DecodeInfo | None]("logged")
     decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
     prefill_lines = Fact[int]("logged")
+    log_health = Fact[Milestone | None]("logged")
 
     jit_kernels = Fact[int]("shape")
     jit_active = Fact[bool]("shape")
@@ -396,6 +427,7 @@ class Readiness:
     draft_shards = Fact[BarState | None]("bars")
     capture = Fact[BarState | None]("bars")
     piecewise = Fact[BarState | None]("bars")
+    capture_now = Fact[CaptureBar | None]("bars")
     jit = Fact[BarState | None]("bars")
     warmup_bar = Fact[BarState | None]("bars")
     weights_mem = Fact[WeightsMem | None]("bars")
@@ -405,6 +437,9 @@ class Readiness:
     tp_rank_max = Fact[int | None]("rankset")
     tp_ranks_seen = Fact[tuple[int, ...]]("rankset")
     tp_inferred = Fact[str]("rankset")
+    tp_nranks = Fact[int | None]("rankset")
+    tp_spans_nodes = Fact[bool]("rankset")
+    pp_seen = Fact[bool]("rankset")
 
     health = Fact[tuple[HealthResult, ...]]("probes")
     health_checked_at = Fact[tuple[tuple[str, float], ...]]("probes")
@@ -431,6 +466,10 @@ class Readiness:
     process_owner_uid = Fact[int | None]("proc")
     port_owner = Fact[PortOwner | None]("proc")
     activity = Fact[ActivityState | None]("proc")
+    process_titled = Fact[tuple[tuple[int, str], ...]]("proc")
+    process_checked_at = Fact[float | None]("proc")
+    quiet_writers = Fact[tuple[int, ...]]("proc")
+    quiet_log_size = Fact[int | None]("proc")
 
     last_control = Fact[ControlResult | None]("control")
     last_control_at = Fact[float | None]("control")

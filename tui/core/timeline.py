@@ -37,18 +37,23 @@ def close_all(timeline: Timeline, at: str | None, t: float | None, now: float) -
     return tuple(_closed(s, at, t, now) if s.ended_at is None else s for s in timeline)
 
 
-def open_draft(timeline: Timeline, phase: Phase, at: str | None, t: float | None, now: float) -> Timeline:
-    """Begin a draft-model span (idempotent: every rank prints the same begin line)."""
-    if any(s.model == "draft" and s.phase == phase and s.ended_at is None for s in timeline):
+def open_draft(
+    timeline: Timeline, phase: Phase, at: str | None, t: float | None, now: float, name: str = ""
+) -> Timeline:
+    """Begin the draft model's span of `phase` called `name` (its capture's name: "draft", "draft extend").
+    Once per name: every rank prints the same begin line, and a capture logged in steps begins again."""
+    if any(s.model == "draft" and s.phase == phase and s.name == name for s in timeline):
         return timeline
-    return timeline + (PhaseSpan(phase=phase, start=at, start_t=t, started_at=now, model="draft"),)
+    return timeline + (PhaseSpan(phase=phase, start=at, start_t=t, started_at=now, model="draft", name=name),)
 
 
-def close_draft(timeline: Timeline, phase: Phase, at: str | None, t: float | None, now: float) -> Timeline:
-    """End the open draft span of `phase`; a later rank's end line moves the end of the last one."""
+def close_draft(
+    timeline: Timeline, phase: Phase, at: str | None, t: float | None, now: float, name: str = ""
+) -> Timeline:
+    """End the draft span of `phase` called `name`; a later rank's (or step's) end line moves its end."""
     for i in range(len(timeline) - 1, -1, -1):
         span = timeline[i]
-        if span.model != "draft" or span.phase != phase:
+        if span.model != "draft" or span.phase != phase or span.name != name:
             continue
         if span.ended_at is None or _later(at, t, now, span):
             return timeline[:i] + (_closed(span, at, t, now),) + timeline[i + 1 :]

@@ -14,6 +14,9 @@ MilestoneKind = Literal[
     "warmup_request", "fired_up", "unbalanced_memory", "load_straggler", "dist_init", "kv_profile", "jit_begin",
     "jit_kernel", "jit_end", "hf_snapshot", "weight_cache", "pd_bootstrap", "pd_warmup_begin", "pd_warmup_end",
     "http_running", "warmups_begin", "warmups_end", "eplb_begin", "eplb_end", "shutdown",
+    # steps that place a window of the log in a phase (tui.core.logshapes); access lines outside the warmup
+    "load_step", "kernel_autotune", "graph_step", "compile_autotune", "retract", "http_access", "health_access",
+    "request_log",
 ]  # fmt: skip
 ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
 # what one HTTP probe got: 200 (ok), 503 (starting), another status (http_error), a 2xx with the wrong body
@@ -26,6 +29,7 @@ StopAction = Literal["terminate", "kill", "stop", "restart"]  # restart stops fi
 ErrorKind = Literal["oom", "nccl", "port_in_use", "model_not_found", "exception", "other"]
 StoppedBy = Literal["", "sglang-tui", "outside"]  # who stopped it: not a stop, our own, someone else's signal
 BarName = Literal["weights", "draft_weights", "capture", "piecewise", "jit", "warmup"]
+CaptureBar = Literal["capture", "piecewise"]  # the CUDA graph capture bars: the regular one, 0.5.x's piecewise one
 LogResetReason = Literal["truncated", "rotated", "missing", "appeared", "started_at_last_launch"]
 BatchStage = Literal["prefill", "decode"]
 # who read the GPUs: the probe's backends, "none" (no driver on the host), "probe" (the probe itself failed)

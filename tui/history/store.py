@@ -4,20 +4,31 @@ Every write is one transaction, so a writer killed mid-write (kill -9) leaves th
 write; two TUIs (or a TUI and `wait`) writing at once take turns through SQLite's lock (the busy timeout).
 A launch is identified by its key and its start mark (the log time of its first line): recording it again,
 by a second watcher or a later outcome, updates the same row.
+
+Whatever goes wrong with the file (locked past the busy timeout, read-only, corrupt, not a file at all) is a
+HistoryError of one line, from every method; a row whose figures no launch can have is left out and named
+(tui.core.past.OddRow), never a crash of its reader.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import sqlite3
+import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui.core.past import Past, PastLaunch
+from tui.core.past import OddRow, Past, PastLaunch, past_launch, seconds
 
 BUSY_TIMEOUT_S = 15.0
+WATCH_BUSY_S = 2.0  # for a watcher or a bench with its result in hand: a writer holds the lock for milliseconds
 KEEP_PAST = 10  # the ETA uses at most this many earlier ready launches
+MAX_ROWID = 2**63 - 1  # SQLite's largest integer: a launch id or a limit past it is no row
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: launches, their phase spans, bench results keyed by launch
@@ -91,25 +102,59 @@ class LaunchRecord:
 
 
 class HistoryStore:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self.db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
-        except sqlite3.DatabaseError as err:
-            raise HistoryError(f"history {self.path}: {err}; move the file away or pass --no-history") from None
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            found = None
         except OSError as err:
             raise HistoryError(
-                f"history {self.path}: {err.strerror or err}; pass --history PATH or --no-history"
+                f"history {self.path}: {err.strerror or err}; pass --history FILE or --no-history"
             ) from None
+        if found is not None and not stat.S_ISREG(found.st_mode):  # SQLite would write PATH-journal beside it
+            what = "a directory" if stat.S_ISDIR(found.st_mode) else "not a regular file"
+            raise HistoryError(f"history {self.path}: {what}; pass --history FILE or --no-history")
+        with self._one_line():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise HistoryError(
+                    f"history {self.path}: {err.strerror or err}; pass --history PATH or --no-history"
+                ) from None
+            self.db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None)
+            try:
+                self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = NORMAL")
+                self.db.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+            except BaseException:
+                self.db.close()
+                raise
+
+    @contextmanager
+    def _one_line(self) -> Iterator[None]:
+        """Any failure of the file inside as a HistoryError of one line saying what to do."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            raise HistoryError(self._words(err)) from None
+
+    def _words(self, err: sqlite3.Error) -> str:
+        text = str(err)
+        if "locked" in text or "busy" in text:
+            return f"history {self.path}: locked by another process (waited {self.busy_timeout_s:g} s)"
+        if "readonly" in text or "read-only" in text:
+            return f"history {self.path}: cannot write it ({text}); pass --history PATH or --no-history"
+        return f"history {self.path}: {text}; move the file away or pass --no-history"
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -135,13 +180,15 @@ class HistoryStore:
                     self.db.execute(f"PRAGMA user_version = {version + 1}")
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
                 raise
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
 
     @property
     def schema_version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        with self._one_line():
+            return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     # ------------------------------------------------------------------------------------------- write
     def record_launch(self, rec: LaunchRecord, *, replaces_key: str | None = None) -> int:
@@ -149,6 +196,10 @@ class HistoryStore:
 
         replaces_key: the key this launch was recorded under before (its SGLang version learnt since, from
         /server_info): that row takes the new key, in the same transaction, so one launch stays one row."""
+        with self._one_line():
+            return self._record_launch(rec, replaces_key)
+
+    def _record_launch(self, rec: LaunchRecord, replaces_key: str | None) -> int:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if replaces_key is not None and replaces_key != rec.key:
@@ -189,66 +240,85 @@ class HistoryStore:
             )
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
         return launch_id
 
     def record_bench(self, launch_id: int, result_json: dict[str, object]) -> int:
         """Store a `bench --json` result against a launch; returns its row id."""
-        with_tx = self.db.execute(
-            "INSERT INTO bench (launch_id, recorded_at, result) VALUES (?, ?, ?)",
-            (launch_id, time.time(), json.dumps(result_json, sort_keys=True)),
-        )
-        return int(with_tx.lastrowid or 0)
+        with self._one_line():
+            with_tx = self.db.execute(
+                "INSERT INTO bench (launch_id, recorded_at, result) VALUES (?, ?, ?)",
+                (launch_id, time.time(), json.dumps(result_json, sort_keys=True)),
+            )
+            return int(with_tx.lastrowid or 0)
 
     # -------------------------------------------------------------------------------------------- read
     def past(self, key: str, *, exclude_mark: str | None = None, limit: int = KEEP_PAST) -> Past:
-        """The ready launches of `key`, newest first, as the core's frozen value."""
-        rows = self.db.execute(
-            "SELECT id, total_s, weight_gib_per_rank, shards FROM launches WHERE key = ? AND outcome = 'ready'"
-            " AND start_mark IS NOT ? ORDER BY started_at DESC, id DESC LIMIT ?",
-            (key, exclude_mark, limit),
-        ).fetchall()
-        launches = []
-        for launch_id, total, weight, shards in rows:
-            phases = self.db.execute(
-                "SELECT phase, duration_s FROM phases WHERE launch_id = ? AND model = 'main' AND duration_s IS NOT NULL"
-                " ORDER BY idx",
-                (launch_id,),
+        """The ready launches of `key`, newest first, as the core's frozen value; odd rows left out and named."""
+        with self._one_line():
+            rows = self.db.execute(
+                "SELECT id, total_s, weight_gib_per_rank, shards FROM launches WHERE key = ? AND outcome = 'ready'"
+                " AND start_mark IS NOT ? ORDER BY started_at DESC, id DESC LIMIT ?",
+                (key, exclude_mark, limit),
             ).fetchall()
-            launches.append(PastLaunch(launch_id, total, tuple((p, float(d)) for p, d in phases), weight, shards))
-        return Past(key=key, launches=tuple(launches))
+            launches: list[PastLaunch] = []
+            skipped: list[str] = []
+            for launch_id, total, weight, shards in rows:
+                phases = self.db.execute(
+                    "SELECT phase, duration_s FROM phases WHERE launch_id = ? AND model = 'main'"
+                    " AND duration_s IS NOT NULL ORDER BY idx",
+                    (launch_id,),
+                ).fetchall()
+                try:
+                    launches.append(past_launch(int(launch_id), total, phases, weight, shards))
+                except OddRow as odd:
+                    skipped.append(f"launch {launch_id}: {odd}")
+        return Past(key=key, launches=tuple(launches), skipped=tuple(skipped))
+
+    def listing(self, host: str | None = None, limit: int = 50) -> tuple[list[dict[str, object]], tuple[str, ...]]:
+        """Launches, newest first (of one host when given), each with its key fields and phases; and the odd rows
+        left out, named ("launch 7: total 'x' is not a number")."""
+        where, params = ("WHERE host = ?", (host, min(limit, MAX_ROWID))) if host else ("", (min(limit, MAX_ROWID),))
+        with self._one_line():
+            rows = self.db.execute(f"SELECT {_LAUNCH_COLUMNS} FROM launches {where} ORDER BY started_at DESC, id DESC"
+                                   " LIMIT ?", params).fetchall()  # fmt: skip
+            found: list[dict[str, object]] = []
+            skipped: list[str] = []
+            for row in rows:
+                try:
+                    found.append(self._launch_dict(row))
+                except OddRow as odd:
+                    skipped.append(f"launch {row[0]}: {odd}")
+        return found, tuple(skipped)
 
     def launches(self, host: str | None = None, limit: int = 50) -> list[dict[str, object]]:
-        """Launches, newest first (of one host when given), each with its key fields and phases."""
-        where, params = ("WHERE host = ?", (host, limit)) if host else ("", (limit,))
-        rows = self.db.execute(
-            "SELECT id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s,"
-            " shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
-            f" FROM launches {where} ORDER BY started_at DESC, id DESC LIMIT ?",
-            params,
-        ).fetchall()
-        return [self._launch_dict(row) for row in rows]
+        """The launches of `listing`, without the odd rows."""
+        return self.listing(host, limit)[0]
 
     def launch(self, launch_id: int) -> dict[str, object] | None:
-        row = self.db.execute(
-            "SELECT id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s,"
-            " shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
-            " FROM launches WHERE id = ?",
-            (launch_id,),
-        ).fetchone()
-        return self._launch_dict(row) if row else None
+        """One launch (None when there is no such id); OddRow when its row holds figures no launch can have."""
+        if not 0 < launch_id <= MAX_ROWID:
+            return None
+        with self._one_line():
+            row = self.db.execute(f"SELECT {_LAUNCH_COLUMNS} FROM launches WHERE id = ?", (launch_id,)).fetchone()
+            return self._launch_dict(row) if row else None
 
     def known_version(self, key_fields: dict[str, object], scan: int = 200) -> str | None:
         """The SGLang version of the newest launch whose key is these fields but for the version (None: none, or
         not known for it): what a launch whose log does not name its version most likely runs, until /server_info says."""
         want = {k: v for k, v in key_fields.items() if k != "version"}
-        rows = self.db.execute(
-            "SELECT key_json FROM launches WHERE host = ? AND model IS ? ORDER BY started_at DESC, id DESC LIMIT ?",
-            (str(key_fields.get("host") or ""), key_fields.get("model"), scan),
-        ).fetchall()
+        with self._one_line():
+            rows = self.db.execute(
+                "SELECT key_json FROM launches WHERE host = ? AND model IS ? ORDER BY started_at DESC, id DESC LIMIT ?",
+                (str(key_fields.get("host") or ""), key_fields.get("model"), scan),
+            ).fetchall()
         for (key_json,) in rows:
-            fields = json.loads(str(key_json))
+            try:
+                fields = _json_object("key", key_json)
+            except OddRow:
+                continue  # an odd row says nothing about the version
             version = fields.pop("version", None)
             if fields == want:  # the newest such launch decides, even one recorded with no version
                 return str(version) if version else None
@@ -256,41 +326,103 @@ class HistoryStore:
 
     def newest(self, host: str) -> tuple[int, str] | None:
         """(id, key) of the host's newest launch, or None."""
-        row = self.db.execute(
-            "SELECT id, key FROM launches WHERE host = ? ORDER BY started_at DESC, id DESC LIMIT 1", (host,)
-        ).fetchone()
+        with self._one_line():
+            row = self.db.execute(
+                "SELECT id, key FROM launches WHERE host = ? ORDER BY started_at DESC, id DESC LIMIT 1", (host,)
+            ).fetchone()
         return (int(row[0]), str(row[1])) if row else None
 
     def last_bench(self, key: str) -> dict[str, object] | None:
-        """The newest bench result of any launch of `key`, or None."""
-        row = self.db.execute(
-            "SELECT b.result FROM bench b JOIN launches l ON l.id = b.launch_id WHERE l.key = ?"
-            " ORDER BY b.recorded_at DESC, b.id DESC LIMIT 1",
-            (key,),
-        ).fetchone()
-        return json.loads(row[0]) if row else None
+        """The newest bench result of any launch of `key`, or None; OddRow when that row is not a JSON object."""
+        with self._one_line():
+            row = self.db.execute(
+                "SELECT b.result, b.id FROM bench b JOIN launches l ON l.id = b.launch_id WHERE l.key = ?"
+                " ORDER BY b.recorded_at DESC, b.id DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            return _json_object("result", row[0])
+        except OddRow as odd:
+            raise OddRow(f"bench {row[1]}: {odd}") from None
 
     def _launch_dict(self, row: tuple[object, ...]) -> dict[str, object]:
+        """A launch row as the dict `history` shows; OddRow when a figure in it is none a launch can have."""
         (launch_id, key_json, host, mark, started, source, outcome, kind, line, total, shards, draft, weight,
          timings, startup_time, key) = row  # fmt: skip
         phases = self.db.execute(
             'SELECT phase, model, start, "end", duration_s FROM phases WHERE launch_id = ? ORDER BY idx', (launch_id,)
         ).fetchall()
+        startup_timings = _json_object("startup_timings", timings) if timings else None
         return {
             "id": launch_id,
-            "key": json.loads(str(key_json)),
-            "host": host,
-            "start": mark,
-            "started_at": started,
-            "source": source,
-            "outcome": outcome,
-            "error": {"kind": kind, "line": line} if kind or line else None,
-            "total_s": total,
-            "shards": shards,
-            "draft_shards": draft,
-            "weight_gib_per_rank": weight,
-            "phases": [{"phase": p, "model": m, "start": s, "end": e, "duration_s": d} for p, m, s, e, d in phases],
-            "startup_timings": json.loads(str(timings)) if timings else None,
-            "startup_time_s": startup_time,
-            "key_id": key,
+            "key": _json_object("key", key_json),
+            "host": _text("host", host),
+            "start": _text("start", mark),
+            "started_at": _number("started_at", started),
+            "source": _text("source", source),
+            "outcome": _text("outcome", outcome),
+            "error": {"kind": _optional_text("fail_kind", kind), "line": _optional_text("fail_line", line)}
+            if kind or line
+            else None,
+            "total_s": None if total is None else seconds("total", total),
+            "shards": _count("shards", shards),
+            "draft_shards": _count("draft_shards", draft),
+            "weight_gib_per_rank": _number("weight_gib_per_rank", weight),
+            "phases": [
+                {
+                    "phase": _text("phase", p),
+                    "model": _text("model", m),
+                    "start": s,
+                    "end": e,
+                    "duration_s": None if d is None else seconds(f"{p}", d),
+                }
+                for p, m, s, e, d in phases
+            ],  # fmt: skip
+            "startup_timings": startup_timings,
+            "startup_time_s": _number("startup_time_s", startup_time),
+            "key_id": _text("key", key),
         }
+
+
+_LAUNCH_COLUMNS = (
+    "id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s, shards,"
+    " draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
+)
+
+
+def _json_object(name: str, value: object) -> dict[str, object]:
+    try:
+        found = json.loads(value) if isinstance(value, (str, bytes)) else None
+    except (ValueError, RecursionError):
+        found = None
+    if not isinstance(found, dict):
+        raise OddRow(f"{name} {value!r:.40} is not a JSON object")
+    return found
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise OddRow(f"{name} {value!r:.40} is not text")
+    return value
+
+
+def _optional_text(name: str, value: object) -> str | None:
+    return None if value is None else _text(name, value)
+
+
+def _number(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise OddRow(f"{name} {value!r:.40} is not a number")
+    return float(value)
+
+
+def _count(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OddRow(f"{name} {value!r:.40} is not a count")
+    return value

@@ -20,9 +20,11 @@ What the faults model (reference §4, §6):
 - hang-weights / hang-capture: every rank stops at the same point and stays alive; the log goes silent.
 - port-in-use (or a real listener on --port): uvicorn's bind error after the model loaded; exit 3.
 - warmup-fail: the warmup's POST /generate gets a 500; `Initialization failed. warmup error:`; tree killed.
+- gated: the model is a gated Hugging Face repo and no token is set: the server args cannot be resolved (the
+  model's config.json), so transformers' OSError and the hub's 401 message come before any launch line; exit 1.
 - orphans: schedulers have no parent-death signal and ignore SIGTERM (stuck in GPU teardown), so a TERM to
   the main process or the group leaves them running, re-parented, still in the launch's process group and
   session, holding their GPU memory and carrying the launcher's SGLANG_TUI_RUN marker; SIGKILL to the group
-  ends them. With SGLANG_TUI_SIM_ORPHAN_SETSID=1 they also leave the session (setsid), so only the run
-  marker finds them.
+  ends them. With SGLANG_TUI_SIM_ORPHAN_SETSID=1 they also leave the session (setsid), as SGLang's never do:
+  then nothing but the run marker ties them to the launch, which a tmux server the launch started carries too.
 """

@@ -187,6 +187,35 @@ def warmup_error() -> str:
     )
 
 
+def gated_repo(model: str) -> str:
+    """A gated Hugging Face repo without a token: 0.5.23 resolves the server args (the model's config.json from the
+    hub) before it logs them, so transformers' OSError is a bare traceback with no launch line before it (its
+    message, huggingface_hub's 401 under it, as sgl-project/sglang#14644's log shows)."""
+    hub = f"{_PKG}/transformers/utils/hub.py"
+    return (
+        "Traceback (most recent call last):\n"
+        + _frames(
+            ("/usr/local/bin/sglang", 10, "<module>", "sys.exit(main())"),
+            (f"{_PKG}/sglang/cli/serve.py", 112, "serve", "server_args = prepare_server_args(argv)"),
+            (f"{_SRT}/server_args.py", 279, "resolve_once", "run_resolution_pipeline(self)"),
+            (
+                f"{_PKG}/transformers/configuration_utils.py",
+                721,
+                "_get_config_dict",
+                "resolved_config_file = cached_file(",
+            ),
+            (hub, 543, "cached_files", "raise OSError("),
+        )
+        + "OSError: You are trying to access a gated repo.\n"
+        f"Make sure to have access to it at https://huggingface.co/{model}.\n"
+        "401 Client Error. (Request ID: Root=1-695139c1-20c276683bbfa05022511a7b;379c2def-ca77-4fc6-9489-6fc1f7a44e40)\n"
+        "\n"
+        f"Cannot access gated repo for url https://huggingface.co/{model}/resolve/main/config.json.\n"
+        f"Access to model {model} is restricted. You must have access to it and be authenticated to access it. "
+        "Please log in.\n"
+    )
+
+
 def bind_error(host: str, port: int, errno: int = 98, reason: str = "address already in use") -> str:
     """uvicorn's message when it cannot bind (it binds only after the whole model is loaded)."""
     return f"[Errno {errno}] error while attempting to bind on address ('{host}', {port}): {reason}"

@@ -20,6 +20,7 @@ FAULTS = (
     "jit-compile",
     "hang-rank",
     "download",
+    "gated",
 )
 SPECULATIVE = ("EAGLE3", "EAGLE", "none")
 MAX_ACCEPT_LEN = 4.0  # speculative_num_draft_tokens: a verify step yields at most this many tokens
@@ -37,6 +38,7 @@ class SimParams:
     log: str
     port: int
     tp: int = 8
+    host: str = "127.0.0.1"  # where HTTP listens (SGLang's --host; "::1" listens on IPv6 loopback only)
     shards: int = 64
     speed: float = 10.0
     fault: str | None = None
@@ -44,6 +46,7 @@ class SimParams:
     speculative: str | None = "EAGLE3"  # None: no speculative decoding
     gpu_state: str | None = None
     traffic: float = 0.0  # background requests per simulated minute once ready
+    eplb_every: float = 0.0  # --enable-eplb: every rank logs an EPLB rebalance this often (simulated s) once ready
     accept_len: float = 3.2  # mean speculative acceptance length (tokens per verify step), 1 to 4
     t0: float = 0.0
     seed: int = 0
@@ -118,6 +121,8 @@ def check(params: SimParams) -> str | None:
         return f"--disaggregation-bootstrap-port {params.bootstrap_port}: use a TCP port between 1 and 65535"
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
+    if params.eplb_every < 0:
+        return f"--eplb-every {params.eplb_every}: use 0 (off) or more simulated seconds between rebalances"
     if params.fault_seconds is not None and not 1 <= params.fault_seconds <= 3600:
         return f"--fault-seconds {params.fault_seconds:g}: use 1 to 3600 real seconds"
     return check_variation(params)

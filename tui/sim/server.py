@@ -28,11 +28,12 @@ from tui.sim.logformat import LogFormat
 from tui.sim.memory import RankMemory
 from tui.sim.params import SimParams
 from tui.sim.rank import title
-from tui.sim.serverargs import HOST, server_args_fields, server_info, startup_time_answer
+from tui.sim.serverargs import server_args_fields, server_info, startup_time_answer, url_host
 
 WARMUP_TEXT = "The capital city of France is"
 BACKGROUND_CLIENT = "10.0.0.7"
 WARMUP_MIN_REAL_S = 0.25
+EPLB_SECONDS = 1.5  # simulated seconds one EPLB rebalance takes (moving experts between GPUs)
 SPAWN_TIMEOUT_S = 30.0
 
 
@@ -239,6 +240,9 @@ class Main:
             gpustate.write_devices(self.p.gpu_state, max(self.local, 8))
             gpustate.sweep_dead(self.p.gpu_state)
         self.err(self.fmt.preamble(self.clock.now(), self.p.speculative is not None))
+        if self.p.fault == "gated":  # the model's config cannot be read: no launch line, no rank, exit 1
+            self.err(faults.gated_repo(self.p.model_path))
+            return 1
         await self.sleep_until(script.SPAWN_AT)
         self.err(self.fmt.server_args(self.clock.now(), server_args_fields(self.p)))
         if self.link is not None:
@@ -291,11 +295,11 @@ class Main:
         try:
             if self.p.fault == "port-in-use":
                 raise OSError(98, "address already in use")
-            self.http = await serve(HOST, self.p.port, self.api.handle, self.access)
+            self.http = await serve(self.p.host, self.p.port, self.api.handle, self.access)
         except OSError as err:
             return self.bind_failed(err)
         self.uvicorn_up = True
-        self.uv(f"Uvicorn running on http://{HOST}:{self.p.port} (Press CTRL+C to quit)")
+        self.uv(f"Uvicorn running on http://{url_host(self.p.host)}:{self.p.port} (Press CTRL+C to quit)")
         self.started_warmup = self.clock.elapsed()
         warmup = asyncio.get_running_loop().create_task(self.warmup())
         await self.stop.wait()
@@ -303,7 +307,7 @@ class Main:
         return await self.shutdown()
 
     def bind_failed(self, err: OSError) -> int:
-        self.uv(faults.bind_error(HOST, self.p.port, err.errno or 98, (err.strerror or "").lower()), "ERROR")
+        self.uv(faults.bind_error(self.p.host, self.p.port, err.errno or 98, (err.strerror or "").lower()), "ERROR")
         self.uv("Waiting for application shutdown.")
         self.uv("Application shutdown complete.")
         self.say(self.fmt.kill_tree(os.getpid(), False))
@@ -318,10 +322,10 @@ class Main:
         await asyncio.sleep(max(self.clock.real(1.0), WARMUP_MIN_REAL_S))
         self.clock.resume_at(self.started_warmup + 1.0)  # the extra real wait is not simulated time
         try:
-            await fetch(HOST, self.p.port, "GET", "/model_info")
+            await fetch(self.p.host, self.p.port, "GET", "/model_info")
             self.api.fail_generate = self.p.fault == "warmup-fail"
             body = {"text": WARMUP_TEXT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
-            status, _ = await fetch(HOST, self.p.port, "POST", "/generate", body, timeout=600)
+            status, _ = await fetch(self.p.host, self.p.port, "POST", "/generate", body, timeout=600)
         except (OSError, asyncio.TimeoutError):
             status = 0
         if status != 200:
@@ -331,8 +335,22 @@ class Main:
         await asyncio.sleep(self.clock.real(0.3))
         self.api.up = True
         self.say("The server is fired up and ready to roll!")
+        if self.p.eplb_every > 0:
+            asyncio.get_running_loop().create_task(self.eplb_rebalances())
         if self.p.traffic > 0:
             await self.background_traffic()
+
+    async def eplb_rebalances(self) -> None:
+        """`--enable-eplb`: every rank's EPLBManager logs a rebalance each interval (eplb/eplb_manager.py:
+        "[EPLBManager] rebalance start", then f"[EPLBManager] rebalance end time={…:.3f}s"), only while serving."""
+        while True:
+            await asyncio.sleep(self.clock.real(self.p.eplb_every))
+            start = self.clock.now()
+            self.err("".join(self.fmt.line(start, "[EPLBManager] rebalance start", k) for k in self.p.local_ranks))
+            await asyncio.sleep(self.clock.real(EPLB_SECONDS))
+            took = EPLB_SECONDS / self.p.speed
+            self.err("".join(self.fmt.line(self.clock.now(), f"[EPLBManager] rebalance end time={took:.3f}s", k)
+                             for k in self.p.local_ranks))  # fmt: skip
 
     async def background_traffic(self) -> None:
         """Other clients' requests, `traffic` per simulated minute, logged as uvicorn access lines."""

@@ -9,6 +9,11 @@ from tui.sim.params import MODEL, SimParams
 HOST = "127.0.0.1"
 
 
+def url_host(host: str) -> str:
+    """The host as uvicorn writes it in a URL: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
 def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
     """A realistic slice of SGLang's ServerArgs (the real line has hundreds of fields)."""
     spec = p.speculative
@@ -16,7 +21,7 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
         ("model_path", MODEL), ("tokenizer_path", MODEL), ("tokenizer_mode", "auto"), ("tokenizer_worker_num", 1),
         ("skip_tokenizer_init", False), ("load_format", "auto"), ("model_loader_extra_config", "{}"),
         ("trust_remote_code", False), ("context_length", None), ("is_embedding", False), ("revision", None),
-        ("model_impl", "auto"), ("host", HOST), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
+        ("model_impl", "auto"), ("host", p.host), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
         ("nccl_port", None), ("dtype", "auto"), ("quantization", None), ("kv_cache_dtype", "auto"),
         ("mem_fraction_static", 0.87), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
         ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384), ("schedule_policy", "fcfs"),

@@ -5,6 +5,10 @@ the whole run capped at `timeout_s`. Cancelling `run()` (Ctrl-C, Esc in the TUI)
 and SGLang aborts a request whose client went away, so nothing is left generating. A failed request is a
 Sample with its reason, never an exception. After the requests: `/metrics` once, and the log's stretch
 written during the bench (one `tail -c` when a log path is known), for the acceptance cross-checks.
+
+`timeout_s` bounds the whole bench, cross-checks included: what the requests leave of it is what `/metrics` and
+the log read get. Every body and stream line is capped (tui.core.limits); a cap or the clock reached is one note
+in the result, never a hang, a crash or a bench's worth of memory.
 """
 
 from __future__ import annotations
@@ -20,16 +24,20 @@ import httpx
 
 from tui.core.benchprompts import BUILTIN, Prompt, kinds
 from tui.core.benchstats import BenchResult, Sample, Sampling, log_accept_len, metrics_accept_len, summarize
+from tui.core.limits import ERROR_BODY_MAX, LOG_READ_MAX, METRICS_BODY_MAX, STREAM_LINE_MAX
 from tui.sources.health import HealthPoller, classify_error
 from tui.sources.host import Host, HostError
+from tui.sources.httpread import BodyTooLarge, get_capped, head, lines_capped
 
 MAX_REQUESTS = 10_000
 MAX_CONCURRENCY = 256
 MAX_NEW_TOKENS = 32_768
 DEFAULT_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 10.0
-METRICS_TIMEOUT_S = 5.0
-LOG_READ_MAX = 8 * 2**20  # bytes of log read back for the cross-check
+METRICS_TIMEOUT_S = 5.0  # the whole /metrics answer, at most (less when the time cap is nearer)
+LOG_SIZE_TIMEOUT_S = 10.0
+LOG_READ_TIMEOUT_S = 20.0
+MAX_COUNT = 10**9  # completion_tokens and spec_verify_ct: a count past this is no request's
 
 
 @dataclass(frozen=True)
@@ -130,8 +138,10 @@ class BenchRunner:
     async def run(self) -> BenchResult:
         """Send the plan; return the result. Cancelled: closes every stream, then re-raises."""
         plan = self.plan
+        deadline = self._clock() + plan.timeout_s  # the whole bench: the cross-checks get what the requests leave
+        notes: list[str] = []
         base = await self.host.http_base_url(self.port)
-        log_offset = await self._log_size()
+        log_offset = await self._log_size(deadline)
         limits = httpx.Limits(max_connections=plan.concurrency + 1, max_keepalive_connections=plan.concurrency)
         timeout = httpx.Timeout(plan.timeout_s, connect=CONNECT_TIMEOUT_S)
         stopped: str | None = None
@@ -146,7 +156,7 @@ class BenchRunner:
 
             workers = [asyncio.ensure_future(worker()) for _ in range(min(plan.concurrency, plan.requests))]
             try:
-                done, pending = await asyncio.wait(workers, timeout=plan.timeout_s)
+                done, pending = await asyncio.wait(workers, timeout=max(0.0, deadline - self._clock()))
                 if pending:
                     stopped = f"time cap {plan.timeout_s:g} s"
                     self._capped = True  # the requests still running are counted as failed
@@ -157,13 +167,13 @@ class BenchRunner:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
             elapsed = self._clock() - started
-            metrics = await self._metrics(client)
-        log_text = await self._log_since(log_offset)
+            metrics = await self._metrics(client, deadline, notes)
+        log_text = await self._log_since(log_offset, deadline, notes)
         return summarize(
             self.progress.samples, elapsed_s=elapsed, sampling=plan.sampling, planned=plan.requests,
             concurrency=min(plan.concurrency, plan.requests), stopped=stopped,
             log_accept=log_accept_len(log_text) if log_text else None,
-            metrics_accept=metrics_accept_len(metrics) if metrics else None,
+            metrics_accept=metrics_accept_len(metrics) if metrics else None, notes=tuple(notes),
         )  # fmt: skip
 
     async def _one(self, client: httpx.AsyncClient, i: int) -> None:
@@ -179,17 +189,19 @@ class BenchRunner:
         try:
             async with client.stream("POST", "/generate", json=body) as response:
                 if response.status_code != 200:
-                    detail = (await response.aread())[:120].decode("utf-8", "replace").strip()
+                    detail = (await head(response, ERROR_BODY_MAX))[:120].decode("utf-8", "replace").strip()
                     raise _Failed(f"HTTP {response.status_code}" + (f": {detail}" if detail else ""))
-                async for line in response.aiter_lines():
+                async for line in lines_capped(response, STREAM_LINE_MAX, "/generate"):
                     if not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
                         break
                     try:
-                        chunk = json.loads(data)
-                    except ValueError:
+                        chunk = json.loads(data, parse_constant=_no_constant)
+                    except _Failed:
+                        raise
+                    except (ValueError, RecursionError):
                         raise _Failed(f"not JSON in the stream: {data[:60]!r}") from None
                     if not isinstance(chunk, dict):
                         raise _Failed(f"unexpected chunk: {data[:60]!r}")
@@ -199,8 +211,8 @@ class BenchRunner:
                     meta = chunk.get("meta_info")
                     if isinstance(meta, dict):
                         last_meta = meta
-                        if isinstance(meta.get("spec_verify_ct"), int):
-                            verify = int(meta["spec_verify_ct"])
+                        if meta.get("spec_verify_ct") is not None:
+                            verify = _count(meta, "spec_verify_ct")
                     if first is None and (chunk.get("text") or _tokens(last_meta) > 0):
                         first = self._clock() - sent
             end = self._clock() - sent
@@ -211,7 +223,7 @@ class BenchRunner:
             if tokens <= 0:
                 raise _Failed("no tokens streamed")
             sample = Sample(True, prompt.name, first, end, tokens, verify)
-        except _Failed as err:
+        except (_Failed, BodyTooLarge) as err:
             sample = Sample(False, prompt.name, error=str(err))
         except httpx.TimeoutException:
             sample = Sample(False, prompt.name, error="timed out")
@@ -237,19 +249,31 @@ class BenchRunner:
 
     # ---------------------------------------------------------------------------------- cross-checks
 
-    async def _metrics(self, client: httpx.AsyncClient) -> str | None:
-        """`/metrics` once (None when the server does not expose it: no --enable-metrics)."""
+    async def _metrics(self, client: httpx.AsyncClient, deadline: float, notes: list[str]) -> str | None:
+        """`/metrics` once, capped and within the time left (None when the server does not expose it: no
+        --enable-metrics; or when it cannot be read, with a note)."""
+        left = min(METRICS_TIMEOUT_S, deadline - self._clock())
+        if left <= 0:
+            notes.append(f"no /metrics cross-check: the time cap ({self.plan.timeout_s:g} s) was reached")
+            return None
         try:
-            response = await client.get("/metrics", timeout=METRICS_TIMEOUT_S)
+            response = await get_capped(client, "/metrics", cap=METRICS_BODY_MAX, total_s=left)
+        except BodyTooLarge as err:
+            notes.append(f"no /metrics cross-check: {err}")
+            return None
+        except httpx.TimeoutException:
+            notes.append(f"no /metrics cross-check: no whole answer in {left:.1f} s")
+            return None
         except httpx.HTTPError:
             return None
         return response.text if response.status_code == 200 else None
 
-    async def _log_size(self) -> int | None:
-        if not self.log_path:
+    async def _log_size(self, deadline: float) -> int | None:
+        left = min(LOG_SIZE_TIMEOUT_S, deadline - self._clock())
+        if not self.log_path or left <= 0:
             return None
         try:
-            result = await self.host.run(f"wc -c < {shlex.quote(self.log_path)}", timeout=10)
+            result = await self.host.run(f"wc -c < {shlex.quote(self.log_path)}", timeout=left)
         except (HostError, TimeoutError):
             return None
         try:
@@ -257,13 +281,20 @@ class BenchRunner:
         except (ValueError, IndexError):
             return None
 
-    async def _log_since(self, offset: int | None) -> str:
+    async def _log_since(self, offset: int | None, deadline: float, notes: list[str]) -> str:
         if offset is None or not self.log_path:
+            return ""
+        left = min(LOG_READ_TIMEOUT_S, deadline - self._clock())
+        if left <= 0:
+            notes.append(f"no log cross-check: the time cap ({self.plan.timeout_s:g} s) was reached")
             return ""
         command = f"tail -c +{offset + 1} -- {shlex.quote(self.log_path)} | head -c {LOG_READ_MAX}"
         try:
-            result = await self.host.run(command, timeout=20)
-        except (HostError, TimeoutError):
+            result = await self.host.run(command, timeout=left)
+        except TimeoutError:
+            notes.append(f"no log cross-check: the log was not read back in {left:.1f} s")
+            return ""
+        except HostError:
             return ""
         return result.stdout.decode("utf-8", "replace")
 
@@ -272,6 +303,21 @@ class _Failed(Exception):
     pass
 
 
+def _no_constant(name: str) -> object:
+    """Python's json takes NaN and Infinity; they are not JSON, and SGLang never sends them."""
+    raise _Failed(f"{name} in the stream: not JSON, and no figure SGLang sends")
+
+
+def _count(meta: dict[str, object], name: str) -> int:
+    """A count from meta_info: a whole number 0..MAX_COUNT; _Failed for anything else (a float such as 3.0 is
+    taken)."""
+    value = meta.get(name)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise _Failed(f"odd {name} in meta_info: {str(value)[:40]!r}")
+    return value
+
+
 def _tokens(meta: dict[str, object]) -> int:
-    value = meta.get("completion_tokens")
-    return int(value) if isinstance(value, (int, float)) else 0
+    return _count(meta, "completion_tokens") if meta.get("completion_tokens") is not None else 0

@@ -1,9 +1,10 @@
 """ServerControl: the only module that changes the host (launch, terminate, kill, restart).
 
 It is a ProcessWatch (procwatch.py: the server found and watched) that may also act on what it found: it
-signals the server's process group, sweeps survivors that carry the run marker or share its session or
-descend from it, and confirms through the GPU probe that their memory is released. Never by name: a
-same-titled process elsewhere is left alone. Under `--read-only` it is not built at all.
+signals the server's process group, sweeps survivors that share its session or descend from it, and confirms
+through the GPU probe that their memory is released. Never by name: a same-titled process elsewhere is left
+alone; never by the run marker alone: a tmux server the launch started, the jobs in its other windows and a
+`stop` run from one of them all carry it. Never the tool itself. Under `--read-only` it is not built at all.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class ServerControl(ProcessWatch):
         self,
         host: Host,
         *,
-        port: int,
+        port: int | None,
         log_path: str | None = None,
         launch: str | None = None,
         cwd: str | None = None,
@@ -65,13 +66,13 @@ class ServerControl(ProcessWatch):
         t = self._target or _Target()
         if action == "launch":
             return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
-        scan = cmds.scan_command(group=t.group, session=t.session, run_id=t.run_id, known=t.known)
+        scan = cmds.scan_command(group=t.group, session=t.session, known=t.known)
         who = (
             f"process group {t.group}"
             if t.group
             else f"pids {sorted(t.known)}"
             if t.known
-            else f"the server on port {self.port} (found when run)"
+            else f"the server on {self.where()} (found when run)"
         )
         steps = [f"# {action} {who}" + (f", run marker {cmds.MARKER_VAR}={t.run_id}" if t.run_id else "")]
         if action in ("terminate", "restart", "stop"):
@@ -80,7 +81,7 @@ class ServerControl(ProcessWatch):
                 cmds.stop_command("TERM", group=t.group, procs=t.known, wait_s=self.grace_s, scan=scan),
             ]
         steps += [
-            "# KILL what is left; the same again for survivors found by group, session, run marker or descent",
+            "# KILL what is left; the same again for survivors found by group, session or descent",
             cmds.stop_command("KILL", group=t.group, procs=t.known, wait_s=KILL_WAIT_S, scan=scan),
             "# confirm their GPU memory is released (the probe script on stdin)",
             self._probe_once_command(),
@@ -174,15 +175,16 @@ class ServerControl(ProcessWatch):
             unseen = self.cannot_see()
             if unseen is not None:  # not "nothing": it may run, under a uid whose processes we cannot read
                 return ControlResult(action, False, unseen.detail, found="cannot_see")
-            where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
-            return ControlResult(action, True, f"nothing to stop: no server process found ({where})", found="nothing")
+            return ControlResult(
+                action, True, f"nothing to stop: no server process found ({self.where()})", found="nothing"
+            )
         commands: list[str] = []
         live = await self._scan(target)
         steps: list[str] = []
         if live and graceful:
             live = await self._signal_and_wait(target, "TERM", live, self.grace_s, commands)
             steps.append("exited on TERM" if not live else f"{len(live)} still alive after {self.grace_s:g} s of TERM")
-        for round_ in range(2):  # each rescan also finds survivors by session, run marker and descent
+        for round_ in range(2):  # each rescan also finds survivors by session and descent
             if not live:
                 break
             before = set(live)
@@ -209,7 +211,7 @@ class ServerControl(ProcessWatch):
     ) -> dict[int, Proc]:
         """Signal the group (when it is the server's own) and each live member, wait, rescan: one round trip."""
         group = target.group if target.group and any(p.pgid == target.group for p in live.values()) else None
-        scan = cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
+        scan = cmds.scan_command(group=target.group, session=target.session, known=target.known)
         command = cmds.stop_command(
             signal, group=group, procs={pid: p.start for pid, p in live.items()}, wait_s=wait_s, scan=scan
         )

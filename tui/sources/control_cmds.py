@@ -2,7 +2,8 @@
 
 Every value put into a command is quoted with `shlex.quote`; the commands need only POSIX sh, procps-free
 /proc reads, coreutils, awk and util-linux's setsid. They find the server's processes by process group,
-session, run marker (`SGLANG_TUI_RUN=ID` in /proc/PID/environ) and descent, never by name.
+session and descent, never by name; the run marker (`SGLANG_TUI_RUN=ID` in /proc/PID/environ) tells our
+launcher's pidfile from a reused pid.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from tui.core.events import CompilerProc, HostActivity, ProcCounters
+from tui.core.forwarders import forwarder
 
 MARKER_VAR = "SGLANG_TUI_RUN"
 q = shlex.quote
@@ -66,51 +68,74 @@ _VISIBILITY_LINES = (
 )
 
 
-def find_command(port: int, log_path: str | None) -> str:
+# `N PID PORT` for each `--port PORT` / `--port=PORT` in $p's command line (split at spaces, so the command a
+# `sh -c` launcher runs counts too): the port its server says it serves, for `stop`'s agreement check.
+_PORT_ARG_LINE = (
+    "tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | awk -v p=\"$p\" '{ for (i = 1; i <= NF; i++) "
+    'if ($i == "--port" && i < NF) print "N", p, $(i + 1); else if (index($i, "--port=") == 1) '
+    'print "N", p, substr($i, 8) }\''
+)
+
+
+def find_command(port: int | None, log_path: str | None) -> str:
     """Candidates for an adopted server: the pidfile's pid, the listener on PORT, the writers of LOG.
 
-    Prints `pidfile PID`, `port PID`, `log PID`, then `S PID state ppid pgid sid start`,
-    `E PID SGLANG_TUI_RUN=…` and `C PID cmdline` for each candidate, then the _VISIBILITY_LINES."""
+    Prints `pidfile PID`, `port PID`, `log PID POS` (POS: the position of its open file on the log, 0 while
+    nothing was written through it, -1 when unread), `Z SIZE` and `Y MTIME` (the log's size and last change, read before its
+    writers' positions), `T NOW UPTIME CLK_TCK` (to put the writers' start times on the same clock), then `S PID state ppid pgid sid start`, `E PID SGLANG_TUI_RUN=…`,
+    `C PID cmdline` and `N PID PORT` (_PORT_ARG_LINE) for each candidate, then the _VISIBILITY_LINES.
+    port None: the port names nobody of this server (a non-zero node shares node 0's): only the log does."""
     log = q(log_path) if log_path else "''"
     pidfile = q(pidfile_for(log_path)) if log_path else "/dev/null"
-    return f"""port={int(port)}; log={log}
-ph=$(printf '%04X' "$port")
+    ports = f"port={int(port)}; ph=$(printf '%04X' \"$port\")" if port is not None else "ph=none"
+    return f"""{ports}; log={log}
 ino=$(awk -v ph="$ph" 'FNR > 1 && $4 == "0A" {{ n = split($2, a, ":"); if (a[n] == ph) printf " %s", $10 }}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
-lg=; [ -n "$log" ] && lg=$(readlink -f -- "$log" 2>/dev/null)
+lg=; z=; y=; [ -n "$log" ] && lg=$(readlink -f -- "$log" 2>/dev/null) && z=$(stat -L -c %s -- "$log" 2>/dev/null) &&
+  y=$(date -r "$lg" +%s.%N 2>/dev/null)
 found=$({{ read -r p < {pidfile} && [ -n "$p" ] && echo "pidfile $p"
 [ -n "$ino$lg" ] && ls -l /proc/[0-9]*/fd 2>/dev/null | awk -v ino="$ino " -v lg="$lg" '
 /^\\/proc\\/[0-9]+\\/fd:$/ {{ split($0, a, "/"); pid = a[3]; next }}
 {{ i = index($0, " -> "); if (!i) next; t = substr($0, i + 4)
   if (t ~ /^socket:\\[/) {{ if (index(ino, " " substr(t, 9, length(t) - 9) " ")) print "port", pid }}
-  else if (lg != "" && t == lg && substr($1, 3, 1) == "w") print "log", pid }}'; }} | sort -u)
+  else if (lg != "" && t == lg && substr($1, 3, 1) == "w") {{
+    n = split(substr($0, 1, i - 1), w, " "); pos = -1; f = "/proc/" pid "/fdinfo/" w[n]
+    while ((getline l < f) > 0) if (l ~ /^pos:/) {{ split(l, x, " "); pos = x[2] }}
+    close(f); print "log", pid, pos }} }}'; }} | sort -u)
 [ -n "$found" ] && echo "$found"
+[ -n "$z" ] && echo "Z $z"
+[ -n "$y" ] && echo "Y $y" && echo "T $(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $(getconf CLK_TCK 2>/dev/null || echo 100)"
 for p in $(echo "$found" | cut -d' ' -f2 | sort -u); do
   s=$({_STAT_FIELDS}) && [ -n "$s" ] && echo "S $p $s"
   tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep '^{MARKER_VAR}=' | sed "s/^/E $p /"
   {_CMDLINE_LINE}
+  {_PORT_ARG_LINE}
 done
 {_VISIBILITY_LINES}; true"""
 
 
-def scan_command(*, group: int | None, session: int | None, run_id: str | None, known: dict[int, int]) -> str:
-    """The server's processes: same process group, same session, run marker, a known (pid, start), or a
-    descendant of any of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each."""
+def scan_command(*, group: int | None, session: int | None, known: dict[int, int]) -> str:
+    """The server's processes: same process group, same session, a known (pid, start), or a descendant of any
+    of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each.
+
+    Not the run marker: it is inherited by whatever the launch starts, and kept by what leaves the launch's
+    session (a tmux server and every window's job, a `stop` run from one of them), so outside the session it
+    says nothing about whose a process is, and inside it the session already says it. A known process that
+    has left the session since it was seen daemonised (tmux's server, forked by the launch), and is no longer
+    the server's. Never the shell that scans, nor its ancestors: the tool itself, wherever it runs."""
     known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
-    return _scan(group=group, session=session, run_id=run_id, known_word=q(" " + known_text + " "))
+    return _scan(group=group, session=session, known_word=q(" " + known_text + " "))
 
 
-def _scan(*, group: int | None, session: int | None, run_id: str | None, known_word: str) -> str:
+def _scan(*, group: int | None, session: int | None, known_word: str) -> str:
     """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch)."""
-    marker = (
-        f"grep -l -a -F -e {q(f'{MARKER_VAR}={run_id}')} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '"
-    )
     # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
-    return f"""mk=$({marker if run_id else "true"})
-cat /proc/[0-9]*/stat 2>/dev/null | awk -v g={int(group or 0)} -v s={int(session or 0)} -v mk=" $mk " -v known={known_word} '
+    return f"""cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ -v g={int(group or 0)} -v s={int(session or 0)} -v known={known_word} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
-  if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || index(mk, " " pid " ") || index(known, " " pid ":" f[20] " "))) mem[pid] = 1 }}
-END {{ do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
+  if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || (index(known, " " pid ":" f[20] " ") && (s <= 1 || f[4] == s)))) mem[pid] = 1 }}
+END {{ for (x = me; (x in pp) && !(x in ours); x = pp[x]) ours[x] = 1
+  for (p in ours) delete mem[p]
+  do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && !(p in ours) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
   for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}' | while read -r tag p rest; do
   echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
 done"""
@@ -118,9 +143,11 @@ done"""
 
 # Shell functions with no forks: `live PID START` is true while that very process (same start time, so
 # never a reused pid) exists and is not a zombie.
+# `mine GROUP`: this shell or one of its ancestors (the tool itself, with `local`) is in that process group.
 PROC_FUNCS = (
-    'st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; T=${20}; }\n'
-    'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }'
+    'st() { { read -r l < "/proc/$1/stat"; } 2>/dev/null || return 1; set -- ${l##*) }; S=$1; P=$2; G=$3; T=${20}; }\n'
+    'live() { st "$1" && [ "$T" = "$2" ] && [ "$S" != Z ] && [ "$S" != X ]; }\n'
+    'mine() { x=$$; while [ "$x" -gt 1 ] && st "$x"; do [ "$G" = "$1" ] && return 0; x=$P; done; return 1; }'
 )
 
 
@@ -129,8 +156,9 @@ def _pairs(procs: dict[int, int]) -> str:
 
 
 def signal_group_command(signal: str, group: int) -> str:
-    """Signal a whole process group (the server launched with setsid, or adopted as its own group)."""
-    return f"kill -s {signal} -- -{int(group)} 2>/dev/null"
+    """Signal a whole process group (the server launched with setsid, or adopted as its own group), unless
+    the tool itself is in it (needs PROC_FUNCS)."""
+    return f"mine {int(group)} || kill -s {signal} -- -{int(group)} 2>/dev/null"
 
 
 def signal_pids_command(signal: str, procs: dict[int, int]) -> str:
@@ -223,7 +251,6 @@ def watch_scan_command(
     *,
     group: int | None,
     session: int | None,
-    run_id: str | None,
     known: dict[int, int],
     interval: float,
     rescan_s: float,
@@ -239,7 +266,7 @@ def watch_scan_command(
     cap = max(1, int(rescan_s / interval))
     funcs = watch_activity_funcs() + "\nhubdir" if activity else ""
     first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
-    scan = _scan(group=group, session=session, run_id=run_id, known_word='" $known "')
+    scan = _scan(group=group, session=session, known_word='" $known "')
     owner_func = _port_owner_func(port) if port else ""
     # powner runs in this shell (not in $(…)), so what it remembers lasts to the next scan.
     owner_step = f"\n    echo {WATCH_PORT}; powner; echo {WATCH_END}" if port else ""
@@ -350,7 +377,7 @@ def watch_activity_funcs() -> str:
     )
 
 
-def watch_find_command(port: int, log_path: str | None, *, every_s: float) -> str:
+def watch_find_command(port: int | None, log_path: str | None, *, every_s: float) -> str:
     """A loop on the host: find_command every `every_s` s, each answer as one block, until a server is found
     (the caller then starts a scan watch on it)."""
     return f"""{_WATCH_PROLOGUE}
@@ -419,16 +446,48 @@ class FindResult:
     log_uid: int | None = None  # the log file's owner
     my_uid: int | None = None  # the uid the commands ran as
     names: dict[int, str] = field(default_factory=dict)  # pid -> command line, where readable
+    log_pos: dict[int, int] = field(default_factory=dict)  # log writer -> its open file's position on the log
+    log_size: int | None = None  # the log's size, read just before the positions
+    named_ports: dict[int, tuple[int, ...]] = field(default_factory=dict)  # pid -> the `--port`s its command names
+
+    log_mtime: float | None = None  # the log's last change (epoch seconds, the host's clock)
+    boot_at: float | None = None  # the host's boot time on that clock (now - uptime), for the start times
+    clock_ticks: int = 100  # the start times' unit (CLK_TCK)
+
+    @property
+    def quiet_writers(self) -> tuple[int, ...]:
+        """Live writers of the log that have written nothing to it: nothing was ever written through their
+        open file (position 0: `launch … >> LOG`), or they started after the log last changed (Python's
+        append mode starts at the end). A launch that has not printed its first line yet."""
+        return tuple(pid for pid in sorted(self.log_pos) if self._alive(pid) and self._quiet(pid))
+
+    def _quiet(self, pid: int) -> bool:
+        if self.log_pos[pid] == 0:
+            return True
+        started = self.started_at(pid)
+        return started is not None and self.log_mtime is not None and started > self.log_mtime + 2 / self.clock_ticks
+
+    def started_at(self, pid: int) -> float | None:
+        """When the process started, on the host's clock (None: unknown)."""
+        p = self.procs.get(pid)
+        return None if p is None or self.boot_at is None else self.boot_at + p.start / self.clock_ticks
+
+    def _alive(self, pid: int) -> bool:
+        p = self.procs.get(pid)
+        return p is not None and p.alive
 
 
 def parse_find(text: str) -> FindResult:
     """Output of find_command."""
     pidfile: int | None = None
     port: set[int] = set()
-    log: set[int] = set()
+    log: dict[int, int] = {}
+    log_size: int | None = None
+    named: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
     markers: dict[int, str] = {}
     seen = _parse_visibility(text)
+    clocks = _parse_clocks(text)
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 2 or not fields[1].isdigit():
@@ -439,7 +498,12 @@ def parse_find(text: str) -> FindResult:
         elif fields[0] == "port":
             port.add(pid)
         elif fields[0] == "log":
-            log.add(pid)
+            pos = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 1  # unread (-1): not "nothing written"
+            log[pid] = max(log.get(pid, 0), pos)
+        elif fields[0] == "Z" and len(fields) == 2:
+            log_size = pid  # `Z SIZE`: the number in the pid's place
+        elif fields[0] == "N" and len(fields) == 3 and fields[2].isdigit() and 0 < int(fields[2]) < 65536:
+            named.setdefault(pid, []).append(int(fields[2]))
         elif fields[0] == "S" and len(fields) == 7:
             stats[pid] = fields[2:]
         elif fields[0] == "E" and len(fields) == 3 and fields[2].startswith(MARKER_VAR + "="):
@@ -450,7 +514,34 @@ def parse_find(text: str) -> FindResult:
             procs[pid] = Proc(pid, int(ppid), int(pgid), int(sid), state, int(start), marker=markers.get(pid))
         except ValueError:
             continue
-    return FindResult(pidfile, tuple(sorted(port)), tuple(sorted(log)), procs, **seen)  # type: ignore[arg-type]
+    return FindResult(
+        pidfile,
+        tuple(sorted(port)),
+        tuple(sorted(log)),
+        procs,
+        log_pos=log,
+        log_size=log_size,
+        **clocks,  # type: ignore[arg-type]
+        named_ports={pid: tuple(sorted(set(ports))) for pid, ports in named.items()},
+        **seen,  # type: ignore[arg-type]
+    )
+
+
+def _parse_clocks(text: str) -> dict[str, object]:
+    """The `Y MTIME` and `T NOW UPTIME CLK_TCK` lines of a find as FindResult fields (none when unreadable)."""
+    out: dict[str, object] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            if fields[:1] == ["Y"] and len(fields) == 2:
+                out["log_mtime"] = float(fields[1])
+            elif fields[:1] == ["T"] and len(fields) == 4:
+                out["boot_at"] = float(fields[1]) - float(fields[2])
+                out["clock_ticks"] = int(fields[3]) or 100
+        except ValueError:  # a `date` without %N, say: the start-time rule is then not used
+            out.pop("log_mtime", None)
+            out.pop("boot_at", None)
+    return out if "log_mtime" in out and "boot_at" in out else {}
 
 
 def _parse_visibility(text: str) -> dict[str, object]:
@@ -501,21 +592,97 @@ def in_tree(p: Proc, main: Proc, procs: dict[int, Proc]) -> bool:
     return False
 
 
+SGLANG_TITLE = "sglang::"  # the title SGLang gives its child processes (`sglang::scheduler_TP0`, `sglang::detokenizer`)
+
+
+def launches(found: FindResult) -> list[tuple[Proc, set[int]]]:
+    """The log's live writers grouped by launch, oldest first: (root, its writers). A writer joins the launch
+    of its nearest ancestor that writes the log too; one with none is the root of a launch of its own (`launch …
+    >> LOG` while an earlier server still writes it), unless it carries an SGLang child title (a rank that left
+    its tree): that joins the launch whose group or session it shares, and is no launch by itself."""
+    live = {pid: p for pid, p in found.procs.items() if p.alive and pid in found.log_pids}
+
+    def root_of(p: Proc) -> Proc:
+        seen = {p.pid}
+        while p.ppid in live and p.ppid not in seen:
+            seen.add(p.ppid)
+            p = live[p.ppid]
+        return p
+
+    groups: dict[int, set[int]] = {}
+    for p in live.values():
+        groups.setdefault(root_of(p).pid, set()).add(p.pid)
+    roots = {pid: live[pid] for pid in groups if not found.names.get(pid, "").startswith(SGLANG_TITLE)}
+    for pid in [pid for pid in groups if pid not in roots]:  # a titled rank alone: to the launch it shares
+        rank = live[pid]
+        home = next((r for r in roots.values() if rank.pgid in (r.pid, r.pgid) or rank.sid in (r.pid, r.sid)), None)
+        if home is not None:
+            groups[home.pid] |= groups.pop(pid)
+    ordered = sorted(roots.values(), key=lambda p: (p.start, p.pid))
+    return [(root, groups[root.pid]) for root in ordered]
+
+
+def latest_launch(found: FindResult) -> set[int] | None:
+    """The writers of the log's latest launch when several launches write it, else None (one launch, or none)."""
+    found_launches = launches(found)
+    return found_launches[-1][1] if len(found_launches) > 1 else None
+
+
+def is_forwarder(found: FindResult, pid: int) -> bool:
+    return bool(forwarder(found.names.get(pid, "")))
+
+
 def pick_main(found: FindResult) -> Proc | None:
     """The server's main process: the pidfile's marked session leader, else the topmost listener, else the
-    topmost log writer."""
+    topmost log writer. A forwarder on the port (docker-proxy, socat) is never the server; when several launches
+    write the log, the server is its latest launch (an earlier one that still listens is something else)."""
     live = {pid: p for pid, p in found.procs.items() if p.alive}
     recorded = live.get(found.pidfile) if found.pidfile is not None else None
     if recorded is not None and recorded.sid == recorded.pid and recorded.marker:
         return recorded  # still our launcher's session leader (a reused pid would lack the run marker)
-    order: tuple[tuple[int, ...], ...] = (found.port_pids, found.log_pids)
-    if any(pid in live for pid in found.log_pids) and not set(found.port_pids) & set(found.log_pids):
-        order = (found.log_pids,)  # the port is held by something that does not write the log: not the server
+    listeners = tuple(pid for pid in found.port_pids if not is_forwarder(found, pid))
+    writers = found.log_pids
+    latest = latest_launch(found)
+    if latest is not None:
+        writers = tuple(sorted(latest))
+        listeners = tuple(pid for pid in listeners if pid in latest)
+    order: tuple[tuple[int, ...], ...] = (listeners, writers)
+    if any(pid in live for pid in writers) and not set(listeners) & set(writers):
+        order = (writers,)  # the port is held by something that does not write the log: not the server
     for pids in order:
         candidates = [live[pid] for pid in pids if pid in live]
         roots = [p for p in candidates if p.ppid not in {c.pid for c in candidates}]
         if roots:
             return min(roots, key=lambda p: (p.start, p.pid))
+    return None
+
+
+def disagreement(found: FindResult, port: int, log_path: str) -> str | None:
+    """One line when the port and the log name two different servers (or the log's names another port and
+    nothing serves this one), else None. The port's listener (a forwarder aside) and the log's writers (and
+    its pidfile's launcher) are each a process tree; they agree when one tree holds both."""
+    live = {pid: p for pid, p in found.procs.items() if p.alive}
+    listeners = [live[pid] for pid in found.port_pids if pid in live and not is_forwarder(found, pid)]
+    launcher = live.get(found.pidfile) if found.pidfile is not None else None
+    launched = [launcher] if launcher is not None and launcher.sid == launcher.pid and launcher.marker else []
+    writers = [live[pid] for pid in found.log_pids if pid in live] + launched
+    if not writers:
+        return None  # the log names no live server: the port decides, as before
+
+    def who(p: Proc) -> str:
+        command = found.names.get(p.pid, "")
+        return f"PID {p.pid}" + (f" ({command[:80]})" if command else "")
+
+    writer = min(writers, key=lambda p: (p.start, p.pid))
+    if listeners:
+        if any(in_tree(a, b, found.procs) or in_tree(b, a, found.procs) for a in listeners for b in writers):
+            return None  # one server: its listener writes the log, or descends from a writer, or leads it
+        listener = min(listeners, key=lambda p: (p.start, p.pid))
+        return f"port {port} is served by {who(listener)}, but {log_path} is written by {who(writer)}: two servers"
+    named = sorted({n for p in writers for n in found.named_ports.get(p.pid, ())})
+    if named and port not in named:
+        ports = ", ".join(map(str, named))
+        return f"nothing serves port {port}, but {log_path} is written by {who(writer)}, started with --port {ports}"
     return None
 
 

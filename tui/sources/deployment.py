@@ -18,6 +18,7 @@ from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostError
 from tui.sources.monitor import Monitor
+from tui.sources.procwatch import ProcessWatch
 
 
 class NoHealth(HealthPoller):
@@ -47,6 +48,12 @@ class MemberSpec:
     @property
     def health(self) -> bool:
         return self.role != "router" and not (self.role == "node" and self.node_rank not in (None, 0))
+
+    @property
+    def process_port(self) -> int | None:
+        """The port that names this member's processes: none for a non-zero node with a log (it shares node 0's
+        port, which on node 0's host is node 0's listener: its log alone names it), else its port."""
+        return None if self.role == "node" and self.node_rank not in (None, 0) and self.log else self.port
 
 
 def split_host_path(spec: str) -> tuple[str, str | None]:
@@ -91,8 +98,10 @@ class DeploymentMonitor:
         pairs = []
         for spec, host in specs:
             health = None if spec.health else NoHealth(host, spec.port)
+            watch = ProcessWatch(host, port=spec.process_port, log_path=spec.log)
             monitor = Monitor(host, log_path=spec.log, port=spec.port, remote_python=remote_python,
-                              sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router")  # fmt: skip
+                              sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router",
+                              process_watch=watch)  # fmt: skip
             pairs.append((spec, monitor))
         return cls(pairs)
 

@@ -24,10 +24,12 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 
 from tui.core.events import HealthResult, ServerInfoAnswer
+from tui.core.limits import PROBE_BODY_MAX
 from tui.core.probes import probe_path
 from tui.core.serverinfo import parse_server_info
 from tui.core.vocab import HealthOutcome
 from tui.sources.host import Host, HostAuthError, HostError
+from tui.sources.httpread import BodyTooLarge, get_capped
 
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
 MODELS_TIMEOUT_S = 5.0
@@ -72,6 +74,8 @@ def _identity_answer(content: bytes) -> tuple[HealthOutcome, str]:
 
 def classify_error(exc: Exception) -> tuple[HealthOutcome, str]:
     """A failed request → (outcome, detail). Through an SSH tunnel, a closed port looks like a disconnect."""
+    if isinstance(exc, BodyTooLarge):
+        return "garbage", str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return "timeout", type(exc).__name__
     if isinstance(exc, httpx.ConnectError):
@@ -127,6 +131,7 @@ class HealthPoller:
         self._base: str | None = None
         self.in_flight = 0  # /health requests in flight (never above 1)
         self.max_in_flight = 0
+        self._health_lock = asyncio.Lock()  # the loop's /health and a caller's check_health never overlap
 
     # --------------------------------------------------------------------------------------- cadence
 
@@ -185,8 +190,10 @@ class HealthPoller:
         timeout = self.health_timeout if endpoint == "/health" else MODELS_TIMEOUT_S
         try:
             client = await self._http()
-            # the query marks the tool's own requests in the server's access log (tui.core.probes)
-            response = await client.get(probe_path(endpoint), timeout=httpx.Timeout(timeout, connect=5.0))
+            # the query marks the tool's own requests in the server's access log (tui.core.probes); the body is
+            # capped, and so is the whole answer's time (a dripping body never ends httpx's per-read timeout)
+            response = await get_capped(client, probe_path(endpoint), cap=PROBE_BODY_MAX, total_s=timeout,
+                                        timeout=httpx.Timeout(timeout, connect=5.0))  # fmt: skip
             outcome, detail = classify(endpoint, response)
             status: int | None = response.status_code
         except HostAuthError:
@@ -218,7 +225,8 @@ class HealthPoller:
     async def _server_info(self, endpoint: str) -> ServerInfoAnswer:
         try:
             client = await self._http()
-            response = await client.get(probe_path(endpoint), timeout=httpx.Timeout(MODELS_TIMEOUT_S, connect=5.0))
+            response = await get_capped(client, probe_path(endpoint), cap=PROBE_BODY_MAX, total_s=MODELS_TIMEOUT_S,
+                                        timeout=httpx.Timeout(MODELS_TIMEOUT_S, connect=5.0))  # fmt: skip
         except HostAuthError:
             raise
         except HostError as exc:
@@ -244,12 +252,18 @@ class HealthPoller:
         return not self._identity_known and self._identity_tries < IDENTITY_TRIES
 
     async def _probe_health(self) -> HealthResult:
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            return await self.probe("/health")
-        finally:
-            self.in_flight -= 1
+        async with self._health_lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return await self.probe("/health")
+            finally:
+                self.in_flight -= 1
+
+    async def check_health(self) -> HealthResult:
+        """One /health now, for a caller that must know the server still answers (`wait`'s last look before
+        it says ready); it waits for the loop's own /health when one is in flight, never overlapping it."""
+        return await self._probe_health()
 
     async def results(self) -> AsyncIterator[HealthResult | ServerInfoAnswer]:
         """Forever: /health results, and /v1/models results until /health says ok (plus one refresh then).

@@ -1,4 +1,5 @@
-"""LocalHost: the Host interface on this machine (`sh -c` subprocesses, direct TCP for HTTP).
+"""LocalHost: the Host interface on this machine (`sh -c` subprocesses, direct TCP for HTTP: 127.0.0.1, or
+[::1] for a server that listens only there).
 
 Every command runs in its own session (process group), so closing it kills the whole command tree it
 started, never anything else. Processes are spawned with subprocess.Popen and watched through a pidfd,
@@ -161,7 +162,7 @@ class LocalProcess(RemoteProcess):
 
 
 class LocalHost(Host):
-    """This machine: no SSH, HTTP straight to 127.0.0.1."""
+    """This machine: no SSH, HTTP straight to 127.0.0.1 (or [::1], see loopback_for)."""
 
     def __init__(self) -> None:
         self.name = "local"
@@ -205,4 +206,21 @@ class LocalHost(Host):
         return process
 
     async def http_base_url(self, port: int) -> str:
-        return f"http://127.0.0.1:{int(port)}"
+        return f"http://{loopback_for(int(port))}:{int(port)}"
+
+
+def loopback_for(port: int, proc_net: str = "/proc/net") -> str:
+    """`127.0.0.1`, or `[::1]` when only IPv6 listens on PORT here (SGLang's `--host ::1`). Read from the
+    kernel's socket tables, so choosing costs the server no connection; IPv4 first, as a server that listens on
+    both gets it, and where the tables cannot be read (not Linux)."""
+    hex_port = f"{port:04X}"
+
+    def listens(table: str) -> bool:
+        try:
+            with open(f"{proc_net}/{table}", encoding="ascii", errors="replace") as f:
+                rows = [line.split() for line in f.readlines()[1:]]
+        except OSError:
+            return False
+        return any(len(r) > 3 and r[3] == "0A" and r[1].rsplit(":", 1)[-1] == hex_port for r in rows)
+
+    return "[::1]" if not listens("tcp") and listens("tcp6") else "127.0.0.1"

@@ -239,6 +239,9 @@ class Monitor:
                 elif isinstance(item, LaunchStarted):
                     self.health.uvicorn_up(False)
                     self.health.set_phase("starting")
+                    relook = getattr(self.process_watch, "relook", None)
+                    if relook is not None:  # the new launch's processes may be others: search afresh
+                        relook()
 
     async def _gpus(self) -> None:
         async for snapshot in gpu_snapshots(
@@ -248,6 +251,7 @@ class Monitor:
 
     async def _processes(self) -> None:
         procs = self.process_watch or ProcessWatch(self.host, port=self.port, log_path=self.log_path)
+        self.process_watch = procs  # the tail asks it to look again when the log shows a new launch
         # watch_process_events also says who listens on the port (PortOwner); a watch without it, only states.
         watch = getattr(procs, "watch_process_events", None) or getattr(procs, "watch_process_state", None)
         if watch is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from tui.core.events import HostActivity, PortOwner, ServerProcess
 from tui.core.explain import cannot_see_line
+from tui.core.forwarders import forwarder
 from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
 from tui.sources.control_cmds import FindResult, Proc
@@ -38,6 +39,9 @@ class _Target:
     names: dict[int, str] = field(default_factory=dict)
     how: str = ""
     anchored: bool = True  # known by more than holding the port (pidfile, our launch, a writer of the log)
+    earlier: set[int] = field(default_factory=set)  # writers of the log from its earlier launches (not this one)
+    quiet: tuple[int, ...] = ()  # its writers of the log that had written nothing to it when it was found
+    quiet_log_size: int | None = None  # the log's size then: every byte before it was written by others
 
 
 def _discard(task: asyncio.Future[bytes]) -> None:
@@ -52,9 +56,11 @@ def _discard(task: asyncio.Future[bytes]) -> None:
 class ProcessWatch:
     """The server's process state: found, scanned and watched; never signalled."""
 
-    def __init__(self, host: Host, *, port: int, log_path: str | None = None) -> None:
+    def __init__(self, host: Host, *, port: int | None, log_path: str | None = None) -> None:
+        """port None: the port names nobody of this server (a non-zero node, which shares node 0's port, is
+        found by its log alone)."""
         self.host = host
-        self.port = int(port)
+        self.port = int(port) if port is not None else None
         self.log_path = log_path
         self._current_target: _Target | None = None
         self._generation = 0  # bumped whenever the target is replaced: a running watch starts over on it
@@ -100,15 +106,18 @@ class ProcessWatch:
             else f"writer of {self.log_path}"
         )
         # Its group and session count only when it leads them: otherwise they hold the user's shell too.
-        # Every live writer of its log and holder of its port belongs to it (orphans keep the log open).
+        # Every live writer of its log and holder of its port belongs to it (orphans keep the log open), but
+        # for the writers of an earlier launch in the same log (`launch … >> LOG` while it still runs).
         # A holder of the port that is not of the server's tree (another service) is no member of it.
+        latest = cmds.latest_launch(found)
+        writers = set(found.log_pids) if latest is None else latest
         members = {
             p.pid: p.start
             for p in found.procs.values()
             if p.alive
             and (
                 p.pid == main.pid
-                or p.pid in found.log_pids
+                or p.pid in writers
                 or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs))
             )
         }
@@ -121,15 +130,16 @@ class ProcessWatch:
             known=members,
             how=how,
             anchored=anchored,
+            earlier=set(found.log_pids) - writers,
+            quiet=tuple(pid for pid in found.quiet_writers if pid in members),
+            quiet_log_size=found.log_size,
         )
 
     async def _scan(self, target: _Target) -> dict[int, Proc]:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
         return self._remember(
             target,
-            await self._run(
-                cmds.scan_command(group=target.group, session=target.session, run_id=target.run_id, known=target.known)
-            ),
+            await self._run(cmds.scan_command(group=target.group, session=target.session, known=target.known)),
         )
 
     @staticmethod
@@ -149,8 +159,28 @@ class ProcessWatch:
         hidden, owner = cmds.hidden_owner(self._last_find) if self._last_find else (False, None)
         if hidden:  # not found because it cannot be seen: unknown, never gone
             return ServerProcess(alive=False, detail=cannot_see_line(owner), visible=False, owner_uid=owner)
-        where = f"port {self.port}" + (f" or log {self.log_path}" if self.log_path else "")
-        return ServerProcess(alive=False, detail=f"no server process found ({where})")
+        return ServerProcess(alive=False, detail=f"no server process found ({self.where()})")
+
+    def where(self) -> str:
+        """ "port 30000 or log /x.log": what the server is looked for by."""
+        by = ([f"port {self.port}"] if self.port is not None else []) + (
+            [f"log {self.log_path}"] if self.log_path else []
+        )
+        return " or ".join(by) or "nothing to look for"
+
+    async def disagreement(self) -> str | None:
+        """One line when the port and the log name two different servers (a fresh search; raises HostError),
+        else None; always None unless both a port and a log are given."""
+        if self.port is None or not self.log_path:
+            return None
+        found = cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path)))
+        return cmds.disagreement(found, self.port, self.log_path)
+
+    def relook(self) -> None:
+        """The log shows a new launch: its processes may be others than those watched (`launch … >> LOG`
+        while an earlier server still runs), so the server is searched afresh (the watch starts over)."""
+        self._target = None
+        self._last_adopt = float("-inf")
 
     def cannot_see(self) -> ServerProcess | None:
         """The last search's answer when it found no server because it cannot see its processes."""
@@ -161,10 +191,10 @@ class ProcessWatch:
         """Like process_state, but adopts at once (raises HostError)."""
         target = await self._current()
         live = await self._scan(target) if target else {}
-        if not live:
+        if not live or target is None:
             self._target = None
             return self.cannot_see() or ServerProcess(alive=False)
-        return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how if target else "")
+        return self._alive_state(target)
 
     async def server_processes(self) -> tuple[int | None, dict[int, str]]:
         """(main pid, {pid: command line}) of the server's live processes now (adopts at once; raises HostError)."""
@@ -186,7 +216,27 @@ class ProcessWatch:
         if not live:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
-        return ServerProcess(alive=True, pids=tuple(sorted(live)), detail=target.how)
+        return self._alive_state(target)
+
+    @staticmethod
+    def _alive_state(target: _Target, activity: HostActivity | None = None) -> ServerProcess:
+        """The state of a target with live processes: their pids, the SGLang-titled ones (a rank that dies is
+        told from them), and those of its writers that had not written to the log when it was found."""
+        quiet = tuple(p for p in target.quiet if p in target.known)
+        titled = tuple(
+            (pid, target.names[pid])
+            for pid in sorted(target.known)
+            if target.names.get(pid, "").startswith(cmds.SGLANG_TITLE)
+        )
+        return ServerProcess(
+            alive=True,
+            pids=tuple(sorted(target.known)),
+            detail=target.how,
+            activity=activity,
+            titled=titled,
+            quiet_writers=quiet,
+            quiet_log_size=target.quiet_log_size if quiet else None,
+        )
 
     # -------------------------------------------------------------------------------------------- watch
 
@@ -234,7 +284,6 @@ class ProcessWatch:
                 command = cmds.watch_scan_command(
                     group=target.group,
                     session=target.session,
-                    run_id=target.run_id,
                     known=target.known,
                     interval=interval,
                     rescan_s=rescan_s,
@@ -332,7 +381,7 @@ class ProcessWatch:
         if not target.known:
             self._target = None  # gone: a server started later (by anyone) is adopted afresh
             return ServerProcess(alive=False, detail="server processes gone")
-        return ServerProcess(alive=True, pids=tuple(sorted(target.known)), detail=target.how, activity=activity)
+        return self._alive_state(target, activity)
 
     def _owner_changed(self, target: _Target | None, block: tuple[str, str], generation: int) -> PortOwner | None:
         """The PortOwner a find or port block says, when it differs from the last one reported."""
@@ -343,17 +392,25 @@ class ProcessWatch:
         if kind == cmds.WATCH_FIND:
             target = self._target_from(found)  # pure: the same answer _watched adopts
         owner = self._port_owner(found, target)
-        if owner == self._last_owner:
+        if owner is None or owner == self._last_owner:
             return None
         self._last_owner = owner
         return owner
 
-    def _port_owner(self, found: FindResult, target: _Target | None) -> PortOwner:
-        """Who listens on the port: its pid and command when visible, and whether it is the server's."""
+    def _port_owner(self, found: FindResult, target: _Target | None) -> PortOwner | None:
+        """Who listens on the port: its pid and command when visible, and whether it is the server's, a
+        forwarder in front of it, or an earlier launch of the same log. None without a port to watch."""
+        if self.port is None:
+            return None
         if not found.port_pids:
             return PortOwner(self.port)  # nobody listens, or the listener cannot be seen
         pid = min(found.port_pids)  # the first of a forked group sharing the socket
         command = found.names.get(pid, "")
+        relay = forwarder(command)
+        if relay:  # not the server, and not another one: what it relays, the identity probe and the log decide
+            return PortOwner(self.port, pid, command, None, forwarder=relay)
         if target is None or not target.anchored:
             return PortOwner(self.port, pid, command, None)
-        return PortOwner(self.port, pid, command, any(p in target.known for p in found.port_pids))
+        ours = any(p in target.known for p in found.port_pids)
+        earlier = not ours and any(p in target.earlier for p in found.port_pids)
+        return PortOwner(self.port, pid, command, ours, earlier=earlier)

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import httpx
 
 from tui.core.deployment import RouterInfo, WorkerHealth
+from tui.core.limits import PROBE_BODY_MAX
 from tui.sources.host import Host, HostAuthError, HostError
+from tui.sources.httpread import get_capped
 
 INTERVAL_S = 1.0
 TIMEOUT_S = 3.0
@@ -42,9 +44,10 @@ def parse_workers(body: object) -> tuple[WorkerHealth, ...]:
 
 
 async def _get(host: Host, port: int, path: str) -> httpx.Response:
+    """One GET, its body capped and its whole time bounded (a dripping answer ends at TIMEOUT_S)."""
     base = await host.http_base_url(port)
     async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=TIMEOUT_S) as client:
-        return await client.get(path)
+        return await get_capped(client, path, cap=PROBE_BODY_MAX, total_s=TIMEOUT_S)
 
 
 async def probe_router(host: Host, port: int) -> RouterInfo:

@@ -13,13 +13,14 @@ from collections.abc import AsyncIterator, Callable
 
 from tui.core.config import WatchConfig
 from tui.core.control import ProcessWatchLike
-from tui.core.events import Event
+from tui.core.events import Event, ServerProcess
 from tui.core.fold import Fold, StateStep
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.sources.health import HealthPoller
-from tui.sources.host import Host
+from tui.sources.host import Host, HostError
 from tui.sources.monitor import Monitor
+from tui.sources.procwatch import ProcessWatch
 from tui.sources.weightfiles import WeightFilesProbe
 
 
@@ -58,7 +59,7 @@ class Session:
             port=config.port,
             remote_python=config.remote_python,
             sim_gpus=config.sim_gpus,
-            process_watch=process_watch,
+            process_watch=process_watch or ProcessWatch(host, port=config.port, log_path=config.log),
             health=HealthPoller(host, config.port, enabled=config.health),
             ticks=ticks,
         )
@@ -74,6 +75,24 @@ class Session:
             now = self.clock()
             self.state = self.fold(self.state, batch, now)
             yield self.state, now
+
+    async def check_alive(self) -> Readiness:
+        """Fold a liveness check made now (the state after it): a fresh scan of the server's processes where
+        the watch can see them, else one /health (tui.core.liveness: what a verdict must rest on)."""
+        events: list[Event] = []
+        scan = getattr(self.monitor.process_watch, "process_state_now", None)
+        if scan is not None and self.state.process_visible:
+            try:
+                found: ServerProcess = await scan()
+            except (HostError, TimeoutError, OSError):
+                found = ServerProcess(alive=False, visible=False)  # unknown: /health decides below
+            if found.visible:
+                events.append(found)
+        if not events and self.monitor.health.enabled:
+            events.append(await self.monitor.health.check_health())
+        if events:
+            self.state = self.fold(self.state, events, self.clock())
+        return self.state
 
     async def close(self) -> None:
         await self.monitor.close()

@@ -14,10 +14,12 @@ import logging.handlers
 import os
 import shlex
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import asyncssh
+from asyncssh.listener import create_tcp_forward_listener
 
 from tui.core.events import ConnectionState
 from tui.sources.backoff import backoff_delays
@@ -469,13 +471,40 @@ class SshHost(Host):
             listener = self._forwards.get(port)
             if listener is None:
                 try:
-                    listener = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", int(port))
+                    listener = await _forward_to_loopback(conn, int(port))
                 except _LINK_ERRORS as exc:
                     raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
                 except asyncssh.Error as exc:
                     raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
                 self._forwards[port] = listener
             return f"http://127.0.0.1:{listener.get_port()}"
+
+
+# Where a forwarded connection goes on the host: IPv4 loopback, else IPv6 loopback when nothing accepts there
+# (a server started with `--host ::1`): one channel open more, and only while IPv4 refuses.
+LOOPBACKS = ("127.0.0.1", "::1")
+
+
+async def _forward_to_loopback(conn: asyncssh.SSHClientConnection, port: int) -> asyncssh.SSHListener:
+    """A listener on 127.0.0.1 here whose every connection is tunnelled to PORT on the host's loopback.
+
+    asyncssh's forward_local_port with the destination chosen per connection (its own forwarder underneath)."""
+
+    async def tunnel(
+        session_factory: Callable[[], asyncssh.SSHTCPSession[bytes]], orig_host: str, orig_port: int
+    ) -> tuple[asyncssh.SSHTCPChannel[bytes], asyncssh.SSHTCPSession[bytes]]:
+        refused: asyncssh.ChannelOpenError | None = None
+        for host in LOOPBACKS:
+            try:
+                return await conn.create_connection(session_factory, host, port, orig_host, orig_port)
+            except asyncssh.ChannelOpenError as exc:
+                if exc.code != asyncssh.OPEN_CONNECT_FAILED:
+                    raise
+                refused = refused or exc
+        assert refused is not None
+        raise refused
+
+    return await create_tcp_forward_listener(conn, asyncio.get_running_loop(), tunnel, "127.0.0.1", 0)
 
 
 def _as_bytes(data: bytes | str | None) -> bytes:

@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 
@@ -25,6 +26,7 @@ from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, 
 from tui.core.fold import Fold
 from tui.core.loglines import LineSplitter
 from tui.core.state import Phase, Readiness
+from tui.core.termtext import terminal_safe
 from tui.core.vocab import control_action
 from tui.ui import actions
 from tui.ui.labels import control_summary, kind_words, stopped_by_tool, verdict_words
@@ -417,6 +419,21 @@ class SglangTui(App[None]):
         view = StateAt(state, now)
         if not view.looks_like(self.view):
             self.view = view
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast; its words carry host and log text (file names, titles, a dump's frames): shown as text, never as
+        markup, with every character a terminal would obey made visible (tui.core.termtext)."""
+        super().notify(
+            terminal_safe(message), title=terminal_safe(title), severity=severity, timeout=timeout, markup=markup
+        )
 
     def _desktop_notify(self, title: str, body: str) -> None:
         """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""

@@ -30,6 +30,7 @@ from tui.ui.app import SglangTui, UiSources, split_log_events
 from tui.ui.labels import PHASE_NAMES, PHASE_STYLES
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.log_view import LogLine
+from tui.ui.text import safe_text
 
 Fold = Callable[[dm.Deployment, str, list[Any], float], dm.Deployment]
 
@@ -159,6 +160,6 @@ class DeploymentTui(SglangTui):
         if not self.paused:
             self._publish(state, self._shown_clock(now))
             try:
-                self.query_one(MembersPane).update(member_rows(self.dep, now))
+                self.query_one(MembersPane).update(safe_text(member_rows(self.dep, now)))
             except Exception:  # not mounted yet
                 pass

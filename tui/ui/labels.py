@@ -5,7 +5,7 @@ from __future__ import annotations
 from tui.core.events import ControlResult
 from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL
 from tui.core.fmt import gib_bytes
-from tui.core.state import ErrorInfo, Phase, Readiness
+from tui.core.state import ErrorInfo, Phase, PhaseSpan, Readiness
 from tui.core.vocab import control_action
 
 PHASE_NAMES: dict[Phase, str] = {
@@ -19,6 +19,21 @@ PHASE_NAMES: dict[Phase, str] = {
     Phase.SERVING: "serving",
     Phase.FAILED: "failed",
 }
+
+# Short enough to keep the timeline's duration column aligned ("draft CUDA graph capture" is not).
+_DRAFT_NAMES = {Phase.LOADING_WEIGHTS: "weights", Phase.CUDA_GRAPH: "CUDA graphs"}
+DRAFT_LABEL_WIDTH = 19
+
+
+def draft_label(span: PhaseSpan) -> str:
+    """A draft span's name: "draft weights", "draft CUDA graphs" for the draft's decode capture (`Capture draft
+    cuda graph`), and each other draft capture by its own ("draft extend graphs"), so that none reads twice."""
+    what = " ".join(span.name.split())
+    if span.phase is Phase.CUDA_GRAPH and what and what.lower() != "draft":
+        label = what if "draft" in what.lower() else f"draft {what}"
+        return (label + " graphs" if len(label) + 7 <= DRAFT_LABEL_WIDTH else label)[:DRAFT_LABEL_WIDTH]
+    return f"draft {_DRAFT_NAMES.get(span.phase, PHASE_NAMES[span.phase])}"[:DRAFT_LABEL_WIDTH]
+
 
 #: Theme variable per phase (for badges).
 PHASE_STYLES: dict[Phase, str] = {
@@ -46,6 +61,32 @@ MILESTONE_SHORT: dict[str, str] = {
     "warmup_request": "warmup",
     "fired_up": "ready",
     "unbalanced_memory": "unbalanced!",
+    # 0.5.14-0.5.23 lines: every kind a rank can print has a short word, so the ranks grid says what it is
+    "dist_init": "init…",
+    "kv_profile": "kv…",
+    "jit_begin": "jit…",
+    "jit_kernel": "jit…",
+    "jit_end": "jit✓",
+    "hf_snapshot": "load…",
+    "weight_cache": "load…",
+    "pd_bootstrap": "http",
+    "pd_warmup_begin": "warmup",
+    "pd_warmup_end": "warmup✓",
+    "http_running": "http",
+    "warmups_begin": "warmup",
+    "warmups_end": "warmup✓",
+    "eplb_begin": "eplb…",
+    "eplb_end": "eplb✓",
+    "shutdown": "stop…",
+    # the steps a window of the log may start at (tui.core.logshapes)
+    "load_step": "load…",
+    "kernel_autotune": "tune…",
+    "graph_step": "graph…",
+    "compile_autotune": "tune…",
+    "retract": "serving",
+    "http_access": "http",
+    "health_access": "http",
+    "request_log": "serving",
 }
 
 

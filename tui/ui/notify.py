@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import re
+from tui.core.termtext import terminal_safe
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 MAX_CHARS = 200
 
 
 def _clean(text: str) -> str:
-    text = _CONTROL.sub(" ", text)
+    text = terminal_safe(text.replace("\n", " ").replace("\t", " "), " ")  # inside an OSC: not even a newline
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 

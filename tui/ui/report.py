@@ -6,7 +6,7 @@ from tui.core.explain import explain
 from tui.core.fmt import GIB, clock_of, duration
 from tui.core.state import Readiness
 from tui.core.timeline import span_duration
-from tui.ui.labels import error_badge, kind_words, phase_label, phase_words, verdict_words
+from tui.ui.labels import draft_label, error_badge, kind_words, phase_label, phase_words, verdict_words
 
 
 def markdown_report(state: Readiness, now: float, host: str) -> str:
@@ -23,10 +23,10 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
     ]
     lines += [f"- {name}: {value}" for name, value in facts if value]
     if state.error is not None:
-        badge = error_badge(state.error)[0].strip()
+        badge, rank = error_badge(state.error)[0].strip(), state.error.rank
         lines += [
             "",
-            f"### Root cause: {badge} ({kind_words(state.error.kind)})",
+            f"### Root cause: {badge} ({kind_words(state.error.kind)})" + (f" on {rank}" if rank else ""),
             "",
             "```",
             state.error.line.strip(),
@@ -35,7 +35,7 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
     if state.timeline:
         lines += ["", "### Timeline", "", "| phase | log time | took |", "|---|---|---|"]
         for span in state.timeline:
-            name = phase_words(span.phase) + ("" if span.model == "main" else f" ({span.model})")
+            name = phase_words(span.phase) if span.model == "main" else draft_label(span)
             took = span_duration(span, now)
             lines.append(f"| {name} | {clock_of(span.start) or ''} | {duration(took) if took is not None else ''} |")
     if state.gpus is not None and state.gpus.gpus:

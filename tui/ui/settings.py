@@ -10,14 +10,18 @@
     log = "/data/sglang/server.log"
     port = 30001
 
-A bad file gives one line naming the key (SettingsError); parsing is pure, reading the file is `load`."""
+A bad file gives one line naming the key (SettingsError), and so does one that is not UTF-8, nested too deep to
+read or larger than any settings file (tui.core.limits.SETTINGS_MAX); parsing is pure, reading the file is `load`."""
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tui.core.limits import SETTINGS_MAX, size_words
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +58,8 @@ def parse(text: str, where: str = "config.toml") -> Settings:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise SettingsError(f"{where}: not valid TOML: {err}") from None
+    except RecursionError:  # arrays or inline tables nested hundreds deep: no settings file is
+        raise SettingsError(f"{where}: nested too deep to read (arrays or tables inside each other)") from None
     for key in data:
         if key not in _TOP:
             raise SettingsError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(_TOP))})")
@@ -103,13 +109,30 @@ def _table(data: dict[str, object], name: str, where: str) -> dict[str, object]:
 def load(path: Path | None = None) -> Settings:
     """The settings file, or the defaults when there is none; SettingsError when it is there but wrong."""
     path = path or config_path()
+    text = read_text(path)
+    return Settings() if text is None else parse(text, str(path))
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (None when there is none); SettingsError when it cannot be read, is too large or is not
+    UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read, a device never end it
+            raise SettingsError(f"{path}: not a regular file; make it one or move it away")
+        with open(path, "rb") as f:
+            data = f.read(SETTINGS_MAX + 1)
     except FileNotFoundError:
-        return Settings()
+        return None
     except OSError as err:
         raise SettingsError(f"{path}: cannot read it: {err.strerror or err}") from None
-    return parse(text, str(path))
+    if len(data) > SETTINGS_MAX:
+        raise SettingsError(f"{path}: over {size_words(SETTINGS_MAX)}, not a settings file; move it away")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SettingsError(
+            f"{path}: not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}); save it as UTF-8"
+        ) from None
 
 
 def with_theme(text: str, theme: str) -> str:
@@ -134,8 +157,7 @@ def save_theme(theme: str, path: Path | None = None) -> str | None:
     """Keep a theme chosen in the app (ctrl+p) in the config file, atomically; the problem as one line, or None."""
     path = path or config_path()
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        new = with_theme(text, theme)
+        new = with_theme(read_text(path) or "", theme)
         parse(new, str(path))  # never write a file that would not load
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")

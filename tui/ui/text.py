@@ -1,8 +1,12 @@
-"""Small text drawings for the panes: bars and sparklines (display only, no decisions)."""
+"""Small text drawings for the panes: bars and sparklines, and text made safe to draw (display only, no decisions)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from rich.text import Text
+
+from tui.core.termtext import UNSAFE, terminal_safe
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _SPARKS = "▁▂▃▄▅▆▇█"
@@ -42,3 +46,13 @@ def sparkline(values: Iterable[float | None], width: int, *, lo: float | None = 
             level = round((min(max(v, low), high) - low) / span * (len(_SPARKS) - 1))
             out.append(_SPARKS[level])
     return "".join(out)
+
+
+def safe_text(text: Text) -> Text:
+    """The Text with every character a terminal would obey made a visible mark (tui.core.termtext): the same
+    length, so every span keeps its place. Textual passes ESC through to the terminal."""
+    if not UNSAFE.search(text.plain):
+        return text
+    safe = text.copy()
+    safe.plain = terminal_safe(text.plain)
+    return safe

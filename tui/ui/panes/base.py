@@ -11,6 +11,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.core.state import Readiness
+from tui.core.termtext import terminal_safe
+from tui.ui.text import safe_text
 
 
 def same_facts(a: Readiness, b: Readiness) -> bool:
@@ -32,12 +34,11 @@ class StateAt(NamedTuple):
 
 def set_titles(widget: Widget, title: str, subtitle: str | None = None) -> None:
     """Set a border title and subtitle only when they differ (every set repaints the whole widget)."""
-    titles = (title, subtitle)
+    titles = (terminal_safe(title), terminal_safe(subtitle) if subtitle is not None else None)
     if getattr(widget, "_set_titles", None) == titles:
         return
     widget._set_titles = titles  # type: ignore[attr-defined]
-    widget.border_title = title
-    widget.border_subtitle = subtitle
+    widget.border_title, widget.border_subtitle = titles
 
 
 class StatePane(Static):
@@ -78,7 +79,7 @@ class StatePane(Static):
         raise NotImplementedError
 
     def redraw(self) -> None:
-        text = self.draw(self.state, self.now)
+        text = safe_text(self.draw(self.state, self.now))  # host and log text never reaches Textual raw
         if text == self._drawn:
             return
         # Widths come from the layout, heights from the line count: same count, no layout pass (CPU when idle).

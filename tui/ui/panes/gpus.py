@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 from tui.core.events import GpuInfo
 from tui.core.fmt import GIB, ago
 from tui.core.state import Readiness
+from tui.core.termtext import terminal_safe
 from tui.ui.panes.base import StateAt, set_titles
 from tui.ui.text import bar, sparkline
 
@@ -49,7 +50,14 @@ def _gib(n: int | None) -> str:
     return "N/A" if n is None else f"{n / GIB:.1f}"
 
 
-def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) -> tuple[Text, ...]:
+def rank_cell(ranks: list[str], failed: str | None, stale: bool) -> Text:
+    """The GPU's ranks ("TP3"); the rank whose line says why the launch failed marked "TP3 ✗" in red."""
+    if failed is None or failed not in ranks:
+        return Text(",".join(ranks) or "—", style="dim" if stale else "")
+    return Text(f"{','.join(ranks)} ✗", style="bold red")
+
+
+def _cells(gpu: GpuInfo, ranks: Text, history: tuple[float, ...], stale: bool) -> tuple[Text, ...]:
     dim = "dim" if stale else ""
     fraction = gpu.used_bytes / gpu.total_bytes if gpu.used_bytes is not None and gpu.total_bytes else None
     bar_style = "dim" if stale else ("red" if fraction is not None and fraction > 0.95 else "green")
@@ -60,14 +68,14 @@ def _cells(gpu: GpuInfo, ranks: str, history: tuple[float, ...], stale: bool) ->
     util = f"{gpu.util_pct:.0f}%" if gpu.util_pct is not None else "N/A"
     if gpu.procs:
         top = max(gpu.procs, key=lambda p: p.used_bytes or 0)
-        held = f"{top.pid} {top.name or '?'}"
+        held = f"{top.pid} {terminal_safe(top.name or '?')}"
         if len(gpu.procs) > 1:
             held += f" +{len(gpu.procs) - 1}"
     else:
         held = "—"
     return (
         Text(f"{gpu.node} {gpu.index}" if gpu.node else str(gpu.index), style="bold " + dim),  # a deployment: by node
-        Text(ranks or "—", style=dim),
+        ranks,
         memory,
         Text(f"{_gib(gpu.used_bytes):>6} / {_gib(gpu.total_bytes):<6}", style=dim),
         Text(f"{util:>4}", style=dim),
@@ -148,10 +156,12 @@ class GpuPane(DataTable[Text]):
         self._show_titles()
         # A clock tick changes at most the title above; the rows change only with a sample, ranks or staleness.
         # Only what the cells show: a sample's own clock and the history beyond the sparkline never reach them.
+        failed = state.error.rank if state.error is not None else None  # which rank failed (tui.core.fold_log)
         rows_from = (
             snapshot.gpus if snapshot is not None else None,
             tuple((index, values[-SPARK_WIDTH:]) for index, values in state.gpu_history),
             state.ranks,
+            failed,
             stale,
         )
         if rows_from == self._rows_from:
@@ -169,7 +179,8 @@ class GpuPane(DataTable[Text]):
         columns = columns_for(gpus)
         wanted = {}
         for g in gpus:
-            cells = _cells(g, ",".join(ranks_by_gpu.get(g.index, [])), history.get(g.index, ()), stale)
+            ranks = rank_cell(ranks_by_gpu.get(g.index, []), failed, stale)
+            cells = _cells(g, ranks, history.get(g.index, ()), stale)
             wanted[f"gpu{g.index}"] = cells[:EXTRA_AT] + _extra_cells(g, columns, stale) + cells[EXTRA_AT:]
         if columns != self._columns:  # the probe gained (or lost) temperature or power: the columns change once
             self.clear(columns=True)

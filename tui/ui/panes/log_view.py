@@ -18,10 +18,10 @@ from textual.strip import Strip
 from tui.core.loglines import classify_line
 from tui.core.probes import is_probe_line
 from tui.core.ranklabels import sort_key
+from tui.core.termtext import terminal_safe
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 _UNKNOWN = object()
@@ -66,7 +66,7 @@ def display_text(text: str) -> str:
     """Tabs expanded and control characters made visible, for drawing."""
     if "\t" in text:
         text = text.expandtabs()
-    return _CONTROL.sub("�", text)
+    return terminal_safe(text, "�")
 
 
 def search_pattern(term: str) -> re.Pattern[str]:

@@ -6,6 +6,7 @@ import re
 
 from rich.text import Text
 
+from tui.core.capture import current_capture
 from tui.core.eta import bar_left
 from tui.core.fmt import duration, eta, rate
 from tui.core.state import BarState, Phase, RankState, Readiness
@@ -13,8 +14,8 @@ from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
 from tui.ui.panes.base import StatePane
 from tui.ui.text import bar
 
-RANK_CELL = 21  # "  TP12 graph…  25.7G"
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
+FAILED_WORD = "failed"  # the rank whose line says why the launch failed (ErrorInfo.rank)
 
 
 def _rank_word(kind: str) -> str:
@@ -23,7 +24,22 @@ def _rank_word(kind: str) -> str:
     return f"d:{word}" if draft else word
 
 
-def _word_style(word: str) -> str:
+def rank_word(rank: RankState, state: Readiness | None = None) -> str:
+    """A rank's word: its last milestone ("graph…"); once the launch failed, "failed" for the rank that failed
+    and, for the others, where they stopped without the "…" of work going on (nothing runs any more)."""
+    word = _rank_word(rank.last_milestone or "")
+    if state is None or state.phase is not Phase.FAILED:
+        return word
+    if state.error is not None and state.error.rank == rank.name:
+        return FAILED_WORD
+    return word.removesuffix("…")
+
+
+def _word_style(word: str, state: Readiness | None = None) -> str:
+    if word == FAILED_WORD:
+        return "bold red"
+    if state is not None and state.phase is Phase.FAILED:
+        return "dim"
     return (
         "green"
         if word.endswith("✓") or word in ("ready", "http", "up")
@@ -31,11 +47,19 @@ def _word_style(word: str) -> str:
     )
 
 
-def rank_groups(ranks: tuple[RankState, ...]) -> list[tuple[str, str]]:
+def free_words(gb: float | None) -> str:
+    """Free GPU memory as a rank's line says it (`avail mem=138.05 GB`), labelled so that no one reads it as
+    the memory used next to the GPU pane's figures."""
+    if gb is None:
+        return "—"
+    return f"{gb:.1f}G free" if gb < 10 else f"{gb:.0f}G free"  # whole GiB from 10 up: three ranks a row at 120
+
+
+def rank_groups(ranks: tuple[RankState, ...], state: Readiness | None = None) -> list[tuple[str, str]]:
     """Neighbouring ranks at the same milestone, as ("TP0–5", "load✓"): every rank named in a few words."""
     groups: list[tuple[str, int | None, int | None, str]] = []  # (prefix, first, last, word); numbers None: a name
     for rank in ranks:
-        word = _rank_word(rank.last_milestone or "")
+        word = rank_word(rank, state)
         m = _NUMBERED.match(rank.name)
         prefix, n = (m.group(1), int(m.group(2))) if m else (rank.name, None)
         if groups and n is not None:
@@ -56,10 +80,10 @@ def rank_groups(ranks: tuple[RankState, ...]) -> list[tuple[str, str]]:
     return out
 
 
-def compact_ranks(text: Text, ranks: tuple[RankState, ...], width: int) -> None:
+def compact_ranks(text: Text, ranks: tuple[RankState, ...], width: int, state: Readiness | None = None) -> None:
     """One line naming every rank by group ("ranks TP0–5 load✓  TP6–7 load…"), or "+N" for what does not fit."""
     text.append(f"{'ranks':<8}", style="bold")
-    groups = rank_groups(ranks)
+    groups = rank_groups(ranks, state)
     used = 8
     for i, (name, word) in enumerate(groups):
         piece = f"{name} {word}  "
@@ -68,8 +92,20 @@ def compact_ranks(text: Text, ranks: tuple[RankState, ...], width: int) -> None:
             text.append(f"+{rest} more (2)", style="bold yellow")
             return
         text.append(f"{name} ", style="bold")
-        text.append(f"{word}  ", style=_word_style(word))
+        text.append(f"{word}  ", style=_word_style(word, state))
         used += len(piece)
+
+
+def rank_grid(text: Text, state: Readiness, width: int) -> None:
+    """One cell per rank ("TP3 graph… 17G free"), as many a row as fit, the columns as wide as their words."""
+    cells = [(r.name, rank_word(r, state), free_words(r.avail_mem_gb)) for r in state.ranks]
+    name_w, word_w, mem_w = (max(len(cell[i]) for cell in cells) for i in range(3))
+    per_row = max(1, (width + 2) // (name_w + word_w + mem_w + 4))
+    for i, (name, word, free) in enumerate(cells):
+        text.append("\n" if i % per_row == 0 else "  ")
+        text.append(f"{name:>{name_w}} ", style="bold")
+        text.append(f"{word:<{word_w}} ", style=_word_style(word, state))
+        text.append(f"{free:>{mem_w}}", style="dim")
 
 
 def _bar_line(
@@ -131,11 +167,12 @@ class ShardsPane(StatePane, can_focus=True):
         return (
             state.shards,
             state.draft_shards,
-            state.capture,
+            current_capture(state),
             state.ranks,
             state.server.speculative,
             state.stall is not None,
             state.phase is Phase.FAILED,
+            state.error,
             stopped_by_tool(state) is not None,
             self.compact,
         )
@@ -143,7 +180,6 @@ class ShardsPane(StatePane, can_focus=True):
     def draw(self, state: Readiness, now: float) -> Text:
         pane_width = self.content_size.width or 80
         width = max(8, min(40, pane_width - 46))
-        per_row = max(1, (pane_width + 2) // RANK_CELL)
         text = Text(no_wrap=True, overflow="ellipsis")
         halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
         if halted == "failed" and stopped_by_tool(state) is not None:
@@ -153,28 +189,28 @@ class ShardsPane(StatePane, can_focus=True):
             text.append("\n")
             _bar_line(text, "draft", state.draft_shards, "shards", width, halted=halted, now=now)
         text.append("\n")
+        which, capture = current_capture(state)  # the count the header's reason gives too
         extra = ""
-        if state.capture is not None:
-            if state.capture.bs is not None:
-                extra += f"  bs={state.capture.bs}"
-            if state.capture.avail_mem_gb is not None:
-                extra += f"  avail {state.capture.avail_mem_gb:.1f} GB"
+        if which == "piecewise":
+            extra += "  piecewise" + (
+                " (compiling)" if capture is not None and capture.label.startswith("Compiling") else ""
+            )
+        if capture is not None:
+            if capture.bs is not None and which == "capture":
+                extra += f"  bs={capture.bs}"
+            if capture.avail_mem_gb is not None:
+                extra += f"  {capture.avail_mem_gb:.1f}G free"
         line_start = len(text.plain)
-        _bar_line(text, "graphs", state.capture, "batches", width, halted=halted, now=now)
-        if extra:  # the batch size and free memory: on the bar's line when they fit, else under it
+        unit = "sizes" if which == "piecewise" else "batches"
+        _bar_line(text, "graphs", capture, unit, width, halted=halted, now=now)
+        if extra:  # what is captured and the free memory: on the bar's line when they fit, else under it
             fits = len(text.plain) - line_start + len(extra) <= pane_width
             text.append(extra if fits else "\n" + " " * 8 + extra.strip(), style="dim")
         if state.ranks and self.compact:
             text.append("\n")
-            compact_ranks(text, state.ranks, pane_width)
+            compact_ranks(text, state.ranks, pane_width, state)
         elif state.ranks:
-            for i, rank in enumerate(state.ranks):
-                text.append("\n" if i % per_row == 0 else "  ")
-                word = _rank_word(rank.last_milestone or "")
-                text.append(f"{rank.name:>5} ", style="bold")
-                text.append(f"{word:<7}", style=_word_style(word))
-                mem = f"{rank.avail_mem_gb:>5.1f}G" if rank.avail_mem_gb is not None else "     —"
-                text.append(mem, style="dim")
+            rank_grid(text, state, pane_width)
         else:
             text.append("\nranks   none seen yet", style="dim")
         return text

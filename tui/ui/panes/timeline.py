@@ -9,7 +9,7 @@ from tui.core.eta import estimate
 from tui.core.fmt import clock_of, duration
 from tui.core.state import Phase, Readiness
 from tui.core.timeline import span_duration
-from tui.ui.labels import PHASE_NAMES, failed_phase, stopped_by_tool
+from tui.ui.labels import PHASE_NAMES, draft_label, failed_phase, stopped_by_tool
 from tui.ui.panes.base import StatePane
 
 STARTUP: tuple[Phase, ...] = (
@@ -21,10 +21,6 @@ STARTUP: tuple[Phase, ...] = (
     Phase.WARMUP,
     Phase.READY,
 )
-
-
-# Short enough to keep the duration column aligned ("draft CUDA graph capture" is not).
-_DRAFT_NAMES = {Phase.LOADING_WEIGHTS: "weights", Phase.CUDA_GRAPH: "CUDA graphs"}
 
 
 def _clock(at: str | None) -> str:
@@ -120,6 +116,5 @@ class TimelinePane(StatePane):
                 text.append(f"{name:<19}{'~' + duration(usual):>7}" if usual is not None else name, style="dim")
             for span in (s for s in draft if s.phase is phase):
                 text.append("\n")
-                label = f"draft {_DRAFT_NAMES.get(span.phase, PHASE_NAMES[span.phase])}"[:19]
-                text.append(f"  {'':<9}{label:<19}{duration(span_duration(span, now)):>7}", style="dim")
+                text.append(f"  {'':<9}{draft_label(span):<19}{duration(span_duration(span, now)):>7}", style="dim")
         return text

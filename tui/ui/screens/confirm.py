@@ -11,6 +11,7 @@ from textual.widgets import Button, Collapsible, Label, Static
 
 from tui.core.fmt import gib_bytes
 from tui.core.state import Readiness
+from tui.core.termtext import terminal_safe
 
 _WHAT_HAPPENS = {
     "restart": "SIGTERM to its process group, wait for every process to go, then launch it again",
@@ -84,8 +85,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Label(self.title_text, id="confirm-title")
-            yield Static("\n".join(self.summary), id="confirm-summary", markup=False)
+            yield Label(terminal_safe(self.title_text), id="confirm-title", markup=False)
+            yield Static(terminal_safe("\n".join(self.summary)), id="confirm-summary", markup=False)
             lines = self.command.count("\n") + 1
             with (
                 Collapsible(
@@ -94,7 +95,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 ),
                 VerticalScroll(),
             ):
-                yield Static(self.command, id="confirm-command", markup=False)
+                yield Static(terminal_safe(self.command), id="confirm-command", markup=False)
             with Horizontal():
                 yield Button("Yes (y)", variant="error", id="yes")
                 yield Button("No (n)", variant="primary", id="no")

@@ -13,6 +13,7 @@ from textual.widgets import Label, Static
 from tui.core.activity import fmt_bytes
 from tui.core.proctree import ProcRow, rows
 from tui.core.state import Readiness
+from tui.core.termtext import terminal_safe
 
 _STATES = {"R": "running", "S": "sleeping", "D": "disk wait", "T": "stopped", "t": "traced", "Z": "zombie", "I": "idle"}
 
@@ -53,7 +54,7 @@ class ProcTreeScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="proctree-box"):
-            yield Label(f"processes of the server on {self.where}", id="proctree-title", markup=False)
+            yield Label(terminal_safe(f"processes of the server on {self.where}"), id="proctree-title", markup=False)
             yield Static(self.shown(), id="proctree-lines", markup=False)
 
     def on_mount(self) -> None:
@@ -61,7 +62,7 @@ class ProcTreeScreen(ModalScreen[None]):
 
     def shown(self) -> str:
         s = self._state()
-        return table(rows(s.activity, s.gpus.gpus if s.gpus is not None else ()))
+        return terminal_safe(table(rows(s.activity, s.gpus.gpus if s.gpus is not None else ())))
 
     def _redraw(self) -> None:
         self.query_one("#proctree-lines", Static).update(self.shown())
