@@ -12,6 +12,7 @@ from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered he
     pytest_runtest_setup,
 )
 from tests.helpers.processes import cli, module_sim, module_spawn, sim, spawn, tmux  # noqa: F401 (fixtures)
+from tests.helpers.slurm import slurm_cluster  # noqa: F401 (fixture, registered here)
 from tests.helpers.sshd import Sshd
 from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (no test writes the repo)
 

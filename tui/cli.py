@@ -8,17 +8,30 @@ import importlib
 import os
 import sys
 
-from tui import __version__
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+
+
+class _Version(argparse.Action):
+    """--version, its number read only when asked (tui.__version__ reads the package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from tui import __version__
+
+        print(f"{parser.prog} {__version__}")  # to stdout, as argparse's own version action
+        parser.exit()
 
 
 def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     """The host and SSH options; `watching=False` (stop) leaves out what only a watch means."""
     p.add_argument("host", metavar="HOST", nargs="*",
                    help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
-                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path")  # fmt: skip
+                        "multi-node server, node 0 first, each HOST or HOST:/abs/log/path; slurm:JOBID (or "
+                        "LOGIN/slurm:JOBID through a login node): a Slurm job's nodes, reached with srun")  # fmt: skip
     p.add_argument("--deployment", metavar="FILE",
                    help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
@@ -76,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        "(sglang-tui SUBCOMMAND --help)",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
@@ -119,10 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
         "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
         "  4  cannot connect to the host, or authentication failed\n"
-        "  5  cannot see the server's processes (another user's; run as that user or root)",
+        "  5  cannot see the server's processes (another user's; run as that user or root)\n"
+        "  6  slurm:JOBID: no such running job, or no SGLang process in it (nothing stopped)",
     )  # fmt: skip
     _host_options(stop, watching=False)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
+    stop.add_argument("--grace", type=float, default=30.0, metavar="S",
+                      help="seconds from TERM to KILL, for SGLang's drain (default 30)")  # fmt: skip
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
     _host_options(dump)
@@ -142,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop after S seconds (default 300)")
     bench.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    _probe_parser(sub)
+    _export_parser(sub)
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
@@ -216,6 +236,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_TABLE = (
+    "exit codes (one table for every command):\n"
+    "  0  ready (--ready); progressing or ready (--alive)\n"
+    "  1  failed (a stop included)\n"
+    "  2  bad arguments\n"
+    "  3  stalled: no progress on any signal for longer than the phase allows\n"
+    "  4  cannot connect to the host, or authentication failed\n"
+    "  7  not ready yet (--ready: still starting, as `wait` at its deadline)"
+)
+
+
+def _probe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe = sub.add_parser(
+        "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_TABLE,
+        description="Run where the server runs (`probe local --port N --log PATH`) or over SSH. Each call reads only "
+        "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
+        "once.",
+    )  # fmt: skip
+    _host_options(probe, watching=False)
+    mode = probe.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--ready", action="store_true", help="exit 0 only when ready (this server's /health 200)")
+    mode.add_argument("--alive", action="store_true",
+                      help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
+    probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
+    probe.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    probe.add_argument("--timeout", type=float, default=1.0, metavar="S",
+                       help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
+    probe.add_argument("--no-health", action="store_true",
+                       help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
+    _history_options(probe)
+
+
+def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = sub.add_parser(
+        "export", help="Prometheus metrics (sglang_tui_*) of one server, a deployment or a fleet",
+        description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
+        "serve the readiness model at http://ADDR/metrics.",
+    )  # fmt: skip
+    _host_options(export, watching=False)
+    export.add_argument("--listen", metavar="ADDR", help="serve /metrics at HOST:PORT (`:PORT`: every interface)")
+    export.add_argument("--textfile", metavar="DIR",
+                        help="also write DIR/sglang-tui.prom for node_exporter's textfile collector (atomically)")  # fmt: skip
+    export.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    export.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(export)
+
+
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
     options each one accepts (argparse offers no public way to reach them)."""
@@ -258,6 +330,23 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     if any(c in word for c in ".@:") or word in ("local", "localhost"):
         return False
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
+
+
+def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | None:
+    """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
+    from tui.core.slurmjob import is_slurm_target
+
+    if not any(is_slurm_target(h) for h in hosts):
+        return None
+    if len(hosts) > 1 or getattr(args, "deployment", None):
+        return (
+            "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
+        )
+    if args.command in ("dump", "bench"):
+        return f"{args.command} does not reach Slurm jobs yet: give a node's HOST (its sshd), or watch with wait slurm:JOBID"
+    if getattr(args, "launch", None):
+        return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,6 +395,10 @@ def _main(argv: list[str]) -> int:
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None
+        problem = _slurm_target_problem(args, hosts)
+        if problem:
+            print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
+            return 2
     if hasattr(args, "host"):
         from tui.ui.settings import host_overrides
 

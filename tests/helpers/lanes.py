@@ -25,7 +25,12 @@ E2E_FIXTURES = frozenset({
     "cli",  # `python -m tui …`
     "tmux",  # a real terminal
     "spawn", "module_spawn",  # any other process, or processes the test starts in-process (LocalHost, asyncio)
+    "slurm_cluster",  # a real 2-node Slurm cluster (tests/helpers/slurm.py)
 })  # fmt: skip
+
+# Tests that share one costly session fixture run on one xdist worker (`--dist loadgroup`), so the fixture
+# starts once: every test that requests the fixture (directly or not) gets that xdist_group.
+XDIST_GROUPS = {"slurm_cluster": "slurm"}
 
 # Audit events (https://docs.python.org/3/library/audit_events.html) that start a process.
 _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system"})
@@ -54,6 +59,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = set(getattr(item, "fixturenames", ()))
         if E2E_FIXTURES & names:
             item.add_marker(pytest.mark.e2e)
+        for fixture, group in XDIST_GROUPS.items():
+            if fixture in names:
+                item.add_marker(pytest.mark.xdist_group(group))
         if MODULE_FIXTURES & names and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     markexpr = config.getoption("markexpr", "") or ""

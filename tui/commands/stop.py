@@ -51,8 +51,9 @@ async def stop(args: argparse.Namespace) -> int:
         return EXIT_CONNECT
     try:
         control = ServerControl(
-            host, port=args.port, log_path=args.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus
-        )
+            host, port=args.port, log_path=args.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
+            grace_s=args.grace,
+        )  # fmt: skip
         try:
             disagree = await control.disagreement() if port_named(args) else None
         except (HostError, TimeoutError) as exc:
@@ -87,6 +88,15 @@ def run(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 < args.port < 65536:
         print(f"sglang-tui stop: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
         return 2
+    if getattr(args, "grace", 0.0) < 0:
+        print(f"sglang-tui stop: --grace {args.grace:g} is below 0 seconds", file=sys.stderr)
+        return 2
+    from tui.core.slurmjob import is_slurm_target
+
+    if isinstance(args.host, str) and is_slurm_target(args.host):
+        from tui.commands import stop_slurm  # inside the job's allocation, then scancel
+
+        return stop_slurm.run(args)
     if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
         from tui.commands import stop_deployment  # every node / member, each confirmed
 

@@ -47,7 +47,14 @@ async def _stop(args: argparse.Namespace) -> int:
 
 async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts: list[Host]) -> int:
     controls = [
-        ServerControl(h, port=s.process_port, log_path=s.log, remote_python=args.remote_python, sim_gpus=s.sim_gpus)
+        ServerControl(
+            h,
+            port=s.process_port,
+            log_path=s.log,
+            remote_python=args.remote_python,
+            sim_gpus=s.sim_gpus,
+            grace_s=args.grace,
+        )  # fmt: skip
         for s, h in zip(specs, hosts, strict=True)
     ]
     named = port_named(args) or bool(getattr(args, "deployment", None))  # a deployment file names each port

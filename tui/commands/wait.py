@@ -406,4 +406,10 @@ def run(args: argparse.Namespace) -> int:
         from tui.commands import wait_deployment  # several nodes, or PD members: the deployment model
 
         return wait_deployment.run(args)
+    from tui.core.slurmjob import is_slurm_target
+
+    if is_slurm_target(args.host):
+        from tui.commands import wait_slurm  # a Slurm job: its nodes as a deployment, inside its allocation
+
+        return wait_slurm.run(args)
     return asyncio.run(_main(args))

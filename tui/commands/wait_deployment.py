@@ -22,6 +22,7 @@ from tui.commands.members import with_members
 from tui.commands.wait import EXIT_FAILED, EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
+from tui.core.control import ProcessWatchLike
 from tui.core.events import LogActivity
 from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
@@ -142,9 +143,16 @@ def _router_facts(dep: dm.Deployment, name: str, batch: list[object], log: Route
     return dep
 
 
-def deployment_monitor(specs: list[MemberSpec], hosts: list[Host], remote_python: str) -> DeploymentMonitor:
+def deployment_monitor(
+    specs: list[MemberSpec],
+    hosts: list[Host],
+    remote_python: str,
+    process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+) -> DeploymentMonitor:
     """One Monitor per member, and the router's poller (for `wait` and the TUI alike)."""
-    monitor = DeploymentMonitor.build(list(zip(specs, hosts, strict=True)), remote_python=remote_python)
+    monitor = DeploymentMonitor.build(
+        list(zip(specs, hosts, strict=True)), remote_python=remote_python, process_watch=process_watch
+    )
     add_router_pollers(monitor, specs, hosts)
     return monitor
 
@@ -159,21 +167,32 @@ def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], host
     monitor.add_stream(name, router_statuses((router[1], router[0].port) if router else None, prefills))
 
 
+async def wait_members(
+    args: argparse.Namespace,
+    reporter: DeploymentReporter,
+    started: float,
+    specs: list[MemberSpec],
+    hosts: list[Host],
+    process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+) -> int:
+    """Watch the connected members until the deployment's verdict (or --timeout, counted from `started`)."""
+    monitor = deployment_monitor(specs, hosts, args.remote_python, process_watch)
+    remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
+    found, dep = await fold_deployment(monitor, deployment_of(specs, args.stall_after), reporter, timeout=remaining)
+    if args.json:
+        reporter.emit_json(dm.combined(dep), force=True)
+    reporter.say(f"sglang-tui wait: {found.line}")
+    return found.code
+
+
 async def _main(args: argparse.Namespace) -> int:
     reporter = DeploymentReporter(bool(args.json))
     started = time.monotonic()
-
-    async def wait_members(specs: list[MemberSpec], hosts: list[Host]) -> int:
-        monitor = deployment_monitor(specs, hosts, args.remote_python)
-        remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        found, dep = await fold_deployment(monitor, deployment_of(specs, args.stall_after), reporter, timeout=remaining)
-        if args.json:
-            reporter.emit_json(dm.combined(dep), force=True)
-        reporter.say(f"sglang-tui wait: {found.line}")
-        return found.code
-
     return await with_members(
-        args, lambda line: reporter.say(f"sglang-tui wait: {line}"), wait_members, timeout=args.timeout
+        args,
+        lambda line: reporter.say(f"sglang-tui wait: {line}"),
+        partial(wait_members, args, reporter, started),
+        timeout=args.timeout,
     )
 
 

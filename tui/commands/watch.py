@@ -31,8 +31,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
         print("sglang-tui: --stall-after must be above 0 seconds", file=sys.stderr)
         return 2
-    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
-        from tui.commands import watch_deployment  # several nodes, or PD members: the deployment's TUI
+    from tui.core.slurmjob import is_slurm_target
+
+    slurm = isinstance(getattr(args, "host", None), str) and is_slurm_target(args.host)
+    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None) or slurm:
+        from tui.commands import watch_deployment  # several nodes, PD members, a Slurm job: the deployment's TUI
 
         return watch_deployment.run(args)
     return asyncio.run(watch(args))

@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from tui.commands.members import with_members
 from tui.commands.wait_deployment import MemberFolder, deployment_monitor, deployment_of
+from tui.core.control import ProcessWatchLike
 from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
 
@@ -21,11 +23,16 @@ async def watch(args: argparse.Namespace) -> int:
     return await with_members(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr), partial(_watch, args))
 
 
-async def _watch(args: argparse.Namespace, specs: list[MemberSpec], hosts: list[Host]) -> int:
+async def _watch(
+    args: argparse.Namespace,
+    specs: list[MemberSpec],
+    hosts: list[Host],
+    process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+) -> int:
     from tui.ui.app import UiSources
     from tui.ui.deployment_app import DeploymentTui
 
-    monitor = deployment_monitor(specs, hosts, args.remote_python)
+    monitor = deployment_monitor(specs, hosts, args.remote_python, process_watch)
     dep = deployment_of(specs, getattr(args, "stall_after", None))
     folder = MemberFolder(dep, monitor.set_phase)  # each member's phase fed back to its own Monitor
     label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
@@ -43,5 +50,25 @@ async def _no_batches() -> Any:  # the app reads member batches instead (Deploym
     yield
 
 
+async def watch_slurm(args: argparse.Namespace) -> int:
+    """The TUI over a Slurm job (`sglang-tui slurm:JOBID`): its nodes as a deployment (watch only)."""
+    from tui.commands import slurm_members
+    from tui.sources.slurm_procs import SlurmProcessWatch
+
+    async def body(members: slurm_members.SlurmMembers) -> int:
+        job_id = members.job_id
+
+        def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
+            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
+
+        return await _watch(args, members.specs, list(members.hosts), watch)
+
+    return await slurm_members.with_job(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr), body)
+
+
 def run(args: argparse.Namespace) -> int:
+    from tui.core.slurmjob import is_slurm_target
+
+    if isinstance(args.host, str) and is_slurm_target(args.host):
+        return asyncio.run(watch_slurm(args))
     return asyncio.run(watch(args))

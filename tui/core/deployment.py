@@ -102,9 +102,23 @@ def _head_node(dep: Deployment) -> Member | None:
     return next((m for m in dep.members if m.role == "node" and m.node_rank == 0), None)
 
 
+def follows_head(dep: Deployment, m: Member) -> Member | None:
+    """Node 0, for a non-zero node with no log of its own (a Slurm job whose nodes all write the batch script's
+    one output file, read by node 0): what it does is what node 0's log says. Its own process watch and GPUs
+    still count (its state failed is its own)."""
+    if m.role == "node" and m.node_rank not in (None, 0) and m.state.log_watched is False:
+        head = _head_node(dep)
+        if head is not None and head is not m and head.state.log_watched:
+            return head
+    return None
+
+
 def member_phase(dep: Deployment, m: Member) -> Phase:
     """The member's phase as the deployment sees it."""
     s = m.state
+    head = follows_head(dep, m)
+    if head is not None:
+        return Phase.FAILED if s.phase is Phase.FAILED else member_phase(dep, head)
     if m.role == "router":
         if s.phase is Phase.FAILED:
             return Phase.FAILED
@@ -140,7 +154,7 @@ def _progress(m: Member) -> float:
 
 
 def _rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
-    return (_ORDER[member_phase(dep, m)], _progress(m))
+    return (_ORDER[member_phase(dep, m)], _progress(follows_head(dep, m) or m))
 
 
 def least_advanced(dep: Deployment) -> Member:
@@ -202,6 +216,9 @@ def describe(dep: Deployment, m: Member) -> str:
         workers = info.known_workers
         healthy = sum(1 for w in workers if w.healthy)
         return f"up, {healthy}/{len(workers)} workers healthy"
+    head = follows_head(dep, m)
+    if head is not None and s.phase is not Phase.FAILED and s.connection not in ("reconnecting", "failed"):
+        return f"{describe(dep, head)} (in {head.name}'s log)"
     if phase is Phase.FAILED:
         if s.error is not None:
             return f"failed ({s.error.kind}): {s.error.line.strip()}"

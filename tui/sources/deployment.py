@@ -10,10 +10,11 @@ serve only a dummy /health that answers 200 from the start; each PD server; the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.control import ProcessWatchLike
 from tui.core.events import HealthResult
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host, HostError
@@ -94,11 +95,22 @@ class DeploymentMonitor:
         self._streams.append((name, items))
 
     @classmethod
-    def build(cls, specs: list[tuple[MemberSpec, Host]], *, remote_python: str = "python3") -> DeploymentMonitor:
+    def build(
+        cls,
+        specs: list[tuple[MemberSpec, Host]],
+        *,
+        remote_python: str = "python3",
+        process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+    ) -> DeploymentMonitor:
+        """One Monitor per member; `process_watch` builds a member's process watch (None: the usual one, found
+        by port and log; a Slurm job's nodes find theirs among the job's processes)."""
         pairs = []
         for spec, host in specs:
             health = None if spec.health else NoHealth(host, spec.port)
-            watch = ProcessWatch(host, port=spec.process_port, log_path=spec.log)
+            if process_watch is not None:
+                watch: ProcessWatchLike = process_watch(spec, host)
+            else:
+                watch = ProcessWatch(host, port=spec.process_port, log_path=spec.log)
             monitor = Monitor(host, log_path=spec.log, port=spec.port, remote_python=remote_python,
                               sim_gpus=spec.sim_gpus, health=health, gpus=spec.role != "router",
                               process_watch=watch)  # fmt: skip

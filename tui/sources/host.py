@@ -54,6 +54,10 @@ class RemoteProcess(abc.ABC):
     async def close(self) -> None:
         """Stop it: close the channel / kill the local process. Never leaves it running on the host."""
 
+    async def write(self, data: bytes) -> None:
+        """More bytes for its stdin, which stays open when it was started without `input` (the mux agent)."""
+        raise HostError(f"{type(self).__name__}: writing to a running command's stdin is not supported")
+
     async def __aenter__(self) -> RemoteProcess:
         return self
 
@@ -93,6 +97,10 @@ class Host(abc.ABC):
     @abc.abstractmethod
     async def http_base_url(self, port: int) -> str:
         """Base URL reaching 127.0.0.1:PORT on the host (SSH: through a local port forward)."""
+
+    async def url_to(self, host: str, port: int) -> str:
+        """Base URL reaching HOST:PORT as this host reaches it (a Slurm node's port from its login node)."""
+        raise HostError(f"{self.name}: cannot reach {host}:{port} from here")
 
     def on_connection(self, callback: Callable[[ConnectionState], None]) -> None:
         """Register a callback for connection state changes (connecting, connected, reconnecting, failed)."""

@@ -156,6 +156,16 @@ class LocalProcess(RemoteProcess):
     async def wait(self) -> int | None:
         return await asyncio.shield(self._child.exited)
 
+    async def write(self, data: bytes) -> None:
+        stdin = self._child.stdin
+        if stdin is None or stdin.is_closing():
+            raise HostError("the command's stdin is closed")
+        stdin.write(data)
+        try:
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise HostError(f"the command's stdin is closed ({exc})") from None
+
     async def close(self) -> None:
         self._owner._live.discard(self)
         await self._child.stop()
@@ -207,6 +217,9 @@ class LocalHost(Host):
 
     async def http_base_url(self, port: int) -> str:
         return f"http://{loopback_for(int(port))}:{int(port)}"
+
+    async def url_to(self, host: str, port: int) -> str:
+        return f"http://{host}:{int(port)}"
 
 
 def loopback_for(port: int, proc_net: str = "/proc/net") -> str:

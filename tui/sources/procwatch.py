@@ -91,7 +91,15 @@ class ProcessWatch:
     async def _adopt(self) -> _Target | None:
         """Find a server we did not launch in this session: pidfile, port listener, or log writer."""
         self._last_adopt = time.monotonic()
-        return self._target_from(cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path))))
+        return self._target_from(self._parse_find(await self._run(self._find_command())))
+
+    # How the server is found; a watch of another kind of server (a Slurm job's: sources/slurm_procs.py)
+    # finds it its own way, through the same watch loop.
+    def _find_command(self) -> str:
+        return cmds.find_command(self.port, self.log_path)
+
+    def _parse_find(self, text: str) -> FindResult:
+        return cmds.parse_find(text)
 
     def _target_from(self, found: FindResult) -> _Target | None:
         self._last_find = found
@@ -279,7 +287,7 @@ class ProcessWatch:
             self._target_changed.clear()
             every = interval if target else max(interval, _ADOPT_EVERY_S)  # how often the loop reports
             if target is None:
-                command = cmds.watch_find_command(self.port, self.log_path, every_s=every)
+                command = cmds.watch_find_command(self.port, self.log_path, every_s=every, find=self._find_command())
             else:
                 command = cmds.watch_scan_command(
                     group=target.group,
@@ -364,7 +372,7 @@ class ProcessWatch:
             return None
         kind, text = block
         if kind == cmds.WATCH_FIND:
-            found = self._target_from(cmds.parse_find(text))
+            found = self._target_from(self._parse_find(text))
             if found is None:
                 return self._not_found()
             self._target = found  # the watch starts over on it, with a scan at once
@@ -388,7 +396,7 @@ class ProcessWatch:
         kind, text = block
         if generation != self._generation or kind not in (cmds.WATCH_FIND, cmds.WATCH_PORT):
             return None
-        found = cmds.parse_find(text)
+        found = self._parse_find(text) if kind == cmds.WATCH_FIND else cmds.parse_find(text)
         if kind == cmds.WATCH_FIND:
             target = self._target_from(found)  # pure: the same answer _watched adopts
         owner = self._port_owner(found, target)

@@ -105,6 +105,13 @@ class SshProcess(RemoteProcess):
     async def read_stderr(self, n: int = 65536) -> bytes:
         return await self._read(self._proc.stderr, n)
 
+    async def write(self, data: bytes) -> None:
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+        except _LINK_ERRORS as exc:
+            raise HostUnreachable(f"{self._where}: connection lost ({exc})") from None
+
     async def wait(self) -> int | None:
         try:
             await self._proc.wait(check=False)
@@ -161,6 +168,7 @@ class SshHost(Host):
         self._conn: asyncssh.SSHClientConnection | None = None
         self._generation = 0
         self._forwards: dict[int, asyncssh.SSHListener] = {}
+        self._far_forwards: dict[tuple[str, int], asyncssh.SSHListener] = {}  # url_to: another machine's port
         self._forward_lock = asyncio.Lock()
         self._reconnect_task: asyncio.Task[None] | None = None
         self._final_error: HostError | None = None
@@ -333,9 +341,10 @@ class SshHost(Host):
         if generation != self._generation or self._closed:
             return
         self._conn = None
-        for listener in self._forwards.values():
+        for listener in [*self._forwards.values(), *self._far_forwards.values()]:
             listener.close()
         self._forwards.clear()
+        self._far_forwards.clear()
         reason = str(exc) if exc else "closed by the server"
         self._emit_connection(ConnectionState("reconnecting", f"connection lost: {reason}"))
         if self._reconnect_task is None or self._reconnect_task.done():
@@ -389,9 +398,10 @@ class SshHost(Host):
         self._closed = True
         if self._reconnect_task is not None:
             self._reconnect_task.cancel()
-        for listener in self._forwards.values():
+        for listener in [*self._forwards.values(), *self._far_forwards.values()]:
             listener.close()
         self._forwards.clear()
+        self._far_forwards.clear()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -477,6 +487,19 @@ class SshHost(Host):
                 except asyncssh.Error as exc:
                     raise HostUnreachable(f"{self.name}: cannot forward port {port}: {exc}") from None
                 self._forwards[port] = listener
+            return f"http://127.0.0.1:{listener.get_port()}"
+
+    async def url_to(self, host: str, port: int) -> str:
+        """A local port forward to HOST:PORT as this machine reaches it (a compute node from a login node)."""
+        async with self._forward_lock:
+            conn = await self._ready(10.0)
+            listener = self._far_forwards.get((host, port))
+            if listener is None:
+                try:
+                    listener = await conn.forward_local_port("127.0.0.1", 0, host, int(port))
+                except (*_LINK_ERRORS, asyncssh.Error) as exc:
+                    raise HostUnreachable(f"{self.name}: cannot forward to {host}:{port}: {exc}") from None
+                self._far_forwards[(host, port)] = listener
             return f"http://127.0.0.1:{listener.get_port()}"
 
 

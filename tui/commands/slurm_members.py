@@ -1,0 +1,225 @@
+"""`slurm:JOBID`, `slurm:` and `LOGIN/slurm:JOBID[:LOG]` as the members of a multi-node deployment: the job
+read with Slurm's commands (here, or on the login node over SSH), one SrunHost per node (node 0 first),
+each node's log from the job's StdOut or from the target's pattern.
+
+What `wait` and `stop` share; exit codes as DESIGN.md's table: 2 a bad target, 4 the login node cannot be
+reached, 6 no such running job (or none of yours runs SGLang).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from tui.commands.config import host_spec
+from tui.core import slurmjob as sj
+from tui.core.answerer import printable
+from tui.core.discovery import DEFAULT_PORT
+from tui.sources.connect import make_host
+from tui.sources.deployment import MemberSpec
+from tui.sources.discover import discover
+from tui.sources.host import Host, HostError
+from tui.sources.slurm import JobNodes, SlurmCli, SlurmError, SrunHost
+
+EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING = 2, 4, 6
+_PROBE_CONCURRENCY = 4  # `slurm:`: jobs whose script does not say SGLang are looked into this many at a time
+
+
+@dataclass
+class SlurmMembers:
+    """A resolved job: its nodes as deployment members, their hosts (one SrunHost each) and the base host."""
+
+    target: sj.SlurmTarget
+    job: JobNodes
+    specs: list[MemberSpec]
+    hosts: list[SrunHost]
+    base: Host
+    cli: SlurmCli
+    notes: list[str] = field(default_factory=list)  # what was decided on the way (said by the command)
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job.job_id
+
+    async def close(self) -> None:
+        await asyncio.gather(*(h.close() for h in self.hosts), return_exceptions=True)
+        await self.base.close()
+
+
+def node_logs(job: JobNodes, pattern: str | None) -> tuple[list[str | None], str]:
+    """Each node's log (node 0 first) and one line saying where they come from. A pattern with %N, %n or %t
+    names one file per node; any other (the batch script's StdOut by default) is one file for every node,
+    read by node 0 (the other nodes follow node 0's log: tui/core/deployment.follows_head)."""
+    nodes = job.nodes
+    if pattern:
+        if sj.per_node(pattern):
+            logs: list[str | None] = [
+                sj.node_log(pattern, job.job, i, job.hostnames.get(n, n)) for i, n in enumerate(nodes)
+            ]
+            return logs, f"logs: {pattern} on each node ({logs[0]}, …)"
+        one = sj.node_log(pattern, job.job, 0, job.hostnames.get(nodes[0], nodes[0]) if nodes else "")
+        return [one, *([None] * (len(nodes) - 1))], f"log: {one} (every node's, read on {nodes[0] if nodes else '?'})"
+    if not job.job.std_out:
+        return [None] * len(nodes), "no log: the job has no StdOut (an allocation, not a batch job): give --log"
+    head = job.job.batch_host or (nodes[0] if nodes else "")
+    one = sj.batch_log(job.job, job.hostnames.get(head, head))
+    return [one, *([None] * (len(nodes) - 1))], f"log: {one} (the batch script's output, every node's)"
+
+
+async def _runs_sglang(cli: SlurmCli, base: Host, job: sj.SlurmJob, remote_python: str) -> bool:
+    """Whether the job runs SGLang: its command or batch script says so, else an `sglang::` process of the
+    job on its first node (one short srun)."""
+    if sj.mentions_sglang(job.command) or sj.mentions_sglang(await cli.batch_script(job.job_id)):
+        return True
+    nodes = await cli.hostnames(job.node_list) if job.node_list else ()
+    if not nodes:
+        return False
+    host = SrunHost(base, job.job_id, nodes[0], remote_python=remote_python)
+    entry = shlex.quote(f"SLURM_JOB_ID={job.job_id}")
+    try:
+        result = await host.run(
+            f"for f in $(grep -l -a -z -x -F -e {entry} /proc/[0-9]*/environ 2>/dev/null); do "
+            'd=${f%/environ}; head -c 8 "$d/cmdline" 2>/dev/null; echo; done',
+            timeout=30,
+        )
+    except (HostError, TimeoutError):
+        return False
+    finally:
+        await host.close()
+    return any(line.startswith("sglang::") for line in result.stdout.decode("utf-8", "replace").splitlines())
+
+
+async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable[[str], None]) -> str | int:
+    """`slurm:`: the one running job of the user that runs SGLang (its id), else the exit code after a line."""
+    ids = await cli.running_jobs()
+    jobs = [j for j in await asyncio.gather(*(cli.job(i) for i in ids)) if j is not None]
+    gate = asyncio.Semaphore(_PROBE_CONCURRENCY)
+
+    async def check(job: sj.SlurmJob) -> bool:
+        async with gate:
+            return await _runs_sglang(cli, base, job, remote_python)
+
+    flags = await asyncio.gather(*(check(j) for j in jobs))
+    found = [j for j, ok in zip(jobs, flags, strict=True) if ok]
+    if not found:
+        running = (
+            f" ({len(jobs)} running job{'s' if len(jobs) != 1 else ''} of yours, none runs SGLang)" if jobs else ""
+        )
+        say(f"no running Slurm job of yours runs SGLang{running}: nothing to watch")
+        return EXIT_NOTHING
+    if len(found) > 1:
+        listed = ", ".join(f"slurm:{j.job_id} ({j.name}, {j.node_list})" for j in found)
+        say(f"{len(found)} running Slurm jobs run SGLang: name one ({listed})")
+        return EXIT_BAD_ARGS
+    return found[0].job_id
+
+
+async def resolve(args: argparse.Namespace, say: Callable[[str], None]) -> SlurmMembers | int:
+    """The job of args.host as members and connected-on-use hosts, or the exit code after one line was said."""
+    try:
+        target = sj.parse_target(args.host)
+    except sj.SlurmTargetError as err:
+        say(str(err))
+        return EXIT_BAD_ARGS
+    base = make_host(host_spec(args, target.login or "local"))
+    try:
+        found = await _resolve(args, target, base, say)
+    except BaseException:
+        await base.close()
+        raise
+    if isinstance(found, int):
+        await base.close()
+    return found
+
+
+async def _resolve(
+    args: argparse.Namespace, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
+) -> SlurmMembers | int:
+    try:
+        await base.connect()
+    except HostError as exc:
+        say(f"cannot connect to the login node {target.login}: {exc}")
+        return EXIT_CONNECT
+    cli = SlurmCli(base)
+    try:
+        job_id = target.job_id or await _pick_job(cli, base, args.remote_python, say)
+        if isinstance(job_id, int):
+            return job_id
+        job = await cli.job(job_id)
+        if job is None:
+            say(f"no Slurm job {job_id}" + (f" on {target.login}" if target.login else "") + ": nothing to watch")
+            return EXIT_NOTHING
+        if not job.running:
+            why = f" ({job.reason})" if job.reason else ""
+            say(f"slurm job {job_id} is {job.state or 'not running'}{why}: nothing runs in it now")
+            return EXIT_NOTHING
+        pattern = target.log or args.log
+        nodes = await cli.job_nodes(job, hostnames="%N" in (pattern or job.std_out))
+    except SlurmError as exc:
+        say(str(exc))
+        return EXIT_CONNECT
+    if not nodes.nodes:
+        say(f"slurm job {job_id} has no nodes yet: nothing runs in it now")
+        return EXIT_NOTHING
+    gpus = sj.gpus_per_node(job.tres_per_node)
+    hosts = [SrunHost(base, job_id, n, remote_python=args.remote_python, gpus=gpus) for n in nodes.nodes]
+    logs, where = node_logs(nodes, pattern)
+    sims = (args.sim_gpus or "").split(",") if args.sim_gpus else []
+    specs = [
+        MemberSpec(f"node{i}", "node", n, args.port, logs[i], i,
+                   sim_gpus=(sims[i] if i < len(sims) else sims[-1]) if sims else None)
+        for i, n in enumerate(nodes.nodes)
+    ]  # fmt: skip
+    members = SlurmMembers(target, nodes, specs, hosts, base, cli, [where])
+    if getattr(args, "discover", False):
+        members.notes.append(await _find_port(members, args))
+    return members
+
+
+async def _find_port(members: SlurmMembers, args: argparse.Namespace) -> str:
+    """No --port: the port of the SGLang server on node 0 (its argv), else SGLang's default."""
+    try:
+        found = await discover(members.hosts[0])
+    except (HostError, TimeoutError, OSError) as err:
+        return f"cannot look for the server's port on {members.specs[0].host} ({err}): watching port {DEFAULT_PORT}"
+    ports = sorted({s.port for s in found})
+    if len(ports) != 1:
+        return f"port: {DEFAULT_PORT} (give --port: {len(ports)} SGLang ports found on {members.specs[0].host})"
+    args.port = ports[0]
+    for spec in members.specs:
+        spec.port = ports[0]
+    return f"port: {ports[0]} (the SGLang server's on {members.specs[0].host})"
+
+
+async def with_job(
+    args: argparse.Namespace,
+    say: Callable[[str], None],
+    body: Callable[[SlurmMembers], Awaitable[int]],
+    *,
+    timeout_code: int = 7,
+    notes: bool = True,
+) -> int:
+    """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
+    every host; body's exit code or resolve's. Every line said is made printable: job names and paths come
+    from the cluster."""
+    timeout = getattr(args, "timeout", None)
+
+    def clean(line: str) -> None:
+        say(printable(line, 600))
+
+    try:
+        found = await asyncio.wait_for(resolve(args, clean), timeout)
+    except asyncio.TimeoutError:
+        clean(f"timed out reading the Slurm job {args.host}")
+        return timeout_code
+    if isinstance(found, int):
+        return found
+    for note in found.notes if notes else ():
+        clean(note)
+    try:
+        return await body(found)
+    finally:
+        await found.close()

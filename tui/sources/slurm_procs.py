@@ -1,0 +1,221 @@
+"""The server's processes on one node of a Slurm job: found among the job's own processes, then watched and
+stopped as every other server is (tui/sources/procwatch.py, control.py: its group, its descendants, never a
+process by name).
+
+On a compute node the usual evidence misleads: the job's log is written by slurmstepd or by the batch
+script's srun, not by the server, and the node's share of a multi-node server listens on no port. So the
+find lists the job's processes (SLURM_JOB_ID=J in /proc/PID/environ, on this node: SLURMD_NODENAME) with
+their step, and the server is the first ancestor that is no `sglang::` process of the job's `sglang::`
+processes (or of the port's listener): `python -m sglang.launch_server` as srun's task, or as the batch
+script's child. The batch script itself, and srun clients, are never the server. Our own processes carry no
+SLURM_JOB_ID (tui/sources/slurm.py takes it out of the agent's environment).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from tui.core.events import ServerProcess
+from tui.sources import control_cmds as cmds
+from tui.sources.control import ServerControl
+from tui.sources.control_cmds import FindResult, Proc
+from tui.sources.host import Host
+from tui.sources.procwatch import ProcessWatch, _Target
+
+q = shlex.quote
+BATCH = "batch"  # the step of a process of the batch script (no SLURM_STEP_ID in its environment)
+
+
+def job_procs_command(job_id: str) -> str:
+    """For each process of the job on this machine: `J PID STEP NODE`, `S PID state ppid pgid sid start`,
+    `C PID cmdline`."""
+    entry = q(f"SLURM_JOB_ID={job_id}")
+    return f"""for p in $(grep -l -a -z -x -F -e {entry} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+  s=$({cmds._STAT_FIELDS}) && [ -n "$s" ] || continue
+  e=$(tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -E '^(SLURM_STEP_ID|SLURMD_NODENAME)=')
+  st=$(printf '%s\\n' "$e" | sed -n 's/^SLURM_STEP_ID=//p' | head -n 1)
+  nd=$(printf '%s\\n' "$e" | sed -n 's/^SLURMD_NODENAME=//p' | head -n 1)
+  echo "J $p ${{st:-{BATCH}}} ${{nd:--}}"; echo "S $p $s"
+  {cmds._CMDLINE_LINE}
+done"""
+
+
+def find_command(port: int | None, job_id: str) -> str:
+    """The usual find (the port's listeners, what this uid can see) without the log's writers, and the job's
+    processes (job_procs_command)."""
+    return f"{cmds.find_command(port, None)}\n{job_procs_command(job_id)}"
+
+
+@dataclass(frozen=True)
+class JobProc:
+    proc: Proc
+    step: str  # SLURM_STEP_ID, or `batch`
+    node: str  # SLURMD_NODENAME ("" when unset)
+    cmdline: str
+
+    @property
+    def titled(self) -> bool:
+        return self.cmdline.startswith("sglang::")
+
+
+@dataclass(frozen=True)
+class SlurmFound(FindResult):
+    """A find on a node of the job: FindResult's facts, and the job's processes on this node."""
+
+    job: dict[int, JobProc] = field(default_factory=dict)
+
+
+def parse_job_procs(text: str, node: str | None = None) -> dict[int, JobProc]:
+    """The `J`, `S` and `C` lines as pid -> JobProc, only this node's (a process whose SLURMD_NODENAME names
+    another node runs elsewhere: on a test cluster, every node is the same machine)."""
+    steps: dict[int, tuple[str, str]] = {}
+    stats: dict[int, Proc] = {}
+    names: dict[int, str] = {}
+    for line in text.splitlines():
+        if cmds._cmdline_line(line, names):
+            continue
+        f = line.split()
+        if len(f) == 4 and f[0] == "J" and f[1].isdigit():
+            steps[int(f[1])] = (f[2], "" if f[3] == "-" else f[3])
+        elif len(f) == 7 and f[0] == "S" and f[1].isdigit():
+            try:
+                pid, (state, ppid, pgid, sid, start) = int(f[1]), f[2:]
+                stats[pid] = Proc(pid, int(ppid), int(pgid), int(sid), state, int(start), names.get(pid, ""))
+            except ValueError:
+                continue
+    out = {}
+    for pid, (step, where) in steps.items():
+        proc = stats.get(pid)
+        if proc is None or (node and where and where != node):
+            continue
+        name = names.get(pid, proc.name)
+        out[pid] = JobProc(Proc(**{**proc.__dict__, "name": name}), step, where, name)
+    return out
+
+
+def _root(pid: int, job: dict[int, JobProc]) -> int:
+    """The first ancestor of pid (itself included) that is no `sglang::` process, among the job's."""
+    seen: set[int] = set()
+    while job[pid].titled and job[pid].proc.ppid in job and pid not in seen:
+        seen.add(pid)
+        pid = job[pid].proc.ppid
+    return pid
+
+
+def _descendants(root: int, job: dict[int, JobProc]) -> set[int]:
+    members = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, jp in job.items():
+            if pid not in members and jp.proc.ppid in members:
+                members.add(pid)
+                grew = True
+    return members
+
+
+def server_target(found: SlurmFound, job_id: str, node: str) -> _Target | None:
+    """The server among the job's processes on this node (None: no SGLang process of the job runs here)."""
+    live = {pid: jp for pid, jp in found.job.items() if jp.proc.alive}
+    listeners = [pid for pid in found.port_pids if pid in live]
+    titled = [pid for pid, jp in live.items() if jp.titled]
+    roots = {_root(pid, live) for pid in listeners or titled}
+    if not roots:
+        return None
+    # Several servers of one job on one node: the port's, else the oldest.
+    main = min((live[pid].proc for pid in roots), key=lambda p: (p.start, p.pid))
+    members = _descendants(main.pid, live)
+    if live[main.pid].titled:  # its launcher is gone (re-parented schedulers): those of its group are the server
+        members |= {pid for pid, jp in live.items() if jp.titled and jp.proc.pgid == main.pgid}
+    step = live[main.pid].step
+    where = f"step {step}" if step != BATCH else "the batch script"
+    return _Target(
+        main=main.pid,
+        group=main.pgid if main.pgid == main.pid or live[main.pid].titled else None,
+        session=main.pid if main.sid == main.pid else None,
+        known={pid: live[pid].proc.start for pid in members},
+        names={pid: live[pid].cmdline for pid in members},
+        how=f"slurm job {job_id} ({where}) on {node}",
+    )
+
+
+def batch_roots(found: SlurmFound) -> dict[int, int]:
+    """The batch script's own processes at the top of the batch step (pid -> start): what ends the job when it
+    exits. (The server, when the script started it itself, is its child, never one of these.)"""
+    job = found.job
+    return {
+        pid: jp.proc.start
+        for pid, jp in job.items()
+        if jp.step == BATCH and jp.proc.alive and not jp.titled and (jp.proc.ppid not in job)
+    }
+
+
+class SlurmFind:
+    """The Slurm job's way of finding the server (mixed into ProcessWatch and ServerControl)."""
+
+    job_id: str
+    node: str
+    port: int | None
+    _last_find: FindResult | None
+
+    def _find_command(self) -> str:
+        return find_command(self.port, self.job_id)
+
+    def _parse_find(self, text: str) -> FindResult:
+        base = cmds.parse_find(text)
+        return SlurmFound(**base.__dict__, job=parse_job_procs(text, self.node))
+
+    def _target_from(self, found: FindResult) -> _Target | None:
+        self._last_find = found
+        if not isinstance(found, SlurmFound):
+            return None
+        return server_target(found, self.job_id, self.node)
+
+    def _not_found(self) -> ServerProcess:
+        return ServerProcess(alive=False, detail=f"no SGLang process of slurm job {self.job_id} on {self.node}")
+
+
+class SlurmProcessWatch(SlurmFind, ProcessWatch):
+    """Read only: the server's processes on one node of the job."""
+
+    def __init__(self, host: Host, *, job_id: str, node: str, port: int | None) -> None:
+        ProcessWatch.__init__(self, host, port=port, log_path=None)
+        self.job_id = job_id
+        self.node = node
+
+
+class SlurmControl(SlurmFind, ServerControl):
+    """Stops the server on one node of the job as `stop` stops any server (TERM its group, grace, KILL, the
+    sweep of its group and descendants, GPU memory confirmed), and holds the job while it does."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        job_id: str,
+        node: str,
+        port: int | None,
+        remote_python: str = "python3",
+        sim_gpus: str | None = None,
+        grace_s: float | None = None,
+    ) -> None:
+        ServerControl.__init__(self, host, port=port, log_path=None, remote_python=remote_python, sim_gpus=sim_gpus)
+        if grace_s is not None:
+            self.grace_s = grace_s
+        self.job_id = job_id
+        self.node = node
+
+    async def hold_batch(self) -> dict[int, int]:
+        """SIGSTOP the batch script (on the batch host), so that the job outlives its server: once the server
+        is gone the script would end, and the job with it, before every node is confirmed. Its pids."""
+        found = self._parse_find(await self._run(job_procs_command(self.job_id)))
+        roots = batch_roots(found) if isinstance(found, SlurmFound) else {}
+        if roots:
+            await self._run(f"{cmds.PROC_FUNCS}\n{cmds.signal_pids_command('STOP', roots)}")
+        return roots
+
+    async def release_batch(self, held: dict[int, int]) -> None:
+        """SIGCONT what hold_batch stopped."""
+        if held:
+            await self._run(f"{cmds.PROC_FUNCS}\n{cmds.signal_pids_command('CONT', held)}")
