@@ -30,6 +30,17 @@ def header_when(tmux: Tmux, words: tuple[str, ...], limit: float = 90.0) -> list
     raise AssertionError(f"not within {limit:g} s: {words}; the header was:\n" + "\n".join(rows))
 
 
+def quit_tui(tmux: Tmux, limit: float = 60.0) -> None:
+    """`q`, then wait until the TUI has left (its session ends with it): a TUI whose terminal is killed under it
+    is not left behind."""
+    tmux("send-keys", "-t", "tui", "q")
+    deadline = time.monotonic() + limit
+    while tmux("has-session", "-t", "tui", check=False).returncode == 0:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the TUI did not quit within {limit:g} s of q")
+        time.sleep(0.2)
+
+
 def start(tmux: Tmux, size: tuple[int, int], *args: str) -> None:
     # tmux hands its panes COLUMNS=80 LINES=24 here, and Rich takes those over the terminal's own size
     command = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "tui", "local", *args])
@@ -43,9 +54,11 @@ def test_a_missing_log_is_the_headline(tmux: Tmux, tmp_path: Path, size: tuple[i
     said = f"log file missing: {log}; nothing listens on port {port}"
     rows = header_when(tmux, ("LOG MISSING", "log file missing: ") + ((said,) if size[0] >= 200 else ()))
     assert not any("STARTING" in row for row in rows)
+    quit_tui(tmux)
 
 
 def test_no_log_and_nothing_listening_is_the_headline(tmux: Tmux) -> None:
     port = free_port()
     start(tmux, (200, 50), "--port", str(port))
     header_when(tmux, ("NOTHING LISTENS", f"nothing listens on port {port} and no log was given"))
+    quit_tui(tmux)
