@@ -57,7 +57,7 @@ def test_alias_in_home_ssh_config_names_its_port_and_the_pasted_command_lets_the
     line, argv = _refusal(cli, sim, env=env)
     known = home / ".ssh" / "known_hosts"
     assert f"unknown host key for gpu1 (127.0.0.1:{sshd.port}): ED25519 key fingerprint is {_fingerprint(sshd)}" in line
-    assert "ssh-keyscan" not in line and ":22" not in line
+    assert "ssh-keyscan" not in line and "127.0.0.1:22)" not in line and "-p 22 " not in line
     assert not known.exists()  # refused, and nothing written on our own
     subprocess.run(["sh", "-c", line.split("trust it with: ", 1)[1]], check=True, env={"HOME": str(home)})
     assert known.read_text().split() == _host_key_line(sshd)
