@@ -44,7 +44,7 @@ def test_an_unknown_owner_is_said_as_another_user() -> None:
 
 def test_a_missing_log_is_named_in_the_reason_until_bytes_arrive() -> None:
     s = reduce(Readiness(), LogFile("missing", "/srv/typo.log"), 1.0)
-    assert s.reason == "waiting for the first log line: log file missing: /srv/typo.log"
+    assert s.reason == "log file missing: /srv/typo.log"  # what is missing, not "waiting for the first log line"
     s = reduce(s, LogActivity(6, b"hello\n"), 2.0)
     assert s.reason == "waiting for the first log line" and s.log_file == LogFile("ok", "/srv/typo.log")
 

@@ -6,7 +6,6 @@ on a LocalHost against the real simulator."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from textual.widgets import Label, Static
@@ -112,25 +111,3 @@ async def test_escape_stops_a_running_bench_and_leaves_no_request_running(drafte
         await pilot.press(key)  # no bench running: the key does what it did before (nothing here, no crash)
         await pilot.pause()
         assert len(app.bench_results) == 1
-
-
-@pytest.mark.screenshots
-async def test_export_bench_result_screenshot(tmp_path: Path, sim: Sims) -> None:
-    """screenshots/bench_result.svg: a bench of the failing drafter next to the last launch's. The simulator runs
-    at --speed 1 so the figures are a 70B-on-8-GPUs' (a 12 ms forward), which makes its startup take minutes."""
-    from tests.test_screenshots import SCREENSHOTS, portable_fonts
-
-    slow = sim(tmp_path, tp=2, shards=4, speed=1.0, accept_len=1.5)
-    try:
-        _ready(slow, timeout=600)
-        app, source, clock = make(slow, BenchPlan(), previous=LAST_LAUNCH)
-        async with app.run_test(size=SIZE) as pilot:
-            await play(pilot, source, clock, startup_to_ready())
-            await pilot.press("b", "y")
-            await _until(pilot, lambda: isinstance(app.screen, BenchResultScreen), tries=6000)
-            await pilot.pause()
-            path = Path(app.save_screenshot(filename="bench_result.svg", path=str(SCREENSHOTS)))
-    finally:
-        slow.stop()
-    path.write_text(portable_fonts(path.read_text()))
-    assert "last launch 3.10" in path.read_text().replace("&#160;", " ")

@@ -58,11 +58,14 @@ def test_log_deleted_mid_load_is_named_and_followed_to_ready(cli: Cli, sim: Sims
     assert final["phase"] == "ready" and final["shards"] == {"done": 8, "total": 8}
 
 
-def test_missing_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None:
-    log = tmp_path / "typo.log"
-    run = cli("wait", "local", "--log", log, "--port", str(free_port()), "--timeout", "3", timeout=60)
-    last = run.stderr.strip().splitlines()[-1]
-    assert run.returncode == 2 and last.endswith(f"waiting for the first log line: log file missing: {log}"), last
+def test_missing_log_is_named_in_the_first_line_and_ends_the_wait_after_the_grace(tmp_path: Path, cli: Cli) -> None:
+    log, port = tmp_path / "typo.log", free_port()
+    run = cli("wait", "local", "--log", log, "--port", str(port), "--missing-log-grace", "1", "--timeout", "60",
+              timeout=60)  # fmt: skip
+    lines = run.stderr.strip().splitlines()
+    missing = f"log file missing: {log}; nothing listens on port {port}"
+    assert run.returncode == 6 and missing in lines[0], run.stderr
+    assert lines[-1].startswith(f"sglang-tui wait: nothing found: {missing} (for "), lines[-1]
 
 
 def test_a_directory_as_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None:
