@@ -19,6 +19,7 @@ from tui.core.loglines import classify_line
 from tui.core.probes import is_probe_line
 from tui.core.ranklabels import sort_key
 from tui.core.termtext import terminal_safe
+from tui.ui.text import wrap_spans
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
@@ -223,11 +224,9 @@ class LogView(ScrollView, can_focus=True):
     def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
         if not self._passes(line):
             return []
-        n = len(line.text)
-        if not self.wrap or n <= self._wrap_width or self._wrap_width <= 0:
-            return [(abs_line, 0, n)]
-        w = self._wrap_width
-        return [(abs_line, s, min(s + w, n)) for s in range(0, n, w)]
+        if not self.wrap:
+            return [(abs_line, 0, len(line.text))]
+        return [(abs_line, start, end) for start, end in wrap_spans(line.text, self._wrap_width)]
 
     def _rebuild_rows(self) -> None:
         """Recompute display rows after wrap/filter/width changes, keeping the top line in view."""
@@ -248,7 +247,7 @@ class LogView(ScrollView, can_focus=True):
         return self.live is not None and self.rank_filter is None and self.severity is None
 
     def _set_virtual_size(self) -> None:
-        width = self.size.width if self.wrap else max(self._max_width, len(self.live or "")) + 1
+        width = self.row_width if self.wrap else max(self._max_width, len(self.live or "")) + 1
         size = Size(width, len(self._rows) + self._shows_live())
         old = self.virtual_size
         if size == old:
@@ -302,9 +301,14 @@ class LogView(ScrollView, can_focus=True):
         self.pending = 0
         self._scroll_to_row(len(self._rows), end=True)
 
+    @property
+    def row_width(self) -> int:
+        """The cells a row has on screen: the content less the vertical scrollbar (always there)."""
+        return self.scrollable_content_region.width or self.size.width
+
     def on_resize(self, event: events.Resize) -> None:
-        if self.wrap and event.size.width != self._wrap_width:
-            self._wrap_width = event.size.width
+        if self.wrap and self.row_width != self._wrap_width:
+            self._wrap_width = self.row_width
             self._rebuild_rows()
         elif self.following:
             self.call_after_refresh(self._scroll_to_row, len(self._rows), end=True)
@@ -313,7 +317,7 @@ class LogView(ScrollView, can_focus=True):
 
     def set_wrap(self, wrap: bool) -> None:
         self.wrap = wrap
-        self._wrap_width = self.size.width
+        self._wrap_width = self.row_width
         self._rebuild_rows()
 
     def set_rank_filter(self, rank: str | None) -> None:
@@ -451,7 +455,7 @@ class LogView(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
+        width = self.row_width
         base_style = self.rich_style
         row = scroll_y + y
         if row == len(self._rows) and self._shows_live():
