@@ -137,6 +137,26 @@ class LogView(ScrollView, can_focus=True):
         return self._lines
 
     @property
+    def shown_rows(self) -> int:
+        """Display rows after the filters (0: the filters leave nothing to show)."""
+        return len(self._rows)
+
+    def empty_note(self) -> str | None:
+        """What the view says when its filters leave no line to show (never an empty pane without a word)."""
+        if self._rows or not self._lines:
+            return None
+        what = {"error": "error line", "warning": "warning or error line"}.get(self.severity or "", "line")
+        if self.rank_filter is not None:
+            what += f" of rank {self.rank_filter}"
+        if self.only_matches and self.search_term:
+            what += f" matching /{self.search_term}"
+        if what == "line":
+            if not self.hide_probes:
+                return None
+            what = "line but sglang-tui's own probes"
+        return f"no {what} among the {len(self._lines)} lines kept"
+
+    @property
     def ranks(self) -> list[str]:
         """Rank labels in the kept lines, in natural order."""
         return sorted({line.rank for line in self._lines if line.rank}, key=sort_key)
@@ -420,6 +440,17 @@ class LogView(ScrollView, can_focus=True):
         self.select_line(target)
         return True
 
+    def find_containing(self, text: str) -> bool:
+        """Select the newest line shown that holds `text` (the line a verdict names); False when none does."""
+        if not text:
+            return False
+        for i in range(len(self._lines) - 1, -1, -1):
+            line = self._lines[i]
+            if text in line.text and self._passes(line):
+                self.select_line(self._base + i)
+                return True
+        return False
+
     def match_count(self) -> int:
         return self.match_position()[1]
 
@@ -465,6 +496,11 @@ class LogView(ScrollView, can_focus=True):
             strip = Strip(live.render(self.app.console), live.cell_len)
             return strip.crop_extend(0 if self.wrap else scroll_x, (0 if self.wrap else scroll_x) + width, base_style)
         if row >= len(self._rows):
+            note = self.empty_note() if row == 0 else None
+            if note is not None:
+                text = Text(note, no_wrap=True, end="", style=base_style)
+                text.stylize(self.get_component_rich_style("log--probe", partial=True))
+                return Strip(text.render(self.app.console), text.cell_len).crop_extend(0, width, base_style)
             return Strip.blank(width, base_style)
         abs_line, start, end = self._rows[row]
         cached = self._cache.get((abs_line, start))
