@@ -80,3 +80,28 @@ async def test_stacked_toasts_never_cover_the_header(size: tuple[int, int]) -> N
         assert Toast in on_top  # they are shown (right half, bottom up) ...
         header = {type(app.screen.get_widget_at(x, y)[0]) for y in range(_header_bottom(app)) for x in range(width)}
         assert Toast not in header and HeaderPane in header  # ... and none over the header
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+async def test_a_failure_while_the_dialog_is_open_keeps_its_buttons_and_the_grown_header_in_view(
+    size: tuple[int, int],
+) -> None:
+    from tests.helpers.ui_fakes import startup_failed_oom
+
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock, monotonic=FakeClock(0.0))
+    async with app.run_test(size=size, notifications=True) as pilot:
+        steps = startup_failed_oom()
+        await play(pilot, source, clock, steps[:-2])
+        before = _header_bottom(app)
+        await pilot.press("r")
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        await play(pilot, source, clock, steps[-2:])  # the OOM line, then no process left: FAILED, its cause shown
+        for _ in range(20):
+            await pilot.pause()
+        assert app.state.error is not None and _header_bottom(app) > before  # the header grew by the cause line
+        line = dialog.query_one(NoticeLine)
+        assert line.display and "the server failed" in str(line.render()) and line.region.height <= 2
+        box = dialog.query_one(dialog.BOX)
+        assert box.region.y >= _header_bottom(app) and dialog.query_one("#yes").region.bottom <= size[1]

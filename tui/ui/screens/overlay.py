@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.core.termtext import terminal_safe
@@ -23,19 +24,28 @@ HEADER = "#header"  # the main screen's header (HeaderPane): its rows stay in vi
 _SEVERITY_STYLES: dict[str, str] = {"information": "bold", "warning": "bold yellow", "error": "bold red"}
 
 
+NOTICE_ROWS = 2  # a dialog's message line: at most this many rows (the whole notice is a toast once it closes)
+
+
 class NoticeLine(Static):
-    """A dialog's message line: the newest notice while the dialog is open (hidden while there is none)."""
+    """A dialog's message line: the newest notice while the dialog is open (hidden while there is none), in at most
+    NOTICE_ROWS rows, so that it never pushes the dialog's buttons off a short terminal."""
 
     DEFAULT_CSS = """
-    NoticeLine { display: none; height: auto; margin-top: 1; }
+    NoticeLine { display: none; height: auto; max-height: 2; margin-top: 1; }
     NoticeLine.-shown { display: block; }
     """
 
     def show(self, message: str, title: str = "", severity: SeverityLevel = "information") -> None:
-        text = Text(no_wrap=False)
         head = terminal_safe(title) + ": " if title else ""
+        words = terminal_safe(" ".join(message.split()))  # one paragraph
+        width = (self.parent.content_size.width if isinstance(self.parent, Widget) else 0) or 60
+        room = NOTICE_ROWS * width - len(head) - 8  # what wraps into the rows (a word wrapped early costs a little)
+        if len(words) > room:
+            words = words[: max(0, room - 1)].rstrip() + "…"
+        text = Text(no_wrap=False)
         text.append(head, style=_SEVERITY_STYLES.get(severity, "bold"))
-        text.append(terminal_safe(" ".join(message.split())))  # one paragraph: the line wraps, it is never cut
+        text.append(words)
         self.update(text)
         self.add_class("-shown")
 
@@ -62,6 +72,10 @@ class Overlay(ModalScreen[ResultT]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._below_header()
+
+    def follow_header(self) -> None:
+        """After the header changed (a failure adds its cause line): keep the dialog under it."""
+        self.call_after_refresh(self._below_header)
 
     def _below_header(self) -> None:
         """Leave the header's rows (the verdict and the phase) in view: the dialog (BOX) is drawn
