@@ -123,17 +123,26 @@ def _sim_options(p: argparse.ArgumentParser) -> None:
                         "0 or none: no speculative decoding")  # fmt: skip
 
 
+def settings_line() -> str:
+    """Where the settings file is, for --help (XDG_CONFIG_HOME moves it)."""
+    from tui.ui.settings import config_path
+
+    return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
-        "(sglang-tui SUBCOMMAND --help)",
+        "(sglang-tui SUBCOMMAND --help)\n" + settings_line(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
+    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     _host_options(watch)
     watch.add_argument(
         "--on-ready",

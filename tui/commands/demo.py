@@ -9,6 +9,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +100,7 @@ class Demo:
             launch=self.launch,
             cwd=PROJECT_ROOT,
             stall_after=stall_after,
+            demo=True,  # the help says that quitting the demo stops its simulated server
         )
 
 
@@ -195,10 +197,17 @@ async def demo(args: argparse.Namespace) -> int:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
         # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it
         stopped = await asyncio.shield(stop_demo(running))
-        _say(f"sglang-tui demo: simulated server {control_summary(stopped)}")
+        _say(f"sglang-tui demo: {exit_words(stopped, control_summary)}")
         if running.workdir.exists():
             _say(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}")
         _say(f"sglang-tui demo: its launches are kept in {demo_history_path()} (the next run's ETA rests on them)")
+
+
+def exit_words(stopped: ControlResult, summary: Callable[[ControlResult], str]) -> str:
+    """The demo's last word on its simulated server: stopped now, or already gone (a kill or a crash in the demo)."""
+    if stopped.ok and stopped.found == "nothing":
+        return "the simulated server had already stopped (nothing left of it to stop)"
+    return f"simulated server {summary(stopped)}"
 
 
 def _say(line: str) -> None:

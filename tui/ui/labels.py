@@ -236,3 +236,11 @@ SOURCE_NAMES: dict[str, str] = {
 def source_failure(source: str, message: str) -> str:
     """One line for a crashed source worker, e.g. "process watch failed (RuntimeError: boom); restarting"."""
     return f"{SOURCE_NAMES.get(source, source)} failed ({message}); restarting"
+
+
+def copy_words(what: str, path: str | None, through: str = "", problem: str | None = None) -> str:
+    """What a copy did, as far as can be known: OSC 52 was sent (no terminal answers whether it obeyed), and where
+    the text was saved; never "copied". `through`: the multiplexer it went through ("tmux"), "" for none."""
+    via = f"OSC 52, through {through}" if through else "OSC 52"
+    where = f"saved to {path}" if path and problem is None else (problem or "not saved")
+    return f"sent {what} to the terminal's clipboard ({via}); {where}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.reactive import var
 
 from tui.core.eta import estimate, eta_words
@@ -70,6 +71,12 @@ class HeaderPane(StatePane):
 
     def watch_paused(self) -> None:
         self.redraw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A header that grew or shrank (a failure adds its cause line): the open dialog stays under it."""
+        follow = getattr(self.app.screen, "follow_header", None)
+        if follow is not None:
+            follow()
 
     def draw(self, state: Readiness, now: float) -> Text:
         # Said again at the shown clock: the reducer's own words carry ages at each batch's time, which would
