@@ -108,15 +108,34 @@ def test_attach_after_a_hang_counts_the_quiet_time_from_the_log(
 def test_attach_after_a_hang_past_its_budget_is_stalled_at_once(
     via: str, hung: SimServer, cli: Cli, request: pytest.FixtureRequest
 ) -> None:
+    """Past its budget from the first look at the log: the verdict waits only for the process watch to say the
+    server lives (a dead server's old log is failed, not stalled: test_a_dead_servers_old_log_is_failed_not_stalled)."""
     sshd = request.getfixturevalue("sshd") if via == "ssh" else None
     proc = cli.popen(*wait_args(sshd, hung, "--stall-after", "30"))
     first = first_attached(proc)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err[-2000:]  # stalled
-    # the first line that shows the log is already the verdict, and its quiet time came from the log
-    assert first["reason"].startswith("stalled in loading_weights: no progress on any signal"), first["reason"]
-    assert first["stall"]["budget_s"] == 30.0 and first["stall"]["quiet_s"] >= HANG_S - 5
+    # the first line that shows the log is already past the budget: its quiet time came from the log
+    assert first["stall"]["budget_s"] == 30.0 and first["stall"]["quiet_s"] >= HANG_S - 5, first["stall"]
+    final = json.loads(out.splitlines()[-1]) if out.strip() else first
+    assert final["reason"].startswith("stalled in loading_weights: no progress on any signal"), final["reason"]
+    assert final["phase"] == "loading_weights" and final["stall"]["quiet_s"] >= HANG_S - 5
     assert "stalled in loading_weights" in err.strip().splitlines()[-1]
+
+
+def test_a_dead_servers_old_log_is_failed_not_stalled(sim: Sims, cli: Cli, tmp_path: Path) -> None:
+    """A log last written 40 s ago past every budget, whose server was SIGKILLed: no process of it is found, so
+    it is failed once the find's grace is over, never stalled on the quiet time the log gives at once."""
+    server = sim(path=tmp_path / "dead", fault="hang-weights", speed=20.0, tp=2, shards=16,
+                 extra=("--backdate", str(HANG_S)))  # fmt: skip
+    wait_for_log(server, b"loading shards", 60)
+    settled(server.log)
+    server.stop()  # SIGKILL: no line says it
+    out = cli(*wait_args(None, server, "--stall-after", "5"))
+    assert out.returncode == 1, out.stderr[-2000:]  # failed, not 3
+    final = json.loads(out.stdout.splitlines()[-1])
+    assert final["phase"] == "failed" and "no process of the server is left" in final["reason"], final["reason"]
+    assert all(not json.loads(line)["reason"].startswith("stalled") for line in out.stdout.splitlines())
 
 
 async def attach_in_capture(host: Host, sim: SimServer) -> tuple[float, float]:

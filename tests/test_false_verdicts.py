@@ -6,7 +6,7 @@ Real parts: `python -m tui wait` as a subprocess, real HTTP servers started here
 given; (c) /health hanging with the log at fired up; (d) a log that starts with a NUL run, in replay and wait.
 
 Each wait stops at the line that decides it: a dead server's is "failed" once the process watch's grace for a
-new launch is over (15 s, tui.core.fold_launch.FIND_GRACE_S); where only a timeout can be the outcome, the
+new launch is over (15 s, tui.core.find_grace.FIND_GRACE_S); where only a timeout can be the outcome, the
 --timeout is a few seconds past the state that decides it, and the verdict names that state
 (tests.helpers.verdicts.wait_decided: a loaded machine that reaches it later gets a longer run).
 """

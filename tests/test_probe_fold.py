@@ -11,7 +11,7 @@ import pytest
 from tui.core.config import WatchConfig
 from tui.core.events import LogActivity, LogLook, LogReset, ServerProcess
 from tui.core.logparse import LogParser
-from tui.core.probe_fold import WHOLE_BELOW, FileLook, ReadPlan, fold_call, log_look, read_plan
+from tui.core.probe_fold import WHOLE_BELOW, FileLook, ReadPlan, fold_call, history_clock, log_look, read_plan
 from tui.core.probe_memo import LogMark, ProbeMemo
 from tui.core.probe_rule import probe_verdict
 from tui.core.readiness import reduce
@@ -103,6 +103,15 @@ def test_a_calls_bytes_are_a_look_of_history_as_the_tails() -> None:
     look = FileLook("file", "2049", "11", 200, 1000.0, skew=20.0, last_t=999.0)
     assert log_look(look, 150, b"x" * 50) == LogLook(200, 1000.0, 20.0, 999.0)
     assert log_look(look, 200, b"") == LogLook(200, 1000.0, 20.0, 999.0)
+
+
+def test_a_calls_bytes_are_folded_when_the_log_held_them() -> None:
+    look = file_look(10, mtime=150.0)
+    assert history_clock(look, 100.0, 200.0) == 150.0
+    assert history_clock(look, 170.0, 200.0) == 170.0  # not before the last call: they were not there then
+    assert history_clock(look, 100.0, 140.0) == 140.0  # never after now
+    assert history_clock(FileLook("file", size=10, mtime=150.0, skew=20.0), 100.0, 200.0) == 170.0  # host behind
+    assert history_clock(FileLook("file", size=10), 100.0, 200.0) == 200.0  # no mtime: now
 
 
 def test_a_stamped_log_read_late_is_on_its_own_clock() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
-from tui.core.stall import limit_for
+from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
 WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA is withdrawn
@@ -77,6 +77,7 @@ def estimate(state: Readiness, now: float) -> Eta:
         return Eta(launches=launches, totals=spread)
     elapsed = max(0.0, now - s.phase_since) if s.phase_since else 0.0
     left, whole, source, silent = phase_progress(s, now)
+    silent = shown_silence(s, silent, now)
     median = past.median(s.phase.value) if past is not None else None
     slow = _slow(s, elapsed)
     stalled_at = _stall_limit(s) if silent is not None else None
@@ -138,8 +139,19 @@ def pace(s: Readiness, bar: BarState, now: float) -> tuple[float | None, float |
     bar, its own rate's (the phase's ready_in is never below it)."""
     if bar is s.shards and s.phase is Phase.LOADING_WEIGHTS:
         left, _whole, _source, silent = phase_progress(s, now)
-        return left, silent
-    return bar_left(bar, now)
+    else:
+        left, silent = bar_left(bar, now)
+    return left, shown_silence(s, silent, now)
+
+
+def shown_silence(s: Readiness, silent: float | None, now: float) -> float | None:
+    """The silence shown once a progress ETA is withdrawn ("no progress for 45 s · stalled at 3m00s"): the stall
+    rule's quiet time, the figure `stall.quiet_s` and the verdict give, never longer than the bar's own (a bar's
+    untimed frames read at attach are placed no later than the log's last write, which is the quiet time's)."""
+    if silent is None:
+        return None
+    since = quiet_since(s)
+    return silent if since is None else max(0.0, min(silent, now - since))
 
 
 def expected_weight_gib(s: Readiness) -> float | None:

@@ -38,9 +38,6 @@ STOP_WINDOW_S = 15.0  # a death this soon after our own stop is that stop
 LAUNCH_WINDOW_S = 120.0  # a log restart this soon before our launch's result is that launch (a restart can be slow)
 
 
-FIND_GRACE_S = 15.0  # a new launch's processes may be found late (the host is re-scanned every few seconds)
-
-
 def fresh_launch(
     s: Readiness,
     at: str | None,
@@ -149,15 +146,6 @@ def stopped_by_us(s: Readiness, now: float) -> bool:
     if c is None or when is None or not c.ok or c.action not in STOP_ACTIONS or now - when > STOP_WINDOW_S:
         return False
     return not s.timeline or when >= s.timeline[0].started_at
-
-
-def not_found_yet(s: Readiness, now: float) -> bool:
-    """A launch begun moments ago whose processes no poll has seen yet: the poll may not have found them. Moments
-    since we first saw it: a launch the log says began long before the attach gets the same grace."""
-    if s.process_alive is True or not s.timeline:
-        return False
-    seen = max(s.timeline[0].started_at, s.first_seen_at or s.timeline[0].started_at)
-    return now - seen <= FIND_GRACE_S
 
 
 def launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) -> bool:

@@ -21,7 +21,8 @@ from tui.core.events import (
     Tick,
 )
 from tui.core.explain import PROCESS_EXITED, from_processes, rank_exited_line
-from tui.core.fold_launch import fresh_launch, not_found_yet, stopped, stopped_by_us, stopped_from_outside
+from tui.core.find_grace import not_found_yet
+from tui.core.fold_launch import fresh_launch, stopped, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, maybe_ready
 from tui.core.state import (
     ErrorInfo,

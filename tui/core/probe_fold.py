@@ -102,6 +102,16 @@ def log_look(look: FileLook, start: int, data: bytes) -> LogLook:
     return LogLook(start + len(data), look.mtime, look.skew, look.last_t)
 
 
+def history_clock(look: FileLook, after: float, now: float) -> float:
+    """The reducer's clock while a call's bytes are folded: when the last of them was written (the file's mtime,
+    plus the skew), no earlier than the last call's clock (they were not there then), no later than now. Their
+    events keep their own times (tui.core.clocks); this is when the log held them, so a first call on a log last
+    written an hour ago is not a launch begun moments ago (whose processes may not be found yet)."""
+    if look.mtime is None:
+        return now
+    return min(now, max(after, look.mtime + look.skew))
+
+
 def fold_call(
     memo: ProbeMemo,
     plan: ReadPlan,
@@ -138,8 +148,10 @@ def fold_call(
         log_events.append(replace(history, live=True))  # read: what waited on these bytes decides now
         before = mark.tail if mark is not None and start == mark.offset else b""
         mark = LogMark(look.dev, look.inode, offset, (before + data)[-TAIL_BYTES:])
+    after = state.updated_at if state.first_seen_at is not None else float("-inf")
+    at = history_clock(look, after, now) if look is not None and data else now
     if log_events:
-        state = steps(state, log_events, now)
+        state = steps(state, log_events, at)
     state = steps(state, [*answers, Tick()], now)
     unread = max(0, look.size - mark.offset) if look is not None and mark is not None and look.readable_file else 0
     return replace(memo, state=state, parser=parser, mark=mark, saved_at=now), unread

@@ -38,9 +38,10 @@ from tui.core.events import (
     WatchdogDump,
     WeightFiles,
 )
+from tui.core.find_grace import FIND_GRACE_S
 from tui.core.fold_bars import BAR_PHASE, on_bar, on_weight_files
 from tui.core.fold_gpus import GPU_HISTORY, on_gpus
-from tui.core.fold_launch import FIND_GRACE_S, on_control, on_launch, on_log_reset
+from tui.core.fold_launch import on_control, on_launch, on_log_reset
 from tui.core.fold_log import (
     MILESTONE_PHASE,
     PER_RANK_KINDS,

@@ -22,6 +22,7 @@ shards move).
 from __future__ import annotations
 
 from tui.core import clocks, fmt
+from tui.core.find_grace import finding_the_server
 from tui.core.progress import mean_interval
 from tui.core.state import Phase, Readiness, StallInfo
 
@@ -112,9 +113,13 @@ def last_progress_text(state: Readiness, since: float | None) -> str | None:
 
 def stall_for(state: Readiness, now: float) -> StallInfo | None:
     """The stall verdict for `state` at `now`: StallInfo when silent too long, else None. While the bytes a look
-    found are still being read, the verdict waits (as it stood): the phase they show is not known yet."""
+    found are still being read, the verdict waits (as it stood): the phase they show is not known yet; and while
+    the process watch has not found the server alive within its grace (an attach to a dead server's old log is
+    failed once the grace is over, never stalled)."""
     if state.reading_history:
         return state.stall
+    if finding_the_server(state, now):
+        return None
     limit = budget_for(state)
     if limit is None:
         return None
