@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 QUARTER_HOUR_S = 900.0
 ZONE_SLACK_S = 5.0  # mtime is truncated to the second, and a line is stamped a moment before it is written
 LIVE_ZONE_SLACK_S = QUARTER_HOUR_S / 2  # a live line is written about now: the nearest quarter hour
+STAMP_S = 1.0  # a log stamp is whole seconds: its line was written up to a second after it
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tui.core import clocks
 from tui.core.events import (
     GpuSnapshot,
 )
@@ -37,8 +38,9 @@ def on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
 
 def loading_began_in_view(s: Readiness) -> bool:
     """The weights began to load while we watched: the GPU memory before them is known. Attached mid-load (the
-    log says the phase began before our first event), growth from now would count only part of the weights."""
-    return s.first_seen_at is None or s.phase_since >= s.first_seen_at
+    log says the phase began before our first event), growth from now would count only part of the weights. The
+    phase's stamp is whole seconds: a line written in the second we attached began in view."""
+    return s.first_seen_at is None or s.phase_since + clocks.STAMP_S >= s.first_seen_at
 
 
 def server_gpus(s: Readiness) -> frozenset[int] | None:
