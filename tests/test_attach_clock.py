@@ -102,6 +102,8 @@ def test_attach_after_a_hang_counts_the_quiet_time_from_the_log(
     assert first["eta"]["ready_in_s"] is None and first["eta"]["phase_left_s"] is None
     reason = first["reason"]
     assert "ETA" not in reason and "shards/s" not in reason and "no progress for" in reason, reason
+    said = re.search(r"no progress for (\d+) s", reason)  # one figure: the words' silence is the quiet time's
+    assert said is not None and abs(int(said.group(1)) - stall["quiet_s"]) <= 1, (reason, stall)
 
 
 @pytest.mark.parametrize("via", ["local", "ssh"])
