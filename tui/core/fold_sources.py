@@ -209,9 +209,10 @@ def retry_in_the_log(s: Readiness, now: float) -> Readiness:
 
 def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
     """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours. Once that
-    listener is gone, the 200 it gave says nothing of what listens now: ready waits for the next one."""
+    listener is gone and nothing listens, the 200 it gave says nothing: ready waits for the next one. (A listener
+    that is the server's in the next report may have given it: the report lags the port.)"""
     was = s.port_owner
-    if s.health_ready and was is not None and was.ours is False and was.pid is not None and ev.pid != was.pid:
+    if s.health_ready and was is not None and was.ours is False and was.pid is not None and ev.pid is None:
         s = s.evolve(health_ready=False, health_ok_since=None)
     return maybe_ready(s.evolve(port_owner=ev), None, None, now, logged=False)
 
