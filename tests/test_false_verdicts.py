@@ -24,6 +24,7 @@ from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sshd import free_port
 from tests.helpers.verdicts import FOREIGN, SILENT, Listener, finished_log, replay_json, run_wait, wait_decided
 from tui.core.explain import PROCESS_EXITED
+from tui.core.wording import verdict_line
 
 NOT_READY = {"ready", "serving"}
 
@@ -190,9 +191,9 @@ async def test_a_sigterm_from_someone_else_is_stopped_from_outside(sim: Sims, sp
     finally:
         await monitor.close()
         server.stop()
-    assert signalled and state.error is not None and state.error.stopped_by == "outside", state.reason
-    assert state.reason.startswith("stopped (by a signal from outside sglang-tui): ")
-    assert "SIGTERM received" in state.reason
+    assert signalled and state.error is not None and state.error.stopped_by == "outside", verdict_line(state)
+    assert verdict_line(state).startswith("stopped (by a signal from outside sglang-tui): ")
+    assert "SIGTERM received" in verdict_line(state)
 
 
 # ------------------------------------------------------------------------------------------- --no-health

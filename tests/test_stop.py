@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import free_port
-from tui.commands.stop import report
+from tui.commands.stop_report import report
 from tui.core.events import ControlResult
 
 ROOT = Path(__file__).resolve().parent.parent

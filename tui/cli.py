@@ -9,6 +9,7 @@ import os
 import sys
 
 from tui import __version__
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
@@ -77,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)\n\n"
+        + table_epilog(),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -93,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
     _host_options(wait)
-    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
+    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 7)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument(
         "--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)"
@@ -111,18 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)"
     )
 
-    stop = sub.add_parser(
-        "stop", help="headless terminate (or kill) of the server on --port",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit codes:\n"
-        "  0  stopped: every process of the server is gone and its GPU memory came back\n"
-        "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
-        "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
-        "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
-        "  4  cannot connect to the host, or authentication failed\n"
-        "  5  cannot see the server's processes (another user's; run as that user or root)\n"
-        "  6  slurm:JOBID: no such running job, or no SGLang process in it (nothing stopped)",
-    )  # fmt: skip
+    stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
     _host_options(stop, watching=False)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
     stop.add_argument("--grace", type=float, default=30.0, metavar="S",
@@ -217,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
+    for name, command in subcommand_parsers(parser).items():  # every command's codes, from the one table
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = epilog(name)
     return parser
 
 
@@ -297,7 +292,7 @@ def _main(argv: list[str]) -> int:
                 "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)",
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_BAD_ARGS
         argv.insert(0, "watch")
     parser = build_parser()
     try:
@@ -306,7 +301,7 @@ def _main(argv: list[str]) -> int:
         settings = load()
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
         sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
@@ -314,12 +309,12 @@ def _main(argv: list[str]) -> int:
     args.settings = settings
     if not args.command:
         parser.print_help()
-        return 2
+        return EXIT_BAD_ARGS
     if getattr(args, "launch", None) and getattr(args, "read_only", False):
         # read-only promises the server is never changed; a launch changes it: say so rather than pick one
         print(f"sglang-tui {args.command}: --launch starts a server and --read-only never changes one; drop one of them",
               file=sys.stderr)  # fmt: skip
-        return 2
+        return EXIT_BAD_ARGS
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
         if not hosts and not getattr(args, "deployment", None):
@@ -330,7 +325,7 @@ def _main(argv: list[str]) -> int:
         problem = _slurm_target_problem(args, hosts)
         if problem:
             print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
     if hasattr(args, "host"):
         from tui.ui.settings import host_overrides
 
@@ -353,7 +348,7 @@ def _main(argv: list[str]) -> int:
     try:
         return int(module.run(args))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
