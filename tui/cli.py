@@ -8,11 +8,23 @@ import importlib
 import os
 import sys
 
-from tui import __version__
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+
+
+class _Version(argparse.Action):
+    """--version, its number read only when asked (tui.__version__ reads the package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from tui import __version__
+
+        print(f"{parser.prog} {__version__}")  # to stdout, as argparse's own version action
+        parser.exit()
 
 
 def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
@@ -79,10 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)\n\n"
-        + table_epilog(),
+        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        "(sglang-tui SUBCOMMAND --help)\n\n" + table_epilog(),
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
@@ -138,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop after S seconds (default 300)")
     bench.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    _probe_parser(sub)
+    _export_parser(sub)
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
@@ -213,6 +228,46 @@ def build_parser() -> argparse.ArgumentParser:
         command.formatter_class = argparse.RawDescriptionHelpFormatter
         command.epilog = epilog(name)
     return parser
+
+
+def _probe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe = sub.add_parser(
+        "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
+        description="Run where the server runs (`probe local --port N --log PATH`) or over SSH. Each call reads only "
+        "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
+        "once.",
+    )  # fmt: skip
+    _host_options(probe, watching=False)
+    mode = probe.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--ready", action="store_true", help="exit 0 only when ready (this server's /health 200)")
+    mode.add_argument("--alive", action="store_true",
+                      help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
+    probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
+    probe.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    probe.add_argument("--timeout", type=float, default=1.0, metavar="S",
+                       help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
+    probe.add_argument("--no-health", action="store_true",
+                       help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
+    _history_options(probe)
+
+
+def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = sub.add_parser(
+        "export", help="Prometheus metrics (sglang_tui_*) of one server, a deployment or a fleet",
+        description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
+        "serve the readiness model at http://ADDR/metrics.",
+    )  # fmt: skip
+    _host_options(export, watching=False)
+    export.add_argument("--listen", metavar="ADDR", help="serve /metrics at HOST:PORT (`:PORT`: every interface)")
+    export.add_argument("--textfile", metavar="DIR",
+                        help="also write DIR/sglang-tui.prom for node_exporter's textfile collector (atomically)")  # fmt: skip
+    export.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    export.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(export)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

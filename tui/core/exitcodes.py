@@ -41,7 +41,7 @@ USES: dict[str, dict[int, str]] = {
         EXIT_OK: "ready (or serving)",
         EXIT_FAILED: "failed, or stopped (by sglang-tui or by a signal from outside); --launch could not start it",
         EXIT_BAD_ARGS: f"{_ARGS}; a directory as --log; several servers found and no --port; a bad deployment file",
-        EXIT_STALLED: "stalled: no progress on any signal for longer than the phase allows, the process alive",
+        EXIT_STALLED: "no progress on any signal for longer than the phase allows, the process alive",
         EXIT_CONNECT: _CONNECT,
         EXIT_NOTHING: _SLURM_NONE,
         EXIT_TIMEOUT: "--timeout passed before a verdict (also while connecting)",
@@ -78,6 +78,18 @@ USES: dict[str, dict[int, str]] = {
         EXIT_BAD_ARGS: f"{_ARGS}; --no-history; a history file that cannot be read",
         EXIT_NOTHING: "no history file yet, no launch recorded (for HOST), or no launch A / B to --compare",
     },
+    "probe": {
+        EXIT_OK: "--ready: ready (this server's /health 200); --alive: progressing or ready",
+        EXIT_FAILED: "failed, or stopped (by sglang-tui or by a signal from outside)",
+        EXIT_BAD_ARGS: f"{_ARGS}; a directory as --log",
+        EXIT_STALLED: "no progress on any signal for longer than the phase allows, the process alive",
+        EXIT_CONNECT: _CONNECT,
+        EXIT_TIMEOUT: "--ready: not ready yet (still starting, or /health not answering now: a wait with no time left)",
+    },
+    "export": {
+        EXIT_OK: "stopped by SIGINT or SIGTERM",
+        EXIT_BAD_ARGS: f"{_ARGS}; --textfile that is not a directory; a TARGET given twice",
+    },
     "demo": {
         EXIT_OK: "quit (q)",
         EXIT_FAILED: "the simulated server could not start",
@@ -95,6 +107,10 @@ SERVER_CODES: dict[int, str] = {
 }
 
 
+#: Commands that run until a signal and end on it with 0 (Ctrl-C is how they stop, not an interruption).
+ENDS_ON_SIGNAL = frozenset({"export"})
+
+
 def codes(command: str) -> dict[int, str]:
     """The codes `command` gives, each with what it means there."""
     return USES[command]
@@ -106,7 +122,8 @@ def epilog(command: str) -> str:
         rows = [f"  {code}  {words}" for code, words in sorted(SERVER_CODES.items())]
         return "exit codes (the simulated server's, as SGLang's own; not sglang-tui's table):\n" + "\n".join(rows)
     rows = [f"  {code}  {MEANING[code]}: {words}" for code, words in sorted(USES[command].items())]
-    rows.append(f"  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)")
+    if command not in ENDS_ON_SIGNAL:
+        rows.append(f"  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)")
     return "exit codes (one table for every command: sglang-tui --help):\n" + "\n".join(rows)
 
 

@@ -1,0 +1,251 @@
+"""`sglang-tui export --listen ADDR TARGET … [--textfile DIR]`: the readiness model as Prometheus metrics.
+
+Each TARGET (tui.commands.targets: HOST, HOST:PORT, HOST:PORT:LOG) is watched as `wait` watches one server (a
+Session over its own Monitor: the log, /health, the GPUs, the processes), and every state is rendered by
+tui.core.metrics under its `server` label; `--deployment FILE` exports a deployment, each member under
+`member` and the whole (its one verdict) without. Targets on the same host share one connection. `/metrics` is
+served by asyncio's own server (no dependency), rendered at each scrape (the figures at that moment);
+`--textfile DIR` writes the same text to DIR/sglang-tui.prom every TEXTFILE_EVERY_S for node_exporter's textfile
+collector (a temporary file, then a rename: the collector never reads half a file). Launches are recorded in the
+history as `wait` records them, so "× usual" grows with use. Runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+
+from tui.commands.config import host_spec
+from tui.commands.probe_file import write as write_atomically
+from tui.commands.targets import Target, parse_target
+from tui.core.config import WatchConfig
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
+from tui.core.metrics import CONTENT_TYPE, Exported, exposition
+from tui.core.state import Readiness
+from tui.history.paths import history_path
+from tui.history.recorder import Recorder
+from tui.sources.connect import make_host
+from tui.sources.host import Host, HostError
+from tui.sources.session import Session, weights_step
+from tui.sources.weightfiles import WeightFilesProbe
+
+TEXTFILE_EVERY_S = 2.0
+TEXTFILE_NAME = "sglang-tui.prom"
+REQUEST_TIMEOUT_S = 10.0
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.listen and not args.textfile:
+        return _bad("give --listen ADDR (e.g. :9464) or --textfile DIR, or both")
+    if args.stall_after is not None and args.stall_after <= 0:
+        return _bad("--stall-after must be above 0 seconds")
+    if args.deployment and args.hosts:
+        return _bad("give TARGETs or --deployment FILE, not both")
+    try:
+        listen = parse_listen(args.listen) if args.listen else None
+        targets = [] if args.deployment else [parse_target(t, port=args.port, log=args.log) for t in args.hosts]
+    except ValueError as err:
+        return _bad(str(err))
+    names = [t.name for t in targets]
+    if len(set(names)) != len(names):
+        return _bad("a TARGET is given twice")
+    if args.textfile and not Path(args.textfile).is_dir():
+        return _bad(f"--textfile {args.textfile}: not a directory (node_exporter's --collector.textfile.directory)")
+    return asyncio.run(_main(args, targets, listen))
+
+
+def _bad(line: str) -> int:
+    print(f"sglang-tui export: {line}", file=sys.stderr)
+    return EXIT_BAD_ARGS
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """ADDR as HOST:PORT, [V6]:PORT, :PORT (every interface) or PORT; ValueError with one line."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"--listen {text}: give HOST:PORT, :PORT or PORT (e.g. :9464)")
+    return host or "0.0.0.0", int(port)
+
+
+class Board:
+    """The latest state of each exported server (and deployment member), rendered on demand."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str | None], Readiness] = {}
+
+    def put(self, server: str, state: Readiness, member: str | None = None) -> None:
+        self.entries[(server, member)] = state
+
+    def text(self, now: float | None = None) -> str:
+        entries = [Exported(server, state, member) for (server, member), state in self.entries.items()]
+        return exposition(entries, time.time() if now is None else now)
+
+
+async def _main(args: argparse.Namespace, targets: list[Target], listen: tuple[str, int] | None) -> int:
+    board = Board()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    server = None
+    if listen is not None:
+        try:
+            server = await asyncio.start_server(lambda r, w: serve(r, w, board), listen[0], listen[1])
+        except OSError as err:
+            return _bad(f"--listen {args.listen}: cannot listen there ({err.strerror or err})")
+        bound = server.sockets[0].getsockname()
+        print(
+            f"sglang-tui export: serving http://{_url_host(bound[0])}:{bound[1]}/metrics", file=sys.stderr, flush=True
+        )
+    try:
+        writer = asyncio.ensure_future(textfile_loop(Path(args.textfile), board, stop)) if args.textfile else None
+        try:
+            if args.deployment:
+                return await watch_deployment(args, board, stop)
+            return await watch_targets(args, targets, board, stop)
+        finally:
+            if writer is not None:
+                writer.cancel()
+                await asyncio.gather(writer, return_exceptions=True)
+    finally:
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def watch_targets(args: argparse.Namespace, targets: list[Target], board: Board, stop: asyncio.Event) -> int:
+    """One Session per target, one Host per distinct host (connected once before the sessions start)."""
+    hosts: dict[str, Host] = {}
+    for target in targets:
+        if target.host not in hosts:
+            hosts[target.host] = make_host(host_spec(args, target.host))
+    for name, host in hosts.items():
+        try:
+            await host.connect()
+        except HostError as err:  # its Monitors keep trying; the metrics say it is not connected
+            print(f"sglang-tui export: cannot connect to {name} yet: {err}", file=sys.stderr)
+    sessions: list[tuple[Target, Session, Recorder]] = []
+    for target in targets:
+        host = hosts[target.host]
+        config = WatchConfig(
+            port=target.port, log=target.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
+            read_only=True, health=not args.no_health, stall_after=args.stall_after,
+        )  # fmt: skip
+        recorder = Recorder(history_path(args), target.host, "export")
+        session = Session.open(
+            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
+        )
+        board.put(target.name, session.state)
+        sessions.append((target, session, recorder))
+
+    async def follow(target: Target, session: Session) -> None:
+        async for state, _ in session.states():
+            board.put(target.name, state)
+
+    tasks = [asyncio.ensure_future(follow(t, s)) for t, s, _ in sessions]
+    try:
+        await stop.wait()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for _, session, recorder in sessions:
+            await session.close()
+            recorder.finish(session.state)
+        await asyncio.gather(*(h.close() for h in hosts.values()), return_exceptions=True)
+    return EXIT_OK
+
+
+async def watch_deployment(args: argparse.Namespace, board: Board, stop: asyncio.Event) -> int:
+    """The deployment's members (as `wait --deployment` folds them): each under `member`, the whole without."""
+    from tui.commands.members import with_members
+    from tui.core import deployment as dm
+    from tui.sources.deployment import MemberSpec
+    from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
+
+    name = Path(args.deployment).stem
+
+    async def body(specs: list[MemberSpec], hosts: list[Host]) -> int:
+        monitor = deployment_monitor(specs, hosts, args.remote_python)
+        dep = deployment_of(specs, args.stall_after)
+        folder = MemberFolder(dep, monitor.set_phase)
+
+        def show(dep: dm.Deployment) -> None:
+            for member in dep.members:
+                board.put(name, member.state, member.name)
+            board.put(name, dm.combined(dep))
+
+        show(dep)
+
+        async def follow() -> None:
+            nonlocal dep
+            async for member, batch in monitor.batches():
+                dep = folder(dep, member, batch, time.time())
+                show(dep)
+
+        task = asyncio.ensure_future(follow())
+        try:
+            await stop.wait()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await monitor.close()
+        return EXIT_OK
+
+    return await with_members(args, lambda line: print(f"sglang-tui export: {line}", file=sys.stderr), body)
+
+
+async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> None:
+    """DIR/sglang-tui.prom, rewritten atomically every TEXTFILE_EVERY_S (and once more at the end)."""
+    path = directory / TEXTFILE_NAME
+    while True:
+        try:
+            write_atomically(path, board.text().encode("utf-8"), mode=0o644)  # node_exporter runs as another user
+        except OSError as err:
+            print(f"sglang-tui export: cannot write {path}: {err}", file=sys.stderr)
+        if stop.is_set():
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), TEXTFILE_EVERY_S)
+
+
+async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
+    """One HTTP/1.x request: GET /metrics (the exposition), GET / (a pointer to it), anything else 404/405."""
+    try:
+        request = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+        while True:  # the headers: read and dropped
+            line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+            if line in (b"\r\n", b"\n", b""):
+                break
+        words = request.decode("latin-1").split()
+        method, path = (words[0], words[1].split("?", 1)[0]) if len(words) >= 2 else ("", "")
+        if method not in ("GET", "HEAD"):
+            status, ctype, body = "405 Method Not Allowed", "text/plain; charset=utf-8", b"GET /metrics\n"
+        elif path == "/metrics":
+            status, ctype, body = "200 OK", CONTENT_TYPE, board.text().encode("utf-8")
+        elif path == "/":
+            status, ctype, body = "200 OK", "text/plain; charset=utf-8", b"sglang-tui export: see /metrics\n"
+        else:
+            status, ctype, body = "404 Not Found", "text/plain; charset=utf-8", b"not found; see /metrics\n"
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
+        await writer.drain()
+    except (asyncio.TimeoutError, ConnectionError, UnicodeError):
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
