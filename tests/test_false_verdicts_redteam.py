@@ -40,6 +40,7 @@ from tui.core.explain import PROCESS_EXITED
 from tui.sim.params import MODEL as SIM_MODEL
 
 NOT_READY = {"ready", "serving"}
+EXITED_WORDS = "with no failure line in the log (a dead process, not a stall)"  # the processes, not the log, said it
 UNVOUCHED = "the log has shown nothing since /health said 200"  # another uid: a finished log vouches for nothing
 NOT_CONFIRMED = "not confirmed: /health is not probed (--no-health)"  # … and with --no-health nothing can confirm
 
@@ -108,9 +109,10 @@ def test_a_server_that_answers_200_then_dies_is_not_ready(where: str, cli: Cli, 
     assert "/health" in paths  # it answered one /health (200), then exited
     assert out.code != 0 and not out.phases() & NOT_READY, out.stderr
     if where == "local":
-        assert out.code == 1 and out.verdict() == f"sglang-tui wait: failed (other): {PROCESS_EXITED}", out.verdict()
+        verdict = out.verdict()
+        assert out.code == 1 and verdict == f"sglang-tui wait: failed: {PROCESS_EXITED}, {EXITED_WORDS}", verdict
     else:
-        assert out.code == 2 and _ruled_out(out), out.verdict()
+        assert out.code == 7 and _ruled_out(out), out.verdict()
         assert CANNOT_SEE in out.verdict()
 
 
@@ -161,7 +163,7 @@ def test_no_health_on_a_dead_servers_log_is_not_ready(where: str, cli: Cli, requ
     if where == "local":
         assert out.code == 1 and out.last_json()["error"] == {"kind": "other", "line": PROCESS_EXITED}, out.stderr
     else:
-        assert out.code == 2 and NOT_CONFIRMED in out.verdict(), out.verdict()
+        assert out.code == 7 and NOT_CONFIRMED in out.verdict(), out.verdict()
         assert CANNOT_SEE in out.verdict()
 
 

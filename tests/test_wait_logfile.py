@@ -58,7 +58,7 @@ def test_missing_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None
     log = tmp_path / "typo.log"
     run = cli("wait", "local", "--log", log, "--port", str(free_port()), "--timeout", "3", timeout=60)
     last = run.stderr.strip().splitlines()[-1]
-    assert run.returncode == 2 and last.endswith(f"waiting for the first log line: log file missing: {log}"), last
+    assert run.returncode == 7 and last.endswith(f"waiting for the first log line: log file missing: {log}"), last
 
 
 def test_a_directory_as_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None:

@@ -108,8 +108,14 @@ def _failed_words(v: Verdict, s: Readiness) -> str:
         if s.process_alive:
             return "failed: the server process exited; a new one runs, waiting for its launch in the log"
         return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
-    during = f" in {phase_words(v.phase)}" if v.phase is not None else ""
-    return f"failed{during} ({kind_words(error.kind)}): {error.line.strip()}"
+    return f"failed{_during(v.phase)} ({kind_words(error.kind)}): {error.line.strip()}"
+
+
+def _during(phase: Phase | None) -> str:
+    """ " in loading weights", " once ready", " while serving": when a failure came ("" when not known)."""
+    if phase is None:
+        return ""
+    return {Phase.READY: " once ready", Phase.SERVING: " while serving"}.get(phase, f" in {phase_words(phase)}")
 
 
 def _stopped_words(v: Verdict, s: Readiness) -> str:
