@@ -81,7 +81,7 @@ USES: dict[str, dict[int, str]] = {
     "probe": {
         EXIT_OK: "--ready: ready (this server's /health 200); --alive: progressing or ready",
         EXIT_FAILED: "failed, or stopped (by sglang-tui or by a signal from outside)",
-        EXIT_BAD_ARGS: f"{_ARGS}; a directory as --log",
+        EXIT_BAD_ARGS: f"{_ARGS}; a directory as --log; a memo directory that is not private",
         EXIT_STALLED: "no progress on any signal for longer than the phase allows, the process alive",
         EXIT_CONNECT: _CONNECT,
         EXIT_TIMEOUT: "--ready: not ready yet (still starting, or /health not answering now: a wait with no time left)",

@@ -34,6 +34,8 @@ from tui.core.stall import describe
 from tui.core.state import Phase, Readiness
 from tui.core.verdict import HOOK_WORDS, Verdict, decide
 
+ENDED_KINDS = ("timed_out", "nothing_found", "cannot_see")  # verdicts a command ends with (verdict.ended)
+
 
 def verdict_line(state: Readiness, now: float | None = None) -> str:
     """The one line of the verdict at clock time `now` (default: the last event's): what the header shows, the
@@ -44,7 +46,9 @@ def verdict_line(state: Readiness, now: float | None = None) -> str:
 
 
 def line(v: Verdict, s: Readiness, now: float) -> str:
-    """The words of verdict `v` of state `s`."""
+    """The words of verdict `v` of state `s` (a deployment's combined state: the deployment's line)."""
+    if isinstance(s, dm.Combined) and v.kind not in ENDED_KINDS:
+        return deployment_line(s.deployment)
     if v.kind == "starting":
         return progress_words(s, now)
     if v.kind in ("ready", "serving"):
