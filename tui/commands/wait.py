@@ -125,10 +125,17 @@ class Reporter:
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
-async def wait_for(watched: Watched, reporter: Reporter, *, timeout: float | None) -> tuple[Outcome, Readiness]:
-    """The one wait loop (tui/sources/waiting.py) with `wait`'s reporter: the exit code and its line."""
+async def wait_for(
+    watched: Watched, reporter: Reporter, *, timeout: float | None, budget: float | None = None
+) -> tuple[Outcome, Readiness]:
+    """The one wait loop (tui/sources/waiting.py) with `wait`'s reporter: the exit code and its line (`budget`:
+    the --timeout given, said when it runs out; `timeout`: what is left of it)."""
     found, state = await wait_until(
-        watched, reporter.update, timeout=timeout, say=lambda said: reporter.say(f"sglang-tui wait: {said}")
+        watched,
+        reporter.update,
+        timeout=timeout,
+        say=lambda said: reporter.say(f"sglang-tui wait: {said}"),
+        budget=budget,
     )
     code = found.code if found.code is not None else EXIT_TIMEOUT
     return Outcome(code, wording.line(found, state, state.updated_at)), state
@@ -173,7 +180,7 @@ async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
-        found, state = await wait_for(session, reporter, timeout=remaining)
+        found, state = await wait_for(session, reporter, timeout=remaining, budget=args.timeout)
         if args.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""

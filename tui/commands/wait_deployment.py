@@ -49,7 +49,11 @@ async def wait_members(
     session = DeploymentSession(monitor, deployment_of(specs, args.stall_after))
     remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
     found, state = await wait_for(
-        session, reporter.update, timeout=remaining, say=lambda line: reporter.say(f"sglang-tui wait: {line}")
+        session,
+        reporter.update,
+        timeout=remaining,
+        say=lambda line: reporter.say(f"sglang-tui wait: {line}"),
+        budget=args.timeout,
     )
     if args.json:
         reporter.emit_json(state, force=True)

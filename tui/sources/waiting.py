@@ -46,10 +46,16 @@ Report = Callable[[Readiness, float], None]
 
 
 async def wait_for(
-    watched: Watched, report: Report, *, timeout: float | None, say: Callable[[str], None]
+    watched: Watched,
+    report: Report,
+    *,
+    timeout: float | None,
+    say: Callable[[str], None],
+    budget: float | None = None,
 ) -> tuple[Verdict, Readiness]:
     """Fold the watched states until a final verdict; after `timeout` seconds, timed out (with the state's own
-    verdict inside it). The watched thing is closed on the way out."""
+    verdict inside it, and `budget`, the whole --timeout the user gave, as the time it ran: `timeout` is what was
+    left of it after connecting). The watched thing is closed on the way out."""
     start = watched.clock()
     unconfirmed_at: float | None = None  # a last look that did not confirm ready: wait for new evidence
 
@@ -107,4 +113,4 @@ async def wait_for(
                 return final, state
     finally:
         await watched.close()
-    return ended("timed_out", watched.state, after_s=timeout), watched.state
+    return ended("timed_out", watched.state, after_s=budget if budget is not None else timeout), watched.state
