@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from tui.commands.config import host_spec
 from tui.core import stacks
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
+from tui.history.paths import state_dir
 from tui.sources import pyspy
 from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
@@ -32,10 +32,9 @@ NOT_DUMPED = {"nothing": EXIT_NOTHING, "cannot_see": EXIT_CANNOT_SEE}  # DumpRes
 
 def default_path(where: str, now: float | None = None) -> Path:
     """$XDG_STATE_HOME/sglang-tui/dumps/dump-HOST-PORT-YYYYmmdd-HHMMSS.txt (default state home ~/.local/state)."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", where)
-    return Path(state) / "sglang-tui" / "dumps" / f"dump-{safe}-{stamp}.txt"
+    return state_dir() / "dumps" / f"dump-{safe}-{stamp}.txt"
 
 
 def report_text(result: pyspy.DumpResult, where: str) -> str:

@@ -1,7 +1,9 @@
 """`sglang-tui wait HOST`: fold the monitor's events into the readiness model until ready, failed or stalled.
 
 Exit codes from the one table (tui/core/exitcodes.py): 0 ready, 1 failed (a stop, ours or from outside,
-included), 2 bad arguments, 3 stalled, 4 cannot connect/auth, 6 no such Slurm job, 7 timed out. Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the log's fired-up line and a live
+included), 2 bad arguments, 3 stalled, 4 cannot connect/auth, 6 nothing found (a missing log, or no log and nothing
+listening, for --missing-log-grace; no such Slurm job), 7 timed out.
+Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the log's fired-up line and a live
 process instead. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
 line being the final state.
@@ -30,8 +32,16 @@ from tui.core import fmt, wording
 from tui.core.capture import current_capture
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
-from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_OK, EXIT_STALLED, EXIT_TIMEOUT
-from tui.core.explain import symlink_line
+from tui.core.exitcodes import (
+    EXIT_BAD_ARGS,
+    EXIT_CONNECT,
+    EXIT_FAILED,
+    EXIT_NOTHING,
+    EXIT_OK,
+    EXIT_STALLED,
+    EXIT_TIMEOUT,
+)
+from tui.core.explain import nothing_found, symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
@@ -46,6 +56,8 @@ from tui.sources.waiting import Watched
 from tui.sources.waiting import wait_for as wait_until
 from tui.sources.weightfiles import WeightFilesProbe
 
+MISSING_LOG_GRACE_S = 30.0  # `launch … > log &` makes the file within a second; a few seconds more for a slow shell
+FIRST_LOOK_S = 2.0  # the first progress line waits this long at most for the log's and the port's first look
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
@@ -78,13 +90,34 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
+def first_look_done(state: Readiness) -> bool:
+    """The log and the port have each been looked at once (or are not watched): the first line can say what is
+    there, rather than "waiting for the first log line" a moment before "log file missing"."""
+    log_seen = state.log_watched is not True or state.log_file is not None or state.log_grew_at is not None
+    if state.health_probed is False:  # only the process watch looks at the port, if it runs
+        port_seen = state.port_owner is not None or not state.process_watched
+    else:
+        port_seen = bool(state.health)
+    return log_seen and port_seen
+
+
+def grace_words(state: Readiness, grace: float | None) -> str:
+    """While nothing is found: "exit 6 after 30s if nothing turns up (--missing-log-grace)"; else ""."""
+    if grace is None or not nothing_found(state):
+        return ""
+    return f"exit {EXIT_NOTHING} after {fmt.duration(grace)} if nothing turns up (--missing-log-grace)"
+
+
 class Reporter:
     """Writes progress to stderr when it changes and JSON lines to stdout when the state's report changes."""
 
-    def __init__(self, json_out: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+    def __init__(
+        self, json_out: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, grace: float | None = None
+    ) -> None:
         self.json_out = json_out
         self.out = out
         self.err = err
+        self.grace = grace  # --missing-log-grace, said in the line while nothing is found
         self._last_key: object = None
         self._last_counts: object = None
         self._last_line = ""
@@ -92,12 +125,21 @@ class Reporter:
         self._last_json: str | None = None
 
     def update(self, state: Readiness, elapsed: float) -> None:
-        key = (state.phase, state.error, state.stall is not None, state.connection, state.health_ready, state.log_ready)
+        missing = nothing_found(state)
+        key = (
+            state.phase, state.error, state.stall is not None, state.connection, state.health_ready,
+            state.log_ready, missing,
+        )  # fmt: skip
         capture = current_capture(state)
         counts = (state.shards.done if state.shards else None, capture[0], capture[1].done if capture[1] else None)
         line = progress_line(state, elapsed)
+        grace = grace_words(state, self.grace)
+        if grace:
+            line += f" · {grace}"
+        # the first line waits for the first look, so that it says what that look found
+        early = self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S
         since = elapsed - self._last_at
-        if (
+        if not early and (
             key != self._last_key
             or (counts != self._last_counts and since >= COUNT_EVERY_S)
             or (since >= HEARTBEAT_S and line != self._last_line)
@@ -126,22 +168,30 @@ class Reporter:
 
 
 async def wait_for(
-    watched: Watched, reporter: Reporter, *, timeout: float | None, budget: float | None = None
+    watched: Watched,
+    reporter: Reporter,
+    *,
+    timeout: float | None,
+    budget: float | None = None,
+    grace: float | None = None,
 ) -> tuple[Outcome, Readiness]:
     """The one wait loop (tui/sources/waiting.py) with `wait`'s reporter: the exit code and its line (`budget`:
-    the --timeout given, said when it runs out; `timeout`: what is left of it)."""
+    the --timeout given, said when it runs out; `timeout`: what is left of it; `grace`: nothing of the server
+    found for that long ends it, nothing found)."""
     found, state = await wait_until(
         watched,
         reporter.update,
         timeout=timeout,
         say=lambda said: reporter.say(f"sglang-tui wait: {said}"),
         budget=budget,
+        grace=grace,
     )
     code = found.code if found.code is not None else EXIT_TIMEOUT
     return Outcome(code, wording.line(found, state, state.updated_at)), state
 
 
 async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
+    grace = getattr(args, "missing_log_grace", MISSING_LOG_GRACE_S)
     host = make_host(host_spec(args))
     started = time.monotonic()
     try:
@@ -180,7 +230,7 @@ async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
-        found, state = await wait_for(session, reporter, timeout=remaining, budget=args.timeout)
+        found, state = await wait_for(session, reporter, timeout=remaining, budget=args.timeout, grace=grace)
         if args.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
@@ -324,4 +374,5 @@ def run(args: argparse.Namespace) -> int:
         from tui.commands import wait_slurm  # a Slurm job: its nodes as a deployment, inside its allocation
 
         return wait_slurm.run(args, Reporter(bool(args.json)))
-    return asyncio.run(_main(args, Reporter(bool(args.json))))
+    grace = getattr(args, "missing_log_grace", MISSING_LOG_GRACE_S)
+    return asyncio.run(_main(args, Reporter(bool(args.json), grace=grace)))

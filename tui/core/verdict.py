@@ -40,11 +40,11 @@ CODES: dict[VerdictKind, int] = {
 HOOK_WORDS: dict[int, str] = {
     ec.EXIT_OK: "ready",
     ec.EXIT_FAILED: "failed",
-    ec.EXIT_BAD_ARGS: "bad-arguments",
+    ec.EXIT_BAD_ARGS: "bad_arguments",
     ec.EXIT_STALLED: "stalled",
     ec.EXIT_CONNECT: "connect",
-    ec.EXIT_CANNOT_SEE: "cannot-see",
-    ec.EXIT_NOTHING: "nothing-found",
+    ec.EXIT_CANNOT_SEE: "cannot_see",
+    ec.EXIT_NOTHING: "nothing_found",
     ec.EXIT_TIMEOUT: "timeout",
 }
 READY_PHASES = (Phase.READY, Phase.SERVING)

@@ -147,8 +147,9 @@ def ended_line(v: Verdict, s: Readiness | None = None) -> str:
         return f"cannot connect: {v.detail}"
     if v.kind == "cannot_see":
         return v.detail or "cannot see the server's processes"
-    if v.kind == "nothing_found":
-        return v.detail or "nothing found"
+    if v.kind == "nothing_found":  # wait: nothing of the server for --missing-log-grace (after_s: how long)
+        found = f"nothing found: {v.detail}" if v.detail else "nothing found"
+        return found + (f" (for {fmt.duration(v.after_s)}, --missing-log-grace)" if v.after_s is not None else "")
     return v.detail or v.kind.replace("_", " ")
 
 

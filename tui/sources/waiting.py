@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
+from tui.core.explain import nothing_found
 from tui.core.liveness import failure_settling, liveness_at, ready_confirmed
 from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Readiness
@@ -41,6 +42,15 @@ class Watched(Protocol):
     async def close(self) -> None: ...
 
 
+def nothing_found_verdict(state: Readiness, since: float | None, now: float, grace: float | None) -> Verdict | None:
+    """Nothing found once nothing of the server was found for `grace` seconds (the log missing, or no log and
+    nothing listening): a wrong path or port is said at once and ends the wait, instead of at --timeout."""
+    missing = nothing_found(state)
+    if grace is None or since is None or not missing or now - since < grace:
+        return None
+    return ended("nothing_found", state, detail=missing, after_s=now - since)
+
+
 Report = Callable[[Readiness, float], None]
 """Told each state that is reported, with the seconds since the wait began."""
 
@@ -52,10 +62,13 @@ async def wait_for(
     timeout: float | None,
     say: Callable[[str], None],
     budget: float | None = None,
+    grace: float | None = None,
 ) -> tuple[Verdict, Readiness]:
     """Fold the watched states until a final verdict; after `timeout` seconds, timed out (with the state's own
     verdict inside it, and `budget`, the whole --timeout the user gave, as the time it ran: `timeout` is what was
-    left of it after connecting). The watched thing is closed on the way out."""
+    left of it after connecting). `grace`: nothing of the server found (the log missing, or no log and nothing
+    listening: tui.core.explain.nothing_found) for that long is "nothing found", said at once instead of at the
+    timeout. The watched thing is closed on the way out."""
     start = watched.clock()
     unconfirmed_at: float | None = None  # a last look that did not confirm ready: wait for new evidence
 
@@ -75,6 +88,7 @@ async def wait_for(
 
     async def fold() -> tuple[Verdict, Readiness] | None:
         ready_at: float | None = None
+        missing_since: float | None = None  # clock time nothing of the server is found since
         async for state, now in watched.states():
             verdict = decide(state)
             if watched.settles and verdict.kind in ("ready", "serving"):
@@ -91,6 +105,10 @@ async def wait_for(
             if verdict.final:
                 return verdict, state
             ready_at = None
+            missing_since = (now if missing_since is None else missing_since) if nothing_found(state) else None
+            gone = nothing_found_verdict(state, missing_since, now, grace)
+            if gone is not None:
+                return gone, state
         return None
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
