@@ -43,7 +43,8 @@ USES: dict[str, dict[int, str]] = {
         EXIT_BAD_ARGS: f"{_ARGS}; a directory as --log; several servers found and no --port; a bad deployment file",
         EXIT_STALLED: "no progress on any signal for longer than the phase allows, the process alive",
         EXIT_CONNECT: _CONNECT,
-        EXIT_NOTHING: _SLURM_NONE,
+        EXIT_NOTHING: "the log still missing (or, with no --log, nothing listening on --port) after --missing-log-grace;"
+        f" {_SLURM_NONE}",
         EXIT_TIMEOUT: "--timeout passed before a verdict (also while connecting)",
     },
     "stop": {
