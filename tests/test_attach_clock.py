@@ -120,9 +120,9 @@ def test_attach_after_a_hang_past_its_budget_is_stalled_at_once(
     # the first line that shows the log is already past the budget: its quiet time came from the log
     assert first["stall"]["budget_s"] == 30.0 and first["stall"]["quiet_s"] >= HANG_S - 5, first["stall"]
     final = json.loads(out.splitlines()[-1]) if out.strip() else first
-    assert final["reason"].startswith("stalled in loading_weights: no progress on any signal"), final["reason"]
+    assert final["reason"].startswith("stalled in loading weights: no progress on any signal"), final["reason"]
     assert final["phase"] == "loading_weights" and final["stall"]["quiet_s"] >= HANG_S - 5
-    assert "stalled in loading_weights" in err.strip().splitlines()[-1]
+    assert "stalled in loading weights" in err.strip().splitlines()[-1]
 
 
 def test_a_dead_servers_old_log_is_failed_not_stalled(sim: Sims, cli: Cli, tmp_path: Path) -> None:

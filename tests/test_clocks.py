@@ -18,6 +18,7 @@ from tui.core.events import BarProgress, LogActivity, LogLook, Milestone, Server
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 DAY = "2026-12-01"
 NOW = 1_796_000_000.0  # our clock at the attach (an epoch in 2026)
@@ -105,14 +106,14 @@ def test_attach_counts_the_quiet_time_from_the_log_and_withdraws_the_eta() -> No
     assert s.shards.rate_per_s == pytest.approx(0.5)
     e = estimate(s, NOW)
     assert e.phase_left_s is None and e.silent_s is not None and e.silent_s >= 119.0
-    assert "no progress for 2m0" in s.reason and "ETA" not in s.reason, s.reason
+    assert "no progress for 2m0" in verdict_line(s) and "ETA" not in verdict_line(s), verdict_line(s)
     # the phase began at the log's load_begin, 20 s before the last write, not at the attach
     assert NOW - s.phase_since == pytest.approx(140.0, abs=1.0)
 
 
 def test_attach_past_the_budget_is_stalled_at_once() -> None:
     s, _ = hung_load(quiet=200.0)
-    assert s.stall is not None and s.reason.startswith("stalled in loading_weights")
+    assert s.stall is not None and verdict_line(s).startswith("stalled in loading weights")
     with_override = hung_load(quiet=40.0)[0].evolve(stall_after=30.0)
     assert reduce(with_override, Tick(), NOW).stall is not None
 
@@ -127,7 +128,7 @@ def test_a_fresh_log_is_live_progress() -> None:
 def test_a_burst_of_old_frames_with_no_time_of_their_own_gives_no_rate() -> None:
     s, _ = hung_load(quiet=30.0, frames_elapsed=False)
     assert s.shards is not None and s.shards.done == 10 and s.shards.rate_per_s is None
-    assert estimate(s, NOW).phase_left_s is None and "shards/s" not in s.reason
+    assert estimate(s, NOW).phase_left_s is None and "shards/s" not in verdict_line(s)
     # live frames after it: a rate again, from when they arrive
     live = s
     for i, d in enumerate(range(11, 14)):

@@ -13,6 +13,7 @@ from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, ServerArgs
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 LATER = sum(d for p, d in PHASES if p in ("kv_cache", "cuda_graph", "warmup"))  # 36 s after the weights
 
@@ -39,7 +40,9 @@ def test_a_faster_history_never_shortens_what_the_shards_say_is_left() -> None:
     assert e.ready_in_s >= left  # "ready in ~8s" beside "ETA 48 s" was the bug
     assert abs(e.ready_in_s - (left + LATER * 0.4)) < 1.0
     shown = fmt.eta(left)
-    assert shown in s.reason, s.reason  # the reason's shard ETA is the phase's, the one "ready in" rests on
+    assert shown in verdict_line(s), verdict_line(
+        s
+    )  # the reason's shard ETA is the phase's, the one "ready in" rests on
     assert shown in progress_line(s, 20.0)  # and `wait`'s line says the same
     assert f"ready in ~{fmt.duration(e.ready_in_s)}" in eta_words(e)
     assert to_json(s)["eta"]["phase_left_s"] == round(left, 1)
@@ -70,7 +73,7 @@ def test_capture_counts_the_live_batch_rate_beside_the_history() -> None:
     assert bar_left_s is not None and abs(bar_left_s - 32.0) < 1.0
     assert e.phase_left_s is not None and abs(e.phase_left_s - 32.0) < 1.0  # not the history's 22 s
     assert e.ready_in_s is not None and e.ready_in_s >= bar_left_s
-    assert fmt.eta(bar_left_s) in slow.reason
+    assert fmt.eta(bar_left_s) in verdict_line(slow)
 
 
 def test_a_fast_capture_bar_leaves_the_phase_at_least_its_median() -> None:
@@ -101,4 +104,4 @@ def test_the_gpu_memory_eta_is_the_one_beside_the_shards() -> None:
     assert e.source == "GPU memory" and e.phase_left_s is not None and abs(e.phase_left_s - 16.0) < 0.5
     left, _ = pace(s, s.shards, T0 + 20)  # type: ignore[arg-type]
     assert left == e.phase_left_s
-    assert fmt.eta(left) in s.reason, s.reason
+    assert fmt.eta(left) in verdict_line(s), verdict_line(s)
