@@ -12,7 +12,8 @@ import pytest
 
 from tui.commands.replay import replay_stream
 from tui.core import clocks
-from tui.core.clocks import ClockMap, ours, zone_of
+from tui.core.clockmap import LOG_IS_CLOCK, ClockMap
+from tui.core.clocks import ours, zone_of
 from tui.core.eta import estimate
 from tui.core.events import BarProgress, LogActivity, LogLook, Milestone, ServerArgs, Tick
 from tui.core.readiness import reduce
@@ -184,7 +185,7 @@ def test_replay_keeps_its_clock_the_logs_own() -> None:
         "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:03<00:03,  3.00s/it]\n"
     ).encode()
     s = replay_stream(io.BytesIO(log))
-    assert s.clock == clocks.LOG_IS_CLOCK and s.phase is Phase.LOADING_WEIGHTS
+    assert s.clock == LOG_IS_CLOCK and s.phase is Phase.LOADING_WEIGHTS
     assert s.phase_since == log_t("10:00:05")
     stall = to_json(s)["stall"]
     assert stall["quiet_s"] == 0.0 and stall["last_progress_at"] == f"{DAY} 10:00:05"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import BinaryIO
 
-from tui.core.clocks import LOG_IS_CLOCK
+from tui.core.clockmap import LOG_IS_CLOCK
 from tui.core.events import Event
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.logparse import LogParser

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tui.core.clockmap import ClockMap
 from tui.core.events import LogLook
 from tui.core.logenvelope import LogClock, split_envelope
 
@@ -40,20 +41,6 @@ QUARTER_HOUR_S = 900.0
 ZONE_SLACK_S = 5.0  # mtime is truncated to the second, and a line is stamped a moment before it is written
 LIVE_ZONE_SLACK_S = QUARTER_HOUR_S / 2  # a live line is written about now: the nearest quarter hour
 STAMP_S = 1.0  # a log stamp is whole seconds: its line was written up to a second after it
-
-
-@dataclass(frozen=True)
-class ClockMap:
-    """How the log's time maps onto ours, and where the history (bytes written before we read them) ends."""
-
-    skew_s: float = 0.0  # our clock - the host's epoch
-    zone_s: float | None = None  # log time - the host's epoch (None: no timestamped line to learn it from yet)
-    history_end: int = 0  # byte offset: the bytes before it were written before the last look at the file
-    history_at: float | None = None  # our clock when the last of them was written (the file's mtime)
-
-
-LOG_IS_CLOCK = ClockMap(skew_s=0.0, zone_s=0.0)
-"""`replay`'s map: the reducer's clock is the log's own."""
 
 
 def zone_of(last_t: float, mtime_s: float, slack: float = ZONE_SLACK_S) -> float:

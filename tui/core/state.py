@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Generic, TypeVar, overload
 
 from tui.core.activity import ActivityState
-from tui.core.clocks import ClockMap
+from tui.core.clockmap import ClockMap
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
