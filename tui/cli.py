@@ -10,7 +10,9 @@ import sys
 
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+SUBCOMMANDS = (
+    "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
+)  # fmt: skip
 
 
 class _Version(argparse.Action):
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
         "(sglang-tui SUBCOMMAND --help)",
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
@@ -162,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _probe_parser(sub)
     _export_parser(sub)
+    _fleet_parser(sub)
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
@@ -288,6 +291,42 @@ def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _history_options(export)
 
 
+FLEET_EXITS = (
+    "exit codes (--once; one table for every command): 0 every server ready, else the worst row's:\n"
+    "  1  a server failed\n"
+    "  2  bad arguments (a bad TARGET or --inventory: one line naming it), or a log path that is a directory\n"
+    "  3  a server stalled\n"
+    "  4  a host cannot be reached, or authentication failed\n"
+    "  6  nothing found: a HOST with no SGLang server running\n"
+    "  7  a server is still starting (not ready yet)"
+)
+
+
+def _fleet_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fleet = sub.add_parser(
+        "fleet", help="one board for many servers: phase, time in phase, ETA, health, GPUs, vs usual",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=FLEET_EXITS,
+        description="Each TARGET: HOST (every SGLang server found running there), HOST:PORT or HOST:PORT:LOG (one "
+        "server). Servers on one SSH host share one connection. On a terminal: the board (/ filter, s sort, Enter "
+        "opens the server, Esc back, ? help).",
+    )  # fmt: skip
+    _host_options(fleet, watching=False)
+    fleet.add_argument(
+        "--inventory", metavar="FILE", help="a TOML file of [[server]] tables (name, target, port, log, group)"
+    )
+    fleet.add_argument("--once", action="store_true", help="print the table once and exit with the worst row's code")
+    fleet.add_argument("--json", action="store_true",
+                       help='one JSON line per server state change (the `wait --json` object plus "name")')  # fmt: skip
+    fleet.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                       help="--once: wait at most S s for every row's first state (default 30)")  # fmt: skip
+    fleet.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
+    fleet.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    fleet.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(fleet)
+
+
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
     options each one accepts (argparse offers no public way to reach them)."""
@@ -336,8 +375,8 @@ def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | N
     """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
     from tui.core.slurmjob import is_slurm_target
 
-    if not any(is_slurm_target(h) for h in hosts):
-        return None
+    if args.command == "fleet" or not any(is_slurm_target(h) for h in hosts):
+        return None  # the fleet reads each TARGET itself
     if len(hosts) > 1 or getattr(args, "deployment", None):
         return (
             "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
@@ -390,7 +429,7 @@ def _main(argv: list[str]) -> int:
         return 2
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
-        if not hosts and not getattr(args, "deployment", None):
+        if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
             parser.error(f"{args.command}: give a HOST (or several, node 0 first), or --deployment FILE")
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
