@@ -22,6 +22,7 @@ import sys
 from tui.commands.fleet_watch import Fleet, targets_of
 from tui.commands.inventory import InventoryEntry, load
 from tui.commands.targets import FleetTarget
+from tui.core import deployment as dm
 from tui.core.fleet import EXIT_BAD_ARGS, exit_code, first_state_said, worst
 from tui.core.report import to_json
 from tui.sources.hostpool import HostPool
@@ -53,8 +54,10 @@ def _bad(line: str) -> int:
 
 def object_of(fleet: Fleet, index: int) -> dict[str, object]:
     """The row's `wait --json` object, with its "name" first."""
-    entry = fleet.rows[index].entry
-    return {"name": entry.name, **to_json(entry.state)}
+    row = fleet.rows[index]
+    if row.job is not None:  # a Slurm job: the deployment's object, with its "members" (as `wait slurm:JOBID`)
+        return {"name": row.entry.name, **dm.to_json(row.job.dep)}
+    return {"name": row.entry.name, **to_json(row.entry.state)}
 
 
 async def _headless(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:

@@ -20,7 +20,11 @@ from dataclasses import dataclass, field, replace
 
 from tui.commands.config import host_spec
 from tui.commands.inventory import InventoryEntry
+from tui.commands.slurm_members import SlurmMembers
 from tui.commands.targets import FleetTarget, HostTarget, JobTarget, Target
+from tui.commands.wait_deployment import MemberFolder
+from tui.core import deployment as dm
+from tui.core.answerer import printable
 from tui.core.config import WatchConfig
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset
 from tui.core.fleet import FleetEntry
@@ -30,6 +34,7 @@ from tui.core.state import Readiness
 from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.control import ServerControl, process_watch
+from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 from tui.sources.hostpool import HostPool
@@ -39,6 +44,20 @@ from tui.sources.weightfiles import WeightFilesProbe
 
 KEEP_LOG_BYTES = 4 << 20  # per server: what its full view shows of the log from before it was opened
 DISCOVER_TIMEOUT_S = 20.0
+
+
+@dataclass
+class JobWatch:
+    """A Slurm job's nodes as one server: the members (their SrunHosts, node 0 first), their Monitors, the fold."""
+
+    members: SlurmMembers
+    monitor: DeploymentMonitor
+    folder: MemberFolder
+    dep: dm.Deployment
+
+    async def close(self) -> None:
+        await self.monitor.close()
+        await self.members.close()
 
 
 @dataclass
@@ -55,6 +74,7 @@ class Watched:
     kept: deque[Event] = field(default_factory=deque)
     kept_bytes: int = 0
     views: set[asyncio.Queue[list[Event]]] = field(default_factory=set)
+    job: JobWatch | None = None  # a Slurm job's row (its full view: `sglang-tui slurm:JOBID`)
 
     def keep(self, batch: Iterable[Event]) -> None:
         for event in batch:
@@ -128,7 +148,7 @@ class Fleet:
             if isinstance(target, HostTarget):
                 await self._open_discovered(target, name, group)
             elif isinstance(target, JobTarget):
-                raise ValueError(f"target {target.name}: Slurm jobs are not on the board yet; use wait slurm:JOBID")
+                await self._open_jobs(target, name, group)
             else:
                 sim = sims[len(self.rows)] if len(self.rows) < len(sims) and sims[len(self.rows)] else None
                 self._open_server(target, name, group, sim)
@@ -171,8 +191,79 @@ class Fleet:
             each = f"{name}:{server.port}" if len(found) > 1 or name == target.host else name
             self._open_server(Target(each, target.host, server.port, server.log), each, group, None)
 
+    async def _open_jobs(self, target: JobTarget, name: str, group: str) -> None:
+        """`slurm:JOBID` (or through a login node): one row, the job's nodes as one server, node 0 first;
+        `slurm:`: one row per running job of the user that runs SGLang. A job that is not running (or none at
+        all) is a row of kind "nothing" with Slurm's words; a login node that cannot be reached, a row that
+        cannot connect."""
+        from tui.commands import slurm_members
+
+        said: list[str] = []
+        job_ids: list[str | None] = [target.slurm.job_id]
+        if target.slurm.job_id is None:
+            found = await slurm_members.sglang_jobs(self._job_args(target, None), said.append)
+            if isinstance(found, int):
+                self._nothing_or_unreachable(name, target.name, group, found, said)
+                return
+            job_ids = list(found)
+        for job_id in job_ids:
+            each = name if target.slurm.job_id is not None else f"{name}{job_id}"
+            args = self._job_args(target, job_id)
+            members = await slurm_members.resolve(args, said.append)
+            if isinstance(members, int):
+                self._nothing_or_unreachable(each, target.name, group, members, said)
+                continue
+            self._open_job(members, args, each, group)
+
+    def _job_args(self, target: JobTarget, job_id: str | None) -> argparse.Namespace:
+        """The options slurm_members reads, for one job of this target (its port: the target's, else found)."""
+        login = f"{target.slurm.login}/" if target.slurm.login else ""
+        text = f"{login}slurm:{job_id or ''}" + (f":{target.slurm.log}" if target.slurm.log and job_id else "")
+        given = dict(vars(self.args))
+        given.update(host=text, port=target.port or 30000, discover=target.port is None, sim_gpus=None, log=None)
+        return argparse.Namespace(**given)
+
+    def _nothing_or_unreachable(self, name: str, where: str, group: str, code: int, said: list[str]) -> None:
+        from tui.commands.slurm_members import EXIT_BAD_ARGS, EXIT_CONNECT
+
+        line = printable(said[-1], 300) if said else f"slurm target {where}: exit {code}"
+        if code == EXIT_BAD_ARGS:
+            raise ValueError(line)
+        if code == EXIT_CONNECT:
+            state = reduce(Readiness(), ConnectionState("failed", line), self.clock())
+            self.rows.append(Watched(FleetEntry(name, where, state, group=group, order=len(self.rows)), None))
+            return
+        entry = FleetEntry(name, where, Readiness(), kind="nothing", group=group, note=line, order=len(self.rows))
+        self.rows.append(Watched(entry, None))
+
+    def _open_job(self, members: SlurmMembers, args: argparse.Namespace, name: str, group: str) -> None:
+        from tui.commands.wait_deployment import deployment_monitor, deployment_of
+        from tui.sources.slurm_procs import SlurmProcessWatch
+
+        job_id = members.job_id
+
+        def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
+            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
+
+        monitor = deployment_monitor(members.specs, list(members.hosts), args.remote_python, watch)
+        dep = deployment_of(members.specs, args.stall_after)
+        job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
+        where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
+        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=len(self.rows))
+        self.rows.append(Watched(entry, None, port=members.specs[0].port if members.specs else None, job=job))
+
     def start(self) -> None:
-        self._tasks = [asyncio.ensure_future(self._follow(i, w)) for i, w in enumerate(self.rows) if w.session]
+        self._tasks = [
+            asyncio.ensure_future(self._follow(i, w) if w.job is None else self._follow_job(i, w, w.job))
+            for i, w in enumerate(self.rows)
+            if w.session is not None or w.job is not None
+        ]
+
+    async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
+        async for member, batch in job.monitor.batches():
+            job.dep = job.folder(job.dep, member, batch, self.clock())
+            watched.entry = replace(watched.entry, state=dm.combined(job.dep))
+            self.changes.put_nowait(index)
 
     async def _follow(self, index: int, watched: Watched) -> None:
         session = watched.session
@@ -191,6 +282,9 @@ class Fleet:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for watched in self.rows:
+            if watched.job is not None:
+                with contextlib.suppress(Exception):
+                    await watched.job.close()
             if watched.session is not None:
                 with contextlib.suppress(Exception):
                     await watched.session.close()

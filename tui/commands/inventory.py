@@ -5,7 +5,7 @@ the key that is wrong, exit 2), read as strictly as a deployment file (tui/comma
 name = "llama-70b"          # unique; the board's NAME (default: the target as written)
 target = "gpu1"             # a TARGET as on the command line: HOST, HOST:PORT[:LOG], slurm:JOBID, LOGIN/slurm:JOBID
 port = 30000                # its port, where the target names none
-log = "/var/log/sglang.log" # its log (an absolute path), where the target names none
+log = "/var/log/sglang.log" # its log (an absolute path; a Slurm job: a pattern as sbatch -o), where the target names none
 group = "prod"              # free text: shown by `/` and in --json
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tui.commands.deployment_file import _hint
 from tui.commands.targets import FleetTarget, JobTarget, Target, fleet_target
+from tui.core.slurmjob import is_slurm_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,7 +81,9 @@ def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
             raise ValueError(f"{at}: port {port!r} is not a TCP port (1-65535)")
         log = entry.get("log")
-        if log is not None and (not isinstance(log, str) or not log.startswith("/")):
+        job = is_slurm_target(target_text) if isinstance(target_text, str) else False
+        if log is not None and (not isinstance(log, str) or not log or not (job or log.startswith("/"))):
+            # a Slurm job's log is a pattern as sbatch -o takes it (relative: to the job's WorkDir)
             raise ValueError(f"{at}: log must be an absolute path, not {log!r}")
         group = entry.get("group", "")
         if not isinstance(group, str):
