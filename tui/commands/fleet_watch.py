@@ -249,7 +249,8 @@ class Fleet:
         dep = deployment_of(members.specs, args.stall_after)
         job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
         where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
-        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=len(self.rows))
+        parts = tuple(m.state for m in dep.members)
+        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=len(self.rows), parts=parts)
         self.rows.append(Watched(entry, None, port=members.specs[0].port if members.specs else None, job=job))
 
     def start(self) -> None:
@@ -262,20 +263,24 @@ class Fleet:
     async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
         async for member, batch in job.monitor.batches():
             job.dep = job.folder(job.dep, member, batch, self.clock())
-            watched.entry = replace(watched.entry, state=dm.combined(job.dep))
+            parts = tuple(m.state for m in job.dep.members)
+            watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
             self.changes.put_nowait(index)
 
     async def _follow(self, index: int, watched: Watched) -> None:
         session = watched.session
         assert session is not None
         async for batch in session.batches():
-            now = session.clock()
-            session.state = session.fold(session.state, batch, now)
-            watched.entry = replace(watched.entry, state=session.state)
+            before = session.state
+            session.state = session.fold(before, batch, session.clock())
             watched.keep(batch)
             for view in watched.views:
                 view.put_nowait(batch)
-            self.changes.put_nowait(index)
+            if (
+                session.state != before
+            ):  # a tick at ready changes no fact: no row to redraw (records compare by `is` first)
+                watched.entry = replace(watched.entry, state=session.state)
+                self.changes.put_nowait(index)
 
     async def close(self) -> None:
         for task in self._tasks:

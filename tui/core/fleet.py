@@ -36,6 +36,7 @@ class FleetEntry:
     group: str = ""
     note: str = ""  # kind "nothing": the one line that says why
     order: int = 0  # its place on the command line or in the inventory (the board's first order)
+    parts: tuple[Readiness, ...] = ()  # kind "job": each node's own state, node 0 first (`state` is the whole's)
 
 
 def exit_code(entry: FleetEntry) -> int:
@@ -69,9 +70,11 @@ def worst(codes: list[int]) -> int:
 def first_state_said(entry: FleetEntry) -> bool:
     """The entry has said enough to be shown by `--once`: a verdict (ready, failed, stalled, no connection), or
     its log read once (or no log to read), its processes looked at once and /health answered once (or none
-    probed). Before that, a row says only "connecting"."""
+    probed); a Slurm job's, once each node's has. Before that, a row says only "connecting"."""
     if entry.kind == "nothing" or exit_code(entry) != EXIT_NOT_YET:
         return True
+    if entry.parts:  # a job: once every node has said its own
+        return all(first_state_said(FleetEntry(entry.name, entry.where, part)) for part in entry.parts)
     s = entry.state
     log_seen = not s.log_watched or s.log_read_at is not None or s.log_file is not None
     procs_seen = not s.process_watched or s.process_checked_at is not None

@@ -179,8 +179,9 @@ class FleetApp(App[None]):
             for i in shown:
                 old = before.get(i, {})
                 for k in _KEYS:
-                    if old.get(k) != words[i][k]:
-                        table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=True)
+                    if old.get(k) != words[i][k]:  # a wider text widens its column (a full re-layout): only then
+                        wider = len(words[i][k]) > len(old.get(k, ""))
+                        table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=wider)
                         self.redraws += 1
         self._board.query_one("#fleet-summary", Static).update(self._summary(entries))
 

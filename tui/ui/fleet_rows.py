@@ -68,12 +68,14 @@ def phase_cell(s: Readiness) -> str:
 
 
 def in_phase_cell(s: Readiness, now: float) -> str:
-    """How long in this phase; once up, whole minutes after the first (so a ready row changes once a minute)."""
+    """How long in this phase; once up, whole minutes ("<1m" in the first), so a ready row changes once a minute."""
     seconds = in_phase_s(s, now)
     if seconds is None or (s.connection != "connected" and not s.launched):
         return "—"
-    if s.phase in UP and seconds >= 60:
+    if s.phase in UP:
         minutes = int(seconds // 60)
+        if minutes == 0:
+            return "<1m"
         return f"{minutes}m" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
     return fmt.duration(seconds)
 
