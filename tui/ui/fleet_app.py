@@ -104,6 +104,7 @@ class FleetApp(App[None]):
         self._dirty: set[int] = set()
         self._flush_pending = False
         self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
+        self._summary_shown = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-summary")
@@ -160,7 +161,8 @@ class FleetApp(App[None]):
         entries = self.sources.entries()
         before = {i: dict(self._cells[i]) for i in self.order if i in self._cells}
         words = {i: self._words(i, e, now) for i, e in enumerate(entries)}
-        shown = [i for i, e in enumerate(entries) if matches(self.filter_words, fleet_rows.haystack(e, words[i]))]
+        wanted = self.filter_words
+        shown = [i for i, e in enumerate(entries) if not wanted or matches(wanted, fleet_rows.haystack(e, words[i]))]
         column = self.sort_column
         shown.sort(
             key=lambda i: sort_key(column, entries[i], now, fleet_rows.eta_s(entries[i], now)), reverse=self.reverse
@@ -183,7 +185,10 @@ class FleetApp(App[None]):
                         wider = len(words[i][k]) > len(old.get(k, ""))
                         table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=wider)
                         self.redraws += 1
-        self._board.query_one("#fleet-summary", Static).update(self._summary(entries))
+        summary = self._summary(entries)
+        if summary.plain != self._summary_shown:  # the same words: no repaint
+            self._summary_shown = summary.plain
+            self._board.query_one("#fleet-summary", Static).update(summary)
 
     def _summary(self, entries: list[FleetEntry]) -> Text:
         up = sum(1 for e in entries if e.kind != "nothing" and e.state.phase in UP)
