@@ -136,7 +136,7 @@ def test_bad_targets_are_one_line(cli: Cli, tmp_path: Path) -> None:
     for args, words in (
         (("fleet", "--once", "gpu1:30000", "gpu1:30000"), "the server gpu1:30000 is given twice"),
         (("fleet", "--once", "gpu1:http"), "after gpu1: comes a port"),
-        (("fleet", "--once"), "give a HOST"),
+        (("fleet", "--once"), "fleet: give TARGETs"),
         (("fleet", "--once", "--inventory", str(tmp_path / "missing.toml")), "cannot read it"),
     ):
         done = cli(*args)

@@ -19,6 +19,7 @@ from tui.sources.hostpool import HostPool
 from tui.ui.app import ServerScreen
 from tui.ui.fleet_app import FleetApp
 from tui.ui.panes.header import HeaderPane
+from tui.ui.screens.confirm import ConfirmScreen
 from tui.ui.screens.fleet_help import FleetHelpScreen
 
 
@@ -96,6 +97,16 @@ async def test_board_sorts_filters_opens_and_comes_back(sim: Sims) -> None:
             await pilot.press("escape")
             await _until(pilot, lambda: app.screen is app.screen_stack[0], "back on the board")
             assert _names(app)[0] in ("alpha", "gamma")  # still sorted by phase, reversed
+
+            table.move_cursor(row=_names(app).index("gamma"))
+            await pilot.press("T")  # terminate: gamma's view opens and asks there, with the exact command
+            await _until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
+            assert isinstance(app.screen_stack[-2], ServerScreen) and app.screen_stack[-2].sources.host_label == "gamma"
+            await pilot.press("n")  # no: nothing is done
+            await _until(pilot, lambda: isinstance(app.screen, ServerScreen), "back on gamma's view")
+            await pilot.press("escape")
+            await _until(pilot, lambda: app.screen is app.screen_stack[0], "back on the board")
+            assert gamma.alive() and fleet.entries[2].state.phase is Phase.READY
 
             await pilot.press("question_mark")
             assert isinstance(app.screen, FleetHelpScreen)

@@ -430,6 +430,8 @@ def _main(argv: list[str]) -> int:
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
         if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
+            if args.command == "fleet":
+                parser.error("fleet: give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
             parser.error(f"{args.command}: give a HOST (or several, node 0 first), or --deployment FILE")
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
