@@ -7,6 +7,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from tui.sim.params import FAULTS
 
@@ -28,6 +29,43 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+# argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
+_TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors for every command: `sglang-tui wait: --port: not a port number: 'x' (try
+    sglang-tui wait --help)`, with no usage block before it."""
+
+    command_prog: str | None = None  # the subcommand typed, for the errors the top parser reports for it
+
+    def error(self, message: str) -> NoReturn:
+        prog = self.command_prog or self.prog
+        message = message.removeprefix("argument ")
+        for said, plain in _TYPE_WORDS.items():
+            message = message.replace(said, plain)
+        self.exit(2, f"{prog}: {message} (try {prog} --help)\n")
+
+
+def port_number(text: str) -> int:
+    """A port given on the command line: a whole number (the range is checked by each command)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"not 0 or more seconds: {text!r}")
+    return value
+
+
 def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     """The host and SSH options; `watching=False` (stop) leaves out what only a watch means."""
     p.add_argument("host", metavar="HOST", nargs="*",
@@ -37,10 +75,10 @@ def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     p.add_argument("--deployment", metavar="FILE",
                    help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
-    p.add_argument("--port", type=int, default=None,
+    p.add_argument("--port", type=port_number, default=None,
                    help="the server's port on the host (default 30000; with neither --port nor --log, `watch` and "
                         "`wait` find the SGLang server running on the host)")  # fmt: skip
-    p.add_argument("--ssh-port", type=int, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
+    p.add_argument("--ssh-port", type=port_number, metavar="N", help="SSH port (default: from ~/.ssh/config, else 22)")
     p.add_argument("--user", metavar="U", help="SSH user (default: from ~/.ssh/config)")
     p.add_argument("--identity", metavar="FILE", help="SSH private key")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify the host key against")
@@ -87,17 +125,26 @@ def _sim_options(p: argparse.ArgumentParser) -> None:
                         "0 or none: no speculative decoding")  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def settings_line() -> str:
+    """Where the settings file is, for --help (XDG_CONFIG_HOME moves it)."""
+    from tui.ui.settings import config_path
+
+    return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
+
+
+def build_parser() -> Parser:
+    parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
-        "(sglang-tui SUBCOMMAND --help)",
+        "(sglang-tui SUBCOMMAND --help)\n" + settings_line(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
+    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     _host_options(watch)
     watch.add_argument(
         "--on-ready",
@@ -110,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
     _host_options(wait)
     wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
+    wait.add_argument(
+        "--missing-log-grace",
+        type=seconds,
+        default=30.0,
+        metavar="S",
+        help="exit 6 when the log file is still missing (or, with no --log, nothing listens on --port) after S "
+        "seconds (default 30: long enough for `launch … > LOG &` to create it)",
+    )
     wait.add_argument(
         "--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)"
     )
@@ -250,7 +305,7 @@ EXIT_TABLE = (
 )
 
 
-def _probe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     probe = sub.add_parser(
         "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_TABLE,
@@ -274,7 +329,7 @@ def _probe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _history_options(probe)
 
 
-def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     export = sub.add_parser(
         "export", help="Prometheus metrics (sglang_tui_*) of one server, a deployment or a fleet",
         description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
@@ -302,7 +357,7 @@ FLEET_EXITS = (
 )
 
 
-def _fleet_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     fleet = sub.add_parser(
         "fleet", help="one board for many servers: phase, time in phase, ETA, health, GPUs, vs usual",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=FLEET_EXITS,
@@ -417,6 +472,8 @@ def _main(argv: list[str]) -> int:
     for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
         sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
+    if argv and argv[0] in ("watch", *SUBCOMMANDS):
+        parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
     args = parser.parse_args(argv)
     args.settings = settings
     if not args.command:
@@ -431,8 +488,8 @@ def _main(argv: list[str]) -> int:
         hosts = args.host
         if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
             if args.command == "fleet":
-                parser.error("fleet: give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
-            parser.error(f"{args.command}: give a HOST (or several, node 0 first), or --deployment FILE")
+                parser.error("give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
+            parser.error("give a HOST (or several, node 0 first), or --deployment FILE")
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts
         args.host = hosts[0] if hosts else None

@@ -67,7 +67,7 @@ def parse(text: str, where: str = "config.toml") -> Settings:
     if theme is not None and (not isinstance(theme, str) or not theme):
         raise SettingsError(f'{where}: theme must be a theme\'s name, e.g. theme = "nord"')
     keys = _table(data, "keys", where)
-    from tui.ui.actions import ACTIONS  # only when keys are remapped: `replay` never loads Textual
+    from tui.ui.actions import ACTIONS, key_clash  # only when keys are remapped: `replay` never loads Textual
 
     ids = {a.id for a in ACTIONS if not a.builtin} if keys else set()
     for action_id, spec in keys.items():
@@ -75,6 +75,12 @@ def parse(text: str, where: str = "config.toml") -> Settings:
             raise SettingsError(f"{where}: [keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})")
         if not isinstance(spec, str) or not spec.strip():
             raise SettingsError(f'{where}: [keys] {action_id} must be a key, e.g. {action_id} = "ctrl+k"')
+    clash = key_clash({k: str(v) for k, v in keys.items()}) if keys else None
+    if clash is not None:  # two actions on one key: the footer would offer both, and the key would run only one
+        key, first, second = clash
+        raise SettingsError(
+            f'{where}: [keys] {second} = "{key}" is already the key of {first}: give one of them another'
+        )
     defaults = _table(data, "defaults", where)
     _check_values(defaults, _DEFAULTS, "[defaults]", where)
     hosts: dict[str, dict[str, object]] = {}
