@@ -3,7 +3,7 @@ when a row has said its first state (a Slurm job: every node), the `/` filter an
 
 from __future__ import annotations
 
-from tui.core.events import ConnectionState
+from tui.core.events import ConnectionState, GpuSnapshot
 from tui.core.fleet import FleetEntry, exit_code, first_state_said, matches, sort_key, worst
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
@@ -31,13 +31,20 @@ def test_each_row_calls_for_its_code() -> None:
     assert exit_code(FleetEntry("a", "h", Readiness(), kind="nothing", note="no server")) == 6
 
 
-def test_a_job_has_said_its_first_state_only_once_every_node_has() -> None:
-    said = _at(Phase.READY)
+def test_a_row_has_said_its_first_state_once_every_source_has_and_a_job_once_every_node_has() -> None:
+    looked = dict(connection="connected", log_watched=True, log_read_at=1.0, process_watched=True,
+                  process_checked_at=1.0, health_probed=False)  # fmt: skip
+    said = _at(Phase.READY, **looked, gpus=GpuSnapshot(source="probe", error="no NVML"))
+    no_gpus_yet = _at(Phase.READY, **looked)  # ready, but its GPUS cell would still be empty
     unsaid = Readiness().evolve(log_watched=True, connection="connecting")
+    assert first_state_said(FleetEntry("a", "h", said))
+    assert not first_state_said(FleetEntry("a", "h", no_gpus_yet)) and not first_state_said(
+        FleetEntry("a", "h", unsaid)
+    )
+    assert first_state_said(FleetEntry("a", "h", reduce(Readiness(), ConnectionState("failed", "auth"), 1.0)))
     whole = _at(Phase.LOADING_WEIGHTS)
     assert not first_state_said(FleetEntry("j", "slurm 1: n1,n2", whole, kind="job", parts=(said, unsaid)))
     assert first_state_said(FleetEntry("j", "slurm 1: n1,n2", whole, kind="job", parts=(said, said)))
-    assert not first_state_said(FleetEntry("a", "h", unsaid))
 
 
 def test_the_filter_needs_every_word_and_leaves_out_the_banged_ones() -> None:

@@ -12,8 +12,9 @@ from typing import Any
 
 from textual.screen import Screen
 
-from tui.commands.fleet_watch import Fleet, Watched
+from tui.commands.fleet_watch import Fleet, JobWatch, Watched
 from tui.commands.targets import FleetTarget
+from tui.core.events import Event
 from tui.sources.hostpool import HostPool
 from tui.ui.fleet_app import BoardSources, FleetApp
 
@@ -23,6 +24,8 @@ def server_screen(args: argparse.Namespace, watched: Watched) -> Screen[Any] | N
     from tui.commands.watch import _bench_runner, _dumper
     from tui.ui.app import READY_CLOCK_TICKS, ServerScreen, UiSources
 
+    if watched.job is not None:
+        return job_screen(watched, watched.job)
     if watched.session is None or watched.host is None or watched.watch is None:
         return None
     watch = watched.watch
@@ -45,6 +48,21 @@ def server_screen(args: argparse.Namespace, watched: Watched) -> Screen[Any] | N
         ready_clock_ticks=READY_CLOCK_TICKS,
         keymap=settings.keys if settings else None,
     )
+
+
+def job_screen(watched: Watched, job: JobWatch) -> Screen[Any]:
+    """A Slurm job's full view (a DeploymentScreen, watch only, as `sglang-tui slurm:JOBID` opens it): the members
+    pane and every node's log, over the deployment the fleet folded (its fold hands back the fleet's)."""
+    from tui.ui.app import UiSources
+    from tui.ui.deployment_app import DeploymentScreen
+
+    async def no_batches() -> AsyncIterator[list[Event]]:  # the view reads the members' batches instead
+        return
+        yield
+
+    specs = job.members.specs
+    sources = UiSources(batches=no_batches, control=None, host_label=watched.entry.name, port=specs[0].port)
+    return DeploymentScreen(sources, job.dep, watched.tee.batches, lambda dep, name, items, now: job.dep)
 
 
 def board_app(args: argparse.Namespace, fleet: Fleet) -> FleetApp:

@@ -46,6 +46,46 @@ KEEP_LOG_BYTES = 4 << 20  # per server: what its full view shows of the log from
 DISCOVER_TIMEOUT_S = 20.0
 
 
+class Tee:
+    """What a full view opened later needs of a row's batches: the log kept so far (the last KEEP_LOG_BYTES of
+    each member's: a server is the one member ""), then every batch as it comes, to each view open now."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, deque[Event]] = {}
+        self.kept_bytes: dict[str, int] = {}
+        self.views: set[asyncio.Queue[tuple[str, list[Event]]]] = set()
+
+    def put(self, batch: list[Event], member: str = "") -> None:
+        kept = self.kept.setdefault(member, deque())
+        size = self.kept_bytes.get(member, 0)
+        for event in batch:
+            if isinstance(event, LogActivity) and event.data:
+                kept.append(event)
+                size += len(event.data)
+            elif isinstance(event, LogReset):
+                kept.append(event)
+        while size > KEEP_LOG_BYTES and kept:
+            old = kept.popleft()
+            if isinstance(old, LogActivity):
+                size -= len(old.data)
+        self.kept_bytes[member] = size
+        for view in self.views:
+            view.put_nowait((member, batch))
+
+    async def batches(self) -> AsyncIterator[tuple[str, list[Event]]]:
+        """(member, batch): first what was kept, member by member, then each batch until the view closes."""
+        queue: asyncio.Queue[tuple[str, list[Event]]] = asyncio.Queue()
+        self.views.add(queue)
+        try:
+            for member, kept in list(self.kept.items()):
+                if kept:
+                    yield member, list(kept)
+            while True:
+                yield await queue.get()
+        finally:
+            self.views.discard(queue)
+
+
 @dataclass
 class JobWatch:
     """A Slurm job's nodes as one server: the members (their SrunHosts, node 0 first), their Monitors, the fold."""
@@ -62,43 +102,22 @@ class JobWatch:
 
 @dataclass
 class Watched:
-    """One server of the fleet: its Session, its row, the log bytes kept for its full view, the views open on it."""
+    """One server of the fleet: its Session (or a Slurm job's members), its row, what its full view needs."""
 
     entry: FleetEntry
-    session: Session | None  # None: a row of kind "nothing", or a host that could not be reached
+    session: Session | None  # None: a Slurm job's row, a row of kind "nothing", or a host that could not be reached
     host: Host | None = None
     control: ServerControl | None = None  # None under --read-only
     watch: ProcessWatch | None = None  # its processes (the control itself, when there is one)
     port: int | None = None
     recorder: Recorder | None = None
-    kept: deque[Event] = field(default_factory=deque)
-    kept_bytes: int = 0
-    views: set[asyncio.Queue[list[Event]]] = field(default_factory=set)
-    job: JobWatch | None = None  # a Slurm job's row (its full view: `sglang-tui slurm:JOBID`)
-
-    def keep(self, batch: Iterable[Event]) -> None:
-        for event in batch:
-            if isinstance(event, LogActivity) and event.data:
-                self.kept.append(event)
-                self.kept_bytes += len(event.data)
-            elif isinstance(event, LogReset):
-                self.kept.append(event)
-        while self.kept_bytes > KEEP_LOG_BYTES and self.kept:
-            old = self.kept.popleft()
-            if isinstance(old, LogActivity):
-                self.kept_bytes -= len(old.data)
+    tee: Tee = field(default_factory=Tee)
+    job: JobWatch | None = None  # a Slurm job's row
 
     async def view_batches(self) -> AsyncIterator[list[Event]]:
-        """For a full view opened now: the log kept so far, then every batch as it comes (until it is closed)."""
-        queue: asyncio.Queue[list[Event]] = asyncio.Queue()
-        self.views.add(queue)
-        try:
-            if self.kept:
-                yield list(self.kept)
-            while True:
-                yield await queue.get()
-        finally:
-            self.views.discard(queue)
+        """A server's full view: its log kept so far, then every batch as it comes."""
+        async for _, batch in self.tee.batches():
+            yield batch
 
     def mirror_fold(self) -> Fold:
         return MirrorFold(self)
@@ -263,6 +282,7 @@ class Fleet:
     async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
         async for member, batch in job.monitor.batches():
             job.dep = job.folder(job.dep, member, batch, self.clock())
+            watched.tee.put(batch, member)
             parts = tuple(m.state for m in job.dep.members)
             watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
             self.changes.put_nowait(index)
@@ -273,9 +293,7 @@ class Fleet:
         async for batch in session.batches():
             before = session.state
             session.state = session.fold(before, batch, session.clock())
-            watched.keep(batch)
-            for view in watched.views:
-                view.put_nowait(batch)
+            watched.tee.put(batch)
             if (
                 session.state != before
             ):  # a tick at ready changes no fact: no row to redraw (records compare by `is` first)

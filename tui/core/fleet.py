@@ -68,10 +68,11 @@ def worst(codes: list[int]) -> int:
 
 
 def first_state_said(entry: FleetEntry) -> bool:
-    """The entry has said enough to be shown by `--once`: a verdict (ready, failed, stalled, no connection), or
-    its log read once (or no log to read), its processes looked at once and /health answered once (or none
-    probed); a Slurm job's, once each node's has. Before that, a row says only "connecting"."""
-    if entry.kind == "nothing" or exit_code(entry) != EXIT_NOT_YET:
+    """The entry has said enough to be shown by `--once`: nothing to watch, no connection, or (whatever its
+    phase, so that every cell is filled) its log read once (or no log to read), its processes looked at once,
+    /health answered once (or none probed) and its GPUs read once (or the probe's error said); a Slurm job's,
+    once each node's has. Before that, a row says only "connecting"."""
+    if entry.kind == "nothing" or exit_code(entry) == EXIT_CONNECT:
         return True
     if entry.parts:  # a job: once every node has said its own
         return all(first_state_said(FleetEntry(entry.name, entry.where, part)) for part in entry.parts)
@@ -79,7 +80,8 @@ def first_state_said(entry: FleetEntry) -> bool:
     log_seen = not s.log_watched or s.log_read_at is not None or s.log_file is not None
     procs_seen = not s.process_watched or s.process_checked_at is not None
     health_seen = not s.health_probed or bool(s.health)
-    return s.connection == "connected" and log_seen and procs_seen and health_seen
+    gpus_seen = s.gpus is not None  # a snapshot or the probe's error: it always says one
+    return s.connection == "connected" and log_seen and procs_seen and health_seen and gpus_seen
 
 
 def gpus_held(state: Readiness) -> tuple[tuple[int, int], ...]:

@@ -266,11 +266,7 @@ class FleetApp(App[None]):
         kind: EntryKind = self.sources.entries()[index].kind
         screen = self.sources.open_view(index)
         if screen is None:
-            if kind == "job":
-                name = self.sources.entries()[index].name
-                words = f"a Slurm job's full view is its own: sglang-tui {name} (the board shows its nodes as one)"
-            else:
-                words = "nothing to open: no server was found there" if kind == "nothing" else "nothing to open yet"
+            words = "nothing to open: no server was found there" if kind == "nothing" else "nothing to open yet"
             self.notify(words, severity="warning", timeout=3)
             return None
         self.push_screen(screen)
