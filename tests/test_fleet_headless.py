@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +142,20 @@ def test_bad_targets_are_one_line(cli: Cli, tmp_path: Path) -> None:
     ):
         done = cli(*args)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_a_bare_host_is_every_server_found_running_there(sshd: Sshd, sim: Sims, cli: Cli) -> None:
+    servers = [sim(speed=100.0, shards=8, speculative="none") for _ in range(2)]
+    deadline = time.monotonic() + 150
+    while not all(s.log.exists() and b"fired up" in s.log.read_bytes() for s in servers):
+        assert time.monotonic() < deadline, "the simulators never said fired up"
+        time.sleep(0.2)
+    # other servers of this machine's user may be found too (a shared machine): ours are among the rows
+    once = cli("fleet", "--once", "--json", "testhost", "--ssh-config", str(sshd.ssh_config),
+               "--remote-python", sys.executable, "--no-history", timeout=120)  # fmt: skip
+    assert "Traceback" not in once.stderr, once.stderr
+    found = {o["name"]: o for o in map(json.loads, once.stdout.splitlines())}
+    for server in servers:
+        row = found.get(f"testhost:{server.port}")
+        assert row is not None, sorted(found)
+        assert row["phase"] == "ready" and row["tp_size"] == 8, row
