@@ -151,11 +151,18 @@ def test_a_bare_host_is_every_server_found_running_there(sshd: Sshd, sim: Sims, 
         assert time.monotonic() < deadline, "the simulators never said fired up"
         time.sleep(0.2)
     # other servers of this machine's user may be found too (a shared machine): ours are among the rows
-    once = cli("fleet", "--once", "--json", "testhost", "--ssh-config", str(sshd.ssh_config),
-               "--remote-python", sys.executable, "--no-history", timeout=120)  # fmt: skip
-    assert "Traceback" not in once.stderr, once.stderr
-    found = {o["name"]: o for o in map(json.loads, once.stdout.splitlines())}
-    for server in servers:
-        row = found.get(f"testhost:{server.port}")
-        assert row is not None, sorted(found)
-        assert row["phase"] == "ready" and row["tp_size"] == 8, row
+    stream = cli.popen("fleet", "--json", "testhost", "--ssh-config", str(sshd.ssh_config),
+                       "--remote-python", sys.executable, "--no-history")  # fmt: skip
+    assert stream.stdout is not None
+    lines = PipeLines(stream.stdout)
+    ours = [f"testhost:{s.port}" for s in servers]
+
+    def ready(_: str) -> bool:
+        latest = _latest(list(lines.lines))
+        return all(latest.get(name, {}).get("phase") == "ready" for name in ours)
+
+    lines.wait_for(ready, timeout=150)
+    stream.send_signal(signal.SIGTERM)
+    assert stream.wait(30) == 0
+    latest = _latest(lines.lines)
+    assert all(latest[name]["tp_size"] == 8 for name in ours), [latest[n] for n in ours]

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import NoReturn
 
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
 SUBCOMMANDS = (
@@ -44,7 +45,7 @@ class Parser(argparse.ArgumentParser):
         message = message.removeprefix("argument ")
         for said, plain in _TYPE_WORDS.items():
             message = message.replace(said, plain)
-        self.exit(2, f"{prog}: {message} (try {prog} --help)\n")
+        self.exit(EXIT_BAD_ARGS, f"{prog}: {message} (try {prog} --help)\n")
 
 
 def port_number(text: str) -> int:
@@ -136,9 +137,9 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
-        "(sglang-tui SUBCOMMAND --help)\n" + settings_line(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
+        "(sglang-tui SUBCOMMAND --help)\n" + settings_line() + "\n\n" + table_epilog(),
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -155,7 +156,7 @@ def build_parser() -> Parser:
 
     wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
     _host_options(wait)
-    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 2)")
+    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 7)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument(
         "--missing-log-grace",
@@ -181,18 +182,7 @@ def build_parser() -> Parser:
         "--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)"
     )
 
-    stop = sub.add_parser(
-        "stop", help="headless terminate (or kill) of the server on --port",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit codes:\n"
-        "  0  stopped: every process of the server is gone and its GPU memory came back\n"
-        "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
-        "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
-        "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
-        "  4  cannot connect to the host, or authentication failed\n"
-        "  5  cannot see the server's processes (another user's; run as that user or root)\n"
-        "  6  slurm:JOBID: no such running job, or no SGLang process in it (nothing stopped)",
-    )  # fmt: skip
+    stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
     _host_options(stop, watching=False)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
     stop.add_argument("--grace", type=float, default=30.0, metavar="S",
@@ -291,24 +281,15 @@ def build_parser() -> Parser:
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
+    for name, command in subcommand_parsers(parser).items():  # every command's codes, from the one table
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = (command.epilog + "\n\n" if command.epilog else "") + epilog(name)
     return parser
-
-
-EXIT_TABLE = (
-    "exit codes (one table for every command):\n"
-    "  0  ready (--ready); progressing or ready (--alive)\n"
-    "  1  failed (a stop included)\n"
-    "  2  bad arguments\n"
-    "  3  stalled: no progress on any signal for longer than the phase allows\n"
-    "  4  cannot connect to the host, or authentication failed\n"
-    "  7  not ready yet (--ready: still starting, as `wait` at its deadline)"
-)
 
 
 def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     probe = sub.add_parser(
         "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_TABLE,
         description="Run where the server runs (`probe local --port N --log PATH`) or over SSH. Each call reads only "
         "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
         "once.",
@@ -346,21 +327,10 @@ def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _history_options(export)
 
 
-FLEET_EXITS = (
-    "exit codes (--once; one table for every command): 0 every server ready, else the worst row's:\n"
-    "  1  a server failed\n"
-    "  2  bad arguments (a bad TARGET or --inventory: one line naming it), or a log path that is a directory\n"
-    "  3  a server stalled\n"
-    "  4  a host cannot be reached, or authentication failed\n"
-    "  6  nothing found: a HOST with no SGLang server running\n"
-    "  7  a server is still starting (not ready yet)"
-)
-
-
 def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     fleet = sub.add_parser(
         "fleet", help="one board for many servers: phase, time in phase, ETA, health, GPUs, vs usual",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=FLEET_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Each TARGET: HOST (every SGLang server found running there), HOST:PORT or HOST:PORT:LOG (one "
         "server). Servers on one SSH host share one connection. On a terminal: the board (/ filter, s sort, Enter "
         "opens the server, Esc back, ? help).",
@@ -459,7 +429,7 @@ def _main(argv: list[str]) -> int:
                 "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)",
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_BAD_ARGS
         argv.insert(0, "watch")
     parser = build_parser()
     try:
@@ -468,7 +438,7 @@ def _main(argv: list[str]) -> int:
         settings = load()
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
         sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
@@ -478,12 +448,12 @@ def _main(argv: list[str]) -> int:
     args.settings = settings
     if not args.command:
         parser.print_help()
-        return 2
+        return EXIT_BAD_ARGS
     if getattr(args, "launch", None) and getattr(args, "read_only", False):
         # read-only promises the server is never changed; a launch changes it: say so rather than pick one
         print(f"sglang-tui {args.command}: --launch starts a server and --read-only never changes one; drop one of them",
               file=sys.stderr)  # fmt: skip
-        return 2
+        return EXIT_BAD_ARGS
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
         if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
@@ -496,7 +466,7 @@ def _main(argv: list[str]) -> int:
         problem = _slurm_target_problem(args, hosts)
         if problem:
             print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
     if hasattr(args, "host"):
         from tui.ui.settings import host_overrides
 
@@ -519,7 +489,7 @@ def _main(argv: list[str]) -> int:
     try:
         return int(module.run(args))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 import tui
 from tui.commands.simulate import command_line
 from tui.core.events import ControlResult
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_FAILED
 from tui.core.past import OddRow
 from tui.history.paths import default_path
 from tui.history.store import HistoryError, HistoryStore
@@ -178,16 +179,16 @@ async def demo(args: argparse.Namespace) -> int:
 
     if args.speed <= 0:
         print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     stall_after = getattr(args, "stall_after", None)
     if stall_after is not None and stall_after <= 0:
         print("sglang-tui demo: --stall-after must be above 0 seconds", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     try:
         running = await start_demo(args.speed, args.fault, getattr(args, "accept_len", None))
     except DemoError as err:
         print(f"sglang-tui demo: {err}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     try:
         initial = reduce(Readiness(), running.launched, time.time())
         watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))

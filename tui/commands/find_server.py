@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 
 from tui.core.discovery import DEFAULT_PORT, FoundServer, several_line
+from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 
@@ -48,7 +49,7 @@ async def find(
     picked = choose(found) if choose is not None else None
     if picked is None:
         say(several_line(found))
-        return 2
+        return EXIT_BAD_ARGS
     say(adopt(args, picked))
     return None
 

@@ -22,8 +22,8 @@ import sys
 from tui.commands.fleet_watch import Fleet, targets_of
 from tui.commands.inventory import InventoryEntry, load
 from tui.commands.targets import FleetTarget
-from tui.core import deployment as dm
-from tui.core.fleet import EXIT_BAD_ARGS, exit_code, first_state_said, worst
+from tui.core.exitcodes import EXIT_BAD_ARGS
+from tui.core.fleet import exit_code, first_state_said, worst
 from tui.core.report import to_json
 from tui.sources.hostpool import HostPool
 
@@ -44,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(_headless(args, targets))
     from tui.commands.fleet_board import run_board
 
-    return run_board(args, targets)
+    try:
+        return run_board(args, targets)
+    except ValueError as err:
+        return _bad(str(err))
 
 
 def _bad(line: str) -> int:
@@ -54,10 +57,8 @@ def _bad(line: str) -> int:
 
 def object_of(fleet: Fleet, index: int) -> dict[str, object]:
     """The row's `wait --json` object, with its "name" first."""
-    row = fleet.rows[index]
-    if row.job is not None:  # a Slurm job: the deployment's object, with its "members" (as `wait slurm:JOBID`)
-        return {"name": row.entry.name, **dm.to_json(row.job.dep)}
-    return {"name": row.entry.name, **to_json(row.entry.state)}
+    entry = fleet.rows[index].entry  # a Slurm job's: the deployment's combined state, its "members" in the object
+    return {"name": entry.name, **to_json(entry.state)}
 
 
 async def _headless(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:
@@ -93,7 +94,13 @@ async def _once(fleet: Fleet, args: argparse.Namespace) -> int:
         from tui.ui.fleet_rows import table_text
 
         _print(table_text(entries, fleet.clock()))
-    return worst([exit_code(e) for e in entries])
+    code = worst([exit_code(e) for e in entries])
+    held = next((e for e in entries if exit_code(e) == code), None)
+    if code and held is not None:  # the row that decides the code, said where `wait` says its verdict
+        from tui.ui.fleet_rows import cells
+
+        print(f"sglang-tui fleet: {held.name}: {cells(held, fleet.clock())['status']}", file=sys.stderr)
+    return code
 
 
 async def _stream(fleet: Fleet) -> int:

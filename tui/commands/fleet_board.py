@@ -86,15 +86,11 @@ def run_board(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, st
 
 
 async def _board(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:
-    from tui.commands.fleet import _bad
     from tui.commands.watch import run_app
 
     fleet = Fleet(args, HostPool(remote_python=args.remote_python))
     try:
-        try:
-            await fleet.open(targets)
-        except ValueError as err:
-            return _bad(str(err))
+        await fleet.open(targets)  # a target it cannot take: ValueError, said by the command in one line
         fleet.start()
         return await run_app(board_app(args, fleet))
     finally:

@@ -22,7 +22,6 @@ from tui.commands.config import host_spec
 from tui.commands.inventory import InventoryEntry
 from tui.commands.slurm_members import SlurmMembers
 from tui.commands.targets import FleetTarget, HostTarget, JobTarget, Target
-from tui.commands.wait_deployment import MemberFolder
 from tui.core import deployment as dm
 from tui.core.answerer import printable
 from tui.core.config import WatchConfig
@@ -35,6 +34,7 @@ from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.control import ServerControl, process_watch
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
+from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 from tui.sources.hostpool import HostPool
@@ -243,7 +243,7 @@ class Fleet:
         return argparse.Namespace(**given)
 
     def _nothing_or_unreachable(self, name: str, where: str, group: str, code: int, said: list[str]) -> None:
-        from tui.commands.slurm_members import EXIT_BAD_ARGS, EXIT_CONNECT
+        from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT
 
         line = printable(said[-1], 300) if said else f"slurm target {where}: exit {code}"
         if code == EXIT_BAD_ARGS:
@@ -256,7 +256,6 @@ class Fleet:
         self.rows.append(Watched(entry, None))
 
     def _open_job(self, members: SlurmMembers, args: argparse.Namespace, name: str, group: str) -> None:
-        from tui.commands.wait_deployment import deployment_monitor, deployment_of
         from tui.sources.slurm_procs import SlurmProcessWatch
 
         job_id = members.job_id

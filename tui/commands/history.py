@@ -2,6 +2,8 @@
 
 Each launch with its key, phase durations and outcome, newest first; `--compare A B` puts two launches side by
 side, phase by phase. `--json` prints one object: {"launches": [...]} or {"compare": {...}}.
+Exit codes from the one table (tui/core/exitcodes.py): 0 shown, 2 bad arguments or an unreadable history file,
+6 nothing found: no history file yet, no launch recorded (for HOST), no launch A or B to compare.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import sys
 
 from tui.core import fmt
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_NOTHING, EXIT_OK
 from tui.core.past import OddRow, odd_rows
 from tui.history.paths import history_path
 from tui.history.store import HistoryError, HistoryStore
@@ -22,15 +25,15 @@ MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "
 def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print(f"sglang-tui history: --limit {args.limit}: use 1 or more launches", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     path = history_path(args)
     if path is None:
         print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if not path.exists():
         print(f"sglang-tui history: no history yet at {path} (watch a launch with the TUI or `wait` first)",
               file=sys.stderr)  # fmt: skip
-        return 1
+        return EXIT_NOTHING
     try:
         with HistoryStore(path) as store:
             if args.compare:
@@ -38,13 +41,14 @@ def run(args: argparse.Namespace) -> int:
             rows, skipped = store.listing(args.host, limit=args.limit)
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if skipped:  # odd rows (another tool's, a hand edit): named, the rest shown
         print(f"sglang-tui history: not shown: {odd_rows(skipped)}", file=sys.stderr)
     if not rows and args.host and not args.json:  # launches of other hosts may be there: name the host
         print(f"history: no launches recorded for {args.host}")
-        return 0
-    return _print({"launches": rows} if args.json else None, format_launches(rows))
+        return EXIT_NOTHING
+    shown = _print({"launches": rows} if args.json else None, format_launches(rows))
+    return shown if rows else EXIT_NOTHING  # an empty listing is printed all the same (`{"launches": []}`)
 
 
 def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int:
@@ -55,11 +59,11 @@ def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int
         except OddRow as odd:
             print(f"sglang-tui history: launch {launch_id} in {path} cannot be shown ({odd}); compare another",
                   file=sys.stderr)  # fmt: skip
-            return 2
+            return EXIT_BAD_ARGS
         if row is None:
             print(f"sglang-tui history: no launch {launch_id} in {path}; `sglang-tui history` lists them",
                   file=sys.stderr)  # fmt: skip
-            return 2
+            return EXIT_NOTHING
         found.append(row)
     a, b = found
     return _print(compare_json(a, b) if args.json else None, format_compare(a, b))
@@ -71,7 +75,7 @@ def _print(obj: dict[str, object] | None, text: str) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return EXIT_OK
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from tui.commands.config import host_spec
-from tui.commands.wait import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec, connect_members, node_specs
 from tui.sources.host import Host
@@ -30,8 +30,8 @@ async def connect_all(
     args: argparse.Namespace, say: Callable[[str], None], *, timeout: float | None = None
 ) -> tuple[list[MemberSpec], list[Host]] | int:
     """The members and their connected hosts (close them with close_all), or the exit code after one line
-    said: 2 for a bad member list or deployment file or no connection within `timeout`, 4 when a member's host
-    cannot be reached."""
+    said: 2 for a bad member list or deployment file, 7 for no connection within `timeout`, 4 when a member's
+    host cannot be reached."""
     try:
         specs = specs_from_args(args)
     except ValueError as err:

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 
+from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.sim.params import SimParams, check
 
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
         if not args.prefill and not args.decode:
             print("sglang-tui simulate: --router needs workers: --prefill URL and/or --decode URL", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
         return run_router(os.path.abspath(args.log), args.port, list(args.prefill), list(args.decode))
     params = params_from_args(args)
     problem = check(params)
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             problem = f"--gpu-state {args.gpu_state}: cannot create the directory ({err.strerror})"
     if problem is not None:
         print(f"sglang-tui simulate: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     from tui.sim.server import run_server
 
     return run_server(params)

@@ -18,13 +18,13 @@ from tui.commands.config import host_spec
 from tui.core import slurmjob as sj
 from tui.core.answerer import printable
 from tui.core.discovery import DEFAULT_PORT
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 from tui.sources.slurm import JobNodes, SlurmCli, SlurmError, SrunHost
 
-EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING = 2, 4, 6
 _PROBE_CONCURRENCY = 4  # `slurm:`: jobs whose script does not say SGLang are looked into this many at a time
 
 
@@ -230,7 +230,6 @@ async def with_job(
     say: Callable[[str], None],
     body: Callable[[SlurmMembers], Awaitable[int]],
     *,
-    timeout_code: int = 7,
     notes: bool = True,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
@@ -245,7 +244,7 @@ async def with_job(
         found = await asyncio.wait_for(resolve(args, clean), timeout)
     except asyncio.TimeoutError:
         clean(f"timed out reading the Slurm job {args.host}")
-        return timeout_code
+        return EXIT_TIMEOUT
     if isinstance(found, int):
         return found
     for note in found.notes if notes else ():

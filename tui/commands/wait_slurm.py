@@ -9,15 +9,13 @@ import asyncio
 import time
 
 from tui.commands import slurm_members
-from tui.commands.wait import EXIT_TIMEOUT
-from tui.commands.wait_deployment import DeploymentReporter, wait_members
+from tui.commands.wait_deployment import Reporting, wait_members
 from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
 from tui.sources.slurm_procs import SlurmProcessWatch
 
 
-async def _main(args: argparse.Namespace) -> int:
-    reporter = DeploymentReporter(bool(args.json))
+async def _main(args: argparse.Namespace, reporter: Reporting) -> int:
     started = time.monotonic()
 
     def say(line: str) -> None:
@@ -31,8 +29,8 @@ async def _main(args: argparse.Namespace) -> int:
 
         return await wait_members(args, reporter, started, members.specs, list(members.hosts), watch)
 
-    return await slurm_members.with_job(args, say, body, timeout_code=EXIT_TIMEOUT)
+    return await slurm_members.with_job(args, say, body)
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_main(args))
+def run(args: argparse.Namespace, reporter: Reporting) -> int:
+    return asyncio.run(_main(args, reporter))

@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tui.core.benchstats import BenchResult
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT
 from tui.core.state import Readiness
 from tui.ui.settings import config_path
 
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "port", None) is not None and not 0 < args.port < 65536:
         print(f"sglang-tui: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
         print("sglang-tui: --stall-after must be above 0 seconds", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     from tui.core.slurmjob import is_slurm_target
 
     slurm = isinstance(getattr(args, "host", None), str) and is_slurm_target(args.host)
@@ -54,7 +55,7 @@ async def watch(args: argparse.Namespace) -> int:
         await host.connect()
     except (HostError, OSError, ValueError) as err:
         print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
-        return 4
+        return EXIT_CONNECT
     try:
         if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
             from tui.commands.find_server import ask_on_terminal, find

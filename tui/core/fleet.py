@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_STALLED
+from tui.core.exitcodes import EXIT_CANNOT_SEE as EXIT_UNSEEN
+from tui.core.exitcodes import EXIT_OK as EXIT_READY
+from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
 from tui.core.state import PHASE_ORDER, Phase, Readiness
 
-EXIT_READY, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT, EXIT_UNSEEN, EXIT_NOTHING, EXIT_NOT_YET = range(8)
 WORST_FIRST = (EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT, EXIT_UNSEEN, EXIT_NOTHING, EXIT_NOT_YET)
 UP = (Phase.READY, Phase.SERVING)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from tui.core import fmt
 from tui.core.eta import estimate, slow_phases, slow_words
-from tui.core.explain import explain, latest_health
+from tui.core.explain import latest_health
 from tui.core.fleet import UP, FleetEntry, gpus_held, in_phase_s
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
-from tui.ui.labels import kind_words, people_words, phase_words, stopped_by_tool
+from tui.core.wording import verdict_line
+from tui.ui.labels import kind_words, phase_words, stopped_by_tool
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("name", "NAME"),
@@ -139,12 +140,12 @@ def status_cell(s: Readiness, now: float) -> str:
         return f"stopped by sglang-tui ({stop.action})"
     if s.phase is Phase.FAILED:
         if s.error is not None and s.error.stopped_by:
-            return people_words(explain(s, now)[0])
+            return verdict_line(s, now)
         if s.error is not None:
             line = " ".join(s.error.line.split())
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
             return f"failed ({kind_words(s.error.kind)}): {line}"
-        return people_words(explain(s, now)[0])
+        return verdict_line(s, now)
     if s.connection == "failed":
         return f"cannot connect: {s.connection_detail}"
     if s.stall is not None:
@@ -155,7 +156,7 @@ def status_cell(s: Readiness, now: float) -> str:
         return f"{s.connection}: {s.connection_detail}"
     if s.connection == "connecting":
         return "connecting"
-    reason = people_words(explain(s, now)[0])
+    reason = verdict_line(s, now)
     return reason.split(" · ")[0]
 
 
