@@ -57,7 +57,7 @@ from tui.sources.waiting import wait_for as wait_until
 from tui.sources.weightfiles import WeightFilesProbe
 
 MISSING_LOG_GRACE_S = 30.0  # `launch … > log &` makes the file within a second; a few seconds more for a slow shell
-FIRST_LOOK_S = 2.0  # the first progress line waits this long at most for the log's and the port's first look
+FIRST_LOOK_S = 10.0  # the first progress line waits this long at most for the log's and the port's first look (4.8 s seen on a loaded 2-CPU box)
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
