@@ -71,9 +71,9 @@ def worst(codes: list[int]) -> int:
 
 
 def first_state_said(entry: FleetEntry) -> bool:
-    """The entry has said enough to be shown by `--once`: nothing to watch, no connection, or (whatever its
-    phase, so that every cell is filled) its log read once (or no log to read), its processes looked at once,
-    /health answered once (or none probed) and its GPUs read once (or the probe's error said); a Slurm job's,
+    """The entry has said enough to be shown by `--once`: nothing to watch, no connection, or (whatever its phase, so
+    that every cell is filled) its log read once (or no log to read), its processes looked at once, /health answered
+    once (a timeout is no answer; or none probed) and its GPUs read once (or the probe's error said); a Slurm job's,
     once each node's has. Before that, a row says only "connecting"."""
     if entry.kind == "nothing" or exit_code(entry) == EXIT_CONNECT:
         return True
@@ -82,7 +82,8 @@ def first_state_said(entry: FleetEntry) -> bool:
     s = entry.state
     log_seen = not s.log_watched or s.log_read_at is not None or s.log_file is not None
     procs_seen = not s.process_watched or s.process_checked_at is not None
-    health_seen = not s.health_probed or bool(s.health)
+    health = next((r for r in s.health if r.endpoint == "/health"), None)  # its own answer, not another endpoint's
+    health_seen = not s.health_probed or (health is not None and health.outcome not in ("timeout", "error"))
     gpus_seen = s.gpus is not None  # a snapshot or the probe's error: it always says one
     return s.connection == "connected" and log_seen and procs_seen and health_seen and gpus_seen
 
