@@ -51,6 +51,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("ui_log", "bench_ui_log.py", in_all=False, title="Log lines per second into the TUI"),
     Bench("deployment_cost", "bench_deployment_cost.py", ("--seconds", "30"), ("--seconds", "5"), in_all=False),
     Bench("slurm", "bench_slurm.py", ("--trials", "3"), ("--trials", "1", "--runs", "5"), in_all=False),  # root, slurm-wlm
+    Bench("fleet", "bench_fleet.py", ("--servers", "24", "--seconds", "30"), ("--servers", "4", "--seconds", "5", "--probes", "2"),
+          in_all=False),  # 24 simulators: minutes of a shared machine's CPU
 )  # fmt: skip
 
 # Sections no script here can write (measured on a lent GPU machine): bench_all.py carries them over untouched.

@@ -12,7 +12,9 @@ from typing import NoReturn
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+SUBCOMMANDS = (
+    "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
+)  # fmt: skip
 
 
 class _Version(argparse.Action):
@@ -136,7 +138,7 @@ def build_parser() -> Parser:
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
         "(sglang-tui SUBCOMMAND --help)\n" + settings_line() + "\n\n" + table_epilog(),
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
@@ -207,6 +209,7 @@ def build_parser() -> Parser:
 
     _probe_parser(sub)
     _export_parser(sub)
+    _fleet_parser(sub)
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
@@ -326,6 +329,31 @@ def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _history_options(export)
 
 
+def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
+    fleet = sub.add_parser(
+        "fleet", help="one board for many servers: phase, time in phase, ETA, health, GPUs, vs usual",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Each TARGET: HOST (every SGLang server found running there), HOST:PORT or HOST:PORT:LOG (one "
+        "server). Servers on one SSH host share one connection. On a terminal: the board (/ filter, s sort, Enter "
+        "opens the server, Esc back, ? help).",
+    )  # fmt: skip
+    _host_options(fleet, watching=False)
+    fleet.add_argument(
+        "--inventory", metavar="FILE", help="a TOML file of [[server]] tables (name, target, port, log, group)"
+    )
+    fleet.add_argument("--once", action="store_true", help="print the table once and exit with the worst row's code")
+    fleet.add_argument("--json", action="store_true",
+                       help='one JSON line per server state change (the `wait --json` object plus "name")')  # fmt: skip
+    fleet.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                       help="--once: wait at most S s for every row's first state (default 30)")  # fmt: skip
+    fleet.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
+    fleet.add_argument(
+        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
+    )
+    fleet.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(fleet)
+
+
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
     options each one accepts (argparse offers no public way to reach them)."""
@@ -374,8 +402,8 @@ def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | N
     """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
     from tui.core.slurmjob import is_slurm_target
 
-    if not any(is_slurm_target(h) for h in hosts):
-        return None
+    if args.command == "fleet" or not any(is_slurm_target(h) for h in hosts):
+        return None  # the fleet reads each TARGET itself
     if len(hosts) > 1 or getattr(args, "deployment", None):
         return (
             "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
@@ -430,7 +458,9 @@ def _main(argv: list[str]) -> int:
         return EXIT_BAD_ARGS
     if hasattr(args, "host") and isinstance(args.host, list):
         hosts = args.host
-        if not hosts and not getattr(args, "deployment", None):
+        if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
+            if args.command == "fleet":
+                parser.error("give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
             parser.error("give a HOST (or several, node 0 first), or --deployment FILE")
         # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
         args.hosts = hosts

@@ -109,6 +109,7 @@ class Monitor:
         processes: bool = True,
         activity: bool = True,
         ticks: bool = True,
+        gpu_feed: Callable[[], AsyncIterator[GpuSnapshot]] | None = None,
     ) -> None:
         self.host = host
         self.log_path = log_path
@@ -127,6 +128,7 @@ class Monitor:
         self._want_processes = processes
         self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
         self._want_ticks = ticks  # False: the consumer keeps its own clock (the TUI's timer), so none are queued
+        self._gpu_feed = gpu_feed  # the host's one probe, shared with other servers there (sources/hostpool.py)
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connection = "connecting"
@@ -283,9 +285,14 @@ class Monitor:
             history.read_to(event.offset)
 
     async def _gpus(self) -> None:
-        async for snapshot in gpu_snapshots(
-            self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
-        ):
+        snapshots = (
+            self._gpu_feed()
+            if self._gpu_feed is not None
+            else gpu_snapshots(
+                self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
+            )
+        )
+        async for snapshot in snapshots:
             self._put(snapshot)
 
     async def _processes(self) -> None:
