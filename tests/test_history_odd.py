@@ -200,9 +200,9 @@ def test_history_command_fuzzed_inputs_are_one_line_each(tmp_path: Path, cli: Cl
     journal = Path("/dev/null-journal")
     journal_before = journal.stat().st_mtime_ns if journal.exists() else None
     cases = [
-        (("--compare", "1", str(10**20), "--history", str(good)), 2,
+        (("--compare", "1", str(10**20), "--history", str(good)), 6,
          f"no launch {10**20} in {good}; `sglang-tui history` lists them"),
-        (("--compare", "1", "0", "--history", str(good)), 2, f"no launch 0 in {good}; `sglang-tui history` lists them"),
+        (("--compare", "1", "0", "--history", str(good)), 6, f"no launch 0 in {good}; `sglang-tui history` lists them"),
         (("--compare", str(ids["huge"]), str(ids["good"]), "--history", str(odd)), 2,
          f"launch {ids['huge']} in {odd} cannot be shown (loading_weights 1e+308 s is not a duration); compare another"),
         (("--history", str(tmp_path)), 2, f"history {tmp_path}: a directory; pass --history FILE or --no-history"),

@@ -63,14 +63,15 @@ def watch_launch(cli: Cli, sims: Sims, tmp: Path, history: Path, *sim_args: str,
 def launches(tmp_path_factory: pytest.TempPathFactory, module_sim: Sims,
              module_spawn: Spawner) -> tuple[Path, list[Watched]]:  # fmt: skip
     """Two normal launches of the same key (different seeds: a few percent of jitter), then one with capture
-    made twice as slow, all recorded into one history file (one after the other: each rests on the ones before)."""
+    made three times as slow (once ready, durations come from the log's whole-second timestamps: a 2x slowdown of a
+    capture this short once read under 1.5x its median on a loaded box), all recorded into one history file (one after the other: each rests on the ones before)."""
     root = tmp_path_factory.mktemp("hist")
     history = root / "history.sqlite3"
     cli = Cli(module_spawn)
     runs = [
         watch_launch(cli, module_sim, root / "one", history, "--seed", "1"),
         watch_launch(cli, module_sim, root / "two", history, "--seed", "2"),
-        watch_launch(cli, module_sim, root / "slow", history, "--seed", "3", "--slow", "cuda_graph=2"),
+        watch_launch(cli, module_sim, root / "slow", history, "--seed", "3", "--slow", "cuda_graph=3"),
     ]
     return history, runs
 

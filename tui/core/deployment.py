@@ -103,6 +103,17 @@ def follows_head(dep: Deployment, m: Member) -> Member | None:
 
 def member_phase(dep: Deployment, m: Member) -> Phase:
     """The member's phase as the deployment sees it."""
+    phase = _member_phase(dep, m)
+    s = m.state
+    unread = s.log_watched and s.log_read_at is None and not s.ranks and not s.log_ready
+    if m.role == "node" and phase in READY_PHASES and unread:
+        # a node whose log has not been read yet has not said its ranks or its TP: ready waits for that read
+        # (on a loaded host node 0's /health and node 1's processes came before either log's first bytes)
+        return Phase.WARMUP
+    return phase
+
+
+def _member_phase(dep: Deployment, m: Member) -> Phase:
     s = m.state
     head = follows_head(dep, m)
     if head is not None:
