@@ -63,7 +63,8 @@ def test_demo_leaves_no_process_after_a_signal(tmp_path: Path, signum: int, cli:
         assert _wait(lambda: len(_procs_with(str(tmp_path))) >= 3, 90), "the demo's simulated server never started"
         sims = [p for p in _procs_with(str(tmp_path)) if p != demo.pid]
         assert sims
-        time.sleep(1.0)  # the TUI is up and watching
+        # the TUI has drawn its footer: its app runs, so its signal handlers are in place (they come just before)
+        assert _wait(lambda: b"quit" in err_file.read_bytes(), 90), "the demo's TUI never drew its footer"
         os.kill(demo.pid, signum)
         rc = demo.wait(timeout=60)
         err = err_file.read_bytes()
