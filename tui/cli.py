@@ -300,16 +300,18 @@ def _main(argv: list[str]) -> int:
             return 2
         argv.insert(0, "watch")
     parser = build_parser()
-    try:
-        from tui.ui.settings import SettingsError, load
+    from tui.commands.settings import load
+    from tui.core.settings import SettingsError
 
+    try:
         settings = load()
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return 2
+    defaults = {k: v for k, v in vars(settings.defaults).items() if v is not None}
     for sub in subcommand_parsers(parser).values():
         known = {a.dest for a in sub._actions}
-        sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
+        sub.set_defaults(**{k: v for k, v in defaults.items() if k in known})
     args = parser.parse_args(argv)
     args.settings = settings
     if not args.command:
@@ -332,11 +334,12 @@ def _main(argv: list[str]) -> int:
             print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
             return 2
     if hasattr(args, "host"):
-        from tui.ui.settings import host_overrides
-
         one = args.host if isinstance(args.host, str) and len(getattr(args, "hosts", [args.host])) == 1 else None
-        for key, value in host_overrides(settings, one, argv).items():
-            if hasattr(args, key):  # an option this command has
+        own = settings.hosts.get(one) if one is not None else None
+        for key, value in (vars(own) if own is not None else {}).items():
+            flag = "--" + key.replace("_", "-")
+            typed = any(a == flag or a.startswith(flag + "=") for a in argv)
+            if value is not None and not typed and hasattr(args, key):  # an option this command has
                 setattr(args, key, value)
     if hasattr(args, "port") and args.command != "simulate" and args.port is None:
         # neither --port nor a settings default: watch/wait of one HOST without --log find the server there

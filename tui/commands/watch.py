@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from tui.core.benchstats import BenchResult
 from tui.core.state import Readiness
-from tui.ui.settings import config_path
 
 if TYPE_CHECKING:
     from tui.sources.bench import BenchRunner
@@ -85,6 +84,7 @@ def build_app(
     """The app and its Session for a connected host. One process watch serves the Monitor and the keys: a
     ServerControl, or under --read-only a ProcessWatch alone (nothing that can signal a process is built)."""
     from tui.commands.config import watch_config
+    from tui.commands.settings import save_theme
     from tui.commands.wait import tui_hook
     from tui.history.paths import history_path
     from tui.history.recorder import Recorder
@@ -132,7 +132,7 @@ def build_app(
         ready_clock_ticks=READY_CLOCK_TICKS,
         keymap=settings.keys if settings else None,
         theme=settings.theme if settings else None,
-        theme_file=config_path(),
+        keep_theme=save_theme,
     )
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, session
