@@ -60,7 +60,7 @@ def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path, cl
             (
                 "import sys, tui.cli as c\n"
                 "import tui.commands.wait as w\n"
-                "w.run = lambda args: print('port', args.port) or 0\n"
+                "w.run = lambda opts: print('port', opts.server.port) or 0\n"
                 "sys.exit(c.main(['wait', 'local']))\n"
             ),
         ],
@@ -169,7 +169,7 @@ def _args_seen(spawn: Spawner, env: dict[str, str], argv: list[str]) -> str:
     code = (
         "import sys, tui.cli as c\n"
         "import tui.commands.wait as w\n"
-        "w.run = lambda args: print('seen', args.log, args.port, args.remote_python) or 0\n"
+        "w.run = lambda opts: print('seen', opts.server.log, opts.server.port, opts.server.remote_python) or 0\n"
         f"sys.exit(c.main({argv!r}))\n"
     )
     done = spawn.run([sys.executable, "-c", code], cwd=ROOT, env=env, timeout=60)

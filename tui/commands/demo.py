@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import shutil
 import socket
@@ -13,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tui
+from tui.commands.options import DemoOptions, WatchOptions
 from tui.commands.simulate import command_line
+from tui.core.config import Target, WatchConfig
 from tui.core.events import ControlResult
+from tui.core.settings import Settings
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
 
@@ -49,18 +51,21 @@ class Demo:
     control: ServerControl
     launched: ControlResult
 
-    def watch_args(self, read_only: bool, stall_after: float | None = None) -> argparse.Namespace:
-        """The options `sglang-tui local …` would take to watch it."""
-        return argparse.Namespace(
-            log=str(self.log),
+    def watch_options(
+        self, read_only: bool, stall_after: float | None = None, settings: Settings | None = None
+    ) -> WatchOptions:
+        """The options `sglang-tui local …` would take to watch it (no history: the demo's runs are no launches)."""
+        server = WatchConfig(
             port=self.port,
+            log=str(self.log),
             remote_python=sys.executable,
             sim_gpus=str(self.gpu_dir),
-            read_only=read_only,
             launch=self.launch,
             cwd=PROJECT_ROOT,
+            read_only=read_only,
             stall_after=stall_after,
         )
+        return WatchOptions(Target(("local",)), server, settings=settings or Settings())
 
 
 def free_port() -> int:
@@ -115,34 +120,26 @@ async def stop_demo(demo: Demo) -> ControlResult:
     return stopped
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(demo(args))
+def run(opts: DemoOptions) -> int:
+    return asyncio.run(demo(opts))
 
 
-async def demo(args: argparse.Namespace) -> int:
+async def demo(opts: DemoOptions) -> int:
     from tui.commands.watch import run_tui
     from tui.core.readiness import reduce
     from tui.core.state import Readiness
     from tui.ui.labels import control_summary
 
-    if args.speed <= 0:
-        print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
-        return 2
-    stall_after = getattr(args, "stall_after", None)
-    if stall_after is not None and stall_after <= 0:
-        print("sglang-tui demo: --stall-after must be above 0 seconds", file=sys.stderr)
-        return 2
     try:
-        running = await start_demo(args.speed, args.fault, getattr(args, "accept_len", None))
+        running = await start_demo(opts.speed, opts.fault, opts.accept_len)
     except DemoError as err:
         print(f"sglang-tui demo: {err}", file=sys.stderr)
         return 1
     try:
         initial = reduce(Readiness(), running.launched, time.time())
-        watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))
-        watch_args.settings = getattr(args, "settings", None)
+        watching = running.watch_options(opts.read_only, demo_stall_after(opts.speed, opts.stall_after), opts.settings)
         return await run_tui(
-            running.host, watch_args, host_label=f"local demo :{running.port}", initial=initial, control=running.control
+            running.host, watching, host_label=f"local demo :{running.port}", initial=initial, control=running.control
         )
     finally:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and

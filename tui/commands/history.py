@@ -6,24 +6,20 @@ side, phase by phase. `--json` prints one object: {"launches": [...]} or {"compa
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
+from tui.commands.options import HistoryOptions
 from tui.core import fmt
 from tui.core.past import OddRow, odd_rows
-from tui.history.paths import history_path
 from tui.history.store import HistoryError, HistoryStore
 
 MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        print(f"sglang-tui history: --limit {args.limit}: use 1 or more launches", file=sys.stderr)
-        return 2
-    path = history_path(args)
+def run(opts: HistoryOptions) -> int:
+    path = opts.history
     if path is None:
         print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
         return 2
@@ -33,23 +29,23 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         with HistoryStore(path) as store:
-            if args.compare:
-                return _compare(store, args, path)
-            rows, skipped = store.listing(args.host, limit=args.limit)
+            if opts.compare:
+                return _compare(store, opts.compare, opts.json, path)
+            rows, skipped = store.listing(opts.host, limit=opts.limit)
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
         return 2
     if skipped:  # odd rows (another tool's, a hand edit): named, the rest shown
         print(f"sglang-tui history: not shown: {odd_rows(skipped)}", file=sys.stderr)
-    if not rows and args.host and not args.json:  # launches of other hosts may be there: name the host
-        print(f"history: no launches recorded for {args.host}")
+    if not rows and opts.host and not opts.json:  # launches of other hosts may be there: name the host
+        print(f"history: no launches recorded for {opts.host}")
         return 0
-    return _print({"launches": rows} if args.json else None, format_launches(rows))
+    return _print({"launches": rows} if opts.json else None, format_launches(rows))
 
 
-def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int:
+def _compare(store: HistoryStore, ids: tuple[int, int], as_json: bool, path: object) -> int:
     found: list[dict[str, object]] = []
-    for launch_id in args.compare:
+    for launch_id in ids:
         try:
             row = store.launch(launch_id)
         except OddRow as odd:
@@ -62,7 +58,7 @@ def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int
             return 2
         found.append(row)
     a, b = found
-    return _print(compare_json(a, b) if args.json else None, format_compare(a, b))
+    return _print(compare_json(a, b) if as_json else None, format_compare(a, b))
 
 
 def _print(obj: dict[str, object] | None, text: str) -> int:

@@ -8,15 +8,14 @@ reached, 6 no such running job (or none of yours runs SGLang).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from tui.commands.config import host_spec
 from tui.core import slurmjob as sj
 from tui.core.answerer import printable
+from tui.core.config import Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
@@ -117,16 +116,16 @@ async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable
     return found[0].job_id
 
 
-async def resolve(args: argparse.Namespace, say: Callable[[str], None]) -> SlurmMembers | int:
-    """The job of args.host as members and connected-on-use hosts, or the exit code after one line was said."""
+async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None]) -> SlurmMembers | int:
+    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said."""
     try:
-        target = sj.parse_target(args.host)
+        job_target = sj.parse_target(target.host)
     except sj.SlurmTargetError as err:
         say(str(err))
         return EXIT_BAD_ARGS
-    base = make_host(host_spec(args, target.login or "local"))
+    base = make_host(target.spec(job_target.login or "local"))
     try:
-        found = await _resolve(args, target, base, say)
+        found = await _resolve(server, target.discover, job_target, base, say)
     except BaseException:
         await base.close()
         raise
@@ -136,7 +135,7 @@ async def resolve(args: argparse.Namespace, say: Callable[[str], None]) -> Slurm
 
 
 async def _resolve(
-    args: argparse.Namespace, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
+    server: WatchConfig, discover: bool, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
 ) -> SlurmMembers | int:
     try:
         await base.connect()
@@ -145,7 +144,7 @@ async def _resolve(
         return EXIT_CONNECT
     cli = SlurmCli(base)
     try:
-        job_id = target.job_id or await _pick_job(cli, base, args.remote_python, say)
+        job_id = target.job_id or await _pick_job(cli, base, server.remote_python, say)
         if isinstance(job_id, int):
             return job_id
         job = await cli.job(job_id)
@@ -156,7 +155,7 @@ async def _resolve(
             why = f" ({job.reason})" if job.reason else ""
             say(f"slurm job {job_id} is {job.state or 'not running'}{why}: nothing runs in it now")
             return EXIT_NOTHING
-        pattern = target.log or args.log
+        pattern = target.log or server.log
         nodes = await cli.job_nodes(job, hostnames="%N" in (pattern or job.std_out))
     except SlurmError as exc:
         say(str(exc))
@@ -165,21 +164,21 @@ async def _resolve(
         say(f"slurm job {job_id} has no nodes yet: nothing runs in it now")
         return EXIT_NOTHING
     gpus = sj.gpus_per_node(job.tres_per_node)
-    hosts = [SrunHost(base, job_id, n, remote_python=args.remote_python, gpus=gpus) for n in nodes.nodes]
+    hosts = [SrunHost(base, job_id, n, remote_python=server.remote_python, gpus=gpus) for n in nodes.nodes]
     logs, where = node_logs(nodes, pattern)
-    sims = (args.sim_gpus or "").split(",") if args.sim_gpus else []
+    sims = server.sim_gpus.split(",") if server.sim_gpus else []
     specs = [
-        MemberSpec(f"node{i}", "node", n, args.port, logs[i], i,
+        MemberSpec(f"node{i}", "node", n, server.port, logs[i], i,
                    sim_gpus=(sims[i] if i < len(sims) else sims[-1]) if sims else None)
         for i, n in enumerate(nodes.nodes)
     ]  # fmt: skip
     members = SlurmMembers(target, nodes, specs, hosts, base, cli, [where])
-    if getattr(args, "discover", False):
-        members.notes.append(await _find_port(members, args))
+    if discover:
+        members.notes.append(await _find_port(members))
     return members
 
 
-async def _find_port(members: SlurmMembers, args: argparse.Namespace) -> str:
+async def _find_port(members: SlurmMembers) -> str:
     """No --port: the port of the SGLang server on node 0 (its argv), else SGLang's default."""
     try:
         found = await discover(members.hosts[0])
@@ -188,32 +187,32 @@ async def _find_port(members: SlurmMembers, args: argparse.Namespace) -> str:
     ports = sorted({s.port for s in found})
     if len(ports) != 1:
         return f"port: {DEFAULT_PORT} (give --port: {len(ports)} SGLang ports found on {members.specs[0].host})"
-    args.port = ports[0]
     for spec in members.specs:
         spec.port = ports[0]
     return f"port: {ports[0]} (the SGLang server's on {members.specs[0].host})"
 
 
 async def with_job(
-    args: argparse.Namespace,
+    target: Target,
+    server: WatchConfig,
     say: Callable[[str], None],
     body: Callable[[SlurmMembers], Awaitable[int]],
     *,
+    timeout: float | None = None,
     timeout_code: int = 7,
     notes: bool = True,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
-    every host; body's exit code or resolve's. Every line said is made printable: job names and paths come
-    from the cluster."""
-    timeout = getattr(args, "timeout", None)
+    every host; body's exit code or resolve's (`timeout_code` when `timeout` runs out first). Every line said is
+    made printable: job names and paths come from the cluster."""
 
     def clean(line: str) -> None:
         say(printable(line, 600))
 
     try:
-        found = await asyncio.wait_for(resolve(args, clean), timeout)
+        found = await asyncio.wait_for(resolve(target, server, clean), timeout)
     except asyncio.TimeoutError:
-        clean(f"timed out reading the Slurm job {args.host}")
+        clean(f"timed out reading the Slurm job {target.host}")
         return timeout_code
     if isinstance(found, int):
         return found

@@ -8,7 +8,6 @@ With --json every change is one line carrying the `replay --json` keys plus "mem
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -19,6 +18,7 @@ from functools import partial
 from typing import TextIO
 
 from tui.commands.members import with_members
+from tui.commands.options import WaitOptions
 from tui.commands.wait import EXIT_FAILED, EXIT_TIMEOUT, Reporter, Verdict, verdict
 from tui.core import deployment as dm
 from tui.core import fmt
@@ -168,7 +168,7 @@ def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], host
 
 
 async def wait_members(
-    args: argparse.Namespace,
+    opts: WaitOptions,
     reporter: DeploymentReporter,
     started: float,
     specs: list[MemberSpec],
@@ -176,25 +176,27 @@ async def wait_members(
     process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
 ) -> int:
     """Watch the connected members until the deployment's verdict (or --timeout, counted from `started`)."""
-    monitor = deployment_monitor(specs, hosts, args.remote_python, process_watch)
-    remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-    found, dep = await fold_deployment(monitor, deployment_of(specs, args.stall_after), reporter, timeout=remaining)
-    if args.json:
+    monitor = deployment_monitor(specs, hosts, opts.server.remote_python, process_watch)
+    remaining = None if opts.timeout is None else max(0.0, opts.timeout - (time.monotonic() - started))
+    dep = deployment_of(specs, opts.server.stall_after)
+    found, dep = await fold_deployment(monitor, dep, reporter, timeout=remaining)
+    if opts.json:
         reporter.emit_json(dm.combined(dep), force=True)
     reporter.say(f"sglang-tui wait: {found.line}")
     return found.code
 
 
-async def _main(args: argparse.Namespace) -> int:
-    reporter = DeploymentReporter(bool(args.json))
+async def _main(opts: WaitOptions) -> int:
+    reporter = DeploymentReporter(opts.json)
     started = time.monotonic()
     return await with_members(
-        args,
+        opts.target,
+        opts.server,
         lambda line: reporter.say(f"sglang-tui wait: {line}"),
-        partial(wait_members, args, reporter, started),
-        timeout=args.timeout,
+        partial(wait_members, opts, reporter, started),
+        timeout=opts.timeout,
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_main(args))
+def run(opts: WaitOptions) -> int:
+    return asyncio.run(_main(opts))

@@ -4,11 +4,11 @@ verdict and exit codes (tui/commands/wait_deployment.py); 6 when there is no suc
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 
 from tui.commands import slurm_members
+from tui.commands.options import WaitOptions
 from tui.commands.wait import EXIT_TIMEOUT
 from tui.commands.wait_deployment import DeploymentReporter, wait_members
 from tui.sources.deployment import MemberSpec
@@ -16,8 +16,8 @@ from tui.sources.host import Host
 from tui.sources.slurm_procs import SlurmProcessWatch
 
 
-async def _main(args: argparse.Namespace) -> int:
-    reporter = DeploymentReporter(bool(args.json))
+async def _main(opts: WaitOptions) -> int:
+    reporter = DeploymentReporter(opts.json)
     started = time.monotonic()
 
     def say(line: str) -> None:
@@ -29,10 +29,12 @@ async def _main(args: argparse.Namespace) -> int:
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
-        return await wait_members(args, reporter, started, members.specs, list(members.hosts), watch)
+        return await wait_members(opts, reporter, started, members.specs, list(members.hosts), watch)
 
-    return await slurm_members.with_job(args, say, body, timeout_code=EXIT_TIMEOUT)
+    return await slurm_members.with_job(
+        opts.target, opts.server, say, body, timeout=opts.timeout, timeout_code=EXIT_TIMEOUT
+    )
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_main(args))
+def run(opts: WaitOptions) -> int:
+    return asyncio.run(_main(opts))
