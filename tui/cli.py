@@ -11,12 +11,24 @@ import os
 import sys
 from typing import NoReturn
 
-from tui import __version__
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history")
+SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
 # argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
 _TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
+
+
+class _Version(argparse.Action):
+    """--version, its number read only when asked (tui.__version__ reads the package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from tui import __version__
+
+        print(f"{parser.prog} {__version__}")  # to stdout, as argparse's own version action
+        parser.exit()
 
 
 class Parser(argparse.ArgumentParser):
@@ -130,15 +142,22 @@ def _sim_gpus(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
 
 
+def _targets(p: argparse.ArgumentParser, what: str) -> None:
+    """TARGETs as probe and export take them (tui/commands/targets.py reads each)."""
+    p.add_argument("host", metavar="TARGET", nargs="*", help=what)
+
+
+def _stall_after(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stall-after", type=positive_seconds, metavar="S",
+                   help="call it stalled after S s with no progress (default: per phase)")  # fmt: skip
+
+
 def _watching_options(p: argparse.ArgumentParser) -> None:
     """How one server is watched, and what runs at the verdict: watch and wait."""
     p.add_argument("--launch", metavar="CMD", help="command that starts the server (enables launch/restart)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for --launch")
     p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
-    p.add_argument(
-        "--stall-after", type=positive_seconds, metavar="S",
-        help="call it stalled after S s with no progress (default: per phase)",
-    )  # fmt: skip
+    _stall_after(p)
     p.add_argument("--no-health", action="store_true",
                    help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
 
@@ -174,9 +193,10 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, replay, history, demo, simulate (sglang-tui SUBCOMMAND --help)",
+        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        "(sglang-tui SUBCOMMAND --help)",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
@@ -259,6 +279,9 @@ def build_parser() -> Parser:
                        help="sampling temperature, 0 to 2 (default 0)")  # fmt: skip
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
+    _probe_parser(sub)
+    _export_parser(sub)
+
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
         "logfile", metavar="LOGFILE", nargs="+", help="one log; several: the nodes of one server, node 0 first"
@@ -330,6 +353,58 @@ def build_parser() -> Parser:
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
     return parser
+
+
+EXIT_TABLE = (
+    "exit codes (one table for every command):\n"
+    "  0  ready (--ready); progressing or ready (--alive)\n"
+    "  1  failed (a stop included)\n"
+    "  2  bad arguments\n"
+    "  3  stalled: no progress on any signal for longer than the phase allows\n"
+    "  4  cannot connect to the host, or authentication failed\n"
+    "  7  not ready yet (--ready: still starting, as `wait` at its deadline)"
+)
+
+
+def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
+    probe = sub.add_parser(
+        "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_TABLE,
+        description="Run where the server runs (`probe local --port N --log PATH`) or over SSH. Each call reads only "
+        "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
+        "once.",
+    )  # fmt: skip
+    _targets(probe, "one server: HOST, HOST:PORT or HOST:PORT:LOG (HOST: user@host, an ~/.ssh/config alias, `local`)")
+    _server_options(probe, python=False)
+    mode = probe.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--ready", action="store_true", help="exit 0 only when ready (this server's /health 200)")
+    mode.add_argument("--alive", action="store_true",
+                      help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
+    probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
+    _stall_after(probe)
+    probe.add_argument("--timeout", type=positive_seconds, default=1.0, metavar="S",
+                       help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
+    probe.add_argument("--no-health", action="store_true",
+                       help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
+    _history_options(probe)
+
+
+def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
+    export = sub.add_parser(
+        "export", help="Prometheus metrics (sglang_tui_*) of one server, a deployment or a fleet",
+        description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
+        "serve the readiness model at http://ADDR/metrics.",
+    )  # fmt: skip
+    _targets(export, "HOST, HOST:PORT or HOST:PORT:LOG, one server each")
+    export.add_argument("--deployment", metavar="FILE", help="a TOML file listing the members (as `wait` takes it)")
+    _server_options(export)
+    _sim_gpus(export)
+    export.add_argument("--listen", metavar="ADDR", help="serve /metrics at HOST:PORT (`:PORT`: every interface)")
+    export.add_argument("--textfile", metavar="DIR",
+                        help="also write DIR/sglang-tui.prom for node_exporter's textfile collector (atomically)")  # fmt: skip
+    _stall_after(export)
+    export.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(export)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui.commands.targets import ServerTarget, parse_listen, parse_target
 from tui.core.config import Hooks, Ssh, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.settings import Given, Settings
@@ -83,6 +84,33 @@ class BenchOptions:
 
 
 @dataclass(frozen=True)
+class ProbeOptions:
+    """`sglang-tui probe TARGET (--ready | --alive)`: one look, one verdict."""
+
+    server: ServerTarget
+    ssh: Ssh
+    ready: bool  # --ready (else --alive)
+    history: Path | None = None
+    json: bool = False
+    stall_after: float | None = None
+    timeout: float = 1.0
+    health: bool = True
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """`sglang-tui export --listen ADDR TARGET…`: each TARGET's (or the deployment's) readiness as metrics."""
+
+    target: Target  # the deployment file (and the SSH options); its hosts are the TARGETs' texts
+    servers: tuple[ServerTarget, ...]  # the TARGETs, read (none with --deployment)
+    watch: WatchConfig  # how each is watched (its port and log are each TARGET's own)
+    listen: tuple[str, int] | None = None
+    listen_text: str | None = None  # --listen as typed, for its error line
+    textfile: str | None = None
+    history: Path | None = None
+
+
+@dataclass(frozen=True)
 class ReplayOptions:
     """`sglang-tui replay LOGFILE…`."""
 
@@ -131,6 +159,8 @@ Options = (
     | StopOptions
     | DumpOptions
     | BenchOptions
+    | ProbeOptions
+    | ExportOptions
     | ReplayOptions
     | HistoryOptions
     | DemoOptions
@@ -151,6 +181,10 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
         return DemoOptions(ns.speed, ns.fault, ns.accept_len, ns.read_only, ns.stall_after, settings)
     if command == "simulate":
         return SimulateOptions(_sim_params(ns), ns.router, tuple(ns.prefill), tuple(ns.decode))
+    if command == "probe":
+        return _probe(ns, settings)
+    if command == "export":
+        return _export(ns, settings)
     target, server = _reached(ns, settings)
     if command == "stop":
         return StopOptions(target, server, force=ns.force, grace=ns.grace)
@@ -185,7 +219,7 @@ def _reached(ns: argparse.Namespace, settings: Settings) -> tuple[Target, WatchC
     target = Target(
         hosts,
         deployment=deployment,
-        ssh=Ssh(ns.ssh_port, ns.user, ns.identity, ns.known_hosts, ns.ssh_config),
+        ssh=_ssh(ns),
         port_named=given.port is not None,
         # neither --port nor --log nor a setting: watch/wait of one HOST find the server there
         discover=command in ("watch", "wait")
@@ -207,6 +241,51 @@ def _reached(ns: argparse.Namespace, settings: Settings) -> tuple[Target, WatchC
         stall_after=getattr(ns, "stall_after", None),
     )
     return target, server
+
+
+def _ssh(ns: argparse.Namespace) -> Ssh:
+    return Ssh(ns.ssh_port, ns.user, ns.identity, ns.known_hosts, ns.ssh_config)
+
+
+def _probe(ns: argparse.Namespace, settings: Settings) -> ProbeOptions:
+    if len(ns.host) != 1:
+        raise OptionsError("give one TARGET (HOST, HOST:PORT or HOST:PORT:LOG); a probe judges one server")
+    given = Given(port=ns.port, log=ns.log).over(settings.for_host(ns.host[0]))
+    try:
+        server = parse_target(ns.host[0], port=given.port, log=given.log)
+    except ValueError as err:
+        raise OptionsError(str(err)) from None
+    return ProbeOptions(server, _ssh(ns), ns.ready, _history(ns), ns.json, ns.stall_after, ns.timeout, not ns.no_health)
+
+
+def _export(ns: argparse.Namespace, settings: Settings) -> ExportOptions:
+    if not ns.listen and not ns.textfile:
+        raise OptionsError("give --listen ADDR (e.g. :9464) or --textfile DIR, or both")
+    if ns.deployment and ns.host:
+        raise OptionsError("give TARGETs or --deployment FILE, not both")
+    if not ns.deployment and not ns.host:
+        raise OptionsError("give a TARGET (HOST, HOST:PORT or HOST:PORT:LOG) or several, or --deployment FILE")
+    one = ns.host[0] if len(ns.host) == 1 else None
+    given = Given(port=ns.port, log=ns.log, remote_python=ns.remote_python).over(settings.for_host(one))
+    try:
+        listen = parse_listen(ns.listen) if ns.listen else None
+        servers = tuple(parse_target(t, port=given.port, log=given.log) for t in ns.host)
+    except ValueError as err:
+        raise OptionsError(str(err)) from None
+    names = [t.name for t in servers]
+    if len(set(names)) != len(names):
+        raise OptionsError("a TARGET is given twice")
+    watch = WatchConfig(
+        port=given.port if given.port is not None else DEFAULT_PORT,
+        log=given.log,
+        remote_python=given.remote_python or "python3",
+        sim_gpus=ns.sim_gpus,
+        read_only=True,  # export only watches
+        health=not ns.no_health,
+        stall_after=ns.stall_after,
+    )
+    target = Target(tuple(ns.host), deployment=ns.deployment, ssh=_ssh(ns))
+    return ExportOptions(target, servers, watch, listen, ns.listen, ns.textfile, _history(ns))
 
 
 def _slurm_problem(command: str, hosts: tuple[str, ...], deployment: str | None, launch: str | None) -> str | None:

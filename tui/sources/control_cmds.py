@@ -113,7 +113,18 @@ done
 {_VISIBILITY_LINES}; true"""
 
 
-def scan_command(*, group: int | None, session: int | None, known: dict[int, int]) -> str:
+def listeners_command(port: int) -> str:
+    """`U UID INODE` per socket listening on PORT: the find's first visibility line, alone (a one-shot look
+    compares them with the last call's, and searches the fds for their owner only when they changed)."""
+    return f"ph=$(printf '%04X' {int(port)})\n" + _VISIBILITY_LINES.split("\n", 1)[0]
+
+
+def port_owner_command(port: int) -> str:
+    """The watch's `powner` run once: the listeners, the processes that hold them, their command lines."""
+    return _port_owner_func(port) + "\npowner"
+
+
+def scan_command(*, group: int | None, session: int | None, known: dict[int, int], cmdlines: bool = True) -> str:
     """The server's processes: same process group, same session, a known (pid, start), or a descendant of any
     of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each.
 
@@ -123,12 +134,20 @@ def scan_command(*, group: int | None, session: int | None, known: dict[int, int
     has left the session since it was seen daemonised (tmux's server, forked by the launch), and is no longer
     the server's. Never the shell that scans, nor its ancestors: the tool itself, wherever it runs."""
     known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
-    return _scan(group=group, session=session, known_word=q(" " + known_text + " "))
+    return _scan(group=group, session=session, known_word=q(" " + known_text + " "), cmdlines=cmdlines)
 
 
-def _scan(*, group: int | None, session: int | None, known_word: str) -> str:
-    """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch)."""
+def _scan(*, group: int | None, session: int | None, known_word: str, cmdlines: bool = True) -> str:
+    """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch).
+    cmdlines=False: the `P` lines alone (no fork per process; a caller that knows their names already)."""
     # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
+    names = (
+        """ | while read -r tag p rest; do
+  echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
+done"""
+        if cmdlines
+        else ""
+    )
     return f"""cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ -v g={int(group or 0)} -v s={int(session or 0)} -v known={known_word} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
@@ -136,9 +155,7 @@ def _scan(*, group: int | None, session: int | None, known_word: str) -> str:
 END {{ for (x = me; (x in pp) && !(x in ours); x = pp[x]) ours[x] = 1
   for (p in ours) delete mem[p]
   do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && !(p in ours) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
-  for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}' | while read -r tag p rest; do
-  echo "$tag $p $rest"; printf 'C %s ' "$p"; tr '\\0\\n' '  ' < /proc/$p/cmdline 2>/dev/null | head -c 300; echo
-done"""
+  for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}'{names}"""
 
 
 # Shell functions with no forks: `live PID START` is true while that very process (same start time, so
@@ -375,6 +392,12 @@ def watch_activity_funcs() -> str:
         "clk=$(getconf CLK_TCK 2>/dev/null || echo 100); pg=$(getconf PAGESIZE 2>/dev/null || echo 4096); hub=\n"
         + _ACT_FUNCS
     )
+
+
+def activity_command(known: dict[int, int]) -> str:
+    """One activity block (`hubdir`, then `act`) of the known processes, for a one-shot look (`probe`): the
+    functions the watch runs, run once."""
+    return f"{watch_activity_funcs()}\nknown={q(_pairs(known))}\nhubdir\nact"
 
 
 def watch_find_command(port: int | None, log_path: str | None, *, every_s: float, find: str | None = None) -> str:

@@ -17,13 +17,13 @@ server's access log tells the tool's requests from others.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 
 import httpx
 
 from tui.core.events import HealthResult, ServerInfoAnswer
+from tui.core.httpanswer import IDENTITY_ENDPOINTS, classify_answer
 from tui.core.limits import PROBE_BODY_MAX
 from tui.core.probes import probe_path
 from tui.core.serverinfo import parse_server_info
@@ -34,7 +34,6 @@ from tui.sources.httpread import BodyTooLarge, get_capped
 HEALTH_READ_TIMEOUT_S = 30.0  # SGLang's own health check gives up after 20 s
 MODELS_TIMEOUT_S = 5.0
 READY_INTERVAL_S = 30.0  # once /health says ok, liveness comes from the log, the port and the process watch
-IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
 SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second: 0.4.x, a deprecated alias in 0.5.x
 IDENTITY_TRIES = 3  # identity probes per run of /health 200s, until one gets an answer
 PROBE_HEADERS = {"User-Agent": "sglang-tui-probe"}
@@ -42,34 +41,8 @@ FAST_PHASES = frozenset({"warmup", "ready", "serving"})
 
 
 def classify(endpoint: str, response: httpx.Response) -> tuple[HealthOutcome, str]:
-    """HTTP answer → (outcome, detail). /v1/models must be the OpenAI list shape, or it is garbage."""
-    status = response.status_code
-    if status == 503:
-        return "starting", ""
-    if 200 <= status < 300:
-        if endpoint == "/v1/models":
-            try:
-                body = json.loads(response.content)
-                ids = [str(m.get("id")) for m in body["data"]]
-            except (ValueError, KeyError, TypeError, AttributeError):
-                return "garbage", f"unexpected body: {response.content[:80]!r}"
-            return "ok", ", ".join(ids)
-        if endpoint in IDENTITY_ENDPOINTS:
-            return _identity_answer(response.content)
-        return "ok", ""
-    return "http_error", f"HTTP {status}"
-
-
-def _identity_answer(content: bytes) -> tuple[HealthOutcome, str]:
-    """SGLang's model info is a JSON object with a string model_path: ("ok", model_path), else garbage."""
-    try:
-        body = json.loads(content)
-    except ValueError:
-        body = None
-    path = body.get("model_path") if isinstance(body, dict) else None
-    if not isinstance(path, str) or not path:
-        return "garbage", f"no model_path in {content[:80]!r}"
-    return "ok", path
+    """HTTP answer → (outcome, detail): tui.core.httpanswer's rule, the same for the one-shot probe."""
+    return classify_answer(endpoint, response.status_code, response.content)
 
 
 def classify_error(exc: Exception) -> tuple[HealthOutcome, str]:

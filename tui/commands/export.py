@@ -1,0 +1,224 @@
+"""`sglang-tui export --listen ADDR TARGET … [--textfile DIR]`: the readiness model as Prometheus metrics.
+
+Each TARGET (tui.commands.targets: HOST, HOST:PORT, HOST:PORT:LOG) is watched as `wait` watches one server (a
+Session over its own Monitor: the log, /health, the GPUs, the processes), and every state is rendered by
+tui.core.metrics under its `server` label; `--deployment FILE` exports a deployment, each member under
+`member` and the whole (its one verdict) without. Targets on the same host share one connection. `/metrics` is
+served by asyncio's own server (no dependency), rendered at each scrape (the figures at that moment);
+`--textfile DIR` writes the same text to DIR/sglang-tui.prom every TEXTFILE_EVERY_S for node_exporter's textfile
+collector (a temporary file, then a rename: the collector never reads half a file). Launches are recorded in the
+history as `wait` records them, so "× usual" grows with use. Runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from tui.commands.options import ExportOptions
+from tui.commands.probe_file import write as write_atomically
+from tui.commands.targets import ServerTarget
+from tui.core.metrics import CONTENT_TYPE, Exported, exposition
+from tui.core.state import Readiness
+from tui.history.recorder import Recorder
+from tui.sources.connect import make_host
+from tui.sources.host import Host, HostError
+from tui.sources.session import Session, weights_step
+from tui.sources.weightfiles import WeightFilesProbe
+
+EXIT_OK, EXIT_BAD_ARGS, EXIT_CONNECT = 0, 2, 4  # stopped by a signal; bad arguments; a member unreachable
+TEXTFILE_EVERY_S = 2.0
+TEXTFILE_NAME = "sglang-tui.prom"
+REQUEST_TIMEOUT_S = 10.0
+
+
+def run(opts: ExportOptions) -> int:
+    if opts.textfile and not Path(opts.textfile).is_dir():
+        return _bad(f"--textfile {opts.textfile}: not a directory (node_exporter's --collector.textfile.directory)")
+    return asyncio.run(_main(opts))
+
+
+def _bad(line: str) -> int:
+    print(f"sglang-tui export: {line}", file=sys.stderr)
+    return EXIT_BAD_ARGS
+
+
+class Board:
+    """The latest state of each exported server (and deployment member), rendered on demand."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str | None], Readiness] = {}
+
+    def put(self, server: str, state: Readiness, member: str | None = None) -> None:
+        self.entries[(server, member)] = state
+
+    def text(self, now: float | None = None) -> str:
+        entries = [Exported(server, state, member) for (server, member), state in self.entries.items()]
+        return exposition(entries, time.time() if now is None else now)
+
+
+async def _main(opts: ExportOptions) -> int:
+    listen = opts.listen
+    board = Board()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    server = None
+    if listen is not None:
+        try:
+            server = await asyncio.start_server(lambda r, w: serve(r, w, board), listen[0], listen[1])
+        except OSError as err:
+            return _bad(f"--listen {opts.listen_text}: cannot listen there ({err.strerror or err})")
+        bound = server.sockets[0].getsockname()
+        print(
+            f"sglang-tui export: serving http://{_url_host(bound[0])}:{bound[1]}/metrics", file=sys.stderr, flush=True
+        )
+    try:
+        writer = asyncio.ensure_future(textfile_loop(Path(opts.textfile), board, stop)) if opts.textfile else None
+        try:
+            if opts.target.deployment:
+                return await watch_deployment(opts, board, stop)
+            return await watch_targets(opts, board, stop)
+        finally:
+            if writer is not None:
+                writer.cancel()
+                await asyncio.gather(writer, return_exceptions=True)
+    finally:
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
+    """One Session per target, one Host per distinct host (connected once before the sessions start)."""
+    hosts: dict[str, Host] = {}
+    for target in opts.servers:
+        if target.host not in hosts:
+            hosts[target.host] = make_host(opts.target.spec(target.host))
+    for name, host in hosts.items():
+        try:
+            await host.connect()
+        except HostError as err:  # its Monitors keep trying; the metrics say it is not connected
+            print(f"sglang-tui export: cannot connect to {name} yet: {err}", file=sys.stderr)
+    sessions: list[tuple[ServerTarget, Session, Recorder]] = []
+    for target in opts.servers:
+        host = hosts[target.host]
+        config = replace(opts.watch, port=target.port, log=target.log)
+        recorder = Recorder(opts.history, target.host, "export")
+        session = Session.open(
+            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
+        )
+        board.put(target.name, session.state)
+        sessions.append((target, session, recorder))
+
+    async def follow(target: ServerTarget, session: Session) -> None:
+        async for state, _ in session.states():
+            board.put(target.name, state)
+
+    tasks = [asyncio.ensure_future(follow(t, s)) for t, s, _ in sessions]
+    try:
+        await stop.wait()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for _, session, recorder in sessions:
+            await session.close()
+            recorder.finish(session.state)
+        await asyncio.gather(*(h.close() for h in hosts.values()), return_exceptions=True)
+    return EXIT_OK
+
+
+async def watch_deployment(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
+    """The deployment's members (as `wait --deployment` folds them): each under `member`, the whole without."""
+    from tui.commands.members import with_members
+    from tui.commands.wait_deployment import MemberFolder, deployment_monitor, deployment_of
+    from tui.core import deployment as dm
+    from tui.sources.deployment import MemberSpec
+
+    name = Path(opts.target.deployment or "").stem
+
+    async def body(specs: list[MemberSpec], hosts: list[Host]) -> int:
+        monitor = deployment_monitor(specs, hosts, opts.watch.remote_python)
+        dep = deployment_of(specs, opts.watch.stall_after)
+        folder = MemberFolder(dep, monitor.set_phase)
+
+        def show(dep: dm.Deployment) -> None:
+            for member in dep.members:
+                board.put(name, member.state, member.name)
+            board.put(name, dm.combined(dep))
+
+        show(dep)
+
+        async def follow() -> None:
+            nonlocal dep
+            async for member, batch in monitor.batches():
+                dep = folder(dep, member, batch, time.time())
+                show(dep)
+
+        task = asyncio.ensure_future(follow())
+        try:
+            await stop.wait()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await monitor.close()
+        return EXIT_OK
+
+    return await with_members(
+        opts.target, opts.watch, lambda line: print(f"sglang-tui export: {line}", file=sys.stderr), body
+    )
+
+
+async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> None:
+    """DIR/sglang-tui.prom, rewritten atomically every TEXTFILE_EVERY_S (and once more at the end)."""
+    path = directory / TEXTFILE_NAME
+    while True:
+        try:
+            write_atomically(path, board.text().encode("utf-8"), mode=0o644)  # node_exporter runs as another user
+        except OSError as err:
+            print(f"sglang-tui export: cannot write {path}: {err}", file=sys.stderr)
+        if stop.is_set():
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), TEXTFILE_EVERY_S)
+
+
+async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
+    """One HTTP/1.x request: GET /metrics (the exposition), GET / (a pointer to it), anything else 404/405."""
+    try:
+        request = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+        while True:  # the headers: read and dropped
+            line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+            if line in (b"\r\n", b"\n", b""):
+                break
+        words = request.decode("latin-1").split()
+        method, path = (words[0], words[1].split("?", 1)[0]) if len(words) >= 2 else ("", "")
+        if method not in ("GET", "HEAD"):
+            status, ctype, body = "405 Method Not Allowed", "text/plain; charset=utf-8", b"GET /metrics\n"
+        elif path == "/metrics":
+            status, ctype, body = "200 OK", CONTENT_TYPE, board.text().encode("utf-8")
+        elif path == "/":
+            status, ctype, body = "200 OK", "text/plain; charset=utf-8", b"sglang-tui export: see /metrics\n"
+        else:
+            status, ctype, body = "404 Not Found", "text/plain; charset=utf-8", b"not found; see /metrics\n"
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
+        await writer.drain()
+    except (asyncio.TimeoutError, ConnectionError, UnicodeError):
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()

@@ -1,0 +1,83 @@
+"""TARGET as `probe` and `export` take it: one server, named wherever a HOST goes (DESIGN.md, second round).
+
+    HOST                 user@host, an ~/.ssh/config alias, or `local`; its port and log from --port / --log
+    HOST:PORT            that port on HOST (--log, when given, is its log)
+    HOST:PORT:LOG        …and its log (an absolute path)
+    HOST:/abs/log        the log on HOST, the port from --port
+    [v6addr]:PORT[:LOG]  an IPv6 address in brackets
+
+The one place a target's text is read for these two commands: Slurm's `slurm:JOB` forms (tui.core.slurmjob, which
+the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job.
+ValueError carries one line for the user. Read once, by tui/commands/options.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tui.core.slurmjob import is_slurm_target
+
+DEFAULT_PORT = 30000
+
+
+@dataclass(frozen=True)
+class ServerTarget:
+    """One TARGET, read: the host to reach and the server's port and log there."""
+
+    name: str  # as typed: the `server` label of its metrics, the memo's key
+    host: str  # what make_host takes (user@host, alias, local)
+    port: int
+    log: str | None
+
+
+def parse_target(text: str, *, port: int | None = None, log: str | None = None) -> ServerTarget:
+    """One TARGET; `port` and `log` are the command line's --port / --log (used where the target names none)."""
+    if not text or text.strip() != text:
+        raise ValueError(f"target {text!r}: give HOST, HOST:PORT or HOST:PORT:LOG")
+    if is_slurm_target(text):  # tui.core.slurmjob's forms (issue 24): the TUI, wait and stop take them
+        raise ValueError(f"target {text}: Slurm jobs are not a target of this command yet; give HOST:PORT[:LOG]")
+    host, rest = _split_host(text)
+    found_port, found_log = port, log
+    if rest is not None:
+        head, sep, tail = rest.partition(":")
+        if head.startswith("/"):
+            found_log = rest
+        elif head.isdigit():
+            found_port = int(head)
+            if sep:
+                if not tail.startswith("/"):
+                    raise ValueError(f"target {text}: the log after the port must be an absolute path")
+                found_log = tail
+        else:
+            raise ValueError(f"target {text}: after {host}: comes a port or an absolute log path")
+    final_port = DEFAULT_PORT if found_port is None else found_port
+    if not 0 < final_port < 65536:
+        raise ValueError(f"target {text}: port {final_port} is not a TCP port (1-65535)")
+    return ServerTarget(text, host, final_port, found_log)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """export's --listen ADDR as HOST:PORT, [V6]:PORT, :PORT (every interface) or PORT; ValueError with one line."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"--listen {text}: give HOST:PORT, :PORT or PORT (e.g. :9464)")
+    return host or "0.0.0.0", int(port)
+
+
+def _split_host(text: str) -> tuple[str, str | None]:
+    """(host, what follows its colon or None); `[::1]:8000` keeps the brackets' address whole."""
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise ValueError(f"target {text}: an unclosed [ in the host")
+        host, after = text[1:end], text[end + 1 :]
+        if after and not after.startswith(":"):
+            raise ValueError(f"target {text}: after ] comes :PORT")
+        return host, after[1:] if after else None
+    host, sep, rest = text.partition(":")
+    if not host:
+        raise ValueError(f"target {text}: no host before the colon")
+    return host, rest if sep else None

@@ -1,0 +1,175 @@
+"""One look at the host for a one-shot command (`probe`): the log file and its new bytes, one /health (and, at
+the first 200 of a run, the identity probe), and the server's processes. Everything through the Host, each
+a short command or one HTTP request, so a call costs the host a few forks and the server one /health.
+
+The long-lived Monitor (tail -F, the health poller, the watch loop) is for watchers that stay; a probe is a
+fresh process each period and leaves nothing running. HTTP here is one GET over an asyncio connection (the
+SSH port forward runs on the same loop): httpx's import alone (it loads rich too) is a large part of a probe's
+budget. The answers are judged by the same rule as the poller's (tui.core.httpanswer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+from urllib.parse import urlsplit
+
+from tui.core.events import HealthResult, PortOwner, ServerProcess
+from tui.core.httpanswer import IDENTITY_ENDPOINTS, classify_answer
+from tui.core.probe_fold import FileLook
+from tui.core.probe_memo import FoundServer
+from tui.core.probes import probe_path
+from tui.core.vocab import HealthOutcome
+from tui.sources.host import Host, HostAuthError, HostError
+from tui.sources.logtail import NO_LAUNCH_TAIL_BYTES, last_launch_command, look_command, parse_look
+from tui.sources.procwatch_once import OneShotWatch
+
+USER_AGENT = "sglang-tui-probe"  # as the health poller's
+BODY_LIMIT = 1 << 16  # an identity answer is a few hundred bytes; /health's is empty
+
+
+async def look_at_log(host: Host, path: str, *, at: int = 0, tail_bytes: int = 0) -> FileLook:
+    """The log's look (tui.sources.logtail's), its mtime, and with tail_bytes the bytes just before offset `at`."""
+    q = shlex.quote(path)
+    command = look_command(path) + f"; LC_ALL=C stat -L -c 'T %.9Y' -- {q} 2>/dev/null; echo \"N $(date +%s.%N)\""
+    if tail_bytes and at >= tail_bytes:
+        command += (
+            f"; echo X; tail -c +{at - tail_bytes + 1} -- {q} 2>/dev/null | head -c {tail_bytes} | od -An -v -tx1"
+        )
+    result = await host.run(command + "; true", timeout=30.0)
+    received = time.time()
+    text, marked, hexed = result.stdout.decode("utf-8", "replace").partition("\nX\n")
+    look = parse_look(text)
+    mtime, host_now = _stamp(text, "T"), _stamp(text, "N")
+    tail = bytes.fromhex("".join(hexed.split())) if marked else None
+    file = look.file
+    return FileLook(
+        look.kind, file.dev if file else "", file.inode if file else "", file.size if file else 0, mtime,
+        received - host_now if host_now is not None else 0.0, look.symlink, look.readable, tail,
+    )  # fmt: skip
+
+
+def _stamp(text: str, tag: str) -> float | None:
+    """The epoch seconds on the look's `TAG seconds` line, None when it has none."""
+    for line in text.splitlines():
+        if line.startswith(tag + " "):
+            try:
+                return float(line[len(tag) + 1 :])
+            except ValueError:
+                return None
+    return None
+
+
+async def last_launch_offset(host: Host, path: str, size: int) -> tuple[int, str]:
+    """Where a large log's last launch starts (its last `server_args=` line), else its last few MiB."""
+    result = await host.run(last_launch_command(path), timeout=30.0)
+    text = result.stdout.decode("ascii", "replace").strip()
+    if text.isdigit():
+        return int(text), f"skipped {int(text)} bytes before the last `server_args=` line"
+    start = max(0, size - NO_LAUNCH_TAIL_BYTES)
+    return start, f"no `server_args=` line in {size} bytes; read the last {size - start} bytes"
+
+
+async def read_log(host: Host, path: str, start: int, limit: int) -> bytes:
+    """At most `limit` bytes of the log from byte `start` (0-based)."""
+    q = shlex.quote(path)
+    result = await host.run(f"tail -c +{int(start) + 1} -- {q} | head -c {int(limit)}", timeout=30.0)
+    return result.stdout
+
+
+async def processes(
+    host: Host, port: int, log: str | None, found: FoundServer | None
+) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
+    """The server's processes (the last call's scanned again, else searched for), who listens on the port, one
+    activity sample, and what to hand the next call."""
+    return await OneShotWatch(host, port=port, log_path=log).look(found)
+
+
+async def health(host: Host, port: int, *, timeout: float, identify: bool) -> list[HealthResult]:
+    """One /health; with `identify` and a 200, the identity probe first (the reducer judges the 200 by it)."""
+    try:
+        base = await host.http_base_url(port)
+    except HostAuthError:
+        raise
+    except HostError as exc:
+        return [HealthResult("/health", "error", None, None, str(exc))]
+    deadline = time.monotonic() + timeout
+    result = await get(base, "/health", timeout)
+    if not (identify and result.outcome == "ok"):
+        return [result]
+    left = max(0.05, deadline - time.monotonic())
+    ident = await get(base, IDENTITY_ENDPOINTS[0], left)
+    if ident.outcome == "http_error" and ident.status == 404:
+        ident = await get(base, IDENTITY_ENDPOINTS[1], max(0.05, deadline - time.monotonic()))
+    return [ident, result]
+
+
+async def get(base: str, endpoint: str, timeout: float) -> HealthResult:
+    """One GET of the endpoint (marked as ours), classified; never raises."""
+    started = time.monotonic()
+    outcome: HealthOutcome
+    status: int | None
+    try:
+        status, body = await asyncio.wait_for(_get(base, endpoint), max(0.05, timeout))
+    except asyncio.TimeoutError:
+        outcome, status, detail = "timeout", None, "no answer in time"
+    except ConnectionRefusedError:
+        outcome, status, detail = "refused", None, "connection refused"
+    except (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError):
+        outcome, status, detail = "refused", None, "nothing answered on the port"
+    except ValueError as exc:
+        outcome, status, detail = "garbage", None, f"not HTTP: {exc}"
+    except OSError as exc:
+        outcome, status, detail = "error", None, f"{type(exc).__name__}: {exc}"
+    else:
+        outcome, detail = classify_answer(endpoint, status or 0, body)
+    model_path = detail if endpoint in IDENTITY_ENDPOINTS and outcome == "ok" else None
+    return HealthResult(endpoint, outcome, status, round(time.monotonic() - started, 4), detail, model_path)
+
+
+async def _get(base: str, endpoint: str) -> tuple[int, bytes]:
+    """(status, body) of `GET endpoint?from=sglang-tui` over HTTP/1.1 with Connection: close. The body is read
+    by its Content-Length, chunk by chunk, or to the end, up to BODY_LIMIT; ValueError when it is not HTTP."""
+    where = urlsplit(base)
+    host = where.hostname or "127.0.0.1"
+    reader, writer = await asyncio.open_connection(host, where.port or 80)
+    try:
+        head = f"[{host}]" if ":" in host else host
+        writer.write(
+            f"GET {probe_path(endpoint)} HTTP/1.1\r\nHost: {head}:{where.port}\r\nUser-Agent: {USER_AGENT}\r\n"
+            "Accept: */*\r\nConnection: close\r\n\r\n".encode("ascii")
+        )
+        await writer.drain()
+        status_line = await reader.readline()
+        if not status_line:
+            raise asyncio.IncompleteReadError(b"", None)
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ValueError(f"status line {status_line[:40]!r}")
+        headers: dict[bytes, bytes] = {}
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        return int(parts[1]), await _body(reader, headers)
+    finally:
+        writer.close()
+
+
+async def _body(reader: asyncio.StreamReader, headers: dict[bytes, bytes]) -> bytes:
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = b""
+        while len(body) < BODY_LIMIT:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                break
+            body += await reader.readexactly(size)
+            await reader.readline()
+        return body[:BODY_LIMIT]
+    length = headers.get(b"content-length")
+    if length is not None and length.isdigit():
+        return await reader.readexactly(min(int(length), BODY_LIMIT))
+    return await reader.read(BODY_LIMIT)
