@@ -35,8 +35,10 @@ def _private_history(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(autouse=True)
 def _test_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """... and each test its own, so that no test's ETA or stall budget rests on another test's launches."""
+    """... and each test its own, so that no test's ETA or stall budget rests on another test's launches; and its
+    own state directory, where dumps, saved logs and copies go (never the user's ~/.local/state)."""
     monkeypatch.setenv("SGLANG_TUI_HISTORY", str(tmp_path / "history.sqlite3"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
 @pytest.fixture(scope="session")

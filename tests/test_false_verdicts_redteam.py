@@ -24,7 +24,7 @@ import pytest
 
 from tests.helpers.crossuid import CANNOT_SEE, SYSTEM_PYTHON
 from tests.helpers.processes import Cli, Sims, Spawner
-from tests.helpers.sim import wait_ready
+from tests.helpers.sim import wait_for_log, wait_ready
 from tests.helpers.sshd import Sshd, free_port
 from tests.helpers.verdicts import (
     LOOKALIKE,
@@ -33,6 +33,7 @@ from tests.helpers.verdicts import (
     Outcome,
     finished_log,
     follow_wait,
+    paused,
     run_wait,
     wait_decided,
 )
@@ -201,14 +202,17 @@ def test_no_health_on_a_live_server_is_ready_only_where_its_process_is_seen(wher
 
 
 def test_log_replaced_by_a_directory_mid_load_is_named_and_followed(sim: Sims, cli: Cli) -> None:
-    """A fast clock with the weights slowed (4 s of loading to act in), so the rest is quick."""
-    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=6"))
+    """The simulator paused from its load's first line until the wait names the change; a fast clock after."""
+    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=3"))
     try:
         wait = follow_wait(cli, None, "--log", str(server.log), "--port", str(server.port), "--sim-gpus",
                            str(server.gpu_state), "--timeout", "90")  # fmt: skip
-        wait.until(lambda state: state["phase"] == "loading_weights")
-        os.unlink(server.log)
-        server.log.mkdir()
+        wait_for_log(server, b"Load weight begin")
+        with paused(server):  # tests.helpers.verdicts.paused
+            wait.until(lambda state: state["phase"] == "loading_weights")
+            os.unlink(server.log)
+            server.log.mkdir()
+            wait.until(lambda state: "following the server's stdout" in state["reason"])
         out = wait.finish()
     finally:
         server.stop()

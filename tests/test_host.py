@@ -168,11 +168,14 @@ async def test_unknown_host_shows_fingerprint_and_the_command_to_trust_it(sshd: 
     expected_fp = subprocess.run(
         ["ssh-keygen", "-l", "-E", "sha256", "-f", str(sshd.host_key) + ".pub"], capture_output=True, text=True
     ).stdout.split()[1]
-    assert expected_fp in message
-    assert f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {known}" in message
-    # Following the advice works: the scanned key lets us in.
-    scan = subprocess.run(["ssh-keyscan", "-p", str(sshd.port), "127.0.0.1"], capture_output=True, text=True)
-    known.write_text(scan.stdout)
+    assert f"unknown host key for 127.0.0.1:{sshd.port}: ED25519 key fingerprint is {expected_fp}." in message
+    # Following the advice works: the pasted command adds that key, and it lets us in.
+    command = message.split("trust it with: ", 1)[1]
+    subprocess.run(["sh", "-c", command], check=True)
+    assert known.read_text().split() == [
+        f"[127.0.0.1]:{sshd.port}",
+        *(sshd.host_key.with_suffix(".pub").read_text().split()[:2]),
+    ]
     h = ssh_host(sshd, known_hosts=str(known))
     await h.connect()
     await h.close()

@@ -44,7 +44,7 @@ def test_an_unknown_owner_is_said_as_another_user() -> None:
 
 def test_a_missing_log_is_named_in_the_reason_until_bytes_arrive() -> None:
     s = reduce(Readiness(), LogFile("missing", "/srv/typo.log"), 1.0)
-    assert s.reason == "waiting for the first log line: log file missing: /srv/typo.log"
+    assert s.reason == "log file missing: /srv/typo.log"  # what is missing, not "waiting for the first log line"
     s = reduce(s, LogActivity(6, b"hello\n"), 2.0)
     assert s.reason == "waiting for the first log line" and s.log_file == LogFile("ok", "/srv/typo.log")
 
@@ -113,3 +113,28 @@ def test_an_old_log_read_after_the_first_200_is_not_growth_for_a_watcher_that_ca
     assert s.phase is Phase.WARMUP and "the log has shown nothing since /health said 200" in s.reason, s.reason
     s = reduce(s, LogActivity(5100, b'"GET /health?from=sglang-tui HTTP/1.1" 200 OK\n'), 102.0)  # it grew
     assert s.phase is Phase.READY, s.reason
+
+
+def test_a_listener_that_writes_the_followed_log_is_the_server_after_a_rotation() -> None:
+    """`mv LOG LOG.1` before the watch found the log's writer: nothing writes LOG any more, so the listener is
+    adopted by the port alone, unanchored. The tail follows LOG.1 through the fd of the process that writes it;
+    when that is the listener (or one of its processes), the 200 is this server's. A listener that writes no
+    followed log stays "no process writes the log" (the look-alike beside a finished run's log)."""
+    from tui.core.events import PortOwner
+
+    def watched(log_file: LogFile) -> Readiness:
+        s = Readiness().evolve(health_probed=True, health_port=1, log_watched=True, process_watched=True)
+        s = reduce(s, LogActivity(5000, b"x" * 5000), 100.0)
+        s = feed(startup("fired_up"), s, now=100.0)
+        s = reduce(s, log_file, 100.2)
+        s = reduce(s, ServerProcess(alive=True, pids=(42,), detail="listener on port 1"), 100.4)
+        s = reduce(s, PortOwner(1, 42, "python -m sglang.launch_server", None), 100.5)
+        s = reduce(s, HealthResult("/health", "ok", status=200), 101.0)
+        return reduce(s, HealthResult("/model_info", "ok", status=200, detail="m"), 101.0)
+
+    assert watched(LogFile("rotated_following", "/l", "/l.1", 42)).phase is Phase.READY
+    assert watched(LogFile("deleted_following", "/l", "/proc/42/fd/1", 42)).phase is Phase.READY
+    lookalike = watched(LogFile("ok", "/l"))
+    assert lookalike.phase is Phase.WARMUP and "no process writes the log" in lookalike.reason, lookalike.reason
+    other = watched(LogFile("rotated_following", "/l", "/l.1", 77))  # another process writes the followed file
+    assert other.phase is Phase.WARMUP and "no process writes the log" in other.reason, other.reason

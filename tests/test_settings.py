@@ -43,6 +43,24 @@ def test_a_bad_setting_is_named(text: str, named: str) -> None:
     assert named in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("keys, named", [
+    ('kill-server = "q"', '[keys] kill-server = "q" is already the key of quit'),
+    ('kill-server = "?"', '[keys] kill-server = "?" is already the key of help'),
+    ('wrap = "x"\nkill-server = "x"', '[keys] kill-server = "x" is already the key of wrap'),
+    ('copy = "ctrl+s"', '[keys] copy = "ctrl+s" is already the key of save-log'),
+    ('kill-server = "ctrl+p"', '[keys] kill-server = "ctrl+p" is already the key of command-palette'),
+])  # fmt: skip
+def test_a_key_two_actions_would_share_is_refused_naming_both(keys: str, named: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        parse(f"[keys]\n{keys}\n", "cfg.toml")
+    assert str(err.value).startswith(f"cfg.toml: {named}") and "\n" not in str(err.value)
+
+
+def test_keys_moved_out_of_each_others_way_are_fine() -> None:
+    assert parse('[keys]\nkill-server = "q"\nquit = "x"\n').keys == {"kill-server": "q", "quit": "x"}
+    assert parse('[keys]\nkill-server = "ctrl+k"\n').keys == {"kill-server": "ctrl+k"}
+
+
 def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path, cli: Cli) -> None:
     conf = tmp_path / "sglang-tui" / "config.toml"
     conf.parent.mkdir()
@@ -100,19 +118,23 @@ async def test_the_help_shows_the_remapped_key() -> None:
 
 
 async def test_save_log_and_copy_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctrl+s saves under the state directory, never the cwd (issue 23), and C's report is saved there too."""
     from tests.helpers.ui_fakes import FakeClock, play, startup_failed_oom
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     source, clock = FakeBatchSource(), FakeClock()
     app = make_app(source, control=FakeControl(), clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await play(pilot, source, clock, startup_failed_oom())
         await pilot.press("ctrl+s")
-        assert app.last_saved is not None and app.last_saved.parent == tmp_path
+        assert app.last_saved is not None and app.last_saved.parent == tmp_path / "state" / "sglang-tui" / "logs"
+        assert list(tmp_path.glob("*.log")) == []
         saved = app.last_saved.read_text().splitlines()
         assert saved == [line.text for line in app.log_pane.view.lines] and any("OutOfMemoryError" in t for t in saved)
         await pilot.press("C")
         report = app.clipboard
+        assert app.last_copied is not None and app.last_copied.read_text() == report
         assert report.startswith("## sglang-tui: gpu-node-7") and "**FAILED**" in report
         assert "### Root cause: ✗ OUT OF MEMORY (out of memory)" in report and "| CUDA graph capture |" in report
 

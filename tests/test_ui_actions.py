@@ -181,8 +181,9 @@ async def test_keys_answer_while_a_kill_is_still_running() -> None:
 
 
 async def test_confirm_dialog_leads_with_a_summary_and_folds_the_commands() -> None:
-    """Issue 14: host, N processes, GiB held per GPU and what will happen come first; the commands are folded."""
-    from textual.widgets import Collapsible
+    """Issue 14: host, N processes, GiB held per GPU and what will happen come first; the commands are one key (c)
+    away (issue 23: they are 17-39 lines of sh)."""
+    from textual.containers import VerticalScroll
 
     from tests.helpers.ui_fakes import play, startup_to_loading
 
@@ -199,7 +200,13 @@ async def test_confirm_dialog_leads_with_a_summary_and_folds_the_commands() -> N
         assert lines[1].startswith("server:  1 process")
         assert lines[2] == "holds:   16.2 GiB on each of 8 GPUs (0, 1, 2, 3, 4, 5, 6, 7)"
         assert lines[3].startswith("will:    SIGKILL to every process")
-        assert app.screen.query_one(Collapsible).collapsed  # the exact commands are there, folded
+        commands = app.screen.query_one("#confirm-commands", VerticalScroll)
+        assert not commands.display  # the exact commands are there, folded
         assert control.describe("kill") in str(app.screen.query_one("#confirm-command", Static).render())
+        assert str(app.screen.query_one("#confirm-commands-key").render()) == "c: the exact commands (1 line of sh)"
         focused = app.focused
         assert isinstance(focused, Button) and focused.id == "no"
+        await pilot.press("c")
+        assert commands.display and app.focused is commands  # shown, and the arrows scroll them
+        await pilot.press("c")
+        assert not commands.display and isinstance(app.focused, Button) and app.focused.id == "no"

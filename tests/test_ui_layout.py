@@ -62,14 +62,16 @@ async def test_ranks_at_different_milestones_are_grouped_by_neighbours() -> None
 
 
 def test_footer_drops_the_least_important_keys_first_and_never_the_dangerous_ones() -> None:
-    entries = hints(read_only=False, has_control=True, focused="log", searching=True, width=60)
-    kept = fit(entries, 60)
+    all_three = {"restart-server": "restart", "terminate-server": "terminate", "kill-server": "kill"}
+    entries = hints(offered=all_three, focused="log", searching=True, width=72)
+    kept = fit(entries, 72)
     assert [e.keys for e in kept if e.dangerous] == ["r", "T", "K"]
     assert "n/N" in [e.keys for e in kept]  # a search is on: its keys come before the rest
     assert "w" not in [e.keys for e in kept]
-    wide = fit(hints(read_only=False, has_control=True, focused="log", searching=False, width=200), 200)
+    assert kept[0].keys == "q/^q"  # ctrl+q is listed with q (issue 23)
+    wide = fit(hints(offered=all_three, focused="log", searching=False, width=200), 200)
     assert {"1-4", "w", "p", "e/E"} <= {e.keys for e in wide}
-    read_only = fit(hints(read_only=True, has_control=True, focused="log", searching=False, width=200), 200)
+    read_only = fit(hints(offered={}, focused="log", searching=False, width=200), 200)
     assert not any(e.dangerous for e in read_only)
 
 
@@ -86,7 +88,10 @@ def test_user_facing_words_for_phases_and_error_kinds() -> None:
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> None:
+    from textual.containers import VerticalScroll
+
     from tui.ui.actions import visible_actions
+    from tui.ui.panes.header import HeaderPane
     from tui.ui.screens.help import HelpScreen, key_rows
 
     app = make_app(FakeBatchSource(), control=FakeControl())
@@ -98,9 +103,16 @@ async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> N
         rows = key_rows(False)
         assert {k for k, _, _ in rows} >= {"r", "T", "K", "n N", "e E", "1 2 3 4"}
         assert len(rows) < len(visible_actions(False))  # n/N, e/E and 1-4 share rows
-        for _keys, words, _ in rows:  # every key on screen at once, from 80x24 up
-            assert words[:30] in text, words
-        if size == (200, 50):  # and the legend too
+        box = app.screen.query_one(VerticalScroll)
+        assert box.region.y >= app.screen_stack[0].query_one(HeaderPane).region.bottom  # the verdict stays in view
+        assert "…" not in app.screen.shown  # type: ignore[attr-defined]  # nothing cut: the words wrap
+        if size == (80, 24):  # one column: every key's whole words, on screen or a scroll away (it scrolls)
+            shown = " ".join(app.screen.shown.split())  # type: ignore[attr-defined]
+            for _keys, words, _ in rows:
+                assert " ".join(words.split()) in shown, words
+        else:  # two columns, all of it on screen at once, and the legend too
+            for _keys, words, _ in rows:
+                assert words[:30] in text, words
             assert "legend" in text and "■" in text
         await pilot.press("slash", "k", "i", "l", "l")
         await pilot.pause()

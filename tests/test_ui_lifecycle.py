@@ -176,7 +176,9 @@ async def test_kill_shows_stopped_by_sglang_tui_and_the_result() -> None:
         )
         assert "✗" not in header  # our own kill is not shown as the server's failure
         titles = [m.notification.title for m in seen if isinstance(m, Notify)]
-        assert f"{HOST}: the server stopped" in titles and f"{HOST}: the server failed" not in titles
+        assert f"{HOST}: the server failed" not in titles
+        # one toast for one stop: the kill's own result (issue 23: stacked toasts said the same thing twice)
+        assert titles.count("kill") == 1 and f"{HOST}: the server stopped" not in titles
         assert "kill done: no server process left" in header
         shards = app.query_one(ShardsPane).shown
         assert "stopped" in shards and "failed" not in shards

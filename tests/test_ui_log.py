@@ -95,8 +95,12 @@ async def test_wrap_toggle_splits_long_lines_into_rows() -> None:
         await pilot.press("w")
         await pilot.pause()
         rows = view.visible_texts()
-        assert len(rows) > 3 and all(len(r) <= view.size.width for r in rows) and rows[-1] == "after"
+        # each row fits the cells left of the scrollbar (issue 23: rows as wide as the pane lost 2 characters each)
+        assert view.row_width == view.size.width - view.styles.scrollbar_size_vertical
+        assert len(rows) > 3 and all(len(r) == view.row_width for r in rows[1:-2]) and rows[-1] == "after"
         assert "".join(rows[1:-1]) == long_line
+        for y in range(1, len(rows) - 1):  # and what is drawn is the whole row
+            assert view.render_line(y).text.rstrip() == rows[y].rstrip()
         await pilot.press("w")
         assert len(view.visible_texts()) == 3
 
@@ -252,3 +256,25 @@ async def test_severity_filter_cycles_and_combines_with_rank_and_search_filters(
         ]
         await pilot.press("s", "s")
         assert view.severity is None and len(view.visible_texts()) == 2  # the search filter stays
+
+
+def test_wrap_spans_join_back_to_the_line_in_cells_not_characters() -> None:
+    from rich.cells import cell_len
+
+    from tui.ui.panes.log_view import display_text
+    from tui.ui.text import wrap_spans
+
+    for text in [
+        "accept len: 3.52, accept rate: 0.88, cuda graph: True, gen throughput (token/s): 1234.56",
+        "模型加载完成: 权重 64/64 shards, 显存 138.05 GB 可用" * 3,  # wide characters: two cells each
+        '\tFile "/sglang/srt/managers/scheduler.py", line 2375, in configure_scheduler_process\t(tab)',
+        "bad\x1b[31m escape \x07 and \u202e bidi override" * 4,  # each shown as one mark
+        "",
+        "x" * 19,
+    ]:
+        for width in (1, 7, 19, 20, 76):
+            spans = wrap_spans(text, width)
+            assert "".join(text[a:b] for a, b in spans) == text
+            assert all(a < b for a, b in spans) or text == ""
+            for a, b in spans:  # every row fits, as drawn (a character wider than the row gets one of its own)
+                assert cell_len(display_text(text[a:b])) <= width or b - a == 1

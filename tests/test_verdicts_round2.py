@@ -86,7 +86,7 @@ def until_listening(port: int, proc: subprocess.Popen[bytes] | None = None, time
 def test_a_dead_node1_is_never_ready_and_the_verdict_names_it(sim: Sims, cli: Cli) -> None:
     """SIGKILL every process of node 1 while node 0 answers 200: `wait n0 n1` must not say "ready: 2 nodes"
     (a node other than 0 serves no HTTP: only its processes say it lives), and must say node 1 died."""
-    node0, node1 = sim.nodes(2, tp=4, shards=4, speed=400.0)
+    node0, node1 = sim.nodes(nnodes=2, tp=4, shards=4, speed=400.0)
     wait_ready(node0)
     os.killpg(node1.pid, signal.SIGKILL)
     assert node1.wait(10) == -signal.SIGKILL and http_get(node0.port, "/health")[0] == 200

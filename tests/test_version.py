@@ -17,5 +17,7 @@ def test_version_comes_from_pyproject(capsys: pytest.CaptureFixture[str]) -> Non
     written = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
     assert written is not None
     assert tui.__version__ == written.group(1)
-    assert main(["--version"]) == 0  # argparse's exit, returned as the code
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"sglang-tui {written.group(1)}"

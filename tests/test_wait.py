@@ -202,7 +202,8 @@ def test_unknown_host_exits_4_with_the_fingerprint(sshd: Sshd, tmp_path: Path, c
     proc = cli("wait", "127.0.0.1", *args, "--log", "/x.log", "--timeout", "20", timeout=60)
     line = _one_clear_line(Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 4
-    assert "SHA256:" in line and f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}" in line
+    assert "ED25519 key fingerprint is SHA256:" in line
+    assert f"echo '[127.0.0.1]:{sshd.port} ssh-ed25519 " in line and line.endswith(f" >> {empty}")
 
 
 def test_wrong_key_exits_4(sshd: Sshd, cli: Cli) -> None:

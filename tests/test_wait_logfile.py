@@ -13,18 +13,22 @@ import pytest
 from tests.helpers.processes import Cli, Sims
 from tests.helpers.sim import wait_for_log
 from tests.helpers.sshd import Sshd, free_port
-from tests.helpers.verdicts import Outcome, follow_wait
+from tests.helpers.verdicts import Outcome, follow_wait, paused
 
 
-def wait_while(cli: Cli, sim: Sims, sshd: Sshd | None, change: Callable[[Path], object]) -> tuple[Outcome, Path]:
-    """Run wait on a loading simulator; once wait reports the load, apply `change` to the log. A fast clock with
-    the weights slowed: 4 s of loading to act in, the rest in a second."""
-    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=6"))
+def wait_while(cli: Cli, sim: Sims, sshd: Sshd | None, change: Callable[[Path], object],
+               noticed: str) -> tuple[Outcome, Path]:  # fmt: skip
+    """Run wait on a loading simulator; once wait reports the load, apply `change` to the log. The simulator is
+    paused from its load's first line until the wait's state names the change (`noticed`); a fast clock after."""
+    server = sim(speed=100.0, tp=2, shards=8, extra=("--slow", "weights=3"))
     try:
         wait = follow_wait(cli, sshd, "--log", str(server.log), "--port", str(server.port), "--sim-gpus",
                            str(server.gpu_state), "--timeout", "90")  # fmt: skip
-        wait.until(lambda state: state["phase"] == "loading_weights")
-        change(server.log)
+        wait_for_log(server, b"Load weight begin")
+        with paused(server):
+            wait.until(lambda state: state["phase"] == "loading_weights")
+            change(server.log)
+            wait.until(lambda state: noticed in state["reason"])
         return wait.finish(), server.log
     finally:
         server.stop()
@@ -34,7 +38,7 @@ def wait_while(cli: Cli, sim: Sims, sshd: Sshd | None, change: Callable[[Path], 
 def test_mv_rotation_mid_load_follows_the_servers_file_to_ready(via: str, cli: Cli, sim: Sims,
                                                                 request: pytest.FixtureRequest) -> None:  # fmt: skip
     sshd = request.getfixturevalue("sshd") if via == "ssh" else None
-    out, log = wait_while(cli, sim, sshd, lambda log: os.rename(log, f"{log}.1"))
+    out, log = wait_while(cli, sim, sshd, lambda log: os.rename(log, f"{log}.1"), "following it")
     states, err = out.states(), out.stderr
     assert out.code == 0, err[-3000:]
     assert states[-1]["phase"] == "ready" and "failed" not in [s["phase"] for s in states]
@@ -47,18 +51,21 @@ def test_mv_rotation_mid_load_follows_the_servers_file_to_ready(via: str, cli: C
 
 
 def test_log_deleted_mid_load_is_named_and_followed_to_ready(cli: Cli, sim: Sims) -> None:
-    out, _ = wait_while(cli, sim, None, lambda log: os.unlink(log))
+    out, _ = wait_while(cli, sim, None, lambda log: os.unlink(log), "following the server's stdout")
     assert out.code == 0, out.stderr[-3000:]
     assert "log deleted; following the server's stdout (pid " in out.stderr
     final = out.last_json()
     assert final["phase"] == "ready" and final["shards"] == {"done": 8, "total": 8}
 
 
-def test_missing_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None:
-    log = tmp_path / "typo.log"
-    run = cli("wait", "local", "--log", log, "--port", str(free_port()), "--timeout", "3", timeout=60)
-    last = run.stderr.strip().splitlines()[-1]
-    assert run.returncode == 2 and last.endswith(f"waiting for the first log line: log file missing: {log}"), last
+def test_missing_log_is_named_in_the_first_line_and_ends_the_wait_after_the_grace(tmp_path: Path, cli: Cli) -> None:
+    log, port = tmp_path / "typo.log", free_port()
+    run = cli("wait", "local", "--log", log, "--port", str(port), "--missing-log-grace", "1", "--timeout", "60",
+              timeout=60)  # fmt: skip
+    lines = run.stderr.strip().splitlines()
+    missing = f"log file missing: {log}; nothing listens on port {port}"
+    assert run.returncode == 6 and missing in lines[0], run.stderr
+    assert lines[-1].startswith(f"sglang-tui wait: nothing found: {missing} (for "), lines[-1]
 
 
 def test_a_directory_as_log_is_named_in_the_last_line(tmp_path: Path, cli: Cli) -> None:

@@ -61,7 +61,7 @@ def seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value >= 0 or math.isinf(value):  # NaN too
         raise argparse.ArgumentTypeError(f"not 0 or more seconds: {text!r}")
     return value
@@ -189,17 +189,26 @@ def _sim_options(p: argparse.ArgumentParser) -> None:
                         "0 or none: no speculative decoding")  # fmt: skip
 
 
+def settings_line() -> str:
+    """Where the settings file is, for --help (XDG_CONFIG_HOME moves it)."""
+    from tui.commands.settings import config_path
+
+    return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
-        "(sglang-tui SUBCOMMAND --help)",
+        "(sglang-tui SUBCOMMAND --help)\n" + settings_line(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)")
+    watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     _hosts(watch)
     _server_options(watch)
     _sim_gpus(watch)
@@ -220,6 +229,14 @@ def build_parser() -> Parser:
     _history_options(wait)
     wait.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds (exit 2)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
+    wait.add_argument(
+        "--missing-log-grace",
+        type=seconds,
+        default=30.0,
+        metavar="S",
+        help="exit 6 when the log file is still missing (or, with no --log, nothing listens on --port) after S "
+        "seconds (default 30: long enough for `launch … > LOG &` to create it)",
+    )
     wait.add_argument(
         "--dump-on-stall", action="store_true", help="on a stall, py-spy every process of the server (see `dump`)"
     )
@@ -480,10 +497,7 @@ def _main(argv: list[str]) -> int:
         return 2
     if argv and argv[0] in ("watch", *SUBCOMMANDS):
         parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
-    try:
-        namespace = parser.parse_args(argv)
-    except SystemExit as done:  # a bad command line (said in one line), or --help / --version: the code, returned
-        return int(done.code or 0)  # argparse exits with an int
+    namespace = parser.parse_args(argv)  # a bad command line: one line, SystemExit(2) (Parser.error)
     if not namespace.command:
         parser.print_help()
         return 2
@@ -491,9 +505,8 @@ def _main(argv: list[str]) -> int:
 
     try:
         options = from_namespace(namespace, settings)
-    except OptionsError as err:  # options that cannot go together: one line, before anything is reached
-        print(f"sglang-tui {namespace.command}: {err}", file=sys.stderr)
-        return 2
+    except OptionsError as err:  # options that cannot go together: the same one line, before anything is reached
+        parser.error(str(err))
     module = importlib.import_module(f"tui.commands.{namespace.command}")
     try:
         return int(module.run(options))

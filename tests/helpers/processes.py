@@ -8,7 +8,7 @@ requesting any of them puts the test in the `e2e` lane (tests/helpers/lanes.py).
 - `cli(*args, timeout=, env=, input=) -> CompletedProcess[str]`: `python -m tui ARGS…` run to its end;
   `cli.popen(*args, **kw) -> Popen[str]` for a test that follows `wait --json` line by line.
 - `sim(**kwargs) -> SimServer`: `tests.helpers.sim.start_sim` in a fresh directory of tmp_path (or `path=`);
-  `sim.nodes(n, **kwargs)` a multi-node launch (`start_nodes`). `module_sim` for a module-scoped fixture.
+  `sim.nodes(path, nnodes=n, **kwargs)` a multi-node launch (`start_nodes`). `module_sim` for a module-scoped fixture.
   `PipeLines(proc.stdout).wait_for(condition)` waits for the deciding line without blocking on the pipe.
 - `tmux`: a private tmux server (its own `-L` socket); `tmux("new-session", …)` runs one tmux command.
 """

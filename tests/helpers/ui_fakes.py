@@ -102,6 +102,8 @@ class FakeControl:
     calls: list[str] = field(default_factory=list)
     process: ServerProcess = ServerProcess(True, (4242,), "listener on port 30000")
     """What process_state() reports (alive by default)."""
+    relaunch: str | None = "python -m sglang.launch_server --model-path /models/llama-70b --tp 8"
+    """What a restart would start the server with (--launch); None: no --launch given."""
 
     def describe(self, action: str) -> str:
         if action == "launch":

@@ -6,15 +6,19 @@ verdict or followed line by line (`follow_wait`)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.processes import Cli, Spawner
+from tests.helpers.sim import SimServer
 from tests.helpers.sshd import Sshd, free_port
 
 MODEL = "org/test-model"
@@ -198,6 +202,18 @@ class Followed:
 
 def follow_wait(cli: Cli, sshd: Sshd | None, *args: str, remote_python: str | None = None) -> Followed:
     return Followed(cli.popen("wait", *wait_target(sshd, remote_python), "--json", *args))
+
+
+@contextmanager
+def paused(server: SimServer) -> Iterator[None]:
+    """The simulator's processes stopped (SIGSTOP to its process group), continued after: its schedule stands
+    still meanwhile (tui.sim.rank). A test pauses it at the start of its load while the wait catches up and the
+    log is changed under it, so the change lands mid-load and is noticed first however slow the host is."""
+    os.killpg(server.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(server.pid, signal.SIGCONT)
 
 
 def replay_json(cli: Cli, path: Path) -> dict[str, Any]:

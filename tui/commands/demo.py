@@ -8,6 +8,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,10 @@ from tui.commands.options import DemoOptions, WatchOptions
 from tui.commands.simulate import command_line
 from tui.core.config import Target, WatchConfig
 from tui.core.events import ControlResult
+from tui.core.past import OddRow
 from tui.core.settings import Settings
+from tui.history.paths import default_path
+from tui.history.store import HistoryError, HistoryStore
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
 
@@ -27,6 +31,40 @@ DEMO_TRAFFIC = 20  # background requests per simulated minute once ready, so the
 #: the simulated startup has no silent stretch this long, and a hang fault shows as STALLED in 30 s at speed 10
 #: instead of the real per-phase limits (3-20 minutes of wall clock, whatever the speed).
 SIM_STALL_S = 5 * 60.0
+#: The demo records its launches in a history of its own, next to the real one and never in it, under one host
+#: name (its port changes every run): the second run shows "ready in ~…" from the first.
+DEMO_HISTORY = "demo-history.sqlite3"
+DEMO_HOST = "local demo"
+#: Every third launch of the demo loads its weights this much slower, so that a regression against the earlier
+#: launches shows (the history flags a phase past 1.5× its median once two launches had it); every launch also
+#: varies by a few percent per phase (the simulator's seeded jitter).
+SLOW_EVERY = 3
+SLOW_WEIGHTS = 1.8
+
+
+def demo_history_path() -> Path:
+    """The demo's own history file: beside the real history (--history's default), never that file itself."""
+    return default_path().with_name(DEMO_HISTORY)
+
+
+def ready_launches(path: Path) -> int:
+    """How many of the demo's launches reached ready (0 when its history is absent or cannot be read)."""
+    if not path.exists():
+        return 0
+    try:
+        with HistoryStore(path) as store:
+            return sum(1 for launch in store.launches(DEMO_HOST, limit=10_000) if launch["outcome"] == "ready")
+    except (HistoryError, OddRow, OSError):
+        return 0
+
+
+def launch_variation(number: int, fault: str | None) -> list[str]:
+    """The simulator options of the demo's launch `number` (1 for the first): its own jitter, and slower weights
+    every SLOW_EVERY-th launch (not while a fault is shown)."""
+    options = ["--seed", str(number)]
+    if fault is None and number % SLOW_EVERY == 0:
+        options += ["--slow", f"weights={SLOW_WEIGHTS:g}"]
+    return options
 
 
 def demo_stall_after(speed: float, stall_after: float | None) -> float:
@@ -54,7 +92,7 @@ class Demo:
     def watch_options(
         self, read_only: bool, stall_after: float | None = None, settings: Settings | None = None
     ) -> WatchOptions:
-        """The options `sglang-tui local …` would take to watch it (no history: the demo's runs are no launches)."""
+        """The options `sglang-tui local …` would take to watch it, with the demo's own history."""
         server = WatchConfig(
             port=self.port,
             log=str(self.log),
@@ -65,7 +103,9 @@ class Demo:
             read_only=read_only,
             stall_after=stall_after,
         )
-        return WatchOptions(Target(("local",)), server, settings=settings or Settings())
+        return WatchOptions(
+            Target(("local",)), server, history=demo_history_path(), settings=settings or Settings(), demo=True
+        )
 
 
 def free_port() -> int:
@@ -76,10 +116,17 @@ def free_port() -> int:
 
 
 def simulate_command(
-    *, log: Path, port: int, gpu_dir: Path, speed: float, fault: str | None, accept_len: str | None = None
+    *,
+    log: Path,
+    port: int,
+    gpu_dir: Path,
+    speed: float,
+    fault: str | None,
+    accept_len: str | None = None,
+    variation: list[str] | None = None,
 ) -> str:
     """The `--launch` command line that starts the demo's simulator (every word quoted)."""
-    options = ["--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC)]
+    options = ["--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC), *(variation or [])]
     if fault:
         options += ["--fault", fault]
     if accept_len is not None:
@@ -91,7 +138,10 @@ async def start_demo(speed: float, fault: str | None, accept_len: str | None = N
     """Launch the simulator in a fresh temp dir on a free port, the way `--launch` launches a real server."""
     workdir = Path(tempfile.mkdtemp(prefix="sglang-tui-demo-"))
     log, gpu_dir, port = workdir / "server.log", workdir / "gpus", free_port()
-    launch = simulate_command(log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault, accept_len=accept_len)
+    variation = launch_variation(ready_launches(demo_history_path()) + 1, fault)
+    launch = simulate_command(
+        log=log, port=port, gpu_dir=gpu_dir, speed=speed, fault=fault, accept_len=accept_len, variation=variation
+    )
     host = LocalHost()
     await host.connect()
     control = ServerControl(
@@ -138,16 +188,22 @@ async def demo(opts: DemoOptions) -> int:
     try:
         initial = reduce(Readiness(), running.launched, time.time())
         watching = running.watch_options(opts.read_only, demo_stall_after(opts.speed, opts.stall_after), opts.settings)
-        return await run_tui(
-            running.host, watching, host_label=f"local demo :{running.port}", initial=initial, control=running.control
-        )
+        return await run_tui(running.host, watching, host_label=DEMO_HOST, initial=initial, control=running.control)
     finally:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
         # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it
         stopped = await asyncio.shield(stop_demo(running))
-        _say(f"sglang-tui demo: simulated server {control_summary(stopped)}")
+        _say(f"sglang-tui demo: {exit_words(stopped, control_summary)}")
         if running.workdir.exists():
             _say(f"sglang-tui demo: its log and GPU state are kept in {running.workdir}")
+        _say(f"sglang-tui demo: its launches are kept in {demo_history_path()} (the next run's ETA rests on them)")
+
+
+def exit_words(stopped: ControlResult, summary: Callable[[ControlResult], str]) -> str:
+    """The demo's last word on its simulated server: stopped now, or already gone (a kill or a crash in the demo)."""
+    if stopped.ok and stopped.found == "nothing":
+        return "the simulated server had already stopped (nothing left of it to stop)"
+    return f"simulated server {summary(stopped)}"
 
 
 def _say(line: str) -> None:

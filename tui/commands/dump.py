@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from tui.commands.options import DumpOptions
 from tui.core import stacks
+from tui.history.paths import state_dir
 from tui.sources import pyspy
 from tui.sources.connect import make_host
 from tui.sources.control import watch_only
@@ -30,10 +30,9 @@ EXIT_OK, EXIT_NO_DUMP, EXIT_CONNECT = 0, 1, 4
 
 def default_path(where: str, now: float | None = None) -> Path:
     """$XDG_STATE_HOME/sglang-tui/dumps/dump-HOST-PORT-YYYYmmdd-HHMMSS.txt (default state home ~/.local/state)."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", where)
-    return Path(state) / "sglang-tui" / "dumps" / f"dump-{safe}-{stamp}.txt"
+    return state_dir() / "dumps" / f"dump-{safe}-{stamp}.txt"
 
 
 def report_text(result: pyspy.DumpResult, where: str) -> str:

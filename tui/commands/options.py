@@ -31,6 +31,7 @@ class WatchOptions:
     hooks: Hooks = Hooks()
     history: Path | None = None
     settings: Settings = Settings()  # the keys and the theme
+    demo: bool = False  # the demo's simulated server: quitting stops it, and the help says so
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class WaitOptions:
     json: bool = False
     dump_on_stall: bool = False
     stop_on_fail: bool = False
+    missing_log_grace: float = 30.0  # exit 6 when nothing of the server is found for this long
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,8 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
     hooks = Hooks(ns.on_ready, ns.on_fail)
     if command == "watch":
         return WatchOptions(target, server, hooks, _history(ns), settings)
-    return WaitOptions(target, server, hooks, _history(ns), ns.timeout, ns.json, ns.dump_on_stall, ns.stop_on_fail)
+    return WaitOptions(target, server, hooks, _history(ns), ns.timeout, ns.json, ns.dump_on_stall, ns.stop_on_fail,
+                       ns.missing_log_grace)  # fmt: skip
 
 
 def _reached(ns: argparse.Namespace, settings: Settings) -> tuple[Target, WatchConfig]:

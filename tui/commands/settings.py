@@ -23,13 +23,18 @@ def config_path(env: dict[str, str] | None = None) -> Path:
 
 
 def keys_problem(keys: Mapping[str, str]) -> str | None:
-    """What is wrong with a [keys] table by the action registry: an id no action has."""
-    from tui.ui.actions import ACTIONS
+    """What is wrong with a [keys] table by the action registry: an id no action has, or a key two actions would
+    share (the footer would offer both, and the key would run only one)."""
+    from tui.ui.actions import ACTIONS, key_clash
 
     ids = {a.id for a in ACTIONS if not a.builtin}
     for action_id in keys:
         if action_id not in ids:
             return f"[keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})"
+    clash = key_clash(dict(keys))
+    if clash is not None:
+        key, first, second = clash
+        return f'[keys] {second} = "{key}" is already the key of {first}: give one of them another'
     return None
 
 

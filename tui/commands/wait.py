@@ -1,6 +1,7 @@
 """`sglang-tui wait HOST`: fold the monitor's events into the readiness model until ready, failed or stalled.
 
-Exit 0 ready, 1 failed (a stop, ours or from outside, included), 2 timed out, 3 stalled, 4 cannot connect/auth.
+Exit 0 ready, 1 failed (a stop, ours or from outside, included), 2 timed out, 3 stalled, 4 cannot connect/auth,
+6 nothing found (a missing log, or no log and nothing listening, for --missing-log-grace).
 Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the log's fired-up line and a live
 process instead. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
@@ -30,7 +31,7 @@ from tui.core.capture import current_capture
 from tui.core.config import Hooks, WatchConfig
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
-from tui.core.explain import log_file_line, symlink_line
+from tui.core.explain import log_file_line, nothing_found, symlink_line
 from tui.core.liveness import failure_settling, liveness_at, ready_confirmed
 from tui.core.readiness import reduce
 from tui.core.report import to_json
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
 EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
 EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
 LAST_LOOK_S = 10.0  # the liveness check made after a timeout, at most (a scan, or one /health)
+EXIT_NOTHING_FOUND = 6  # DESIGN.md's table: no log file and nothing listening, for --missing-log-grace
+MISSING_LOG_GRACE_S = 30.0  # `launch … > log &` makes the file within a second; a few seconds more for a slow shell
+FIRST_LOOK_S = 2.0  # the first progress line waits this long at most for the log's and the port's first look
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
@@ -95,13 +99,34 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
+def first_look_done(state: Readiness) -> bool:
+    """The log and the port have each been looked at once (or are not watched): the first line can say what is
+    there, rather than "waiting for the first log line" a moment before "log file missing"."""
+    log_seen = state.log_watched is not True or state.log_file is not None or state.log_grew_at is not None
+    if state.health_probed is False:  # only the process watch looks at the port, if it runs
+        port_seen = state.port_owner is not None or not state.process_watched
+    else:
+        port_seen = bool(state.health)
+    return log_seen and port_seen
+
+
+def grace_words(state: Readiness, grace: float | None) -> str:
+    """While nothing is found: "exit 6 after 30s if nothing turns up (--missing-log-grace)"; else ""."""
+    if grace is None or not nothing_found(state):
+        return ""
+    return f"exit 6 after {fmt.duration(grace)} if nothing turns up (--missing-log-grace)"
+
+
 class Reporter:
     """Writes progress to stderr when it changes and JSON lines to stdout when the state's report changes."""
 
-    def __init__(self, json_out: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+    def __init__(
+        self, json_out: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, grace: float | None = None
+    ) -> None:
         self.json_out = json_out
         self.out = out
         self.err = err
+        self.grace = grace  # --missing-log-grace, said in the line while nothing is found
         self._last_key: object = None
         self._last_counts: object = None
         self._last_line = ""
@@ -109,12 +134,21 @@ class Reporter:
         self._last_json: str | None = None
 
     def update(self, state: Readiness, elapsed: float) -> None:
-        key = (state.phase, state.error, state.stall is not None, state.connection, state.health_ready, state.log_ready)
+        missing = nothing_found(state)
+        key = (
+            state.phase, state.error, state.stall is not None, state.connection, state.health_ready,
+            state.log_ready, missing,
+        )  # fmt: skip
         capture = current_capture(state)
         counts = (state.shards.done if state.shards else None, capture[0], capture[1].done if capture[1] else None)
         line = progress_line(state, elapsed)
+        grace = grace_words(state, self.grace)
+        if grace:
+            line += f" · {grace}"
+        # the first line waits for the first look, so that it says what that look found
+        early = self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S
         since = elapsed - self._last_at
-        if (
+        if not early and (
             key != self._last_key
             or (counts != self._last_counts and since >= COUNT_EVERY_S)
             or (since >= HEARTBEAT_S and line != self._last_line)
@@ -142,8 +176,22 @@ class Reporter:
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
-async def wait_for(session: Session, reporter: Reporter, *, timeout: float | None) -> tuple[Verdict, Readiness]:
-    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT.
+def nothing_found_verdict(state: Readiness, since: float | None, now: float, grace: float | None) -> Verdict | None:
+    """Exit 6 once nothing of the server was found for `grace` seconds (the log missing, or no log and nothing
+    listening): a wrong path or port is said at once and ends the wait, instead of at --timeout."""
+    missing = nothing_found(state)
+    if grace is None or since is None or not missing or now - since < grace:
+        return None
+    return Verdict(
+        EXIT_NOTHING_FOUND, f"nothing found: {missing} (for {fmt.duration(now - since)}, --missing-log-grace)"
+    )
+
+
+async def wait_for(
+    session: Session, reporter: Reporter, *, timeout: float | None, grace: float | None = None
+) -> tuple[Verdict, Readiness]:
+    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT; `grace`: nothing of the server
+    found for that long gives EXIT_NOTHING_FOUND.
 
     Nothing is reported after the last look at the server's life (tui.core.liveness): a ready state is held
     for the one /server_info read, then reported only once a liveness check made after everything it reports
@@ -169,6 +217,7 @@ async def wait_for(session: Session, reporter: Reporter, *, timeout: float | Non
 
     async def fold() -> Verdict | None:
         ready_at: float | None = None
+        missing_since: float | None = None  # clock time nothing of the server is found since
         async for state, now in session.states():
             verdict_now = verdict(state)
             if verdict_now is not None and verdict_now.code == EXIT_READY:
@@ -188,6 +237,10 @@ async def wait_for(session: Session, reporter: Reporter, *, timeout: float | Non
             if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
                 # the words of the verdict (explain.log_file_line), and what to do
                 return Verdict(EXIT_BAD_ARGS, f"{log_file_line(state.log_file)}; pass the log file inside it")
+            missing_since = (now if missing_since is None else missing_since) if nothing_found(state) else None
+            gone = nothing_found_verdict(state, missing_since, now, grace)
+            if gone is not None:
+                return gone
         return None
 
     try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
@@ -222,7 +275,8 @@ async def wait_for(session: Session, reporter: Reporter, *, timeout: float | Non
 
 
 async def _main(opts: WaitOptions) -> int:
-    reporter = Reporter(opts.json)
+    grace = opts.missing_log_grace
+    reporter = Reporter(opts.json, grace=grace)
     where = opts.target.host
     host = make_host(opts.target.spec())
     started = time.monotonic()
@@ -263,7 +317,7 @@ async def _main(opts: WaitOptions) -> int:
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
-        found, state = await wait_for(session, reporter, timeout=remaining)
+        found, state = await wait_for(session, reporter, timeout=remaining, grace=grace)
         if opts.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
@@ -341,6 +395,7 @@ VERDICT_WORDS = {
     EXIT_TIMEOUT: "timeout",
     EXIT_STALLED: "stalled",
     EXIT_CONNECT: "connect",
+    EXIT_NOTHING_FOUND: "nothing_found",
 }
 
 

@@ -82,6 +82,7 @@ def build_app(
     from tui.sources.control import ServerControl, process_watch
     from tui.sources.session import Session, weights_step
     from tui.sources.weightfiles import WeightFilesProbe
+    from tui.ui.actions import DEMO_QUIT_WORDS, QUIT_WORDS
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
     config = opts.server
@@ -103,6 +104,7 @@ def build_app(
         dump=_dumper(host, watch, config.remote_python, host_label),
         bench=partial(_bench_runner, host, config.port, config.log),
         verdict_hook=tui_hook(opts.hooks, opts.target.host, config.port),
+        quit_words=DEMO_QUIT_WORDS if opts.demo else QUIT_WORDS,
     )
 
     def previous_bench() -> BenchResult | None:

@@ -94,7 +94,8 @@ def _answerer(s: Readiness) -> tuple[str, str]:
         and owner.ours is None
         and owner.pid is not None
         and not relayed
-        and (_writer_watched(s))
+        and _writer_watched(s)
+        and not _listener_writes_the_followed_log(s, owner.pid)
     ):
         command = f" ({printable(owner.command)})" if owner.command else ""
         return FOREIGN, f"PID {owner.pid}{command} listens there, and no process writes the log (a finished run's log?)"
@@ -128,6 +129,16 @@ def _answerer(s: Readiness) -> tuple[str, str]:
     if ident is not None:
         return UNKNOWN, f"{ident.endpoint}: {ident.outcome}; the log does not show this launch yet"
     return UNKNOWN, "the log does not show this launch yet"
+
+
+def _listener_writes_the_followed_log(s: Readiness, listener: int) -> bool:
+    """The log was moved or deleted under its writer and is followed through that writer's fd: no process writes
+    the path any more (the watch finds none), but the listener, or a process the watch counts with it, writes
+    the file followed."""
+    followed = s.log_file
+    if followed is None or followed.status not in ("rotated_following", "deleted_following") or followed.pid is None:
+        return False
+    return followed.pid == listener or followed.pid in s.process_pids
 
 
 def rank_lines_only(s: Readiness) -> bool:

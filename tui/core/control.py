@@ -20,6 +20,11 @@ class ProcessWatchLike(Protocol):
 class ServerControlLike(ProcessWatchLike, Protocol):
     """The server's processes: what they are (process_state), and what may be done to them."""
 
+    @property
+    def relaunch(self) -> str | None:
+        """The command a restart starts the server with (--launch CMD), None where it cannot start one."""
+        ...
+
     def describe(self, action: str) -> str: ...
 
     async def launch(self) -> ControlResult: ...

@@ -73,6 +73,35 @@ def log_file_line(lf: LogFile) -> str:
     return ""
 
 
+def nothing_listens(s: Readiness) -> bool:
+    """Nothing accepts connections on the port: /health is refused (or, unprobed, the watch sees no listener)."""
+    health = latest_health(s, "/health")
+    if health is not None:
+        return health.outcome == "refused"
+    owner = s.port_owner
+    return s.health_probed is False and owner is not None and owner.pid is None and s.process_visible
+
+
+def nothing_found(s: Readiness) -> str:
+    """What is missing while nothing of the server is found ("" once anything of it is: a log line, a launch, a
+    live process, a listener): "nothing listens on port 1 and no log was given", "log file missing: PATH"."""
+    if s.phase is not Phase.STARTING or s.launched or s.process_alive or s.decode is not None or s.health_ready:
+        return ""
+    lf = s.log_file
+    if lf is not None and lf.status == "missing":
+        return log_file_line(lf) + (f"; nothing listens on {port_words(s)}" if nothing_listens(s) else "")
+    if s.log_watched is False and nothing_listens(s):
+        return f"nothing listens on {port_words(s)} and no log was given"
+    return ""
+
+
+def nothing_found_headline(s: Readiness) -> str:
+    """The header's word for it instead of STARTING: LOG MISSING, NOTHING LISTENS ("" when something is found)."""
+    if not nothing_found(s):
+        return ""
+    return "LOG MISSING" if s.log_file is not None and s.log_file.status == "missing" else "NOTHING LISTENS"
+
+
 def symlink_line(lf: LogFile) -> str:
     return f"log path {lf.path} is a symlink to {lf.symlink}" if lf.symlink else ""
 
@@ -247,7 +276,7 @@ def _phase_reason(s: Readiness, now: float) -> str:
             return f"launched{model}; waiting for the ranks to start"
         if s.decode is not None:
             return "decode lines with no running request: idle server"
-        return "waiting for the first log line"
+        return nothing_found(s) or "waiting for the first log line"
     if phase is Phase.INIT:
         if not _count(s, "init_begin") and not _count(s, "init_end"):
             seen = ranks_span(tuple(f"TP{i}" for i in s.tp_ranks_seen)) or "ranks"
@@ -450,6 +479,8 @@ def _log_file_suffix(s: Readiness) -> str:
     lf = s.log_file
     if lf is None or lf.status not in LOG_FILE_NAMED or s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
         return ""
+    if s.stall is None and nothing_found(s):
+        return ""  # the reason is already what is missing
     return (": " if s.phase is Phase.STARTING and s.stall is None else "; ") + log_file_line(lf)
 
 

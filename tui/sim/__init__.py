@@ -7,6 +7,7 @@ writes its own lines to the inherited stderr, so ranks interleave as they do in 
 `sglang::detokenizer` child idles. Ranks synchronise through the main process at the points where real ranks
 meet in a collective (end of loading, end of each capture). `speed` compresses how long each step takes;
 what is printed (log timestamps, tqdm elapsed/rate/remaining, `elapsed=` fields) is real wall-clock time.
+Stopped with SIGSTOP and continued, a rank resumes where its schedule stood, as a real rank's work does.
 
 Modules: params (what to simulate), logformat + bars (the text), script (a rank's timeline as data),
 memory + gpustate (GPU memory per rank, published for the GPU probe), faults (failure texts), rank / detok /

@@ -57,11 +57,21 @@ class Rank:
         os.kill(os.getpid(), signum)
 
     def run(self, steps: list[Step]) -> None:
+        continued = [False]
+        signal.signal(signal.SIGCONT, lambda *_: continued.__setitem__(0, True))
+        last = 0.0  # the simulated time of the last step played
         for step in steps:
-            delay = self.clock.wait_for(step.at)
-            if delay > 0.002:
-                self.memory.flush()  # publish before sleeping; steps due at once are batched
-                time.sleep(delay)
+            while True:
+                delay = self.clock.wait_for(step.at)
+                if delay > 0.002:
+                    self.memory.flush()  # publish before sleeping; steps due at once are batched
+                    time.sleep(delay)
+                if not continued[0]:
+                    break
+                # stopped (SIGSTOP) and continued: a real rank's work stood still meanwhile, so does the schedule
+                continued[0] = False
+                self.clock.resume_at(last)
+            last = step.at
             now = self.clock.now()
             text = self.marks.text(step, now)
             if text:

@@ -59,6 +59,11 @@ class ServerControl(ProcessWatch):
         self.grace_s = grace_s
         self.gpu_release_s = gpu_release_s
 
+    @property
+    def relaunch(self) -> str | None:
+        """--launch CMD, when a restart can start the server with it (it needs --log for the output too)."""
+        return self.launch_cmd if self.launch_cmd and self.log_path else None
+
     # ---------------------------------------------------------------------------------------- describe
 
     def describe(self, action: str) -> str:

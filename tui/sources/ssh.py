@@ -24,6 +24,15 @@ from asyncssh.listener import create_tcp_forward_listener
 from tui.core.events import ConnectionState
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import CommandResult, Host, HostAuthError, HostError, HostUnreachable, RemoteProcess
+from tui.sources.hostkeys import (
+    DEFAULT_KNOWN_HOSTS,
+    KeyTarget,
+    changed_key_message,
+    key_target,
+    listing_file,
+    trusted_keys,
+    unknown_key_message,
+)
 
 DEFAULT_KEEPALIVE = (5.0, 3)  # interval s, missed answers before the link counts as dead
 DEFAULT_MAX_SESSIONS = 8  # sshd's default MaxSessions is 10; forwards do not count
@@ -200,12 +209,26 @@ class SshHost(Host):
             kwargs["agent_path"] = None
         return kwargs
 
+    def _config_paths(self) -> list[str] | tuple[()]:
+        """The ssh config to read: --ssh-config, else `()`: asyncssh's default, ~/.ssh/config."""
+        return [self._ssh_config] if self._ssh_config else ()
+
     async def _options(self) -> asyncssh.SSHClientConnectionOptions:
+        # `construct` reads no ssh config unless told to, while `connect` reads ~/.ssh/config by default: pass
+        # the same config, so the HostName, Port and UserKnownHostsFile here are the ones the connection uses.
         kwargs = self._connect_kwargs()
+        kwargs["config"] = self._config_paths()
         options: asyncssh.SSHClientConnectionOptions = await asyncssh.SSHClientConnectionOptions.construct(
             None, host=self._host, **kwargs
         )
         return options
+
+    async def _key_target(self) -> KeyTarget:
+        try:
+            return key_target(self._host, await self._options())
+        except Exception:  # a config that cannot be read fails the connect itself, with its own line
+            files = (self._known_hosts,) if self._known_hosts else (os.path.expanduser(DEFAULT_KNOWN_HOSTS),)
+            return KeyTarget(self._host, self._host, self._port or 22, None, files)
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         """One connection attempt; every failure becomes a HostError with one clear line."""
@@ -216,12 +239,16 @@ class SshHost(Host):
         if self._ssh_config and not os.path.exists(self._ssh_config):
             raise HostAuthError(f"ssh config {self._ssh_config} not found: check --ssh-config")
         generation = self._generation + 1
+        kwargs = self._connect_kwargs()
+        target = await self._key_target()
+        if target.strict_files and not self._known_hosts:
+            # A UserKnownHostsFile that does not exist yet is empty, as ssh reads it (asyncssh would fail on it
+            # with a bare ENOENT): the key is then unknown, and the message names the file and creates it.
+            kwargs["known_hosts"] = trusted_keys(target)
         try:
-            conn = await asyncssh.connect(
-                self._host, client_factory=lambda: _Client(self, generation), **self._connect_kwargs()
-            )
+            conn = await asyncssh.connect(self._host, client_factory=lambda: _Client(self, generation), **kwargs)
         except asyncssh.HostKeyNotVerifiable:
-            raise await self._host_key_error() from None
+            raise await self._host_key_error(target) from None
         except asyncssh.PermissionDenied:
             who = f"{self._user}@" if self._user else ""
             raise HostAuthError(
@@ -273,49 +300,24 @@ class SshHost(Host):
             return ""
         return proxy if isinstance(proxy, str) else " ".join(shlex.quote(arg) for arg in proxy)
 
-    async def _host_key_error(self) -> HostAuthError:
-        """Unknown key: show its fingerprint and how to trust it. Changed key: refuse loudly."""
+    async def _host_key_error(self, target: KeyTarget) -> HostAuthError:
+        """Unknown key: its fingerprint and how to trust it. Changed key: refuse loudly."""
+        key: asyncssh.SSHKey | None = None
+        fetch_error = ""
         try:
-            options = await self._options()
-            host, port = options.host, options.port
-            known = options.known_hosts
-        except Exception:  # the connect already failed; this is only for the message
-            host, port, known = self._host, self._port or 22, self._known_hosts
-        target = f"[{host}]:{port}" if port != 22 else host
-        try:
-            key = await asyncssh.get_server_host_key(host, port, config=[self._ssh_config] if self._ssh_config else ())
-            fingerprint = f"{key.get_algorithm()} {key.get_fingerprint()}" if key else "unknown key"
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
-            fingerprint = f"(could not fetch it: {exc})"
-        listed = known if isinstance(known, (list, tuple)) else []
-        files = [str(known)] if isinstance(known, str) else [str(k) for k in listed if isinstance(k, str)]
-        if not files:
-            files = [os.path.expanduser("~/.ssh/known_hosts")]
-        file = files[0]
-        if self._listed(files, host, port):
-            return HostAuthError(
-                f"HOST KEY CHANGED for {target}: the server now presents {fingerprint}, which does not match {file}; "
-                f"this may be a man-in-the-middle attack. If the host was really reinstalled, verify the new "
-                f"fingerprint, then run: ssh-keygen -R {shlex.quote(target)} -f {shlex.quote(file)}"
+            # The typed name and the same config, so a ProxyCommand or ProxyJump is taken as the connection takes it.
+            key = await asyncio.wait_for(
+                asyncssh.get_server_host_key(
+                    self._host, self._port if self._port is not None else (), config=self._config_paths()
+                ),
+                self._connect_timeout,
             )
-        return HostAuthError(
-            f"unknown host key for {target}: {fingerprint}. If that fingerprint is right, trust it with: "
-            f"ssh-keyscan -p {port} {shlex.quote(host)} >> {shlex.quote(file)}"
-        )
-
-    @staticmethod
-    def _listed(files: list[str], host: str, port: int) -> bool:
-        """Whether any known_hosts file holds a key (or revocation) for this host: then the key CHANGED."""
-        for path in files:
-            if not os.path.isfile(path):
-                continue
-            try:
-                keys, cas, revoked, *_ = asyncssh.match_known_hosts(path, host, host, None if port == 22 else port)
-            except (OSError, ValueError, asyncssh.Error):
-                continue
-            if keys or cas or revoked:
-                return True
-        return False
+        except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
+            fetch_error = str(exc) or type(exc).__name__
+        listing = listing_file(target)
+        if listing is not None:
+            return HostAuthError(changed_key_message(target, listing, key, fetch_error))
+        return HostAuthError(unknown_key_message(target, key, fetch_error or "no key offered"))
 
     async def connect(self) -> None:
         if self._conn is not None and not self._conn.is_closed():

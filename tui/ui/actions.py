@@ -6,8 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from textual.binding import Binding
+from textual.keys import _character_to_key  # Textual's own name for a one-character key (what a binding matches)
 
 _KEY_NAMES = {"question_mark": "?", "slash": "/"}
+
+QUIT_WORDS = "Quit (the server keeps running; asks first while a bench runs)"
+DEMO_QUIT_WORDS = "Quit (the demo stops its simulated server; asks first while a bench runs)"
 
 
 @dataclass(frozen=True)
@@ -35,10 +39,13 @@ class Action:
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action("quit", "q", "quit", "Quit (the server keeps running)", "quit"),
+    Action("quit", "q,ctrl+q,ctrl+c", "quit", QUIT_WORDS, "quit"),
     Action("help", "question_mark,f1", "help", "Show the keys and what they do", "help"),
     Action("command-palette", "ctrl+p", "command_palette", "Command palette", show=False, builtin=True),
-    Action("follow", "f,end", "follow", "Follow the log (jump to the newest line)", "follow"),
+    Action("follow", "f,end,G", "follow", "Follow the log (jump to the newest line)", "follow"),
+    Action("log-down", "j", "log_scroll(1)", "Scroll the log down a line (stops following)", show=False),
+    Action("log-up", "k", "log_scroll(-1)", "Scroll the log up a line (stops following)", show=False),
+    Action("log-top", "g", "log_top", "Jump to the oldest line kept (stops following)", show=False),
     Action("search", "slash", "search", "Search the log (a regex; esc clears)", "search"),
     Action("search-next", "n", "search_next", "Next match", show=False),
     Action("search-previous", "N", "search_previous", "Previous match", show=False),
@@ -65,15 +72,27 @@ ACTIONS: tuple[Action, ...] = (
         "probes",
         show=False,
     ),
-    Action("copy", "c", "copy", "Copy the selected log line (or the error line) to the clipboard", "copy"),
+    Action(
+        "copy",
+        "c",
+        "copy",
+        "Copy the selected log line (or the error line): to the terminal's clipboard (OSC 52) and a file",
+        "copy",
+    ),
     Action(
         "copy-report",
         "C",
         "copy_report",
-        "Copy a Markdown report (verdict, root cause, timeline, GPUs) to the clipboard",
+        "Copy a Markdown report (verdict, root cause, timeline, GPUs): to the terminal's clipboard and a file",
         show=False,
     ),
-    Action("save-log", "ctrl+s", "save_log", "Save the log seen so far to a file in the current directory", show=False),
+    Action(
+        "save-log",
+        "ctrl+s",
+        "save_log",
+        "Save the log seen so far to a file under $XDG_STATE_HOME/sglang-tui/logs (the notice names it)",
+        show=False,
+    ),
     Action("pause", "p", "pause", "Pause or resume the display (data keeps coming)", "pause"),
     Action(
         "process-tree",
@@ -114,13 +133,11 @@ ACTIONS: tuple[Action, ...] = (
         "bench",
         "b",
         "bench",
-        "Benchmark the ready server: TTFT, tok/s, accept len (asks first; escape or ctrl+c stops it)",
+        "Benchmark the ready server: TTFT, tok/s, accept len (asks first; escape stops it)",
         "bench",
         asks=True,
     ),
-    Action(
-        "bench-stop", "escape,ctrl+c", "stop_bench", "Stop a running bench (no request is left running)", show=False
-    ),
+    Action("bench-stop", "escape", "stop_bench", "Stop a running bench (no request is left running)", show=False),
     Action("restart-server", "r", "restart_server", "Restart the server (asks first)", "restart", dangerous=True),
     Action(
         "terminate-server",
@@ -165,6 +182,28 @@ def remapped(a: Action, keymap: Mapping[str, str] | None) -> Action:
     """`a` with its key from `keymap` (action id -> Textual key spec) when it is remapped there."""
     spec = (keymap or {}).get(a.id)
     return replace(a, key=spec) if spec else a
+
+
+def key_name(key: str) -> str:
+    """A key as Textual matches it: `?` and `question_mark` are one key, `ctrl+K` is `ctrl+k`."""
+    key = key.strip()
+    if len(key) == 1:
+        return _character_to_key(key)
+    *mods, last = key.split("+")
+    return "+".join([*(m.lower() for m in mods), last if len(last) == 1 else last.lower()])
+
+
+def key_clash(keymap: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """The first key two actions would share once `keymap` (action id -> keys) is applied, as (key, the action
+    that has it, the action that would take it too; a remapped one when either is), or None."""
+    owner: dict[str, str] = {}
+    for a in sorted(ACTIONS, key=lambda a: a.id in keymap):  # the remapped ones last: they are the ones named second
+        for key in remapped(a, keymap).key.split(","):
+            name = key_name(key)
+            if name in owner and owner[name] != a.id:
+                return key.strip(), owner[name], a.id
+            owner[name] = a.id
+    return None
 
 
 def key_table_markdown(read_only: bool = False) -> str:

@@ -19,6 +19,8 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets._toast import ToastRack  # the main screen's toasts (Textual's own widget; not exported)
 
 from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
@@ -28,15 +30,17 @@ from tui.core.loglines import LineSplitter
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.vocab import control_action
-from tui.ui import actions
-from tui.ui.labels import control_summary, kind_words, stopped_by_tool, verdict_words
+from tui.history.paths import state_dir  # where ctrl+s, c and C save ($XDG_STATE_HOME/sglang-tui)
+from tui.ui import actions, offers
+from tui.ui.labels import control_summary, copy_words, kind_words, phase_words, stopped_by_tool, verdict_words
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
+from tui.ui.offers import Offer
 from tui.ui.panes.base import StateAt
 from tui.ui.panes.gpu_chart import GpuChart
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
-from tui.ui.panes.keybar import KeyBar
+from tui.ui.panes.keybar import KeyBar, key_for
 from tui.ui.panes.log_pane import LogPane
 from tui.ui.panes.log_view import LogLine
 from tui.ui.panes.shards import ShardsPane
@@ -44,6 +48,7 @@ from tui.ui.panes.timeline import TimelinePane
 from tui.ui.screens.bench import BenchResultScreen
 from tui.ui.screens.confirm import ConfirmScreen, summary_lines
 from tui.ui.screens.help import HelpScreen
+from tui.ui.screens.overlay import Overlay
 
 DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
@@ -55,12 +60,6 @@ SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTIC
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
 PANES: dict[str, str] = {"log": "#log", "shards": "#shards", "gpus": "#gpus", "health": "#health"}
-
-_TITLES = {
-    "restart": "Restart the server?",
-    "terminate": "Terminate the server (SIGTERM to its process group)?",
-    "kill": "Kill the server (SIGKILL to all its processes)?",
-}
 
 
 class BenchLike(Protocol):
@@ -98,6 +97,8 @@ class UiSources:
     fold: Fold = field(default_factory=Fold)
     """Folds each batch, tick and control result (the Session's: the reducer, the weight files' stat, the launch
     history, and the phase fed back to the Monitor); the default: the reducer alone."""
+    quit_words: str = actions.QUIT_WORDS
+    """What quitting does to the server, for the help (the demo stops its simulated one)."""
     verdict_hook: Callable[[Readiness], str | None] | None = None
     """--on-ready / --on-fail: run once per kind ("ready", "fail") when the state turns ready, or failed or
     stalled; blocking, so the app calls it in a thread worker; returns what went wrong (shown), or None."""
@@ -205,6 +206,12 @@ class SglangTui(App[None]):
         """Every bench that came back, finished or stopped (newest last)."""
         self._control_in_flight: str | None = None  # the restart/terminate/kill running now
         self.last_saved: Path | None = None
+        self.notices: list[str] = []
+        """Every notice shown (newest last; tests read it)."""
+        self.last_copied: Path | None = None
+        """Where c or C last saved what it sent to the clipboard."""
+        self._folding_own_result = False  # on_control_finished is folding this app's own action's result
+        self._told_tmux = False  # what tmux needs to pass OSC 52 on: said with the first copy only
         self._hooks_run: set[str] = set()  # the --on-ready / --on-fail kinds started so far
         self.hooks_done: list[str] = []
         """The verdict hooks that finished ("ready", "fail"; tests wait on it)."""
@@ -289,6 +296,7 @@ class SglangTui(App[None]):
         chart = screen.query_one(GpuChart)
         chart.active = screen.maximized is screen.query_one(GpuPane)  # the GPUs over time, under the maximized table
         self._refresh_keys()
+        self._keep_toasts_below_header()
 
     def _refresh_keys(self, *_: object) -> None:
         """The footer for the focused pane and what the log view is doing."""
@@ -302,12 +310,7 @@ class SglangTui(App[None]):
             pane = self.screen_stack[0].query_one(selector)
             if focused is not None and (focused is pane or pane in focused.ancestors):
                 name = pane_name
-        bar.show_for(
-            read_only=self.read_only,
-            has_control=self.sources.control is not None,
-            focused=name,
-            searching=bool(self.log_pane.view.search_term),
-        )
+        bar.show_for(offered=offers.offered(self.offer()), focused=name, searching=bool(self.log_pane.view.search_term))
 
     # ------------------------------------------------------------------------------ data in (one way)
 
@@ -378,7 +381,11 @@ class SglangTui(App[None]):
         result = message.result
         self._control_in_flight = None
         self.control_results.append(result)
-        self._fold((result,))
+        self._folding_own_result = True  # its toast below says how the stop went: no second one for the same news
+        try:
+            self._fold((result,))
+        finally:
+            self._folding_own_result = False
         live = self._held_live if self.paused else self.log_pane.live
         self._show_lines(control_lines(result), live)
         self.notify(
@@ -396,6 +403,8 @@ class SglangTui(App[None]):
         before = self._live
         state = self.sources.fold(before, batch, now, on_error=self.log.error)  # a bug must not freeze the screen
         self._live = state
+        if (before.process_alive, before.process_visible) != (state.process_alive, state.process_visible):
+            self._refresh_keys()  # the footer offers terminate and kill only while a process runs
         self._announce(before, state)
         self._verdict_hook(before, state)
         if not self.paused:
@@ -430,10 +439,29 @@ class SglangTui(App[None]):
         markup: bool = False,
     ) -> None:
         """A toast; its words carry host and log text (file names, titles, a dump's frames): shown as text, never as
-        markup, with every character a terminal would obey made visible (tui.core.termtext)."""
-        super().notify(
-            terminal_safe(message), title=terminal_safe(title), severity=severity, timeout=timeout, markup=markup
-        )
+        markup, with every character a terminal would obey made visible (tui.core.termtext). Never over a dialog:
+        while one is open the notice is on the dialog's own message line (and the toast waits until it closes);
+        never over the header: the toasts stack below it (the oldest scroll out of view)."""
+        message, title = terminal_safe(message), terminal_safe(title)
+        self.notices.append(message)
+        self._keep_toasts_below_header()
+        self.call_after_refresh(self._keep_toasts_below_header)  # the header may grow with what brought the notice
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        if self.screen_stack and isinstance(self.screen, Overlay):
+            self.screen.show_notice(message, title, severity)
+
+    def _keep_toasts_below_header(self) -> None:
+        """The main screen's toasts may use the rows under the header and above the footer, no more."""
+        if not self.screen_stack:
+            return
+        main = self.screen_stack[0]
+        try:
+            rack, header = main.query_one(ToastRack), main.query_one(HeaderPane)
+        except NoMatches:
+            return
+        rows = max(3, self.size.height - header.region.bottom - 1)  # the rack docks above the footer's row
+        if rack.styles.max_height is None or rack.styles.max_height.value != rows:
+            rack.styles.max_height = rows
 
     def _desktop_notify(self, title: str, body: str) -> None:
         """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""
@@ -462,6 +490,8 @@ class SglangTui(App[None]):
                 "; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10
             )
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
+            if self._folding_own_result:
+                return
             self.notify(
                 verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10
             )  # asked for: no bell
@@ -536,7 +566,46 @@ class SglangTui(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.read_only, self._keymap))
+            self.push_screen(HelpScreen(self.read_only, self._keymap, self.sources.quit_words))
+
+    async def action_quit(self) -> None:
+        """q, ctrl+q, ctrl+c: leave at once, but ask first while a bench runs (quitting stops it)."""
+        if not self._bench_running():
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.action_stop_bench()
+                self.exit()
+
+        lines = [
+            f"host:    {self.sources.host_label}",
+            "bench:   running; quitting stops it (every open stream is closed, so no request is left running)",
+            "escape here keeps it running; escape on the main screen stops the bench alone",
+        ]
+        self.push_screen(ConfirmScreen("Quit while a bench runs?", self.sources.host_label, None, lines), answered)
+
+    def action_log_scroll(self, rows: int) -> None:
+        """j / k: the focused pane down or up a row (the log's view when no other pane has the focus)."""
+        target = self._scroll_target()
+        target.scroll_relative(y=rows, animate=False, immediate=True)
+
+    def action_log_top(self) -> None:
+        """g: the top of the focused pane (the log: its oldest line kept, which stops following)."""
+        self._scroll_target().scroll_home(animate=False, immediate=True)
+
+    def _scroll_target(self) -> Widget:
+        if self.screen is not self.screen_stack[0]:
+            return self.log_pane.view
+        focused = self.focused
+        for selector in ("#shards", "#gpus", "#health"):
+            pane = self.screen.query_one(selector)
+            if focused is not None and (focused is pane or pane in focused.ancestors):
+                return pane
+        return self.log_pane.view
 
     def action_process_tree(self) -> None:
         from tui.ui.screens.proctree import ProcTreeScreen
@@ -578,6 +647,17 @@ class SglangTui(App[None]):
             self.notify("search first (/), then F shows only the matching lines", timeout=3)
 
     def action_next_problem(self) -> None:
+        error = self._live.error
+        view = self.log_pane.view
+        if (
+            view.cursor is None
+            and self._live.phase is Phase.FAILED
+            and error is not None
+            and not error.stopped_by
+            and view.find_containing(error.line.strip())
+        ):
+            self.log_pane.refresh_status()  # the first e on a failure: the line the verdict names, then e/E go on
+            return
         if not self.log_pane.next_problem():
             self.notify("no error or warning line in the log", timeout=3)
 
@@ -589,7 +669,10 @@ class SglangTui(App[None]):
         from tui.ui.panes.log_pane import SEVERITY_WORDS
 
         severity = self.log_pane.cycle_severity()
-        self.notify(f"log: {SEVERITY_WORDS[severity]}" if severity else "log: all lines", timeout=2)
+        words = f"log: {SEVERITY_WORDS[severity]}" if severity else "log: all lines"
+        if severity and not self.log_pane.view.shown_rows:
+            words += f" (none of the {self.log_pane.view.line_count} lines kept; {key_for('severity-filter')}: next)"
+        self.notify(words, timeout=3)
 
     def action_rank_filter(self) -> None:
         rank = self.log_pane.cycle_rank_filter()
@@ -612,27 +695,49 @@ class SglangTui(App[None]):
         if text is None:
             self.notify("nothing to copy", severity="warning", timeout=3)
             return
-        self.copy_to_clipboard(text)
-        self.notify(f"copied the {what} ({len(text)} chars)", timeout=3)
+        self._send_to_clipboard(text, f"the {what} ({len(text)} chars)", "copied-{host}.txt")
 
     def action_copy_report(self) -> None:
         from tui.ui.report import markdown_report
 
         text = markdown_report(self._live, self.clock(), self.sources.host_label)
-        self.copy_to_clipboard(text)  # OSC 52: reaches the clipboard over SSH and tmux (set-clipboard on)
-        self.notify(f"copied a Markdown report ({len(text.splitlines())} lines)", timeout=3)
+        self._send_to_clipboard(text, f"a Markdown report ({len(text.splitlines())} lines)", "report-{host}.md")
+
+    def _send_to_clipboard(self, text: str, what: str, name: str) -> None:
+        """OSC 52 (through tmux or screen where it runs in one), and the text saved to a file; the notice says both,
+        since no terminal says whether it obeyed."""
+        import os
+
+        from tui.ui import clipboard
+
+        env = dict(os.environ)
+        self._clipboard = text  # what Textual's own copy keeps (app.clipboard)
+        driver = getattr(self, "_driver", None)
+        if driver is not None and not self.is_headless:
+            for sequence in clipboard.sequences(text, env):
+                driver.write(sequence)
+        path = state_dir() / name.format(host=clipboard.file_label(self.sources.host_label))
+        problem = clipboard.save(text, path)
+        self.last_copied = None if problem else path
+        through = clipboard.through(env)
+        words = copy_words(what, str(path), through, problem)
+        if through == "tmux" and not self._told_tmux:
+            self._told_tmux = True
+            words += f" ({clipboard.TMUX_NEEDS})"
+        self.notify(words, severity="warning" if problem else "information", timeout=8)
 
     def action_save_log(self) -> None:
+        from tui.ui.clipboard import file_label, save
+
         lines = [line.text for line in self.log_pane.view.lines]
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.sources.host_label)[:40]
-        path = Path.cwd() / f"sglang-tui-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-        try:
-            path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-        except OSError as err:
-            self.notify(f"cannot save the log: {err.strerror or err}", severity="error", timeout=10)
+        name = f"sglang-tui-{file_label(self.sources.host_label)}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        path = state_dir() / "logs" / name
+        problem = save("\n".join(lines) + ("\n" if lines else ""), path)
+        if problem:
+            self.notify(f"cannot save the log: {problem}", severity="error", timeout=10)
             return
         self.last_saved = path
-        self.notify(f"saved {len(lines)} lines to {path}", timeout=5)
+        self.notify(f"saved {len(lines)} lines to {path}", timeout=8)
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -669,15 +774,26 @@ class SglangTui(App[None]):
     def action_kill_server(self) -> None:
         self._ask_then_control("kill")
 
+    def offer(self) -> Offer:
+        """What decides which of restart, terminate and kill can work now (tui.ui.offers)."""
+        control = self.sources.control
+        return Offer.of(
+            self._live,
+            read_only=self.read_only,
+            has_control=control is not None,
+            relaunch=control.relaunch if control is not None else None,
+        )
+
     def _ask_then_control(self, verb: str) -> None:
-        """Confirm (host + exact command, No focused), then run the intent in a worker."""
-        if self.read_only:  # guarded here too: a binding is not the only way to call an action
-            self.notify("read-only: restart, terminate and kill are off", severity="warning", timeout=3)
+        """Confirm (what will happen, the exact commands one key away, No focused), then run the intent in a worker;
+        an action that cannot work now says why instead (a binding is not the only way to call one)."""
+        offer = self.offer()
+        refused = offers.refusal(verb, offer)
+        if refused is not None:
+            self.notify(refused, severity="warning", timeout=6)
             return
         control = self.sources.control
-        if control is None:
-            self.notify("no control channel for this server", severity="warning", timeout=3)
-            return
+        assert control is not None  # refusal() said so
         stamp = self._monotonic()
         last = self._last_danger_press.get(verb)
         self._last_danger_press[verb] = stamp
@@ -699,8 +815,8 @@ class SglangTui(App[None]):
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
-        summary = summary_lines(verb, self.sources.host_label, self._live)
-        self.push_screen(ConfirmScreen(_TITLES[verb], self.sources.host_label, command, summary), answered)
+        summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer))
+        self.push_screen(ConfirmScreen(offers.title(verb, offer), self.sources.host_label, command, summary), answered)
 
     # ------------------------------------------------------------------------------------------- bench
 
@@ -733,7 +849,9 @@ class SglangTui(App[None]):
         if isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
             return
         if self._live.phase not in _UP:
-            self.notify(f"bench: the server is not ready yet ({self._live.phase.value})", severity="warning", timeout=5)
+            self.notify(
+                f"bench: the server is not ready yet ({phase_words(self._live.phase)})", severity="warning", timeout=5
+            )
             return
         runner = factory()
         plan = runner.describe(self._bench_where())

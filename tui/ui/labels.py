@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.core.events import ControlResult
-from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL
+from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL, nothing_found_headline
 from tui.core.fmt import gib_bytes
 from tui.core.state import ErrorInfo, Phase, PhaseSpan, Readiness
 from tui.core.vocab import control_action
@@ -174,9 +174,11 @@ def health_is_old(state: Readiness, endpoint: str) -> bool:
 
 
 def phase_label(state: Readiness) -> str:
-    """The headline: the phase, STOPPED (by us), or STALLED in it."""
+    """The headline: the phase, STOPPED (by us), STALLED in it, or what is missing (LOG MISSING)."""
     if stopped_by_tool(state) is not None:
         return "STOPPED"
+    if state.stall is None and nothing_found_headline(state):  # LOG MISSING, not STARTING
+        return nothing_found_headline(state)
     name = PHASE_NAMES.get(state.phase, state.phase.value).upper()
     if state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING):
         return f"STALLED in {name}"
@@ -234,3 +236,11 @@ SOURCE_NAMES: dict[str, str] = {
 def source_failure(source: str, message: str) -> str:
     """One line for a crashed source worker, e.g. "process watch failed (RuntimeError: boom); restarting"."""
     return f"{SOURCE_NAMES.get(source, source)} failed ({message}); restarting"
+
+
+def copy_words(what: str, path: str | None, through: str = "", problem: str | None = None) -> str:
+    """What a copy did, as far as can be known: OSC 52 was sent (no terminal answers whether it obeyed), and where
+    the text was saved; never "copied". `through`: the multiplexer it went through ("tmux"), "" for none."""
+    via = f"OSC 52, through {through}" if through else "OSC 52"
+    where = f"saved to {path}" if path and problem is None else (problem or "not saved")
+    return f"sent {what} to the terminal's clipboard ({via}); {where}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.cells import get_character_cell_size
 from rich.text import Text
 
 from tui.core.termtext import UNSAFE, terminal_safe
@@ -56,3 +57,25 @@ def safe_text(text: Text) -> Text:
     safe = text.copy()
     safe.plain = terminal_safe(text.plain)
     return safe
+
+
+def wrap_spans(text: str, width: int) -> list[tuple[int, int]]:
+    """(start, end) of each row when `text` is wrapped to rows of `width` cells, as the log view draws it (control
+    characters one mark each, wide characters two cells, a tab to the next multiple of 8 within its row); joined,
+    the rows are `text` exactly. A character wider than `width` gets a row of its own."""
+    n = len(text)
+    if width <= 0 or n <= width and (text.isascii() and "\t" not in text):
+        return [(0, n)]
+    if text.isascii() and "\t" not in text:  # one cell per character: plain slices
+        return [(s, min(s + width, n)) for s in range(0, n, width)]
+    spans: list[tuple[int, int]] = []
+    start = col = 0
+    for i, ch in enumerate(text):
+        cells = 8 - col % 8 if ch == "\t" else 1 if UNSAFE.match(ch) else get_character_cell_size(ch)
+        if col + cells > width and i > start:
+            spans.append((start, i))
+            start, col = i, 0
+            cells = 8 if ch == "\t" else cells
+        col += cells
+    spans.append((start, n))
+    return spans

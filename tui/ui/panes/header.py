@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.reactive import var
 
 from tui.core.eta import estimate, eta_words
-from tui.core.explain import explain
+from tui.core.explain import explain, nothing_found_headline
 from tui.core.fmt import ago, duration
 from tui.core.state import Phase, Readiness
 from tui.ui.labels import (
@@ -71,6 +72,12 @@ class HeaderPane(StatePane):
     def watch_paused(self) -> None:
         self.redraw()
 
+    def on_resize(self, event: events.Resize) -> None:
+        """A header that grew or shrank (a failure adds its cause line): the open dialog stays under it."""
+        follow = getattr(self.app.screen, "follow_header", None)
+        if follow is not None:
+            follow()
+
     def draw(self, state: Readiness, now: float) -> Text:
         # Said again at the shown clock: the reducer's own words carry ages at each batch's time, which would
         # redraw the header on every batch instead of once a tick.
@@ -112,7 +119,8 @@ class HeaderPane(StatePane):
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
         reason = verdict_words(state, reason)
-        style = "bold reverse yellow" if stalled or stop is not None else PHASE_STYLES.get(state.phase, "bold reverse")
+        warn = stalled or stop is not None or bool(nothing_found_headline(state))  # LOG MISSING too
+        style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
         text.append(f"  {duration(now - since) if since is not None else '—'} in phase")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -26,42 +27,48 @@ KEYMAP: dict[str, str] = {}
 """Remapped keys by action id (the settings' [keys]), set by the app: the footer shows what to type."""
 
 
-def _key(action_id: str) -> str:
+def key_for(action_id: str) -> str:
     """The first key of a registry action, as typed (`?`, `/`, `r`), after any remap."""
+    return keys_for(action_id)[0]
+
+
+def keys_for(action_id: str) -> list[str]:
+    """Every key of a registry action, as typed, after any remap (`q`, `ctrl+q`, `ctrl+c`)."""
     a = actions.by_id(action_id)
     if a is None:
-        return "?"
-    return actions.remapped(a, KEYMAP).display_key.split(" / ")[0].strip("`")
+        return ["?"]
+    return [k.strip("`") for k in actions.remapped(a, KEYMAP).display_key.split(" / ")]
 
 
-def hints(*, read_only: bool, has_control: bool, focused: str, searching: bool, width: int) -> list[KeyHint]:
-    """The footer's entries in display order; the caller drops the least important ones to fit."""
+def _quit_keys() -> str:
+    """`q/^q`: the first two keys of quit, ctrl written as ^ (nano's and htop's footers)."""
+    return "/".join(k.replace("ctrl+", "^") for k in keys_for("quit")[:2])
+
+
+def hints(*, offered: Mapping[str, str], focused: str, searching: bool, width: int) -> list[KeyHint]:
+    """The footer's entries in display order; the caller drops the least important ones to fit. `offered`: the
+    dangerous actions that can work now (action id -> word, tui.ui.offers); only those are shown."""
     log = focused == "log"
     out = [
-        KeyHint(_key("quit"), "quit", "quit", 0),
-        KeyHint(_key("help"), "help", "help", 0),
-        KeyHint(_key("search"), "search", "search", 2 if log else 4),
+        KeyHint(_quit_keys(), "quit", "quit", 0),
+        KeyHint(key_for("help"), "help", "help", 0),
+        KeyHint(key_for("search"), "search", "search", 2 if log else 4),
     ]
     if searching:
-        out.append(KeyHint(f"{_key('search-next')}/{_key('search-previous')}", "match", "search_next", 1))
+        out.append(KeyHint(f"{key_for('search-next')}/{key_for('search-previous')}", "match", "search_next", 1))
     out += [
-        KeyHint(f"{_key('next-problem')}/{_key('previous-problem')}", "error", "next_problem", 3 if log else 5),
-        KeyHint(_key("follow"), "follow", "follow", 3 if log else 6),
-        KeyHint(_key("rank-filter"), "rank", "rank_filter", 5 if log else 7),
-        KeyHint(_key("wrap"), "wrap", "wrap", 7 if log else 8),
-        KeyHint(_key("copy"), "copy", "copy", 6),
-        KeyHint(_key("pause"), "pause", "pause", 4),
+        KeyHint(f"{key_for('next-problem')}/{key_for('previous-problem')}", "error", "next_problem", 3 if log else 5),
+        KeyHint(key_for("follow"), "follow", "follow", 3 if log else 6),
+        KeyHint(key_for("rank-filter"), "rank", "rank_filter", 5 if log else 7),
+        KeyHint(key_for("wrap"), "wrap", "wrap", 7 if log else 8),
+        KeyHint(key_for("copy"), "copy", "copy", 6),
+        KeyHint(key_for("pause"), "pause", "pause", 4),
         KeyHint("1-4", "panes" if not focused or log else "again: zoom", "pane('log')", 2 if not log else 3),
     ]
-    if not read_only:
-        for action_id, word in (
-            ("restart-server", "restart"),
-            ("terminate-server", "terminate"),
-            ("kill-server", "kill"),
-        ):
-            a = actions.by_id(action_id)
-            if a is not None:
-                out.append(KeyHint(_key(action_id), word, a.action, 0 if has_control else 9, dangerous=True))
+    for action_id, word in offered.items():
+        a = actions.by_id(action_id)
+        if a is not None:
+            out.append(KeyHint(key_for(action_id), word, a.action, 0, dangerous=True))
     return out
 
 
@@ -93,17 +100,14 @@ class KeyBar(Static):
         self._click_spans: list[tuple[int, int, str]] = []
         self.shown: list[KeyHint] = []
 
-    def show_for(self, *, read_only: bool, has_control: bool, focused: str, searching: bool) -> None:
+    def show_for(self, *, offered: Mapping[str, str], focused: str, searching: bool) -> None:
         """Redraw for this context (only when it or the width changed)."""
         width = self.size.width or self.app.size.width
-        context = (read_only, has_control, focused, searching, width)
+        context = (tuple(offered.items()), focused, searching, width)
         if context == self._keys_for:
             return
         self._keys_for = context
-        entries = fit(
-            hints(read_only=read_only, has_control=has_control, focused=focused, searching=searching, width=width),
-            width,
-        )
+        entries = fit(hints(offered=offered, focused=focused, searching=searching, width=width), width)
         compact = _width(entries) > width
         text = Text(no_wrap=True, overflow="ellipsis")
         self._click_spans = []
@@ -111,7 +115,7 @@ class KeyBar(Static):
             start = len(text.plain)
             text.append(f" {e.keys} ", style="bold reverse red" if e.dangerous else "bold reverse")
             word = e.word[:4] if compact else e.word
-            text.append(f"{word} ", style="dim" if e.priority == 9 else "")
+            text.append(f"{word} ")
             self._click_spans.append((start, len(text.plain), e.action))
         self.shown = entries
         self.update(text)

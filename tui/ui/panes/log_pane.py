@@ -79,6 +79,9 @@ class LogPane(Vertical):
         except NoMatches:
             return self._early_live
 
+    def refresh_status(self) -> None:
+        self._refresh_status()
+
     def _refresh_status(self, *_: object) -> None:
         view = self.view
         text = Text()

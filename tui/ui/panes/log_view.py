@@ -19,6 +19,7 @@ from tui.core.loglines import classify_line
 from tui.core.probes import is_probe_line
 from tui.core.ranklabels import sort_key
 from tui.core.termtext import terminal_safe
+from tui.ui.text import wrap_spans
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
@@ -136,6 +137,26 @@ class LogView(ScrollView, can_focus=True):
         return self._lines
 
     @property
+    def shown_rows(self) -> int:
+        """Display rows after the filters (0: the filters leave nothing to show)."""
+        return len(self._rows)
+
+    def empty_note(self) -> str | None:
+        """What the view says when its filters leave no line to show (never an empty pane without a word)."""
+        if self._rows or not self._lines:
+            return None
+        what = {"error": "error line", "warning": "warning or error line"}.get(self.severity or "", "line")
+        if self.rank_filter is not None:
+            what += f" of rank {self.rank_filter}"
+        if self.only_matches and self.search_term:
+            what += f" matching /{self.search_term}"
+        if what == "line":
+            if not self.hide_probes:
+                return None
+            what = "line but sglang-tui's own probes"
+        return f"no {what} among the {len(self._lines)} lines kept"
+
+    @property
     def ranks(self) -> list[str]:
         """Rank labels in the kept lines, in natural order."""
         return sorted({line.rank for line in self._lines if line.rank}, key=sort_key)
@@ -223,11 +244,9 @@ class LogView(ScrollView, can_focus=True):
     def _rows_for(self, abs_line: int, line: LogLine) -> list[tuple[int, int, int]]:
         if not self._passes(line):
             return []
-        n = len(line.text)
-        if not self.wrap or n <= self._wrap_width or self._wrap_width <= 0:
-            return [(abs_line, 0, n)]
-        w = self._wrap_width
-        return [(abs_line, s, min(s + w, n)) for s in range(0, n, w)]
+        if not self.wrap:
+            return [(abs_line, 0, len(line.text))]
+        return [(abs_line, start, end) for start, end in wrap_spans(line.text, self._wrap_width)]
 
     def _rebuild_rows(self) -> None:
         """Recompute display rows after wrap/filter/width changes, keeping the top line in view."""
@@ -248,7 +267,7 @@ class LogView(ScrollView, can_focus=True):
         return self.live is not None and self.rank_filter is None and self.severity is None
 
     def _set_virtual_size(self) -> None:
-        width = self.size.width if self.wrap else max(self._max_width, len(self.live or "")) + 1
+        width = self.row_width if self.wrap else max(self._max_width, len(self.live or "")) + 1
         size = Size(width, len(self._rows) + self._shows_live())
         old = self.virtual_size
         if size == old:
@@ -302,9 +321,14 @@ class LogView(ScrollView, can_focus=True):
         self.pending = 0
         self._scroll_to_row(len(self._rows), end=True)
 
+    @property
+    def row_width(self) -> int:
+        """The cells a row has on screen: the content less the vertical scrollbar (always there)."""
+        return self.scrollable_content_region.width or self.size.width
+
     def on_resize(self, event: events.Resize) -> None:
-        if self.wrap and event.size.width != self._wrap_width:
-            self._wrap_width = event.size.width
+        if self.wrap and self.row_width != self._wrap_width:
+            self._wrap_width = self.row_width
             self._rebuild_rows()
         elif self.following:
             self.call_after_refresh(self._scroll_to_row, len(self._rows), end=True)
@@ -313,7 +337,7 @@ class LogView(ScrollView, can_focus=True):
 
     def set_wrap(self, wrap: bool) -> None:
         self.wrap = wrap
-        self._wrap_width = self.size.width
+        self._wrap_width = self.row_width
         self._rebuild_rows()
 
     def set_rank_filter(self, rank: str | None) -> None:
@@ -416,6 +440,17 @@ class LogView(ScrollView, can_focus=True):
         self.select_line(target)
         return True
 
+    def find_containing(self, text: str) -> bool:
+        """Select the newest line shown that holds `text` (the line a verdict names); False when none does."""
+        if not text:
+            return False
+        for i in range(len(self._lines) - 1, -1, -1):
+            line = self._lines[i]
+            if text in line.text and self._passes(line):
+                self.select_line(self._base + i)
+                return True
+        return False
+
     def match_count(self) -> int:
         return self.match_position()[1]
 
@@ -451,7 +486,7 @@ class LogView(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
+        width = self.row_width
         base_style = self.rich_style
         row = scroll_y + y
         if row == len(self._rows) and self._shows_live():
@@ -461,6 +496,11 @@ class LogView(ScrollView, can_focus=True):
             strip = Strip(live.render(self.app.console), live.cell_len)
             return strip.crop_extend(0 if self.wrap else scroll_x, (0 if self.wrap else scroll_x) + width, base_style)
         if row >= len(self._rows):
+            note = self.empty_note() if row == 0 else None
+            if note is not None:
+                text = Text(note, no_wrap=True, end="", style=base_style)
+                text.stylize(self.get_component_rich_style("log--probe", partial=True))
+                return Strip(text.render(self.app.console), text.cell_len).crop_extend(0, width, base_style)
             return Strip.blank(width, base_style)
         abs_line, start, end = self._rows[row]
         cached = self._cache.get((abs_line, start))

@@ -5,19 +5,20 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from tui.core.benchstats import BenchResult, compare, render
+from tui.ui.screens.overlay import NoticeLine, Overlay
 
 
-class BenchResultScreen(ModalScreen[None]):
+class BenchResultScreen(Overlay[None]):
     """Any of escape, enter, q or b closes it."""
 
+    BOX = "#bench-box"
+
     DEFAULT_CSS = """
-    BenchResultScreen { align: center middle; }
-    BenchResultScreen > Vertical {
-        width: 110; max-width: 95%; height: auto; max-height: 90%; padding: 1 2;
+    BenchResultScreen #bench-box {
+        width: 110; max-width: 95%; height: auto; max-height: 100%; padding: 1 2;
         border: thick $accent; background: $surface;
     }
     BenchResultScreen #bench-title { text-style: bold; margin-bottom: 1; }
@@ -34,12 +35,13 @@ class BenchResultScreen(ModalScreen[None]):
         self.previous = previous
         self.history = history  # a history store is wired: say so when it holds no earlier bench
 
-    def compose(self) -> ComposeResult:
+    def compose_dialog(self) -> ComposeResult:
         with Vertical(id="bench-box"):
             yield Label(f"bench of {self.where}", id="bench-title")
             yield Static("\n".join(render(self.result)), id="bench-lines", markup=False)
             if self.previous is not None or self.history:
                 yield Static(compare(self.previous, self.result), id="bench-compare", markup=False)
+            yield NoticeLine()
 
     def action_close(self) -> None:
         self.dismiss(None)

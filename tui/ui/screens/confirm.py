@@ -1,29 +1,26 @@
 """The confirmation dialog for a dangerous action: a summary first (host, processes, GPU memory held, what will
-happen in one line), the exact commands folded below; No is the default."""
+happen in one line), the exact commands one key (`c`) away; No is the default."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Button, Collapsible, Label, Static
+from textual.widgets import Button, Label, Static
 
 from tui.core.fmt import gib_bytes
 from tui.core.state import Readiness
 from tui.core.termtext import terminal_safe
-
-_WHAT_HAPPENS = {
-    "restart": "SIGTERM to its process group, wait for every process to go, then launch it again",
-    "terminate": "SIGTERM to its process group; what outlives the grace period is listed, GPU memory is checked",
-    "kill": "SIGKILL to every process of the server at once (no clean shutdown); GPU memory is checked after",
-}
+from tui.ui.screens.overlay import NoticeLine, Overlay
 
 
-def summary_lines(verb: str, host: str, state: Readiness) -> list[str]:
-    """The dialog's first lines: where, how many processes, the GiB they hold per GPU, and what will happen."""
+def summary_lines(host: str, state: Readiness, will: str) -> list[str]:
+    """The dialog's first lines: where, how many processes, the GiB they hold per GPU, and what will happen
+    (`will`, tui.ui.offers.will)."""
     pids = state.process_pids
     procs = f"{len(pids)} process{'es' if len(pids) != 1 else ''}" if pids else "its processes (none seen yet)"
+    if not pids and state.process_alive is False and state.process_visible:
+        procs = "no process running"
     lines = [
         f"host:    {host}",
         f"server:  {procs}" + (f" (pid {pids[0]}…)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else "")),
@@ -47,26 +44,32 @@ def summary_lines(verb: str, host: str, state: Readiness) -> list[str]:
     else:
         words = ", ".join(f"GPU{i} {gib_bytes(n)}" for i, n in held) or "no GPU memory seen"
     lines.append("holds:   " + words)
-    lines.append(f"will:    {_WHAT_HAPPENS.get(verb, verb)}")
+    lines.append(f"will:    {will}")
     return lines
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """Dismisses with True only on `y` or the Yes button; `n`, escape and No dismiss with False."""
+BOX_ROWS = 14  # the dialog's rows around the commands: border, padding, title, the `c` line, buttons, a notice
+
+
+class ConfirmScreen(Overlay[bool]):
+    """Dismisses with True only on `y` or the Yes button; `n`, escape and No dismiss with False. `c` shows the exact
+    commands (and hides them again): the dialog leads with what will happen, in a few lines."""
+
+    BOX = "#confirm-box"
 
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical {
-        width: 110; max-width: 95%; height: auto; max-height: 90%; padding: 1 2;
+    ConfirmScreen #confirm-box {
+        width: 110; max-width: 95%; height: auto; max-height: 100%; padding: 1 2;
         border: thick $error; background: $surface;
     }
     ConfirmScreen #confirm-title { text-style: bold; color: $text-error; margin-bottom: 1; }
-    ConfirmScreen #confirm-host { margin-bottom: 1; }
     ConfirmScreen #confirm-summary { margin-bottom: 1; }
-    ConfirmScreen Collapsible { height: auto; margin-bottom: 1; padding: 0; border: none; }
-    ConfirmScreen VerticalScroll { height: auto; max-height: 16; background: $boost; }
+    ConfirmScreen #confirm-commands-key { color: $text-muted; }
+    ConfirmScreen VerticalScroll { display: none; height: auto; background: $boost; }
+    ConfirmScreen.-commands VerticalScroll { display: block; }
+    ConfirmScreen.-commands #confirm-summary { display: none; }
     ConfirmScreen #confirm-command { padding: 0 1; color: $text; }
-    ConfirmScreen Horizontal { height: auto; align: right middle; }
+    ConfirmScreen Horizontal { height: auto; align: right middle; margin-top: 1; }
     ConfirmScreen Button { margin-left: 2; }
     """
 
@@ -74,34 +77,58 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "Yes", id="confirm-yes"),
         Binding("n", "answer(False)", "No", id="confirm-no"),
         Binding("escape", "answer(False)", "Cancel", id="confirm-cancel"),
+        Binding("c", "commands", "Commands", id="confirm-commands"),
     ]
 
-    def __init__(self, title: str, host: str, command: str, summary: list[str] | None = None) -> None:
+    def __init__(self, title: str, host: str, command: str | None, summary: list[str] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.host = host
         self.command = command
         self.summary = list(summary or [f"host:    {host}"])
 
-    def compose(self) -> ComposeResult:
+    @property
+    def command_lines(self) -> int:
+        return self.command.count("\n") + 1 if self.command else 0
+
+    def compose_dialog(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
             yield Label(terminal_safe(self.title_text), id="confirm-title", markup=False)
             yield Static(terminal_safe("\n".join(self.summary)), id="confirm-summary", markup=False)
-            lines = self.command.count("\n") + 1
-            with (
-                Collapsible(
-                    title=f"the exact commands ({lines} line{'s' if lines != 1 else ''}): tab, enter: show",
-                    collapsed=True,
-                ),
-                VerticalScroll(),
-            ):
-                yield Static(terminal_safe(self.command), id="confirm-command", markup=False)
+            if self.command:
+                yield Static(self._commands_key(), id="confirm-commands-key", markup=False)
+                with VerticalScroll(id="confirm-commands"):
+                    yield Static(terminal_safe(self.command), id="confirm-command", markup=False)
+            yield NoticeLine()
             with Horizontal():
                 yield Button("Yes (y)", variant="error", id="yes")
                 yield Button("No (n)", variant="primary", id="no")
 
+    def _commands_key(self) -> str:
+        n = self.command_lines
+        lines = f"{n} line{'s' if n != 1 else ''} of sh"
+        return (
+            f"c: hide the exact commands ({lines})"
+            if self.has_class("-commands")
+            else f"c: the exact commands ({lines})"
+        )
+
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
+
+    def action_commands(self) -> None:
+        """Show the exact commands (focused, so the arrows scroll them), or hide them again."""
+        if not self.command:
+            return
+        self.toggle_class("-commands")
+        self.query_one("#confirm-commands-key", Static).update(self._commands_key())
+        if self.has_class("-commands"):
+            scroll = self.query_one("#confirm-commands", VerticalScroll)
+            top = self.query_one("#confirm-box").styles.margin.top
+            scroll.styles.max_height = max(3, self.size.height - top - BOX_ROWS)  # the buttons stay in view
+            scroll.focus()
+        else:
+            self.query_one("#no", Button).focus()
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)

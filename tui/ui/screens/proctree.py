@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
 from tui.core.activity import fmt_bytes
 from tui.core.proctree import ProcRow, rows
 from tui.core.state import Readiness
 from tui.core.termtext import terminal_safe
+from tui.ui.screens.overlay import NoticeLine, Overlay
 
 _STATES = {"R": "running", "S": "sleeping", "D": "disk wait", "T": "stopped", "t": "traced", "Z": "zombie", "I": "idle"}
 
@@ -33,13 +33,14 @@ def table(tree: list[ProcRow]) -> str:
     return "\n".join(lines)
 
 
-class ProcTreeScreen(ModalScreen[None]):
+class ProcTreeScreen(Overlay[None]):
     """Redraws from the app's state once a second; escape, q or P closes it."""
 
+    BOX = "#proctree-box"
+
     DEFAULT_CSS = """
-    ProcTreeScreen { align: center middle; }
-    ProcTreeScreen > Vertical {
-        width: 110; max-width: 95%; height: auto; max-height: 90%; padding: 1 2;
+    ProcTreeScreen #proctree-box {
+        width: 110; max-width: 95%; height: auto; max-height: 100%; padding: 1 2;
         border: thick $accent; background: $surface;
     }
     ProcTreeScreen #proctree-title { text-style: bold; margin-bottom: 1; }
@@ -52,12 +53,13 @@ class ProcTreeScreen(ModalScreen[None]):
         self.where = where
         self._state = state
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="proctree-box"):
+    def compose_dialog(self) -> ComposeResult:
+        with VerticalScroll(id="proctree-box"):
             yield Label(terminal_safe(f"processes of the server on {self.where}"), id="proctree-title", markup=False)
             yield Static(self.shown(), id="proctree-lines", markup=False)
+            yield NoticeLine()
 
-    def on_mount(self) -> None:
+    def on_mount(self) -> None:  # (Overlay's own on_mount runs too: Textual calls each class's handler)
         self.set_interval(1.0, self._redraw)
 
     def shown(self) -> str:
