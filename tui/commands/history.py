@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 from tui.commands.options import HistoryOptions
 from tui.core import fmt
 from tui.core.past import OddRow, odd_rows
 from tui.history.store import HistoryError, HistoryStore
 
+# A launch as the store gives it: JSON-shaped (its phases, key and error are lists and dicts of their own).
+Launch = dict[str, Any]
 MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup")
 
 
@@ -74,10 +77,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a if a and b is not None else None
 
 
-def main_phases(launch: dict[str, object]) -> dict[str, float | None]:
+def main_phases(launch: Launch) -> dict[str, float | None]:
     """Seconds per main phase (summed when a phase appears twice)."""
     out: dict[str, float | None] = {}
-    for p in launch["phases"]:  # type: ignore[attr-defined]
+    for p in launch["phases"]:
         if p["model"] != "main":
             continue
         d = p["duration_s"]
@@ -101,14 +104,14 @@ def _key_words(key: dict[str, object]) -> str:
     return " · ".join(parts)
 
 
-def _outcome(launch: dict[str, object]) -> str:
+def _outcome(launch: Launch) -> str:
     error = launch.get("error")
     if launch["outcome"] == "failed" and isinstance(error, dict) and error.get("kind"):
         return f"failed ({error['kind']})"
     return str(launch["outcome"])
 
 
-def format_launches(rows: list[dict[str, object]]) -> str:
+def format_launches(rows: list[Launch]) -> str:
     if not rows:
         return "history: no launches recorded"
     header = ("ID", "HOST", "START", "OUTCOME", "TOTAL", *(p.replace("loading_weights", "weights") for p in MAIN_ORDER))
@@ -118,10 +121,10 @@ def format_launches(rows: list[dict[str, object]]) -> str:
         phases = main_phases(launch)
         start = str(launch["start"]).removeprefix("log ").removeprefix("clock ")
         table.append((
-            str(launch["id"]), str(launch["host"]), start, _outcome(launch), fmt.duration(launch["total_s"]),  # type: ignore[arg-type]
+            str(launch["id"]), str(launch["host"]), start, _outcome(launch), fmt.duration(launch["total_s"]),
             *(fmt.duration(phases.get(p)) for p in MAIN_ORDER),
         ))  # fmt: skip
-        words = _key_words(launch["key"])  # type: ignore[arg-type]
+        words = _key_words(launch["key"])
         if words not in keys:
             keys.append(words)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -131,7 +134,7 @@ def format_launches(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def compare_json(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
+def compare_json(a: Launch, b: Launch) -> dict[str, Any]:
     pa, pb = main_phases(a), main_phases(b)
     phases = [p for p in MAIN_ORDER if p in pa or p in pb]
     return {
@@ -147,17 +150,17 @@ def compare_json(a: dict[str, object], b: dict[str, object]) -> dict[str, object
     }  # fmt: skip
 
 
-def format_compare(a: dict[str, object], b: dict[str, object]) -> str:
+def format_compare(a: Launch, b: Launch) -> str:
     data = compare_json(a, b)["compare"]
     rows = [("PHASE", f"#{a['id']}", f"#{b['id']}", "B/A")]
-    for p in data["phases"]:  # type: ignore[index]
+    for p in data["phases"]:
         ratio = f"{p['ratio']:.2f}×" if p["ratio"] is not None else "-"
         rows.append((p["phase"], fmt.duration(p["a_s"]), fmt.duration(p["b_s"]), ratio))
-    rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))  # type: ignore[arg-type]
+    rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-    if not data["same_key"]:  # type: ignore[index]
+    if not data["same_key"]:
         lines.append("")
-        lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")  # type: ignore[arg-type]
-        lines.append(f"             #{b['id']} {_key_words(b['key'])}")  # type: ignore[arg-type]
+        lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")
+        lines.append(f"             #{b['id']} {_key_words(b['key'])}")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -130,7 +131,9 @@ def build_app(
     return app, session
 
 
-def _dumper(host: Host, watch: ProcessWatch, remote_python: str, where: str):  # type: ignore[no-untyped-def]
+def _dumper(
+    host: Host, watch: ProcessWatch, remote_python: str, where: str
+) -> Callable[[], Awaitable[tuple[str, str | None]]]:
     """The `d` key's intent: py-spy every process of the server, save it; (one line, saved path or None)."""
     from tui.commands.dump import dump_and_save
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from tui.core.events import (
     BarProgress,
@@ -10,9 +11,10 @@ from tui.core.events import (
 )
 from tui.core.fold_log import log_seen
 from tui.core.fold_phase import advance
-from tui.core.progress import advance_bar, is_complete, start_bar
+from tui.core.progress import BarWords, advance_bar, is_complete, start_bar
 from tui.core.state import (
     BarState,
+    Facts,
     Phase,
     Readiness,
 )
@@ -23,7 +25,8 @@ from tui.core.timeline import close_draft, open_draft
 BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": Phase.KV_CACHE, "warmup": Phase.WARMUP}
 
 
-BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
+OtherBar = Literal["piecewise", "jit", "warmup_bar"]  # the bars other_bar keeps, by their facts' names
+BAR_FIELDS: dict[str, OtherBar] = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
 
 
 def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
@@ -51,7 +54,7 @@ def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return other_bar(s, ev, when, clock, now)
     if ev.bar == "capture":
         old = s.capture
-        extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+        extra: BarWords = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
         if old is None or old.total != ev.total or ev.done < old.done:
             bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
         else:
@@ -67,12 +70,14 @@ def other_bar(s: Readiness, ev: BarProgress, when: float, clock: str, now: float
     """Piecewise capture, DeepGEMM JIT and warmup bars: each its own progress (a new bar when the total changes)."""
     name = BAR_FIELDS[ev.bar]
     old: BarState | None = getattr(s, name)
-    extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+    extra: BarWords = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
     if old is None or old.total != ev.total or ev.done < old.done:
         bar = start_bar(ev.done, ev.total, when, clock, now, **extra)
     else:
         bar = advance_bar(old, ev.done, when, clock, now, **extra)
-    s = s.evolve(launched=True, **{name: bar})
+    facts: Facts = {"launched": True}
+    facts[name] = bar
+    s = s.evolve(**facts)
     if bar != old:
         s = s.evolve(last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
     if ev.bar == "jit" and not s.jit_active:

@@ -25,6 +25,7 @@ from tui.core.ranklabels import tp_index
 from tui.core.state import (
     DecodeInfo,
     ErrorInfo,
+    Facts,
     Phase,
     Readiness,
     ServerInfo,
@@ -141,7 +142,7 @@ def log_seen(
     tp_rank: int | None = None,
 ) -> Readiness:
     """Any parsed log event is progress (it came from new log bytes) and may name a rank."""
-    changes: dict[str, object] = {"last_progress_at": now, "last_progress": what}
+    changes: Facts = {"last_progress_at": now, "last_progress": what}
     if at:
         changes["last_log_at"] = at
     index = tp_rank if tp_rank is not None else (tp_index(rank) if rank else None)
@@ -360,7 +361,7 @@ def comm_facts(s: Readiness, ev: Milestone) -> Readiness:
     """What a distributed-init line says of the TP size: a communicator's size (NCCL INFO), a TP group that spans
     nodes (custom all-reduce off)."""
     n, spans = ev.get("nranks"), ev.get("spans_nodes")
-    changes: dict[str, object] = {}
+    changes: Facts = {}
     if isinstance(n, int) and (s.tp_nranks is None or n > s.tp_nranks):
         changes["tp_nranks"] = n
     if spans is True and not s.tp_spans_nodes:
