@@ -135,7 +135,7 @@ def test_every_option_group_is_accepted_by_each_command_it_names() -> None:
     groups = entries(usage_block(), re.compile(r"[\w ]+ options \(([^)]*)\):$"))
     assert len(groups) >= 2, "README's synopsis lost its option groups"
     for head, text in groups:
-        names = re.search(r"\(([^)]*)\)", head).group(1)  # type: ignore[union-attr]
+        names = re.search(r"\(([^)]*)\)", head).group(1)
         commands = ["watch" if n.strip() == "HOST" else n.strip() for n in names.split(",")]
         assert set(commands) <= set(parsers()), head
         listed = set(OPTION.findall(text))
@@ -203,7 +203,7 @@ def test_every_key_in_readme_key_table_is_bound_to_an_action_of_the_app() -> Non
 
     rows = re.findall(r"^\| (`.+?`) \| .+? \| `([\w-]+)` \| (?:yes)? \|$", section("Keys"), re.M)
     assert len(rows) == len(ACTIONS), f"README's key table has {len(rows)} rows, the registry {len(ACTIONS)}"
-    bound = {b.id: b for b in SglangTui.BINDINGS if hasattr(b, "id")}  # type: ignore[union-attr]
+    bound = {b.id: b for b in SglangTui.BINDINGS if hasattr(b, "id")}
     names = {"?": "question_mark", "/": "slash"}
     for keys, action_id in rows:
         typed = [names.get(k, k) for k in re.findall(r"`([^`]+)`", keys)]
@@ -212,8 +212,8 @@ def test_every_key_in_readme_key_table_is_bound_to_an_action_of_the_app() -> Non
             continue
         assert action_id in bound, f"README lists {keys} ({action_id}), which the app does not bind"
         binding = bound[action_id]
-        assert typed == binding.key.split(","), (keys, binding.key)  # type: ignore[union-attr]
-        assert callable(getattr(SglangTui, f"action_{binding.action.split('(')[0]}", None)), binding  # type: ignore[union-attr]
+        assert typed == binding.key.split(","), (keys, binding.key)
+        assert callable(getattr(SglangTui, f"action_{binding.action.split('(')[0]}", None)), binding
 
 
 def test_readme_and_ci_run_the_same_test_command() -> None:

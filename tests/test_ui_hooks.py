@@ -29,7 +29,7 @@ def _app(source: FakeBatchSource, clock: FakeClock, opts: WatchOptions) -> Sglan
     return SglangTui(sources, clock=clock)
 
 
-async def _until(pilot: object, condition, tries: int = 3000) -> None:  # type: ignore[no-untyped-def]
+async def _until(pilot: object, condition, tries: int = 3000) -> None:
     for _ in range(tries):
         if condition():
             return

@@ -41,7 +41,7 @@ def test_the_tui_refuses_a_port_outside_1_65535_in_one_line(_sglang_tui) -> None
         assert run.stderr == f"sglang-tui watch: --stall-after: {said} (try sglang-tui watch --help)\n"
 
 
-def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
+def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -64,7 +64,7 @@ def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type
     )
 
 
-def test_nothing_listening_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_listening_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -193,7 +193,7 @@ async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: 
             assert "last action: launch done: started pid" in header and "process: alive" in header
     finally:
         await monitor.close()
-        stopped = await control.kill()  # type: ignore[attr-defined]
+        stopped = await control.kill()
         await host.close()
     assert stopped.ok and stopped.survivors == ()
     assert pgid is not None and _group_members(pgid) == []

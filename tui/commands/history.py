@@ -14,10 +14,8 @@ from typing import Any
 from tui.commands.options import HistoryOptions
 from tui.core import fmt
 from tui.core.past import OddRow, odd_rows
-from tui.history.store import HistoryError, HistoryStore
+from tui.history.store import HistoryError, HistoryStore, LaunchRow
 
-# A launch as the store gives it: JSON-shaped (its phases, key and error are lists and dicts of their own).
-Launch = dict[str, Any]
 MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup")
 
 
@@ -77,7 +75,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a if a and b is not None else None
 
 
-def main_phases(launch: Launch) -> dict[str, float | None]:
+def main_phases(launch: LaunchRow) -> dict[str, float | None]:
     """Seconds per main phase (summed when a phase appears twice)."""
     out: dict[str, float | None] = {}
     for p in launch["phases"]:
@@ -104,14 +102,14 @@ def _key_words(key: dict[str, object]) -> str:
     return " · ".join(parts)
 
 
-def _outcome(launch: Launch) -> str:
+def _outcome(launch: LaunchRow) -> str:
     error = launch.get("error")
     if launch["outcome"] == "failed" and isinstance(error, dict) and error.get("kind"):
         return f"failed ({error['kind']})"
     return str(launch["outcome"])
 
 
-def format_launches(rows: list[Launch]) -> str:
+def format_launches(rows: list[LaunchRow]) -> str:
     if not rows:
         return "history: no launches recorded"
     header = ("ID", "HOST", "START", "OUTCOME", "TOTAL", *(p.replace("loading_weights", "weights") for p in MAIN_ORDER))
@@ -134,7 +132,7 @@ def format_launches(rows: list[Launch]) -> str:
     return "\n".join(lines)
 
 
-def compare_json(a: Launch, b: Launch) -> dict[str, Any]:
+def compare_json(a: LaunchRow, b: LaunchRow) -> dict[str, Any]:
     pa, pb = main_phases(a), main_phases(b)
     phases = [p for p in MAIN_ORDER if p in pa or p in pb]
     return {
@@ -150,7 +148,7 @@ def compare_json(a: Launch, b: Launch) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def format_compare(a: Launch, b: Launch) -> str:
+def format_compare(a: LaunchRow, b: LaunchRow) -> str:
     data = compare_json(a, b)["compare"]
     rows = [("PHASE", f"#{a['id']}", f"#{b['id']}", "B/A")]
     for p in data["phases"]:
