@@ -99,7 +99,7 @@ def _header(pane: TuiPane, *words: str) -> None:
     """The header's first rows are on screen, whole (nothing drawn over the verdict); its phase one of `words`."""
     pane.until(lambda s: any(w in (s.split("\n") + ["", ""])[1] for w in words), f"the header saying {words}")
     rows = pane.rows()
-    assert rows[0].startswith("  sglang-tui  local demo :"), rows[:4]
+    assert rows[0].startswith("  sglang-tui  local demo "), rows[:4]
     assert any(w in rows[1] for w in words), rows[:4]
     assert not any(c in "".join(rows[:3]) for c in "▌█"), rows[:4]  # no toast, no dialog over them
 
@@ -149,8 +149,8 @@ def test_demo_dialogs_help_and_keys_as_people_expect(tmux: Tmux, tmp_path: Path,
 
         pane.keys("C-s")  # the log saved under the state directory, and the notice says where
         logs = pane.state_dir / "sglang-tui" / "logs"
-        pane.until_toast(f"lines to {logs}/sglang-tui-local_demo_")
-        assert len(list(logs.glob("sglang-tui-local_demo_*.log"))) == 1 and not list(
+        pane.until_toast(f"lines to {logs}/sglang-tui-local_demo-")
+        assert len(list(logs.glob("sglang-tui-local_demo-*.log"))) == 1 and not list(
             Path.cwd().glob("sglang-tui-*.log")
         )
 
@@ -191,6 +191,10 @@ def test_a_failure_during_a_dialog_is_on_its_line_and_e_lands_on_its_cause(
         pane.keys("r")
         pane.until_on_screen("Restart the server?")
         pane.until_in_dialog("the server failed", timeout=120)  # the failure's notice, while the dialog is open
+        # the header grows by the cause line and the dialog moves under it: the layout once both have settled
+        pane.until(
+            lambda s: "FAILED" in (s.split("\n") + [""])[1] and "Yes (y)" in pane.dialog() and "the server failed"
+            in pane.dialog(), "the dialog, its notice and its buttons under the FAILED header")  # fmt: skip
         rows = pane.rows()
         top, bottom = _dialog_rows(rows)
         assert "Yes (y)" in pane.dialog() and "No (n)" in pane.dialog() and bottom < size[1]  # on its own line
@@ -204,7 +208,7 @@ def test_a_failure_during_a_dialog_is_on_its_line_and_e_lands_on_its_cause(
         cause = next(line for line in log.read_text().splitlines() if "OutOfMemoryError" in line)
         pane.keys("e", "c")  # the first e: the line the verdict names (not "Received sigquit")
         pane.until_toast("to the terminal's clipboard (OSC 52, through tmux); saved to")
-        copied = list((pane.state_dir / "sglang-tui").glob("copied-local_demo_*.txt"))
+        copied = list((pane.state_dir / "sglang-tui").glob("copied-local_demo*.txt"))
         assert len(copied) == 1 and copied[0].read_text() == cause
         pane.keys("q")
         assert pane.exit_code() == 0
