@@ -18,9 +18,10 @@ from pathlib import Path
 from bench_common import PY, loopback_sshd, md_table, section, self_cpu_s, ssh_host
 
 from tests.helpers.sim import start_nodes
-from tui.commands.wait_deployment import MemberFolder, deployment_of
 from tui.core import deployment as dm
+from tui.core.wording import deployment_line
 from tui.sources.deployment import DeploymentMonitor, node_specs
+from tui.sources.deployment_session import MemberFolder, deployment_of
 
 WARMUP_S = 3.0
 
@@ -57,7 +58,7 @@ async def watch(sshd, logs: list[str], port: int, gpus: list[str], seconds: floa
     await monitor.close()
     for host in hosts:
         await host.close()
-    return used, batches, dm.reason(dep)
+    return used, batches, deployment_line(dep)
 
 
 def main() -> None:

@@ -68,7 +68,7 @@ CATEGORIES = [
              "nothing: never ready unless this server's /health says 200; a stop from outside named as such"),
     Category("false ready as another uid: the 8 cases of issue 17, watched by a non-root user through sshd",
              ("test_cross_uid_verdicts",), (),
-             "nothing: never ready, never 'exited' for what it cannot see, what it cannot follow named; stop exit 3/5"),
+             "nothing: never ready, never 'exited' for what it cannot see, what it cannot follow named; stop exit 6/5"),
     Category("SSH refused: unknown/changed host key, wrong key, closed port", ("",),
              ("host_key", "wrong_key", "auth", "unknown_host", "closed_ssh_port"),
              "nothing: one clear line, exit 4, never retried"),
@@ -84,7 +84,7 @@ CATEGORIES = [
              "nothing: the server's own file followed byte for byte to ready, and named; an unreadable log named"),
     Category("stop with nothing found, or nothing it can see", ("test_stop", "test_cross_uid"),
              ("nothing_running", "wrong_port", "stop_as_another_user"),
-             "nothing: exit 3 / exit 5 with one line, never exit 0, the server left running"),
+             "nothing: exit 6 / exit 5 with one line, never exit 0, the server left running"),
     Category("ProxyCommand fails (exits, missing binary)", ("test_ssh_proxy",), (),
              "nothing: the ProxyCommand named, exit 4"),
     Category("stop of a launch that started tmux: the tmux server, another window's job, a stop typed in a window "

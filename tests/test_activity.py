@@ -7,6 +7,7 @@ from tui.core.events import CompilerProc, HostActivity, Milestone, ProcCounters,
 from tui.core.ranklabels import ranks_span
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.core.wording import verdict_line
 from tui.sources.control_cmds import parse_activity
 
 TITLES = {11: "sglang::scheduler_TP0", 12: "sglang::scheduler_TP1"}
@@ -34,9 +35,9 @@ def test_compilers_keep_a_silent_startup_from_stalling_and_are_named() -> None:
     for t in range(2, 60, 2):
         s = reduce(s, ServerProcess(True, (11, 12), activity=_sample((1.0, 1.0), compilers=5)), float(t))
     assert s.stall is None
-    assert "JIT compiling (FlashInfer): 5 compiler processes (nvcc)" in s.reason
+    assert "JIT compiling (FlashInfer): 5 compiler processes (nvcc)" in verdict_line(s)
     s = reduce(s, Tick(), 80.0)  # nothing more: the stall rule applies again
-    assert s.stall is not None and s.reason.startswith("stalled in cuda_graph")
+    assert s.stall is not None and verdict_line(s).startswith("stalled in CUDA graph capture")
 
 
 def test_idle_ranks_do_not_count_and_busy_ones_do() -> None:
@@ -47,7 +48,7 @@ def test_idle_ranks_do_not_count_and_busy_ones_do() -> None:
     s = _start()
     for t in range(2, 40, 2):  # TP1 burns a core; TP0 reads 64 MiB every 2 s
         s = reduce(s, ServerProcess(True, (11, 12), activity=_sample((1.0, t * 1.0), (t << 25, 0))), float(t))
-    assert s.stall is None and "TP0–1 working" in s.reason
+    assert s.stall is None and "TP0–1 working" in verdict_line(s)
 
 
 def test_download_is_a_state_inside_loading_with_bytes_and_rate() -> None:
@@ -57,7 +58,7 @@ def test_download_is_a_state_inside_loading_with_bytes_and_rate() -> None:
         s = reduce(s, ServerProcess(True, (11, 12), activity=_sample((1.0, 1.0), download=i * (200 << 20))), float(t))
     assert s.stall is None
     assert activity.downloading(s.activity, 38.0)
-    assert s.reason.startswith("loading weights: downloading 3.5 GiB in 2 files, 100.0 MiB/s; 1/2 ranks began")
+    assert verdict_line(s).startswith("loading weights: downloading 3.5 GiB in 2 files, 100.0 MiB/s; 1/2 ranks began")
 
 
 def test_ranks_span() -> None:
@@ -68,7 +69,7 @@ def test_nccl_rendezvous_names_the_rank_that_has_not_arrived() -> None:
     s = reduce(Readiness(), ServerArgs(model="m", tp_size=4), 0.0)
     for r in (0, 1, 2):
         s = reduce(s, Milestone("init_begin", rank=f"TP{r}"), 1.0)
-    assert "NCCL rendezvous: TP0–2 wait at init; TP3 has not reached it" in s.reason
+    assert "NCCL rendezvous: TP0–2 wait at init; TP3 has not reached it" in verdict_line(s)
 
 
 def test_parse_activity_block() -> None:
@@ -101,4 +102,4 @@ def test_the_log_names_the_jit_when_the_command_lines_do_not() -> None:
     assert s.jit_named == "DeepGEMM"
     plain = HostActivity((), (CompilerProc(9, 11, "nvcc", "nvcc -c /tmp/k.cu"),))
     s = reduce(s, ServerProcess(True, (11,), activity=plain), 4.0)
-    assert "JIT compiling (DeepGEMM): 1 compiler process (nvcc)" in s.reason
+    assert "JIT compiling (DeepGEMM): 1 compiler process (nvcc)" in verdict_line(s)

@@ -202,8 +202,8 @@ def test_the_time_cap_counts_unfinished_requests_as_failed(sim_bad_drafter: SimS
         "4096",
         "--timeout",
         "1",
-        codes=(0, 1),
-    )  # fmt: skip  (1: none finished in time, on a busy machine)
+        codes=(0, 7),
+    )  # fmt: skip  (7: the time cap stopped every request before one finished, on a busy machine)
     req = obj["requests"]
     assert (
         obj["stopped"] == "time cap 1 s" and req["failed"] >= 1 and req["ok"] + req["failed"] + obj["not_sent"] == 400

@@ -84,7 +84,7 @@ def test_log_made_unreadable_mid_load_is_named(shared_dir: Path, user_sshd: Sshd
         server.log.chmod(0o000)  # … then it becomes unreadable
         out = wait.finish(timeout=60)
         last = out.stderr.strip().splitlines()[-1]
-        assert out.code == 2 and f"permission denied: {server.log}" in last, out.stderr[-2000:]
+        assert out.code == 7 and f"permission denied: {server.log}" in last, out.stderr[-2000:]
         assert "failed" not in last
     finally:
         server.log.chmod(0o644)
@@ -97,7 +97,7 @@ def test_unreadable_log_from_the_start_is_named(shared_dir: Path, user_sshd: Ssh
     log.chmod(0o600)  # root's, readable by root alone
     started = time.monotonic()
     run = tool(cli, "wait", user_sshd, "--log", str(log), "--port", "1", "--timeout", "6", timeout=60)
-    assert run.returncode == 2 and time.monotonic() - started < 60
+    assert run.returncode == 7 and time.monotonic() - started < 60
     assert f"waiting for the first log line: permission denied: {log}" in run.stderr.strip().splitlines()[-1]
 
 

@@ -84,7 +84,7 @@ def test_a_foreign_200_as_another_user_is_never_ready(shared_dir: Path, user_ssh
     finally:
         foreign.stop()
     for name, out in outcomes.items():
-        assert out.code == 2 and not out.phases() & NOT_READY, (name, out.stderr)
+        assert out.code == 7 and not out.phases() & NOT_READY, (name, out.stderr)
         assert f"something else answers on port {foreign.port}" in out.verdict(), (name, out.stderr)
 
 
@@ -101,7 +101,7 @@ def test_a_hanging_health_as_another_user_is_not_ready(shared_dir: Path, user_ss
                       timeout=35, decides=lambda out: out.says("up but not answering /health for", "timeout"))  # fmt: skip
     finally:
         silent.stop()
-    assert out.code == 2 and not out.phases() & NOT_READY, out.stderr
+    assert out.code == 7 and not out.phases() & NOT_READY, out.stderr
     assert "up but not answering /health for" in out.verdict() and "1-token generation" in out.verdict()
     assert report.read_text().split()[:2] == ["max_in_flight", "1"]
 
@@ -209,10 +209,10 @@ def test_stop_as_another_user_for_a_wrong_port_is_exit_3_and_leaves_the_server(s
         wait_for_log(server, b"server_args")
         wrong = free_port()
         run = tool(cli, "stop", user_sshd, "--port", str(wrong), "--sim-gpus", str(server.gpu_state), timeout=60)
-        assert run.returncode == 3 and f"no server found on port {wrong}" in run.stderr, (run.stdout, run.stderr)
+        assert run.returncode == 6 and f"no server found on port {wrong}" in run.stderr, (run.stdout, run.stderr)
         missing = shared_dir / "typo.log"
         run = tool(cli, "stop", user_sshd, "--port", str(wrong), "--log", str(missing), timeout=60)
-        assert run.returncode == 3 and f"no server found on port {wrong} / log {missing}" in run.stderr, run.stderr
+        assert run.returncode == 6 and f"no server found on port {wrong} / log {missing}" in run.stderr, run.stderr
         assert server.alive()
     finally:
         server.stop()

@@ -24,6 +24,7 @@ from tui.commands.watch import build_app
 from tui.core.eta import estimate, eta_words
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 from tui.history.paths import default_path
 
 
@@ -63,7 +64,7 @@ async def demo_to_ready(speed: float) -> tuple[Readiness, str]:
             app.history_recorder.finish(app.state)  # type: ignore[attr-defined]
     finally:
         await stop_demo(running)
-    assert state.phase in (Phase.READY, Phase.SERVING), state.reason
+    assert state.phase in (Phase.READY, Phase.SERVING), verdict_line(state)
     return state, running.launch
 
 

@@ -6,7 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 from tui.core import deployment as dm
+from tui.core.report import deployment_json
 from tui.core.state import BarState, ErrorInfo, Phase, RankState, Readiness, ServerInfo, StallInfo
+from tui.core.wording import deployment_line, verdict_line
 
 
 def _state(phase: Phase, *, shards: tuple[int, int] | None = None, ranks: range = range(0), tp: int | None = None,
@@ -33,12 +35,12 @@ def test_node1_loading_holds_back_and_node0_waits_in_nccl_init() -> None:
     assert dm.least_advanced(dep).name == "node0"
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(64, 64)), _state(Phase.LOADING_WEIGHTS, shards=(40, 64)))
     assert dm.least_advanced(dep).name == "node1"
-    assert dm.reason(dep) == "node1 still loading weights 40/64; node0 loaded 64/64, waiting for node1"
+    assert deployment_line(dep) == "node1 still loading weights 40/64; node0 loaded 64/64, waiting for node1"
 
 
 def test_node0_in_init_waits_for_a_missing_node() -> None:
     dep = _two_nodes(_state(Phase.INIT), _state(Phase.STARTING))
-    assert dm.reason(dep) == "node1 not started yet; node0 waiting for node1 in NCCL init"
+    assert deployment_line(dep) == "node1 not started yet; node0 waiting for node1 in NCCL init"
     assert dm.deployment_phase(dep) is Phase.STARTING
 
 
@@ -49,7 +51,7 @@ def test_nonzero_node_is_ready_when_node0_is_and_tp_sums_over_nodes() -> None:
     assert dm.member_phase(dep, dep.member("node1")) is Phase.READY
     assert dm.deployment_phase(dep) is Phase.READY
     assert dm.tp_size(dep) == 16
-    out = dm.to_json(dep)
+    out = deployment_json(dep)
     assert out["phase"] == "ready" and out["tp_size"] == 16
     assert list(out["ranks"]) == [f"TP{i}" for i in range(16)]  # type: ignore[call-overload]
     assert [m["name"] for m in out["members"]] == ["node0", "node1"]  # type: ignore[attr-defined]
@@ -71,7 +73,7 @@ def test_a_nonzero_node_that_runs_ahead_is_not_ready_before_node0() -> None:
 
 def test_a_node_without_a_bar_in_the_same_phase_is_not_waited_for() -> None:
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(10, 64)), _state(Phase.LOADING_WEIGHTS))
-    assert dm.reason(dep) == "node1 still loading weights; node0 still loading weights 10/64"
+    assert deployment_line(dep) == "node1 still loading weights; node0 still loading weights 10/64"
 
 
 def test_failed_member_fails_the_deployment_and_is_named() -> None:
@@ -79,8 +81,8 @@ def test_failed_member_fails_the_deployment_and_is_named() -> None:
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(64, 64)), _state(Phase.FAILED, error=err))
     c = dm.combined(dep)
     assert c.phase is Phase.FAILED and c.error == err
-    assert c.reason.startswith("node1 failed (oom)")
-    assert dm.to_json(dep)["members"][1]["error"] == {"kind": "oom", "line": err.line}
+    assert verdict_line(c).startswith("node1 failed (out of memory)")
+    assert deployment_json(dep)["members"][1]["error"] == {"kind": "oom", "line": err.line}
 
 
 def test_stall_of_the_member_behind_is_the_deployments_and_names_it() -> None:
@@ -88,7 +90,7 @@ def test_stall_of_the_member_behind_is_the_deployments_and_names_it() -> None:
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(64, 64)), _state(Phase.LOADING_WEIGHTS, stall=stall))
     c = dm.combined(dep)
     assert c.stall is not None and c.stall.detail.startswith("node1")
-    assert c.reason.startswith("node1 stalled loading weights")
+    assert verdict_line(c).startswith("stalled in loading weights: node1 stalled loading weights")
     # a node ahead that is stalled (waiting in a collective) while the one behind still moves: no stall
     dep = _two_nodes(_state(Phase.LOADING_WEIGHTS, shards=(64, 64), stall=stall), _state(Phase.LOADING_WEIGHTS))
     assert dm.combined(dep).stall is None
@@ -118,7 +120,7 @@ def test_pd_prefill_loading_router_up_is_not_ready_and_names_prefill() -> None:
     dep = _pd(_state(Phase.LOADING_WEIGHTS, shards=(30, 64)), READY, router)
     assert dm.deployment_phase(dep) is Phase.LOADING_WEIGHTS
     assert (
-        dm.reason(dep)
+        deployment_line(dep)
         == "decode ready, prefill still loading weights 30/64, router up but has no healthy prefill worker"
     )
     assert dm.least_advanced(dep).name == "prefill"
@@ -130,7 +132,7 @@ def test_pd_all_up_but_router_sees_no_healthy_prefill_is_not_ready() -> None:
     )
     dep = _pd(READY, READY, router)
     assert dm.deployment_phase(dep) is Phase.WARMUP
-    assert "no healthy prefill worker" in dm.reason(dep)
+    assert "no healthy prefill worker" in deployment_line(dep)
 
 
 def test_pd_all_up_is_ready() -> None:
@@ -139,16 +141,16 @@ def test_pd_all_up_is_ready() -> None:
     )
     dep = _pd(READY, READY, router)
     assert dm.deployment_phase(dep) is Phase.READY
-    assert dm.reason(dep).startswith("ready: decode ready, prefill ready, router up, 2/2 workers healthy")
+    assert deployment_line(dep).startswith("ready: decode ready, prefill ready, router up, 2/2 workers healthy")
     closed = dep.with_member(replace(dep.member("prefill"), bootstrap_open=False))
     assert dm.deployment_phase(closed) is Phase.WARMUP
-    assert "bootstrap port 8998 is closed" in dm.reason(closed)
+    assert "bootstrap port 8998 is closed" in deployment_line(closed)
 
 
 def test_router_down_is_starting() -> None:
     dep = _pd(READY, READY, dm.RouterInfo(up=False, detail="refused"))
     assert dm.deployment_phase(dep) is Phase.STARTING
-    assert dm.reason(dep).endswith("router not up (refused)")
+    assert deployment_line(dep).endswith("router not up (refused)")
 
 
 def test_router_workers_from_its_log_count_when_the_endpoint_lists_none() -> None:

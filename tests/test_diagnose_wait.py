@@ -143,7 +143,7 @@ def test_download_shows_bytes_and_rate_and_no_stall(runs: dict[str, Run]) -> Non
 def test_hang_rank_still_stalls(runs: dict[str, Run]) -> None:
     run = runs["hang-rank"]
     assert run.code == 3, run.stderr[-3000:]
-    assert "stalled in cuda_graph" in run.stderr
+    assert "stalled in CUDA graph capture" in run.stderr
     # --dump-on-stall: py-spy of every process, the odd rank named, the file it went to named
     assert "sglang-tui wait: dump: TP3 is in all_reduce" in run.stderr, run.stderr[-3000:]
     saved = [line.split("dump saved to ", 1)[1] for line in run.stderr.splitlines() if "dump saved to " in line]

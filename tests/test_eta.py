@@ -11,6 +11,7 @@ from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.stall import limit_for
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 T0 = 36000.0
 PHASES = (("starting", 2.0), ("init", 2.0), ("loading_weights", 64.0), ("kv_cache", 1.0), ("cuda_graph", 30.0),
@@ -61,11 +62,11 @@ def test_shard_eta_decays_then_is_withdrawn_after_three_intervals() -> None:
     s = loading(8, every=4.0)  # a shard every 4 s, the last at second 36
     last = s.shards.updated_at
     just_before = reduce(s, Tick(), last + WITHDRAW_AFTER * 4.0 - 0.5)
-    assert "shards/s, ETA" in just_before.reason and "no progress" not in just_before.reason
+    assert "shards/s, ETA" in verdict_line(just_before) and "no progress" not in verdict_line(just_before)
     left_then = estimate(just_before, just_before.updated_at).phase_left_s
     assert left_then is not None and left_then < estimate(s, last).phase_left_s  # decays, never frozen
     after = reduce(s, Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
-    assert "no progress for 12 s · stalled at 3m00s" in after.reason, after.reason
+    assert "no progress for 12 s · stalled at 3m00s" in verdict_line(after), verdict_line(after)
     eta = estimate(after, after.updated_at)
     assert eta.phase_left_s is None and eta.ready_in_s is None and eta.silent_s is not None
     with_history = reduce(s.evolve(past=past()), Tick(), last + WITHDRAW_AFTER * 4.0 + 0.5)
@@ -99,11 +100,11 @@ def test_slow_phase_is_flagged_against_two_or_more_launches() -> None:
                 + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62))  # fmt: skip
     assert base.phase is Phase.CUDA_GRAPH
     s = base.evolve(past=past())
-    assert "slower than usual" not in reduce(s, Tick(), T0 + 62 + 40).reason  # 1.33x: usual enough
+    assert "slower than usual" not in verdict_line(reduce(s, Tick(), T0 + 62 + 40))  # 1.33x: usual enough
     late = reduce(s, Tick(), T0 + 62 + 63)
-    assert "capture 2.1× slower than usual" in late.reason, late.reason
+    assert "capture 2.1× slower than usual" in verdict_line(late), verdict_line(late)
     one = reduce(base.evolve(past=past(n=1)), Tick(), T0 + 62 + 63)
-    assert "slower than usual" not in one.reason  # one earlier launch is not a "usual"
+    assert "slower than usual" not in verdict_line(one)  # one earlier launch is not a "usual"
 
 
 def test_a_phase_past_its_median_with_no_progress_gives_no_ready_in() -> None:
@@ -160,8 +161,8 @@ def test_ready_summary_names_the_slow_phase() -> None:
     assert s.phase is Phase.READY
     capture = next(span for span in s.timeline if span.phase is Phase.CUDA_GRAPH)
     factor = capture.duration_s / 2.0
-    assert f"; capture was {factor:.1f}× slower than usual" in s.reason, s.reason
-    assert "weights" not in s.reason.split(";", 1)[1]  # loading took its usual 6 s
+    assert f"; capture was {factor:.1f}× slower than usual" in verdict_line(s), verdict_line(s)
+    assert "weights" not in verdict_line(s).split(";", 1)[1]  # loading took its usual 6 s
     assert f"slow:  capture {factor:.1f}× slower than usual" in format_report(s)
 
 

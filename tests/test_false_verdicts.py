@@ -24,6 +24,7 @@ from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sshd import free_port
 from tests.helpers.verdicts import FOREIGN, SILENT, Listener, finished_log, replay_json, run_wait, wait_decided
 from tui.core.explain import PROCESS_EXITED
+from tui.core.wording import verdict_line
 
 NOT_READY = {"ready", "serving"}
 
@@ -46,7 +47,7 @@ def test_a_finished_runs_log_with_nothing_on_the_port_is_failed(where: str, tmp_
     # What decides it: the processes, not the log (no failure line there), said the server is gone.
     assert final["phase"] == "failed" and final["error"] == {"kind": "other", "line": PROCESS_EXITED}, final
     assert "with no failure line in the log (a dead process, not a stall)" in final["reason"], final["reason"]
-    assert out.verdict() == f"sglang-tui wait: failed (other): {PROCESS_EXITED}", out.stderr
+    assert out.verdict() == f"sglang-tui wait: {final['reason']}", out.stderr  # the JSON reason, word for word
     # The log was read to its fired-up line: every span of the replay, then failed in place of ready.
     waited = [span["phase"] for span in final["timeline"]]
     assert waited[:-1] == [span["phase"] for span in replayed["timeline"]][:-1] and waited[-1] == "failed"
@@ -90,7 +91,7 @@ def test_a_foreign_200_is_never_ready(where: str, tmp_path: Path, cli: Cli, spaw
         paths = foreign.stop()
     assert "/health" in paths and "/model_info" in paths  # it was asked, and asked what it is
     for name, out in outcomes.items():
-        assert out.code == 2, (name, out.stderr)  # timed out waiting: not ready
+        assert out.code == 7, (name, out.stderr)  # timed out waiting: not ready
         assert not out.phases() & NOT_READY, (name, out.stdout)
         assert f"something else answers on port {foreign.port}" in out.verdict(), (name, out.stderr)
         assert "not SGLang's" in out.verdict(), (name, out.stderr)
@@ -119,7 +120,7 @@ def test_a_hanging_health_after_fired_up_is_not_ready(tmp_path: Path, cli: Cli, 
         )
     finally:
         silent.stop()
-    assert out.code == 2, out.stderr  # a server that never answers /health is never ready
+    assert out.code == 7, out.stderr  # a server that never answers /health is never ready
     assert not out.phases() & NOT_READY, out.stdout
     assert "up but not answering /health for" in out.verdict() and "timeout" in out.verdict(), out.stderr
     assert "1-token generation" in out.verdict()
@@ -190,9 +191,9 @@ async def test_a_sigterm_from_someone_else_is_stopped_from_outside(sim: Sims, sp
     finally:
         await monitor.close()
         server.stop()
-    assert signalled and state.error is not None and state.error.stopped_by == "outside", state.reason
-    assert state.reason.startswith("stopped (by a signal from outside sglang-tui): ")
-    assert "SIGTERM received" in state.reason
+    assert signalled and state.error is not None and state.error.stopped_by == "outside", verdict_line(state)
+    assert verdict_line(state).startswith("stopped (by a signal from outside sglang-tui): ")
+    assert "SIGTERM received" in verdict_line(state)
 
 
 # ------------------------------------------------------------------------------------------- --no-health
@@ -250,6 +251,6 @@ def test_a_server_from_before_is_not_this_launch(where: str, sim: Sims, cli: Cli
         )
     finally:
         server.stop()
-    assert out.code == 2 and not out.phases() & NOT_READY, out.stderr
+    assert out.code == 7 and not out.phases() & NOT_READY, out.stderr
     assert f"something else answers on port {server.port}: /model_info names " in out.verdict(), out.stderr
     assert "the log shows no launch yet (a server from before?)" in out.verdict()

@@ -51,10 +51,10 @@ def test_replay_record_then_history_and_compare(tmp_path: Path, tui) -> None:
 def test_bad_input_is_one_line(tmp_path: Path, tui) -> None:
     db = tmp_path / "h.sqlite3"
     missing = tui("history", "--history", str(db))
-    assert missing.returncode == 1 and "no history yet" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 6 and "no history yet" in missing.stderr and "Traceback" not in missing.stderr
     tui("replay", str(LOG), "--record", "--history", str(db))
     unknown = tui("history", "--compare", "1", "9", "--history", str(db))
-    assert unknown.returncode == 2 and "no launch 9" in unknown.stderr
+    assert unknown.returncode == 6 and "no launch 9" in unknown.stderr
     junk = tmp_path / "junk.sqlite3"
     junk.write_bytes(b"not sqlite" * 500)
     bad = tui("history", "--history", str(junk))
@@ -65,7 +65,7 @@ def test_bad_input_is_one_line(tmp_path: Path, tui) -> None:
     assert limit.returncode == 2
     assert limit.stderr == "sglang-tui history: --limit: -1: use 1 or more (try sglang-tui history --help)\n"
     other = tui("history", "nosuchhost", "--history", str(db))  # QA pass: "no launches recorded" (there is one)
-    assert other.returncode == 0 and other.stdout == "history: no launches recorded for nosuchhost\n"
+    assert other.returncode == 6 and other.stdout == "history: no launches recorded for nosuchhost\n"
 
 
 def test_env_and_xdg_default(tmp_path: Path, tui) -> None:
@@ -83,6 +83,6 @@ def test_wait_no_history_writes_nothing(tmp_path: Path, tui) -> None:
     db = tmp_path / "h.sqlite3"
     args = ("wait", "local", "--log", str(tmp_path / "none.log"), "--port", str(free_port()), "--timeout", "1.5")
     off = tui(*args, "--no-history", "--history", str(db))
-    assert off.returncode == 2 and not db.exists()
+    assert off.returncode == 7 and not db.exists()
     on = tui(*args, "--history", str(db))
-    assert on.returncode == 2 and db.exists()  # opened (no launch seen: nothing recorded)
+    assert on.returncode == 7 and db.exists()  # opened (no launch seen: nothing recorded)

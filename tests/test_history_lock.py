@@ -17,7 +17,7 @@ import pytest
 from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sim import SimServer, wait_ready
 from tests.helpers.sqlite_lock import hold
-from tui.commands.wait import EXIT_TIMEOUT
+from tui.core.exitcodes import EXIT_TIMEOUT
 from tui.history.store import HistoryStore
 
 STOP_S = 12.0  # well under the 15 s the old busy timeout alone took, well over what the tool needs now

@@ -143,6 +143,6 @@ def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path:
     assert silent <= 3 * interval + 2.0
     final = out.lines[-1][1]
     assert final["eta"]["ready_in_s"] is None and final["eta"]["phase_left_s"] is None
-    assert final["reason"].startswith("stalled in loading_weights")
+    assert final["reason"].startswith("stalled in loading weights")
     with HistoryStore(history) as store:
         assert [r["outcome"] for r in store.launches()] == ["stalled"]

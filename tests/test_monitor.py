@@ -25,6 +25,7 @@ from tui.core.events import (
 )
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 from tui.sources.health import HealthPoller
 from tui.sources.local import LocalHost
 from tui.sources.monitor import Monitor, coalesce
@@ -71,7 +72,7 @@ async def test_local_startup_flows_into_one_readiness(tmp_path: Path, sim: Sims)
     finally:
         await monitor.close()
         server.stop()
-    assert state.phase is Phase.READY, state.reason
+    assert state.phase is Phase.READY, verdict_line(state)
     assert state.health_ready and state.log_ready
     assert state.shards is not None and state.shards.done == state.shards.total == 8
     assert state.server.tp_size == 2

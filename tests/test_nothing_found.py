@@ -6,16 +6,14 @@ from __future__ import annotations
 import pytest
 
 from tui.cli import main
-from tui.commands.wait import (
-    EXIT_NOTHING_FOUND,
-    Reporter,
-    first_look_done,
-    nothing_found_verdict,
-)
+from tui.commands.wait import Reporter, first_look_done
 from tui.core.events import HealthResult, LogActivity, LogFile, PortOwner, ServerProcess
+from tui.core.exitcodes import EXIT_NOTHING
 from tui.core.explain import nothing_found
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.core.wording import ended_line, verdict_line
+from tui.sources.waiting import nothing_found_verdict
 from tui.ui.labels import phase_label
 
 REFUSED = HealthResult("/health", "refused", detail="connection refused")
@@ -30,15 +28,15 @@ def watching(*, log: bool) -> Readiness:
 
 def test_no_log_and_nothing_listening_is_said_as_such() -> None:
     s = reduce(watching(log=False), REFUSED, 1.0)
-    assert s.reason == "nothing listens on port 1 and no log was given"
+    assert verdict_line(s) == "nothing listens on port 1 and no log was given"
     assert phase_label(s) == "NOTHING LISTENS"
 
 
 def test_a_missing_log_is_the_headline_and_names_the_port_too() -> None:
     s = reduce(watching(log=True), LogFile("missing", "/srv/typo.log"), 1.0)
-    assert s.reason == "log file missing: /srv/typo.log" and phase_label(s) == "LOG MISSING"
+    assert verdict_line(s) == "log file missing: /srv/typo.log" and phase_label(s) == "LOG MISSING"
     s = reduce(s, REFUSED, 2.0)
-    assert s.reason == "log file missing: /srv/typo.log; nothing listens on port 1"
+    assert verdict_line(s) == "log file missing: /srv/typo.log; nothing listens on port 1"
 
 
 def test_anything_of_the_server_ends_it() -> None:
@@ -64,8 +62,8 @@ def test_wait_gives_up_with_exit_6_only_after_the_grace() -> None:
     s = reduce(watching(log=True), LogFile("missing", "/l"), 1.0)
     assert nothing_found_verdict(s, since=1.0, now=30.9, grace=30.0) is None
     found = nothing_found_verdict(s, since=1.0, now=31.0, grace=30.0)
-    assert found is not None and found.code == EXIT_NOTHING_FOUND == 6
-    assert found.line == "nothing found: log file missing: /l (for 30s, --missing-log-grace)"
+    assert found is not None and found.code == EXIT_NOTHING == 6
+    assert ended_line(found, s) == "nothing found: log file missing: /l (for 30s, --missing-log-grace)"
     assert nothing_found_verdict(s, since=None, now=31.0, grace=30.0) is None  # not missing since any time
     assert nothing_found_verdict(s, since=1.0, now=99.0, grace=None) is None  # no rule (the TUI)
 

@@ -15,6 +15,7 @@ import pytest
 
 from tui.commands.replay import replay_stream
 from tui.core.events import Failure
+from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
@@ -249,7 +250,7 @@ def test_nranks_16_on_a_node_that_shows_tp0_to_tp7_is_tp_16() -> None:
     s = replay(NODE0_RANKS + nccl_init(16, range(8)))
     assert s.server.tp_size == 16 and s.tp_inferred == "inferred: NCCL communicator of 16 ranks"
     assert to_json(s)["tp_size"] == 16
-    assert "log: tp 16 inferred: NCCL communicator of 16 ranks" in s.evidence
+    assert "log: tp 16 inferred: NCCL communicator of 16 ranks" in evidence(s)
     assert replay(NODE0_RANKS).server.tp_size == 8  # the labels alone: TP0–7
 
 
@@ -268,7 +269,7 @@ def test_the_tp_group_spanning_nodes_makes_one_nodes_labels_no_size() -> None:
     )
     s = replay(NODE0_RANKS + spans)
     assert s.server.tp_size is None and to_json(s)["tp_size"] is None and s.tp_spans_nodes
-    assert "log: the TP group spans nodes (custom allreduce off): more ranks than this log's TP0–7" in s.evidence
+    assert "log: the TP group spans nodes (custom allreduce off): more ranks than this log's TP0–7" in evidence(s)
     assert replay(NODE0_RANKS + spans + nccl_init(16, range(8))).server.tp_size == 16  # a line that states it
     assert replay(NODE0_RANKS + spans + nccl_init(8, range(8))).server.tp_size is None  # 8 ranks: not the TP group
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tui.core.events import BarProgress, BatchStats, Event, Failure, Milestone, ServerArgs
+from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import infer_tp_size, reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 DAY = "2026-01-10"
 FMT_KV = "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: 812345, KV size: 40.12 GB, avail mem=9.80 GB"
@@ -77,7 +79,7 @@ def test_piecewise_progress_in_the_state_and_the_reason() -> None:
     s = replay(half)
     assert s.phase is Phase.CUDA_GRAPH and s.capture is None
     assert s.piecewise is not None and (s.piecewise.done, s.piecewise.total) == (2, 4)
-    assert s.reason.startswith("capturing piecewise CUDA graph: 2/4 token sizes")
+    assert verdict_line(s).startswith("capturing piecewise CUDA graph: 2/4 token sizes")
     assert replay(PIECEWISE).piecewise.done == 4
 
 
@@ -124,7 +126,7 @@ def test_deepgemm_jit_is_a_compile_step_with_a_count() -> None:
     s = replay(head + deepgemm(3))
     assert s.phase is Phase.KV_CACHE  # a step inside the phase, not a phase of its own
     assert s.jit_active and s.jit_kernels == 6 and s.jit is not None and s.jit.done == 4
-    assert s.reason.startswith("compiling DeepGEMM kernels (JIT): 6 shapes, warmup 4/4")
+    assert verdict_line(s).startswith("compiling DeepGEMM kernels (JIT): 6 shapes, warmup 4/4")
     done = replay(
         head
         + deepgemm(1)
@@ -178,7 +180,7 @@ def test_a_client_of_a_standalone_daemon_says_so_and_nothing_there_is_a_failure(
     )
     assert s.weight_cache is not None and s.weight_cache.standalone and s.weight_cache.pids == (777,)
     assert s.weight_cache.mode == "client" and s.error is None
-    assert any("standalone weight cache daemon (pid 777)" in e for e in s.evidence)
+    assert any("standalone weight cache daemon (pid 777)" in e for e in evidence(s))
 
 
 # ------------------------------------------------------------------------------------------ PD, HTTP servers
@@ -198,7 +200,7 @@ def test_pd_disaggregation_lines() -> None:
     assert ok.pd_warmup == "ok"
     bad = replay(text + f"{ts(62)} Disaggregation warmup failed (mode=prefill), status codes: [500]\n")
     assert bad.pd_warmup == "failed" and bad.phase is Phase.WARMUP  # /health (UnHealthy: 503) decides, not this line
-    assert "PD disaggregation warmup failed" in bad.reason
+    assert "PD disaggregation warmup failed" in verdict_line(bad)
 
 
 def test_rust_granian_and_reuseport_servers_are_http_up() -> None:
@@ -287,7 +289,7 @@ def test_eplb_rebalance_while_serving_is_transient_not_a_failure() -> None:
     start = serving() + f"{ts(101, 'TP0')} [EPLBManager] rebalance start\n"
     s = replay(start)
     assert s.phase is Phase.SERVING and s.eplb_rebalancing and s.error is None
-    assert "EPLB rebalancing" in s.reason
+    assert "EPLB rebalancing" in verdict_line(s)
     end = replay(start + f"{ts(104, 'TP0')} [EPLBManager] rebalance end time=3.210s\n" + serving())
     assert end.phase is Phase.SERVING and not end.eplb_rebalancing and end.eplb_rebalances == 1
     assert not any(isinstance(e, Failure) for e in events(start))
@@ -401,7 +403,7 @@ def test_tp_inference() -> None:
         f"{ts(1, 'TP0')} Load weight end. type=M, dtype=torch.bfloat16, avail mem=3.64 GB, mem usage=18.82 GB.\n"
     )
     assert one.server.tp_size == 1 and one.tp_inferred == "inferred: per-rank startup lines appear for TP0 only"
-    assert any("tp 1 inferred" in e for e in one.evidence)
+    assert any("tp 1 inferred" in e for e in evidence(one))
     untagged = replay(f"{ts(1)} Load weight end. elapsed=9.10 s, type=M, avail mem=60.00 GB, mem usage=15.00 GB.\n")
     assert untagged.server.tp_size == 1 and "no TP tag" in untagged.tp_inferred
     foreign = (

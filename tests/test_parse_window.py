@@ -14,10 +14,12 @@ import pytest
 
 from tui.commands.replay import replay_stream
 from tui.core.events import HealthResult, Milestone, ServerProcess
+from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 DAY = "2026-01-10"
 
@@ -292,11 +294,11 @@ def test_a_log_that_begins_at_a_line_kind_gives_its_phase_and_the_mid_run_fact(
     s = replay(text)
     assert s.phase is phase and s.error is None
     assert s.mid_run is not None and s.mid_run.kind == kind and s.mid_run.phase in (phase, Phase.INIT)
-    shown = s.reason if phase not in (Phase.READY, Phase.SERVING) else " ".join(s.evidence)
-    assert words in shown or words in s.reason, (s.reason, s.evidence)
-    assert any(e.startswith("log: attached mid-run: the log starts at") for e in s.evidence)
+    shown = verdict_line(s) if phase not in (Phase.READY, Phase.SERVING) else " ".join(evidence(s))
+    assert words in shown or words in verdict_line(s), (verdict_line(s), evidence(s))
+    assert any(e.startswith("log: attached mid-run: the log starts at") for e in evidence(s))
     obj = to_json(s)
-    assert obj["phase"] == phase.value and obj["error"] is None and obj["reason"] == s.reason
+    assert obj["phase"] == phase.value and obj["error"] is None and obj["reason"] == verdict_line(s)
     if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
         assert "attached mid-run: the log starts at" in obj["reason"]
 
@@ -318,14 +320,14 @@ def test_the_same_logs_with_their_launch_in_view_are_not_mid_run() -> None:
     launch = f"{ts(0)} server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3', tp_size=8, port=30000)\n"
     s = replay(launch + f"{ts(1, 'TP3')} Try DeepGEMM JIT Compiling for <GEMM_NT_F8F8BF16> N=7168, K=2048, "
                "num_groups=1 with all Ms.\n")  # fmt: skip
-    assert s.phase is Phase.KV_CACHE and s.mid_run is None and "mid-run" not in s.reason
+    assert s.phase is Phase.KV_CACHE and s.mid_run is None and "mid-run" not in verdict_line(s)
 
 
 def test_a_rank_line_is_replaced_by_the_kind_the_same_line_carries() -> None:
     """A window's first line yields a rank (init) and then its kind: the fact names the kind, not "a line"."""
     s = replay(f"{ts(1, 'TP0')} Try DeepGEMM JIT Compiling for <GEMM_NT_F8F8BF16> N=7168, K=2048 with all Ms.\n")
     assert s.mid_run is not None and s.mid_run.kind == "jit_kernel" and s.mid_run.rank == "TP0"
-    assert s.reason.endswith("attached mid-run: the log starts at TP0's DeepGEMM JIT compile")
+    assert verdict_line(s).endswith("attached mid-run: the log starts at TP0's DeepGEMM JIT compile")
 
 
 def test_the_window_phase_moves_on_with_the_lines_after_it() -> None:
@@ -338,7 +340,7 @@ def test_the_window_phase_moves_on_with_the_lines_after_it() -> None:
     )
     s = replay(text)
     assert s.phase is Phase.CUDA_GRAPH and s.mid_run is not None and s.mid_run.phase is Phase.KV_CACHE
-    assert "mid-run" not in s.reason and any("mid-run" in e for e in s.evidence)
+    assert "mid-run" not in verdict_line(s) and any("mid-run" in e for e in evidence(s))
     assert [span.phase for span in s.timeline] == [Phase.KV_CACHE, Phase.CUDA_GRAPH]
     done = replay(
         text + f"{ts(40)} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
@@ -353,13 +355,13 @@ def test_a_health_200_access_line_counts_like_fired_up_by_the_readiness_rule() -
     line = f'{ts(5)} INFO:     10.42.0.1:40022 - "GET /health HTTP/1.1" 200 OK\n'
     s = replay(line)
     assert s.phase is Phase.READY and s.log_health is not None and not s.log_ready
-    assert s.reason.startswith("ready: the log shows /health answered 200 at 10:00:05")
+    assert verdict_line(s).startswith("ready: the log shows /health answered 200 at 10:00:05")
     assert [span.phase for span in s.timeline] == [Phase.READY]
     assert replay(line.replace("/health", "/health_generate")).phase is Phase.READY
 
     probed = fold(line, Readiness.of(health_probed=True, health_port=30000))
     assert probed.phase is Phase.WARMUP  # the log line is not this tool's /health 200
-    assert probed.reason.startswith("the log shows /health answered 200 at 10:00:05; waiting for /health 200")
+    assert verdict_line(probed).startswith("the log shows /health answered 200 at 10:00:05; waiting for /health 200")
     ok = reduce(probed, HealthResult("/health", "ok", 200), 10.0)
     assert ok.phase is Phase.READY
 
@@ -396,7 +398,7 @@ def test_a_rank_line_window_does_not_make_this_servers_health_foreign() -> None:
     s = fold(f"{ts(1, 'TP0')} Cache flushed successfully!\n", Readiness.of(health_probed=True, health_port=30000))
     assert s.phase is Phase.INIT
     s = reduce(s, HealthResult("/health", "ok", 200), 5.0)
-    assert not any("before this server's HTTP is up" in e for e in s.evidence + (s.reason,))
+    assert not any("before this server's HTTP is up" in e for e in evidence(s) + (verdict_line(s),))
 
 
 def test_batch_lines_after_a_rank_line_still_show_serving() -> None:
@@ -421,7 +423,7 @@ def test_a_serving_window_vouches_for_this_servers_health() -> None:
     assert s.phase is Phase.STARTING  # the readiness rule: this tool's /health 200 first
     s = reduce(s, HealthResult("/model_info", "ok", 200, model_path="m"), 2.0)
     s = reduce(s, HealthResult("/health", "ok", 200), 2.0)
-    assert s.phase is Phase.READY, s.reason
+    assert s.phase is Phase.READY, verdict_line(s)
     launched = fold(f"{ts(0)} server_args=ServerArgs(model_path='m', tp_size=1, port=30000)\n" + decode,
                     Readiness.of(health_probed=True, health_port=30000, log_watched=True))  # fmt: skip
     launched = reduce(launched, HealthResult("/model_info", "ok", 200, model_path="m"), 2.0)

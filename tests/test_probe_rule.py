@@ -43,7 +43,7 @@ def test_starting_is_alive_and_not_ready() -> None:
     alive, ready_ = probe_verdict(s, "alive", 36011.0), probe_verdict(s, "ready", 36011.0)
     assert (alive.code, alive.kind) == (0, "starting")
     assert (ready_.code, ready_.kind) == (7, "starting")  # as `wait` at its deadline
-    assert ready_.line.startswith("loading_weights: ")
+    assert ready_.line.startswith("loading weights: ")  # the header's verdict line, word for word
 
 
 def test_ready_is_zero_for_both_and_a_later_health_failure_only_fails_ready() -> None:
@@ -70,7 +70,7 @@ def test_stalled_is_three_for_both_modes_and_names_the_budget() -> None:
     for mode in ("alive", "ready"):
         found = probe_verdict(s, mode, 36100.0)
         assert (found.code, found.kind) == (3, "stalled")
-        assert found.line.startswith("stalled in loading_weights: no progress on any signal for ")
+        assert found.line.startswith("stalled in loading weights: no progress on any signal for ")
     quiet, budget = quiet_and_budget(s, 36100.0)
     assert budget == 30.0 and quiet is not None and quiet > budget
 
@@ -78,7 +78,9 @@ def test_stalled_is_three_for_both_modes_and_names_the_budget() -> None:
 def test_a_failure_and_a_stop_are_one() -> None:
     s = feed([Failure("oom", "torch.OutOfMemoryError: CUDA out of memory")], loading())
     found = probe_verdict(s, "alive", 36012.0)
-    assert (found.code, found.kind) == (1, "failed") and found.line.startswith("failed (oom): torch.OutOfMemoryError")
+    assert (found.code, found.kind) == (1, "failed") and found.line.startswith(
+        "failed in loading weights (out of memory): torch.OutOfMemoryError"
+    )
     stopped = reduce(loading(), ControlResult("terminate", True, "terminated"), 36012.0)
     assert stopped.phase is Phase.FAILED
     assert (probe_verdict(stopped, "alive", 36013.0).code, probe_verdict(stopped, "alive", 36013.0).kind) == (

@@ -119,7 +119,7 @@ def test_alive_fails_at_the_first_call_past_the_stall_budget_of_a_hang(
     decided, before = seen[-1], seen[:-1]
     assert decided.code == 3 and decided.probe["verdict"] == "stalled"
     assert decided.report["phase"] == "loading_weights" and decided.probe["line"].startswith(
-        "stalled in loading_weights"
+        "stalled in loading weights"
     )
     assert decided.probe["quiet_s"] > decided.probe["budget_s"] == 4.0
     # every call before it was right to pass: none of them had been quiet past the budget

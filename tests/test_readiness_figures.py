@@ -8,9 +8,11 @@ from pathlib import Path
 from tui.commands.wait import progress_line
 from tui.core.capture import current_capture
 from tui.core.events import ControlResult, Event, ServerProcess
+from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.state import Phase, PhaseSpan, Readiness
+from tui.core.wording import verdict_line
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 DAY = "2026-01-10"
@@ -80,7 +82,7 @@ def test_the_capture_is_the_one_that_began_last() -> None:
     begun = replay(HEAD + CAPTURE + PIECEWISE_BEGIN)  # the regular bar is done; the piecewise one not drawn yet
     assert begun.capture is not None and begun.capture.done == 23 and begun.piecewise is None
     assert current_capture(begun) == ("piecewise", None)
-    assert begun.reason.startswith("capturing piecewise CUDA graph: 4/4 ranks began")
+    assert verdict_line(begun).startswith("capturing piecewise CUDA graph: 4/4 ranks began")
 
     compiling = replay(HEAD + CAPTURE + PIECEWISE_BEGIN + frames(12, "Compiling num tokens (num_tokens=64)", upto=3))
     which, bar = current_capture(compiling)
@@ -92,8 +94,8 @@ def test_header_reason_evidence_and_wait_give_the_same_count() -> None:
         HEAD + CAPTURE + PIECEWISE_BEGIN + frames(12, "Capturing num tokens (num_tokens=64 avail_mem=23.90 GB)", upto=5)
     )
     assert s.phase is Phase.CUDA_GRAPH
-    assert s.reason.startswith("capturing piecewise CUDA graph: 5/12 token sizes")
-    captures = [e for e in s.evidence if e.startswith(("log: capture", "log: piecewise"))]
+    assert verdict_line(s).startswith("capturing piecewise CUDA graph: 5/12 token sizes")
+    captures = [e for e in evidence(s) if e.startswith(("log: capture", "log: piecewise"))]
     assert captures == ["log: piecewise 5/12"]  # the finished 23/23 bar is not a second count beside it
     line = progress_line(s, 30.0)
     assert "piecewise 5/12" in line and "23/23" not in line

@@ -11,6 +11,7 @@ from tests.helpers.sim import SimServer
 from tui.core.events import HealthResult, LogReset
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 from tui.sources.local import LocalHost
 from tui.sources.monitor import Monitor
 
@@ -48,7 +49,7 @@ async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path, sim:
                 stage = "killed"
                 server.stop()  # every process of the server gone, as an OOM-killer or a crash would leave it
             elif stage == "killed" and state.phase is Phase.FAILED:
-                stage, killed_reason = "relaunched", state.reason
+                stage, killed_reason = "relaunched", verdict_line(state)
                 server.log.write_bytes(b"")  # the relaunch's `> LOG`
                 second = sim(tmp_path, speed=200.0, tp=2, shards=8, port=server.port)
             elif stage == "relaunched" and state.phase is Phase.READY and reset_at is not None:
@@ -64,6 +65,6 @@ async def test_death_after_ready_then_a_truncating_relaunch(tmp_path: Path, sim:
     assert killed and killed[-1] == "failed" and set(killed) <= {"ready", "failed"}, seen
     assert killed_reason.startswith("failed: server process exited"), killed_reason
     relaunched = [phase for stage, phase in seen if stage == "relaunched"]
-    assert relaunched and relaunched[-1] == "ready" and health_200_after_reset, (state.reason, seen[-20:])
+    assert relaunched and relaunched[-1] == "ready" and health_200_after_reset, (verdict_line(state), seen[-20:])
     assert {p.value for p in STARTUP} & set(relaunched), relaunched  # its own startup, not the old ready
     assert state.error is None and state.launches == 0 and state.shards is not None and state.shards.done == 8

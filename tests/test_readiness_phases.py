@@ -22,10 +22,11 @@ from tui.core.events import (
     SpeculativeHint,
     Tick,
 )
-from tui.core.explain import PROCESS_EXITED
+from tui.core.explain import PROCESS_EXITED, evidence
 from tui.core.readiness import FIND_GRACE_S, reduce
 from tui.core.state import Phase, Readiness
 from tui.core.vocab import MilestoneKind
+from tui.core.wording import verdict_line
 
 DAY = "2025-11-29"
 
@@ -81,7 +82,7 @@ def test_initial_state_is_starting_with_a_reason() -> None:
     s = Readiness()
     assert s.phase is Phase.STARTING
     s = reduce(s, Tick(), 5.0)
-    assert s.phase is Phase.STARTING and s.reason == "waiting for the first log line"
+    assert s.phase is Phase.STARTING and verdict_line(s) == "waiting for the first log line"
     assert s.first_seen_at == 5.0
 
 
@@ -139,7 +140,7 @@ def test_rate_and_eta_from_log_times() -> None:
     bar = s.shards
     assert bar is not None and bar.rate_per_s is not None and abs(bar.rate_per_s - 1.0) < 1e-9
     assert bar.eta_s is not None and abs(bar.eta_s - 54.0) < 1e-9
-    assert "10/64 shards, 1.0 shards/s, ETA 54 s" in s.reason
+    assert "10/64 shards, 1.0 shards/s, ETA 54 s" in verdict_line(s)
 
 
 def test_rate_from_the_clock_when_the_bar_has_no_time() -> None:
@@ -147,7 +148,7 @@ def test_rate_from_the_clock_when_the_bar_has_no_time() -> None:
     for i, d in enumerate((0, 2, 4, 6)):
         s = reduce(s, BarProgress("weights", d, 8), 100.0 + i * 0.5)  # 4 shards/s by the clock
     assert s.shards is not None and s.shards.rate_per_s == 4.0 and s.shards.eta_s == 0.5
-    assert "6/8 shards, 4.0 shards/s, ETA 1 s" in s.reason
+    assert "6/8 shards, 4.0 shards/s, ETA 1 s" in verdict_line(s)
 
 
 def test_rate_from_tqdm_elapsed_beats_coarse_log_time() -> None:
@@ -155,7 +156,7 @@ def test_rate_from_tqdm_elapsed_beats_coarse_log_time() -> None:
     frames = [BarProgress("weights", d, 14, elapsed_s=float(d // 2), remaining_s=7.0 - d / 2) for d in range(0, 9)]
     s = feed(frames, now=36000.0)
     assert s.shards is not None and s.shards.rate_per_s == 2.0 and s.shards.eta_s == 3.0
-    assert "8/14 shards, 2.0 shards/s, ETA 3 s" in s.reason
+    assert "8/14 shards, 2.0 shards/s, ETA 3 s" in verdict_line(s)
 
 
 def test_tqdm_remaining_is_the_eta_until_a_rate_exists() -> None:
@@ -223,7 +224,7 @@ def test_durations_fall_back_to_the_clock_without_log_times() -> None:
 def test_fired_up_without_health_info_is_ready() -> None:
     s = feed(startup())
     assert s.phase is Phase.READY and s.log_ready and not s.health_ready
-    assert "fired up" in s.reason
+    assert "fired up" in verdict_line(s)
 
 
 def test_fired_up_needs_health_200_when_health_answers() -> None:
@@ -231,28 +232,28 @@ def test_fired_up_needs_health_200_when_health_answers() -> None:
     s = reduce(s, HealthResult("/health", "starting", status=503), 36019.0)
     s = feed([Milestone("fired_up", **at(20))], s)
     assert s.log_ready and s.phase is Phase.WARMUP
-    assert "waiting for /health 200" in s.reason and "503 starting" in s.reason
-    assert any(e.startswith("health: /health 503 starting") for e in s.evidence)
+    assert "waiting for /health 200" in verdict_line(s) and "503 starting" in verdict_line(s)
+    assert any(e.startswith("health: /health 503 starting") for e in evidence(s))
     s = reduce(s, HealthResult("/health", "ok", status=200), 36022.0)
     assert s.phase is Phase.READY and s.health_ready and s.log_ready
-    assert "fired up" in s.reason and "200" in s.reason
+    assert "fired up" in verdict_line(s) and "200" in verdict_line(s)
 
 
 def test_health_200_alone_is_ready_but_says_so() -> None:
     # issue 17 case 2: a 200 with no log to vouch for it is ready only once SGLang's /model_info answers too
     s = reduce(Readiness(), HealthResult("/health", "ok", status=200), 1.0)
-    assert s.phase is Phase.STARTING and s.health_ready and "checking what answers" in s.reason
+    assert s.phase is Phase.STARTING and s.health_ready and "checking what answers" in verdict_line(s)
     s = reduce(s, HealthResult("/model_info", "ok", status=200, model_path="org/m"), 1.5)
     s = reduce(s, HealthResult("/health", "ok", status=200), 2.0)
     assert s.phase is Phase.READY and s.health_ready and not s.log_ready
-    assert "has not said fired up" in s.reason and "org/m" in s.reason
+    assert "has not said fired up" in verdict_line(s) and "org/m" in verdict_line(s)
 
 
 def test_health_200_while_the_log_loads_is_not_ready() -> None:
     s = feed(startup("load_begin"))
     s = reduce(s, HealthResult("/health", "ok", status=200), 36005.0)
     assert s.phase is Phase.LOADING_WEIGHTS and s.health_ready
-    assert any("another server on this port" in e for e in s.evidence)
+    assert any("another server on this port" in e for e in evidence(s))
 
 
 def test_health_200_with_a_warning_level_log_is_ready() -> None:
@@ -267,7 +268,7 @@ def test_v1_models_is_never_readiness() -> None:
         s = reduce(Readiness(), HealthResult(endpoint, "ok", status=200), 1.0)
         assert s.phase is Phase.WARMUP, endpoint  # evidence that uvicorn is up: warmup at most
         assert not s.health_ready and s.health_reachable
-        assert any("not a readiness signal" in e for e in s.evidence)
+        assert any("not a readiness signal" in e for e in evidence(s))
     s = feed(startup("uvicorn_running"))
     s = reduce(s, HealthResult("/v1/models", "ok", status=200), 36019.0)
     s = feed([Milestone("fired_up", **at(20))], s)
@@ -282,7 +283,7 @@ def test_unreachable_health_after_fired_up_is_not_ready() -> None:
     assert s.phase is Phase.WARMUP  # that refusal predates the fired-up line: uvicorn may answer now
     s = reduce(s, HealthResult("/health", "refused"), 36021.0)
     assert s.phase is Phase.WARMUP and not s.health_reachable
-    assert s.reason.startswith("up but not answering /health for 1.0s (last: /health refused")
+    assert verdict_line(s).startswith("up but not answering /health for 1.0s (last: /health refused")
 
 
 def test_a_probe_after_fired_up_that_answers_503_holds_ready_back() -> None:
@@ -310,7 +311,7 @@ def test_decode_after_ready_is_serving() -> None:
     )
     assert s.phase is Phase.SERVING
     assert s.decode is not None and s.decode.accept_len == 3.21 and s.decode.gen_throughput == 598.3
-    assert s.reason == "serving: 4 running, 598.3 tok/s, accept len 3.21"
+    assert verdict_line(s) == "serving: 4 running, 598.3 tok/s, accept len 3.21"
 
 
 def test_log_attached_mid_run_with_only_decoding_is_serving() -> None:
@@ -356,7 +357,7 @@ def test_root_cause_beats_a_generic_marker_and_the_first_root_cause_wins() -> No
     sigquit = Failure("other", "Received sigquit from a child process.", root_cause=False, **at(2))
     s = feed([marker, cause, noise, sigquit])
     assert s.error is not None and (s.error.kind, s.error.line) == ("oom", cause.line)
-    assert s.reason == f"failed (oom): {cause.line}"
+    assert verdict_line(s) == f"failed (out of memory): {cause.line}"
     s = feed([marker, Failure("other", "Initialization failed.", root_cause=False, **at(3))])
     assert s.error is not None and s.error.line == marker.line  # only markers: the first one
 
@@ -366,15 +367,19 @@ def test_dead_process_before_ready_is_failed_not_stalled() -> None:
     s = reduce(s, ServerProcess(alive=False), 36100.0)
     assert s.phase is Phase.FAILED and s.stall is None
     assert s.error is not None and (s.error.kind, s.error.line) == ("other", PROCESS_EXITED)
-    assert "dead process, not a stall" in s.reason and not any(e.startswith("log: server process") for e in s.evidence)
+    assert "dead process, not a stall" in verdict_line(s) and not any(
+        e.startswith("log: server process") for e in evidence(s)
+    )
     s = feed([Failure("oom", "torch.OutOfMemoryError: CUDA out of memory.", **at(101))], s)
-    assert s.error is not None and s.reason.startswith("failed (oom)")  # a late cause line still counts
+    assert s.error is not None and verdict_line(s).startswith(
+        "failed in loading weights (out of memory)"
+    )  # a late cause line still counts
 
 
 def test_a_new_process_after_a_death_waits_for_its_launch_line() -> None:
     s = reduce(feed(startup("load_begin")), ServerProcess(alive=False), 36100.0)
     s = reduce(s, ServerProcess(alive=True, pids=(9,)), 36101.0)
-    assert s.phase is Phase.FAILED and "a new one runs" in s.reason
+    assert s.phase is Phase.FAILED and "a new one runs" in verdict_line(s)
     s = feed([LaunchStarted(**at(102)), ServerArgs(tp_size=2, **at(102))], s)
     assert s.phase is Phase.STARTING and s.process_alive is None  # the new launch's processes: not found yet
 
@@ -402,7 +407,7 @@ def test_dead_process_after_ready_is_failed_not_ready() -> None:
         s = reduce(s, ServerProcess(alive=False, detail="server processes gone"), 36100.0)
         assert s.phase is Phase.FAILED and s.phase_since == 36100.0 and s.stall is None
         assert s.error is not None and (s.error.kind, s.error.line) == ("other", PROCESS_EXITED)
-        assert s.reason.startswith("failed: server process exited")
+        assert verdict_line(s).startswith("failed: server process exited")
         assert s.timeline[-1].phase is Phase.FAILED
 
 
@@ -410,7 +415,8 @@ def test_stopped_by_the_user_says_so() -> None:
     s = feed(startup("load_begin"))
     s = reduce(s, ControlResult("terminate", ok=True, command="kill -TERM -- -123"), 36010.0)
     s = reduce(s, ServerProcess(alive=False), 36011.0)
-    assert s.phase is Phase.FAILED and s.reason == "stopped by sglang-tui (terminate): no process of the server is left"
+    assert s.phase is Phase.FAILED and verdict_line(s) == "stopped by sglang-tui (terminate) during loading weights"
+    assert s.error is not None and s.error.stopped_by == "sglang-tui" and s.error.action == "terminate"
     assert s.error is not None and s.error.line == "stopped by sglang-tui (terminate)"
     assert s.last_control is not None and s.last_control.action == "terminate"
 
@@ -421,16 +427,16 @@ def test_a_kill_after_ready_is_stopped_by_the_tool_in_either_order() -> None:
                           (ServerProcess(alive=False), ControlResult("kill", ok=True))):  # fmt: skip
         s = feed(startup())
         s = reduce(reduce(s, first, 36050.0), second, 36051.0)
-        assert s.phase is Phase.FAILED and s.reason.startswith("stopped by sglang-tui (kill)")
+        assert s.phase is Phase.FAILED and verdict_line(s).startswith("stopped by sglang-tui (kill)")
         s = feed([Failure("exception", "Traceback … KeyboardInterrupt", **at(52))], s)
-        assert s.reason.startswith("stopped by sglang-tui (kill)")  # the kill's own noise is not the cause
+        assert verdict_line(s).startswith("stopped by sglang-tui (kill)")  # the kill's own noise is not the cause
 
 
 def test_a_stop_long_ago_or_a_failed_one_is_not_the_cause() -> None:
     s = reduce(feed(startup()), ControlResult("kill", ok=False, survivors=(7,)), 36050.0)
     assert s.phase is Phase.READY  # a kill that left survivors stops nothing
     s = reduce(s, ServerProcess(alive=False), 36051.0)
-    assert s.reason.startswith("failed: server process exited")
+    assert verdict_line(s).startswith("failed: server process exited")
     s = reduce(Readiness(), ControlResult("terminate", ok=True, detail="nothing to stop"), 35995.0)
     s = feed(startup("load_begin"), s)  # a launch after that stop: its death 11 s later is not our stop
     s = reduce(reduce(s, ServerProcess(alive=True, pids=(5,)), 36005.0), ServerProcess(alive=False), 36006.0)
@@ -440,7 +446,7 @@ def test_a_stop_long_ago_or_a_failed_one_is_not_the_cause() -> None:
 def test_a_log_failure_keeps_its_cause_when_the_user_stops_the_rest() -> None:
     oom = Failure("oom", "torch.OutOfMemoryError: CUDA out of memory.", **at(6))
     s = reduce(feed(startup("load_begin") + [oom]), ControlResult("kill", ok=True), 36050.0)
-    assert s.reason == f"failed (oom): {oom.line}"
+    assert verdict_line(s) == f"failed in loading weights (out of memory): {oom.line}"
 
 
 def test_the_first_event_starts_the_phase_clock() -> None:
@@ -502,7 +508,7 @@ def test_per_rank_state_from_milestones() -> None:
     assert names == ["TP0", "TP1", "TP10"]  # natural order
     tp0 = s.ranks[0]
     assert tp0.last_milestone == "load_end" and tp0.avail_mem_gb == 120.0 and tp0.mem_usage_gb == 16.5
-    assert "log: Load weight end on 3/11 ranks 10:00:10" in s.evidence
+    assert "log: Load weight end on 3/11 ranks 10:00:10" in evidence(s)
 
 
 def test_tp1_milestones_without_rank_belong_to_tp0() -> None:
@@ -517,7 +523,7 @@ def test_log_activity_connection_and_control_are_stored() -> None:
     s = reduce(s, ConnectionState("reconnecting", "connection lost"), 2.0)
     s = reduce(s, ConnectionState("reconnecting", "retry 2"), 3.0)
     assert (s.connection, s.connection_detail, s.connection_since) == ("reconnecting", "retry 2", 2.0)
-    assert "link: reconnecting retry 2" in s.evidence
+    assert "link: reconnecting retry 2" in evidence(s)
     result = ControlResult("kill", ok=False, detail="2 survivors", survivors=(12, 13))
     assert reduce(s, result, 4.0).last_control == result
 

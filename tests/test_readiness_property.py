@@ -28,6 +28,7 @@ from tui.core.events import (
 from tui.core.readiness import FIND_GRACE_S, MILESTONE_PHASE, reduce
 from tui.core.report import format_report, to_json
 from tui.core.state import PHASE_ORDER, Phase, Readiness
+from tui.core.wording import verdict_line
 
 times = st.one_of(st.none(), st.floats(min_value=0, max_value=1e6, allow_nan=False))
 ranks = st.one_of(st.none(), st.sampled_from(["TP0", "TP1", "TP7", "DP1 TP3", "rank5"]))
@@ -139,7 +140,7 @@ def test_phase_only_moves_forward(sequence: list[tuple[object, float]]) -> None:
         if new.process_alive is False:
             assert new.stall is None
         assert sum(1 for span in new.timeline if span.model == "main" and span.ended_at is None) <= 1
-        assert new.reason
+        assert verdict_line(new)
         s = new
     to_json(s)
     format_report(s)

@@ -11,6 +11,7 @@ from tui.core import fmt
 from tui.core.events import BatchStats, Failure, Milestone
 from tui.core.report import JSON_KEYS, format_report, format_timeline, to_json
 from tui.core.state import Readiness
+from tui.core.wording import verdict_line
 
 
 @pytest.mark.parametrize(
@@ -47,7 +48,7 @@ def test_to_json_has_exactly_the_design_keys() -> None:
     assert tuple(obj) == JSON_KEYS == (
         "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta",
     )  # fmt: skip
-    assert obj["reason"] == s.reason and obj["reason"].startswith("serving")
+    assert obj["reason"] == verdict_line(s) and obj["reason"].startswith("serving")
     assert obj["eta"] == {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0}
     assert obj["phase"] == "serving" and obj["shards"] == {"done": 4, "total": 4}
     assert obj["tp_size"] == 2 and obj["speculative"] == "EAGLE3" and obj["error"] is None

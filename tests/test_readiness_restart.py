@@ -18,8 +18,10 @@ from tui.core.events import (
     Milestone,
     ServerArgs,
 )
+from tui.core.explain import evidence
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 OK = HealthResult("/health", "ok", status=200)
 STARTING = HealthResult("/health", "starting", status=503)
@@ -50,8 +52,8 @@ def test_a_truncated_log_starts_over_and_keeps_host_facts() -> None:
     assert not s.log_ready and not s.health_ready and s.log_offset == 0 and s.milestone_ranks == ()
     assert s.launches == 0  # not a second launch in the same log
     assert s.connection == "connected" and s.gpus == GPUS and s.gpu_history
-    assert s.health == (OK,) and any(e.startswith("health: /health 200") for e in s.evidence)  # shown, with its age
-    assert s.reason == "waiting for the first log line"
+    assert s.health == (OK,) and any(e.startswith("health: /health 200") for e in evidence(s))  # shown, with its age
+    assert verdict_line(s) == "waiting for the first log line"
 
 
 def test_the_new_launch_moves_through_startup_again() -> None:
@@ -68,11 +70,11 @@ def test_the_old_health_200_does_not_make_the_new_startup_ready() -> None:
     s = feed(new_launch(100) + ranks("graph_end", 110) + [Milestone("uvicorn_running", **at(112))], s)
     s = feed([Milestone("fired_up", **at(114))], s)
     assert s.phase is Phase.WARMUP and s.log_ready and not s.health_ready  # the 200 it had was the old server's
-    assert s.reason.startswith("log says fired up; waiting for /health 200")
+    assert verdict_line(s).startswith("log says fired up; waiting for /health 200")
     s = reduce(s, STARTING, 36115.0)
     assert s.phase is Phase.WARMUP
     s = reduce(s, OK, 36116.0)
-    assert s.phase is Phase.READY and s.reason == "ready: the log says fired up and /health answers 200"
+    assert s.phase is Phase.READY and verdict_line(s) == "ready: the log says fired up and /health answers 200"
 
 
 def test_other_resets_keep_the_launch() -> None:
@@ -85,7 +87,7 @@ def test_our_restart_starts_over_before_the_log_shows_it() -> None:
     s = reduce(ready_server(), ControlResult("restart", ok=True, detail="started pid 9"), 36100.0)
     assert s.phase is Phase.STARTING and s.launched and not s.health_ready and s.shards is None
     assert s.launches == 0 and s.last_control is not None and s.last_control.action == "restart"
-    assert s.reason == "launched; waiting for the ranks to start"
+    assert verdict_line(s) == "launched; waiting for the ranks to start"
     s = reduce(s, LogReset("truncated"), 36101.0)  # its `> LOG` reaches the tail later
     s = feed(new_launch(102), s)
     assert s.phase is Phase.INIT and s.launches == 0 and s.launched
@@ -106,6 +108,6 @@ def test_a_failed_launch_changes_nothing() -> None:
 
 def test_our_launch_of_a_stopped_server_starts_over() -> None:
     s = reduce(ready_server(), ControlResult("terminate", ok=True), 36100.0)
-    assert s.phase is Phase.FAILED and s.reason.startswith("stopped by sglang-tui (terminate)")
+    assert s.phase is Phase.FAILED and verdict_line(s).startswith("stopped by sglang-tui (terminate)")
     s = reduce(s, ControlResult("launch", ok=True), 36200.0)
     assert s.phase is Phase.STARTING and s.error is None and s.process_alive is None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from tests.test_readiness_phases import feed, startup
 from tui.core.events import HealthResult, LaunchStarted, LogActivity, LogFile, ServerProcess, Tick
+from tui.core.explain import evidence
 from tui.core.readiness import FIND_GRACE_S, reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 UNSEEN = ServerProcess(alive=False, detail="cannot see", visible=False, owner_uid=0)
 CANNOT_SEE = "cannot see the server's processes (owned by uid 0; watch as that user or root)"
@@ -18,14 +20,14 @@ def test_processes_that_cannot_be_seen_are_never_gone() -> None:
         s = reduce(s, UNSEEN, now)
         assert s.phase is Phase.LOADING_WEIGHTS and s.process_alive is None and s.error is None
     assert not s.process_visible and s.process_owner_uid == 0
-    assert f"process: {CANNOT_SEE}" in s.evidence
+    assert f"process: {CANNOT_SEE}" in evidence(s)
 
 
 def test_ready_from_the_log_and_health_says_it_cannot_see() -> None:
     s = reduce(feed(startup("fired_up")), UNSEEN, 36021.0)
     s = reduce(s, HealthResult("/health", "ok", status=200), 36022.0)
     assert s.phase is Phase.READY
-    assert s.reason == f"ready: the log says fired up and /health answers 200; {CANNOT_SEE}"
+    assert verdict_line(s) == f"ready: the log says fired up and /health answers 200; {CANNOT_SEE}"
 
 
 def test_seeing_them_again_clears_it() -> None:
@@ -39,14 +41,14 @@ def test_seeing_them_again_clears_it() -> None:
 def test_an_unknown_owner_is_said_as_another_user() -> None:
     s = reduce(Readiness(), ServerProcess(alive=False, visible=False), 1.0)
     expected = "process: cannot see the server's processes (owned by another user; watch as that user or root)"
-    assert expected in s.evidence
+    assert expected in evidence(s)
 
 
 def test_a_missing_log_is_named_in_the_reason_until_bytes_arrive() -> None:
     s = reduce(Readiness(), LogFile("missing", "/srv/typo.log"), 1.0)
-    assert s.reason == "log file missing: /srv/typo.log"  # what is missing, not "waiting for the first log line"
+    assert verdict_line(s) == "log file missing: /srv/typo.log"  # what is missing, not "waiting for the first log line"
     s = reduce(s, LogActivity(6, b"hello\n"), 2.0)
-    assert s.reason == "waiting for the first log line" and s.log_file == LogFile("ok", "/srv/typo.log")
+    assert verdict_line(s) == "waiting for the first log line" and s.log_file == LogFile("ok", "/srv/typo.log")
 
 
 def test_each_unreadable_log_has_its_words() -> None:
@@ -57,35 +59,40 @@ def test_each_unreadable_log_has_its_words() -> None:
     }
     for status, text in words.items():
         s = reduce(Readiness(), LogFile(status, "/l"), 1.0)
-        assert s.reason == f"waiting for the first log line: {text}" and f"log: {text}" in s.evidence
+        said = (
+            f"{text}; pass the log file inside it"
+            if status == "directory"
+            else f"waiting for the first log line: {text}"
+        )
+        assert verdict_line(s) == said and f"log: {text}" in evidence(s)
 
 
 def test_unreadable_mid_load_is_named_after_the_progress_and_in_a_stall() -> None:
     s = reduce(feed(startup("weights")), LogFile("permission_denied", "/l"), 36010.0)
-    assert s.phase is Phase.LOADING_WEIGHTS and s.reason.endswith("; permission denied: /l"), s.reason
+    assert s.phase is Phase.LOADING_WEIGHTS and verdict_line(s).endswith("; permission denied: /l"), verdict_line(s)
     s = reduce(s, Tick(), 36010.0 + 3600)
     assert (
         s.stall is not None
-        and s.reason.startswith("stalled in loading_weights")
-        and s.reason.endswith("; permission denied: /l")
+        and verdict_line(s).startswith("stalled in loading weights")
+        and verdict_line(s).endswith("; permission denied: /l")
     )
 
 
 def test_a_followed_log_is_said_while_loading_not_once_ready() -> None:
     s = reduce(feed(startup("weights")), LogFile("rotated_following", "/l", "/l.1", 42), 36010.0)
-    assert s.reason.endswith("; log rotated: the server still writes to /l.1; following it")
+    assert verdict_line(s).endswith("; log rotated: the server still writes to /l.1; following it")
     s = feed(startup("fired_up")[len(startup("weights")) :], s)
     s = reduce(s, HealthResult("/health", "ok", status=200), 36030.0)
-    assert s.phase is Phase.READY and "rotated" not in s.reason
-    assert "log: log rotated: the server still writes to /l.1; following it" in s.evidence
+    assert s.phase is Phase.READY and "rotated" not in verdict_line(s)
+    assert "log: log rotated: the server still writes to /l.1; following it" in evidence(s)
     d = reduce(Readiness(), LogFile("deleted_following", "/l", "/proc/42/fd/1", 42), 1.0)
-    assert "log: log deleted; following the server's stdout (pid 42)" in d.evidence
+    assert "log: log deleted; following the server's stdout (pid 42)" in evidence(d)
 
 
 def test_a_symlinked_log_is_warned_with_its_target() -> None:
     s = reduce(Readiness(), LogFile("ok", "/srv/log", symlink="/etc/shadow"), 1.0)
-    assert "log: log path /srv/log is a symlink to /etc/shadow" in s.evidence
-    assert s.reason == "waiting for the first log line"
+    assert "log: log path /srv/log is a symlink to /etc/shadow" in evidence(s)
+    assert verdict_line(s) == "waiting for the first log line"
 
 
 def test_a_new_launch_keeps_what_describes_the_host_and_the_path() -> None:
@@ -93,7 +100,7 @@ def test_a_new_launch_keeps_what_describes_the_host_and_the_path() -> None:
     s = reduce(s, LogFile("ok", "/srv/log", symlink="/data/run.log"), 36006.0)
     s = reduce(s, LaunchStarted(), 36007.0)
     assert s.phase is Phase.STARTING and not s.process_visible and s.process_owner_uid == 0
-    assert "log: log path /srv/log is a symlink to /data/run.log" in s.evidence
+    assert "log: log path /srv/log is a symlink to /data/run.log" in evidence(s)
 
 
 def test_an_old_log_read_after_the_first_200_is_not_growth_for_a_watcher_that_cannot_see() -> None:
@@ -110,9 +117,11 @@ def test_an_old_log_read_after_the_first_200_is_not_growth_for_a_watcher_that_ca
     s = feed(startup("fired_up"), s, now=100.5)
     s = reduce(s, UNSEEN, 101.0)
     s = reduce(s, PortOwner(1), 101.5)
-    assert s.phase is Phase.WARMUP and "the log has shown nothing since /health said 200" in s.reason, s.reason
+    assert s.phase is Phase.WARMUP and "the log has shown nothing since /health said 200" in verdict_line(s), (
+        verdict_line(s)
+    )
     s = reduce(s, LogActivity(5100, b'"GET /health?from=sglang-tui HTTP/1.1" 200 OK\n'), 102.0)  # it grew
-    assert s.phase is Phase.READY, s.reason
+    assert s.phase is Phase.READY, verdict_line(s)
 
 
 def test_a_listener_that_writes_the_followed_log_is_the_server_after_a_rotation() -> None:
@@ -135,6 +144,8 @@ def test_a_listener_that_writes_the_followed_log_is_the_server_after_a_rotation(
     assert watched(LogFile("rotated_following", "/l", "/l.1", 42)).phase is Phase.READY
     assert watched(LogFile("deleted_following", "/l", "/proc/42/fd/1", 42)).phase is Phase.READY
     lookalike = watched(LogFile("ok", "/l"))
-    assert lookalike.phase is Phase.WARMUP and "no process writes the log" in lookalike.reason, lookalike.reason
+    assert lookalike.phase is Phase.WARMUP and "no process writes the log" in verdict_line(lookalike), verdict_line(
+        lookalike
+    )
     other = watched(LogFile("rotated_following", "/l", "/l.1", 77))  # another process writes the followed file
-    assert other.phase is Phase.WARMUP and "no process writes the log" in other.reason, other.reason
+    assert other.phase is Phase.WARMUP and "no process writes the log" in verdict_line(other), verdict_line(other)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, LogActivity, Milestone, ServerProcess, Tick
+from tui.core.explain import evidence
+from tui.core.names import phase_words
 from tui.core.readiness import reduce
 from tui.core.stall import BEFORE_FIRST_SHARD, limit_for, stall_for
 from tui.core.state import Phase, Readiness
 from tui.core.vocab import MilestoneKind
+from tui.core.wording import verdict_line
 
 GB = 1 << 30
 
@@ -45,8 +48,8 @@ def test_stall_after_the_phase_limit_on_ticks(kind: MilestoneKind, phase: Phase,
     assert s.stall is None
     s = reduce(s, Tick(), limit + 1)
     assert s.stall is not None and s.stall.since == 0.0 and s.stall.limit_s == limit
-    assert s.reason.startswith(f"stalled in {phase.value}: no progress on any signal")
-    assert any(e.startswith("stall: ") for e in s.evidence)
+    assert verdict_line(s).startswith(f"stalled in {phase_words(phase)}: no progress on any signal")
+    assert any(e.startswith("stall: ") for e in evidence(s))
 
 
 @pytest.mark.parametrize(
@@ -67,7 +70,7 @@ def test_progress_on_any_signal_clears_the_stall(progress: object) -> None:
     assert s.stall is not None
     s = reduce(s, progress, 401.0)  # type: ignore[arg-type]
     assert s.stall is None and s.last_progress_at == 401.0
-    assert not s.reason.startswith("stalled")
+    assert not verdict_line(s).startswith("stalled")
 
 
 def test_small_gpu_memory_noise_is_not_progress() -> None:
@@ -140,4 +143,4 @@ def test_an_unchanged_stall_stays_equal_between_ticks() -> None:
     later = reduce(s, Tick(), 410.0)
     assert later.stall is s.stall and later.stall is not None
     assert later.stall.detail == "last progress: log: kv_alloc"
-    assert "no progress on any signal for 6m50s (limit 5m00s in kv_cache)" in later.reason
+    assert "no progress on any signal for 6m50s (limit 5m00s in KV cache)" in verdict_line(later)

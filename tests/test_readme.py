@@ -166,14 +166,28 @@ def test_the_faults_readme_lists_are_the_simulators() -> None:
     assert set(re.findall(r"[a-z][a-z-]+", match.group(1))) == set(FAULTS)
 
 
-def test_the_exit_codes_are_each_commands_own() -> None:
-    rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", section("Exit codes"), re.M)
-    assert {command for command, _ in rows} >= {"wait", "stop", "dump", "bench"}, rows
-    for command, text in rows:
-        said = {int(code) for code in re.findall(r"(?:^|·)\s*(\d+)\b", text)}
-        module = importlib.import_module(f"tui.commands.{command}")
-        codes = {v for k, v in vars(module).items() if k.startswith("EXIT_") and isinstance(v, int)}
-        assert said == codes, f"README: {command} exits {sorted(said)}; tui/commands/{command}.py: {sorted(codes)}"
+def test_the_exit_codes_are_the_one_table() -> None:
+    """README's table is tui/core/exitcodes.py's: each code's meaning, and exactly the commands that give it."""
+    from tui.core.exitcodes import MEANING, USES
+
+    rows = re.findall(r"^\| (\d+) \| (.*?) \| (.*) \|$", section("Exit codes"), re.M)
+    assert {int(code) for code, _, _ in rows} == set(MEANING), rows
+    for code, meaning, given_by in rows:
+        assert meaning.startswith(MEANING[int(code)].split(" /")[0]), (code, meaning, MEANING[int(code)])
+        said = set(re.findall(r"`(\w+)`", given_by))
+        assert said == {command for command, codes in USES.items() if int(code) in codes}, (code, said)
+
+
+def test_every_code_a_command_returns_is_in_its_row_of_the_table() -> None:
+    """The EXIT_ constants each command's modules use (tui/commands/COMMAND*.py) are codes the table gives it."""
+    from tui.core.exitcodes import EXIT_INTERRUPTED, USES
+
+    commands = ROOT / "tui" / "commands"
+    for command, codes in USES.items():
+        for path in sorted(commands.glob(f"{command}*.py")):
+            module = importlib.import_module(f"tui.commands.{path.stem}")
+            used = {v for k, v in vars(module).items() if k.startswith("EXIT_") and isinstance(v, int)}
+            assert used - {EXIT_INTERRUPTED} <= set(codes), f"{path.name}: {sorted(used)}; the table: {sorted(codes)}"
 
 
 def said(given: Given) -> dict[str, object]:

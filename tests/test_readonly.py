@@ -14,6 +14,7 @@ from tests.helpers.sim import wait_for_log
 from tui.commands.options import WatchOptions
 from tui.commands.watch import build_app
 from tui.core.config import Target, WatchConfig
+from tui.core.wording import verdict_line
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
 from tui.sources.procwatch import ProcessWatch
@@ -53,7 +54,7 @@ async def test_a_read_only_session_builds_no_controller_and_still_watches_the_pr
                     await pilot.pause(0.05)
                     if app.state.process_alive and "process: alive" in app.query_one(HeaderPane).shown:
                         break
-                assert app.state.process_alive is True, app.state.reason
+                assert app.state.process_alive is True, verdict_line(app.state)
                 assert "process: alive" in app.query_one(HeaderPane).shown
                 assert server.pid in app.state.process_pids
         finally:

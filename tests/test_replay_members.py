@@ -44,7 +44,7 @@ def test_a_failed_node_fails_the_deployment_and_the_reason_names_it(replay) -> N
     assert code == 0 and out["phase"] == "failed"
     members = out["members"]
     assert isinstance(members, list) and members[1]["error"]["kind"] == "oom"
-    assert members[1]["reason"].startswith("failed (oom)")
+    assert members[1]["reason"].startswith("failed in loading weights (out of memory): ")
 
 
 def test_a_bad_second_file_is_one_line(cli: Cli) -> None:

@@ -33,6 +33,7 @@ from tui.commands.watch import build_app
 from tui.core.eta import estimate
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 from tui.ui.app import SglangTui
 from tui.ui.screens.bench import BenchResultScreen
 from tui.ui.screens.confirm import ConfirmScreen
@@ -75,7 +76,7 @@ class Run:
         deadline = time.monotonic() + limit
         while not ok(self.state):
             if time.monotonic() > deadline:
-                raise AssertionError(f"not within {limit:g} s: {what}; the state: {self.state.reason}")
+                raise AssertionError(f"not within {limit:g} s: {what}; the state: {verdict_line(self.state)}")
             await self.pilot.pause(0.1)
 
     async def until_screen(self, kind: type, limit: float = PHASE_LIMIT_S) -> None:

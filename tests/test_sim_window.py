@@ -10,6 +10,7 @@ from tests.helpers.processes import Sims
 from tests.helpers.sim import wait_for_log
 from tui.commands.replay import replay_stream
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 
 SPEED = 500.0
 
@@ -27,7 +28,7 @@ def test_windows_of_a_real_startup_log_read_as_their_phase(sim: Sims) -> None:
     jit = window(log, b"Try DeepGEMM JIT Compiling", b"Capture ")
     assert jit.phase is Phase.KV_CACHE and jit.mid_run is not None and jit.mid_run.kind == "jit_kernel"
     assert jit.mid_run.rank in ("TP0", "TP1")  # every rank compiles; whichever printed first
-    assert f"attached mid-run: the log starts at {jit.mid_run.rank}'s DeepGEMM JIT compile" in jit.reason
+    assert f"attached mid-run: the log starts at {jit.mid_run.rank}'s DeepGEMM JIT compile" in verdict_line(jit)
     ready = window(log, b"Try DeepGEMM JIT Compiling", b"[EPLBManager]")
     assert ready.phase is Phase.READY and ready.mid_run == jit.mid_run
     serving = window(log, b"[EPLBManager] rebalance start")

@@ -162,7 +162,7 @@ def test_a_hang_on_node1_is_stalled_and_names_node1(cluster: SlurmCluster, tmp_p
     assert final["members"][1]["reason"].startswith("stalled loading weights")
     assert final["members"][0]["phase"] == "loading_weights"  # node 0 cannot go on: its collective waits for node 1
     assert proc.stderr is not None
-    assert proc.stderr.read().splitlines()[-1].startswith("sglang-tui wait: stalled in loading_weights: node1")
+    assert proc.stderr.read().splitlines()[-1].startswith("sglang-tui wait: stalled in loading weights: node1")
 
 
 def test_no_such_job_and_a_bad_target_are_one_line(cluster: SlurmCluster, cli: Cli) -> None:

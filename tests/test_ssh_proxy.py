@@ -60,7 +60,7 @@ def stop_through(cfg: Path) -> subprocess.CompletedProcess[str]:
 def test_a_working_proxy_command_connects(sshd: Sshd, tmp_path: Path) -> None:
     (tmp_path / "relay.py").write_text(RELAY)
     run = stop_through(config(tmp_path, sshd, f"{sys.executable} {tmp_path / 'relay.py'} %h %p"))
-    assert run.returncode == 3 and "no server found on port 1" in run.stderr, run.stderr
+    assert run.returncode == 6 and "no server found on port 1" in run.stderr, run.stderr
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The state is small records, one per fact (issue 10): equal facts give equal states, a Tick with nothing new
-gives an equal state, an event rebuilds only the record it touches, and the words are the views' (explain)."""
+gives an equal state, an event rebuilds only the record it touches, and the words are the views' (wording, explain)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from tests.test_readiness_property import events
 from tui.core.events import BarProgress, Event, HealthResult, Milestone, ServerArgs, Tick
-from tui.core.explain import explain
+from tui.core.explain import evidence
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
+from tui.core.wording import verdict_line
 
 
 def _loading() -> Readiness:
@@ -35,14 +36,16 @@ def test_two_ticks_with_nothing_new_give_an_equal_state_and_the_words_still_age(
     stalled = reduce(s, Tick(), 2000.0)
     later = reduce(stalled, Tick(), 2010.0)
     assert stalled.stall is not None and later == stalled
-    assert explain(stalled, 2000.0) != explain(later, 2010.0)  # the age is the views' words, from equal facts
+    assert verdict_line(stalled, 2000.0) != verdict_line(later, 2010.0)  # the age is the views' words, from equal facts
 
 
 def test_the_words_are_not_facts() -> None:
     names = {f.name for f in fields(Readiness)}
     assert "reason" not in names and "evidence" not in names
+    assert not hasattr(Readiness, "reason") and not hasattr(Readiness, "evidence")  # the views' words, not the state's
     s = _loading()
-    assert s.reason == explain(s, s.updated_at)[0] and s.evidence == explain(s, s.updated_at)[1]
+    assert verdict_line(s) == verdict_line(s, s.updated_at) and evidence(s) == evidence(s, s.updated_at)
+    assert verdict_line(s).startswith("loading weights: 3/8 shards") and "log: shards 3/8" in evidence(s)
 
 
 def test_an_event_rebuilds_only_the_records_it_touches() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import free_port
-from tui.commands.stop import report
+from tui.commands.stop_report import report
 from tui.core.events import ControlResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,18 +100,18 @@ def test_force_kills_a_server_that_ignores_term(scene: dict, stop) -> None:
     assert [p for p in pids if alive(p)] == [] and alive(scene["bystander"].pid)
 
 
-def test_nothing_running_is_exit_3(scene: dict, stop) -> None:
+def test_nothing_running_is_exit_6(scene: dict, stop) -> None:
     """Issue 17 case 8: nothing found is not "GPUs free" (it was exit 0 "nothing to stop")."""
     run = stop(*local_args(scene))
-    assert run.returncode == 3 and run.stdout == ""
+    assert run.returncode == 6 and run.stdout == ""
     assert f"no server found on port {scene['port']} / log {scene['log']}" in run.stderr
 
 
-def test_wrong_port_is_exit_3_and_leaves_the_server_running(scene: dict, stop) -> None:
+def test_wrong_port_is_exit_6_and_leaves_the_server_running(scene: dict, stop) -> None:
     main = scene["start"]()
     wrong = free_port()
     run = stop("local", "--port", str(wrong), "--sim-gpus", str(scene["state"]))
-    assert run.returncode == 3 and f"no server found on port {wrong}" in run.stderr, run.stderr
+    assert run.returncode == 6 and f"no server found on port {wrong}" in run.stderr, run.stderr
     assert main.poll() is None
 
 

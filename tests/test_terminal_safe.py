@@ -14,8 +14,8 @@ from textual.notifications import Notify
 from tests.helpers.processes import Cli, Sims
 from tests.helpers.sshd import free_port
 from tests.helpers.ui_fakes import FakeBatchSource, FakeClock, Step, make_app, play
-from tui.commands.wait import EXIT_TIMEOUT
 from tui.core.events import LogFile
+from tui.core.exitcodes import EXIT_TIMEOUT
 from tui.core.termtext import terminal_safe
 from tui.ui.panes.header import HeaderPane
 from tui.ui.text import safe_text

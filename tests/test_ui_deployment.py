@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Sims
-from tui.commands.wait_deployment import MemberFolder, deployment_of
 from tui.core.state import Phase
+from tui.core.wording import verdict_line
 from tui.sources.deployment import DeploymentMonitor, node_specs
+from tui.sources.deployment_session import MemberFolder, deployment_of
 from tui.sources.local import LocalHost
 from tui.ui.app import UiSources
 from tui.ui.deployment_app import DeploymentTui, MembersPane
@@ -46,10 +47,10 @@ async def _two_nodes_to_ready(tmp_path: Path, sim: Sims, shots: Path) -> None:
             saw_wait = False
             for _ in range(1200):
                 await pilot.pause(0.05)
-                saw_wait = saw_wait or "node1" in app.state.reason
+                saw_wait = saw_wait or "node1" in verdict_line(app.state)
                 if app.state.phase in (Phase.READY, Phase.SERVING) and app.query_one(GpuPane).row_count == 16:
                     break
-            assert app.state.phase in (Phase.READY, Phase.SERVING), app.state.reason
+            assert app.state.phase in (Phase.READY, Phase.SERVING), verdict_line(app.state)
             assert saw_wait  # the verdict named the other node on the way
             assert app.state.server.tp_size == 16
             gpus = app.query_one(GpuPane)
@@ -60,7 +61,7 @@ async def _two_nodes_to_ready(tmp_path: Path, sim: Sims, shots: Path) -> None:
             assert members.count("weights ") == 2  # a timeline per node
             rows = members.splitlines()  # QA pass: node1's own log ends in capture (no "fired up" on a
             assert rows[2].startswith("node1") and "+" not in rows[3], members  # non-zero node): not ticking on
-            assert app.state.reason == "ready: 2 nodes, tp 16" and "TP16" in app.query_one(HeaderPane).shown
+            assert verdict_line(app.state) == "ready: 2 nodes, tp 16" and "TP16" in app.query_one(HeaderPane).shown
             app.save_screenshot(filename="deployment_2x8_ready.svg", path=str(shots))
     finally:
         await monitor.close()

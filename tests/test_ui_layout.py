@@ -77,10 +77,9 @@ def test_footer_drops_the_least_important_keys_first_and_never_the_dangerous_one
 
 def test_user_facing_words_for_phases_and_error_kinds() -> None:
     from tui.core.state import ErrorInfo, Phase
-    from tui.ui.labels import error_badge, kind_words, people_words, phase_words
+    from tui.ui.labels import error_badge, kind_words, phase_words
 
     assert phase_words(Phase.LOADING_WEIGHTS) == "loading weights"
-    assert people_words("stalled in loading_weights: no shard for 5m") == "stalled in loading weights: no shard for 5m"
     assert [kind_words(k) for k in ("oom", "nccl", "port_in_use")] == ["out of memory", "NCCL", "port in use"]
     assert error_badge(ErrorInfo("other", "something broke"))[0] == " ✗ FAILED "  # never "✗ OTHER"
     assert error_badge(ErrorInfo("port_in_use", "Errno 98"))[0] == " ✗ PORT IN USE "

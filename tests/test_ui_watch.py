@@ -17,6 +17,7 @@ from tui.commands.options import WatchOptions
 from tui.commands.watch import build_app
 from tui.core.config import Target, WatchConfig
 from tui.core.state import Phase
+from tui.core.wording import verdict_line
 from tui.sources.control_cmds import pidfile_for
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
@@ -114,7 +115,7 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys(spawn: Spa
                         seen_shards.add(app.state.shards.done)
                     if app.state.phase in (Phase.READY, Phase.SERVING):
                         break
-                assert app.state.phase in (Phase.READY, Phase.SERVING), app.state.reason
+                assert app.state.phase in (Phase.READY, Phase.SERVING), verdict_line(app.state)
                 assert app.state.shards is not None and app.state.shards.total == 64 and len(seen_shards) > 1
                 assert app.query_one(GpuPane).row_count == 8
                 await pilot.press("K")
@@ -188,7 +189,7 @@ async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: 
                 await pilot.pause(0.05)
                 if app.state.phase in (Phase.READY, Phase.SERVING):
                     break
-            assert app.state.phase in (Phase.READY, Phase.SERVING), app.state.reason
+            assert app.state.phase in (Phase.READY, Phase.SERVING), verdict_line(app.state)
             header = app.query_one(HeaderPane).shown
             assert "last action: launch done: started pid" in header and "process: alive" in header
     finally:

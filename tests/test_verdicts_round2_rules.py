@@ -11,6 +11,7 @@ from tui.core.forwarders import forwarder
 from tui.core.liveness import failure_settling, ready_confirmed
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
+from tui.core.wording import deployment_line, verdict_line
 from tui.sources.control_cmds import disagreement, latest_launch, launches, parse_find, pick_main
 
 WATCHED = Readiness.of(health_probed=True, health_port=30000, log_watched=True, process_watched=True)
@@ -56,10 +57,10 @@ def test_an_earlier_launch_on_the_port_is_something_else() -> None:
     owner = PortOwner(30000, 100, "python -m sglang.launch_server", ours=False, earlier=True)
     s = reduce(reduce(WATCHED.evolve(phase=Phase.LOADING_WEIGHTS, launched=True), owner, 1.0), _HEALTH_OK, 1.1)
     assert s.phase is Phase.LOADING_WEIGHTS
-    assert s.reason.endswith(
+    assert verdict_line(s).endswith(
         "; something else answers on port 30000: PID 100 (python -m sglang.launch_server) listens there: an earlier "
         "launch in the same log, not its latest"
-    ), s.reason
+    ), verdict_line(s)
 
 
 # --------------------------------------------------------------------------------------- forwarders (6)
@@ -82,13 +83,15 @@ def test_behind_a_forwarder_the_identity_probe_decides_and_the_verdict_says_so()
     owner = PortOwner(30000, 812, "socat TCP-LISTEN:30000,fork TCP:127.0.0.1:31000", None, forwarder="socat")
     up = WATCHED.evolve(log_ready=True, launched=True, process_alive=True)
     s = reduce(reduce(up, owner, 1.0), _HEALTH_OK, 1.1)
-    assert s.phase is not Phase.READY and "relays the port; asking what answers behind it" in s.reason, s.reason
+    assert s.phase is not Phase.READY and "relays the port; asking what answers behind it" in verdict_line(s), (
+        verdict_line(s)
+    )
     named = HealthResult("/model_info", "ok", 200, model_path="org/m", detail="org/m")
     s = reduce(reduce(reduce(up, owner, 1.0), named, 1.1), _HEALTH_OK, 1.2)
-    assert s.phase is Phase.READY and s.reason.endswith("; behind socat (pid 812)"), s.reason
+    assert s.phase is Phase.READY and verdict_line(s).endswith("; behind socat (pid 812)"), verdict_line(s)
     other = HealthResult("/model_info", "http_error", 404, detail="HTTP 404")
     s = reduce(reduce(reduce(up, owner, 1.0), other, 1.1), _HEALTH_OK, 1.2)
-    assert s.phase is not Phase.READY and "something else answers" in s.reason  # it relays something else
+    assert s.phase is not Phase.READY and "something else answers" in verdict_line(s)  # it relays something else
 
 
 # ----------------------------------------------------------------------- port and log disagree (3)
@@ -198,11 +201,11 @@ def test_a_nonzero_node_is_ready_only_once_its_processes_are_seen_alive() -> Non
     node1 = Readiness.of(process_watched=True, phase=Phase.CUDA_GRAPH)
     dep = dm.nodes([("node0", "h0"), ("node1", "h1")]).with_state("node0", head).with_state("node1", node1)
     assert dm.deployment_phase(dep) is Phase.WARMUP
-    assert dm.reason(dep) == (
+    assert deployment_line(dep) == (
         "node1 loaded, but its processes are not seen alive yet (a node serves no /health: only they say it runs); "
         "node0 ready"
     )
     alive = dep.with_state("node1", node1.evolve(process_alive=True))
-    assert dm.deployment_phase(alive) is Phase.READY and dm.reason(alive) == "ready: 2 nodes"
+    assert dm.deployment_phase(alive) is Phase.READY and deployment_line(alive) == "ready: 2 nodes"
     unseen = dep.with_state("node1", node1.evolve(process_visible=False))  # another uid: the log decides
     assert dm.deployment_phase(unseen) is Phase.READY

@@ -14,6 +14,7 @@ import pytest
 from tests.helpers.processes import Cli, PipeLines, Sims, Spawner
 from tests.helpers.sim import wait_for_log
 from tests.helpers.sshd import Sshd, free_port
+from tui.core.names import kind_words
 from tui.core.report import JSON_KEYS
 
 FAULT_KINDS = {
@@ -137,19 +138,20 @@ def test_fault_exits_1_with_its_kind(fault_outcomes: dict[str, Outcome], fault: 
     final = out.last_json()
     assert final["phase"] == "failed"
     assert isinstance(final["error"], dict) and final["error"]["kind"] in FAULT_KINDS[fault], final["error"]
-    assert f"failed ({final['error']['kind']})" in out.stderr.splitlines()[-1]
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("sglang-tui wait: failed") and f"({kind_words(final['error']['kind'])}): " in last, last
 
 
 def test_hang_in_weights_exits_3_stalled(fault_outcomes: dict[str, Outcome]) -> None:
     out = fault_outcomes["hang-weights"]
     assert out.code == 3, out.stderr
     assert out.last_json()["phase"] == "loading_weights"
-    assert "stalled in loading_weights" in out.stderr.splitlines()[-1]
+    assert "stalled in loading weights" in out.stderr.splitlines()[-1]
 
 
-def test_timeout_exits_2(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
+def test_timeout_exits_7(sshd: Sshd, tmp_path: Path, cli: Cli) -> None:
     out = run_wait(cli, sshd, "--log", str(tmp_path / "never.log"), "--port", str(free_port()), "--timeout", "1.5")
-    assert out.code == 2, out.stderr
+    assert out.code == 7, out.stderr
     assert "timed out" in out.stderr.splitlines()[-1]
 
 

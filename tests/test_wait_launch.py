@@ -98,12 +98,12 @@ def test_wait_launch_stop_on_fail_stops_it_and_says_gpu_memory_came_back(tmp_pat
             f"env | grep ^SGLANG_TUI_ > {shlex.quote(str(env_file))}",
         )
         assert done.returncode == 1, done.stderr
-        assert "sglang-tui wait: failed (oom)" in done.stderr
+        assert "sglang-tui wait: failed in CUDA graph capture (out of memory): " in done.stderr
         assert "--stop-on-fail: terminate done: no server process left" in done.stderr
         assert "GPU memory released" in done.stderr
         assert not _left(tmp_path)
         hook = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
-        assert hook["SGLANG_TUI_VERDICT"] == "failed" and "oom" in hook["SGLANG_TUI_REASON"]
+        assert hook["SGLANG_TUI_VERDICT"] == "failed" and "(out of memory)" in hook["SGLANG_TUI_REASON"]
     finally:
         _cleanup(tmp_path)
 

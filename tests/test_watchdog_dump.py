@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tui.core import stacks
 from tui.core.events import Event, Failure, WatchdogDump
+from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
@@ -76,6 +77,6 @@ def test_folded_per_rank_and_shown_like_dump() -> None:
     grouping = stacks.group(list(state.watchdog_stacks))
     assert grouping.odd == ("TP3",)
     assert any(
-        e.startswith("log: SGLang's py-spy dump of 4 processes: TP3 is in ncclAllReduce") for e in state.evidence
-    ), state.evidence
+        e.startswith("log: SGLang's py-spy dump of 4 processes: TP3 is in ncclAllReduce") for e in evidence(state)
+    ), evidence(state)
     assert state.error is None or "Pyspy" not in state.error.line

@@ -11,6 +11,7 @@ import os
 import sys
 from typing import NoReturn
 
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
 SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
@@ -42,7 +43,7 @@ class Parser(argparse.ArgumentParser):
         message = message.removeprefix("argument ")
         for said, plain in _TYPE_WORDS.items():
             message = message.replace(said, plain)
-        self.exit(2, f"{prog}: {message} (try {prog} --help)\n")
+        self.exit(EXIT_BAD_ARGS, f"{prog}: {message} (try {prog} --help)\n")
 
 
 def port_number(text: str) -> int:
@@ -200,9 +201,9 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
-        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
-        "(sglang-tui SUBCOMMAND --help)\n" + settings_line(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        "(sglang-tui SUBCOMMAND --help)\n" + settings_line() + "\n\n" + table_epilog(),
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -227,7 +228,7 @@ def build_parser() -> Parser:
     _sim_gpus(wait)
     _watching_options(wait)
     _history_options(wait)
-    wait.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds (exit 2)")
+    wait.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds (exit 7)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument(
         "--missing-log-grace",
@@ -253,18 +254,7 @@ def build_parser() -> Parser:
         "--on-fail", metavar="CMD", help="run CMD locally on any other verdict (failed, stalled, timeout)"
     )
 
-    stop = sub.add_parser(
-        "stop", help="headless terminate (or kill) of the server on --port",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit codes:\n"
-        "  0  stopped: every process of the server is gone and its GPU memory came back\n"
-        "  1  not stopped: a process is still alive, or GPU memory is still held or not confirmed\n"
-        "  2  bad arguments: --port and --log (or config.toml's log) name two different servers (nothing stopped)\n"
-        "  3  nothing found: no server on --port / --log (nothing was stopped)\n"
-        "  4  cannot connect to the host, or authentication failed\n"
-        "  5  cannot see the server's processes (another user's; run as that user or root)\n"
-        "  6  slurm:JOBID: no such running job, or no SGLang process in it (nothing stopped)",
-    )  # fmt: skip
+    stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
     _hosts(stop)
     _server_options(stop)
     _sim_gpus(stop)
@@ -369,24 +359,15 @@ def build_parser() -> Parser:
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
+    for name, command in subcommand_parsers(parser).items():  # every command's codes, from the one table
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = (command.epilog + "\n\n" if command.epilog else "") + epilog(name)
     return parser
-
-
-EXIT_TABLE = (
-    "exit codes (one table for every command):\n"
-    "  0  ready (--ready); progressing or ready (--alive)\n"
-    "  1  failed (a stop included)\n"
-    "  2  bad arguments\n"
-    "  3  stalled: no progress on any signal for longer than the phase allows\n"
-    "  4  cannot connect to the host, or authentication failed\n"
-    "  7  not ready yet (--ready: still starting, as `wait` at its deadline)"
-)
 
 
 def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     probe = sub.add_parser(
         "probe", help="one-shot verdict for exec probes (kubelet, systemd, Slurm, CI): --ready or --alive",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_TABLE,
         description="Run where the server runs (`probe local --port N --log PATH`) or over SSH. Each call reads only "
         "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
         "once.",
@@ -484,7 +465,7 @@ def _main(argv: list[str]) -> int:
                 "a host is user@host, a name with a dot, an ~/.ssh/config alias, or `local`)",
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_BAD_ARGS
         argv.insert(0, "watch")
     parser = build_parser()
     from tui.commands.settings import load
@@ -494,13 +475,13 @@ def _main(argv: list[str]) -> int:
         settings = load()
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if argv and argv[0] in ("watch", *SUBCOMMANDS):
         parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
     namespace = parser.parse_args(argv)  # a bad command line: one line, SystemExit(2) (Parser.error)
     if not namespace.command:
         parser.print_help()
-        return 2
+        return EXIT_BAD_ARGS
     from tui.commands.options import OptionsError, from_namespace
 
     try:
@@ -511,7 +492,7 @@ def _main(argv: list[str]) -> int:
     try:
         return int(module.run(options))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

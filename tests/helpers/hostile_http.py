@@ -127,6 +127,10 @@ class Handler(BaseHTTPRequestHandler):
                 if self._write(b'data: {"text": "'):
                     while self.sent < HUGE and self._write(BLOCK):
                         pass
+            elif mode == "silent":  # the stream's headers, then nothing: only the client's time cap ends it
+                self._send_head(200, kind="text/event-stream")
+                while self._write(b": \n"):  # an SSE comment now and then notices the client gone
+                    time.sleep(0.5)
             elif mode == "infinity":
                 self._send_head(200, kind="text/event-stream")
                 self._write(_chunk("hi", 1) + _chunk("hi there", "Infinity", finish=True) + b"data: [DONE]\n\n")

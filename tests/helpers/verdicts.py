@@ -20,6 +20,7 @@ from typing import Any
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sim import SimServer
 from tests.helpers.sshd import Sshd, free_port
+from tui.core.exitcodes import EXIT_TIMEOUT
 
 MODEL = "org/test-model"
 
@@ -169,7 +170,7 @@ def wait_decided(cli: Cli, sshd: Sshd | None, *args: str, timeout: float, decide
     and runs again with twice the timeout (up to `longest`). A ready or any other exit is returned at once."""
     while True:
         out = run_wait(cli, sshd, *args, "--timeout", f"{timeout:g}", remote_python=remote_python, hosts=hosts)
-        if out.code != 2 or out.phases() & {"ready", "serving"} or decides(out) or timeout * 2 > longest:
+        if out.code != EXIT_TIMEOUT or out.phases() & {"ready", "serving"} or decides(out) or timeout * 2 > longest:
             return out
         timeout *= 2
 

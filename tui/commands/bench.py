@@ -1,9 +1,10 @@
 """`sglang-tui bench HOST --port N`: measure a ready server — TTFT, output tok/s, speculative acceptance length.
 
 It says what it will send (stderr) before sending anything, checks `/health` first, and stops at the
-request cap and the time cap. Exit 0: the bench ran and at least one request succeeded; 1: the server is
-not ready, or every request failed; 2: bad arguments or a bad prompts file (one line); 4: cannot connect;
-130: interrupted (Ctrl-C), with every open stream closed so no request is left running.
+request cap and the time cap. Exit codes from the one table (tui/core/exitcodes.py): 0 the bench ran and at
+least one request succeeded; 1 the server is not ready, or every request failed; 2 bad arguments or a bad
+prompts file (one line); 4 cannot connect; 7 the time cap stopped every request before one succeeded; 130
+interrupted (Ctrl-C), with every open stream closed so no request is left running.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from pathlib import Path
 from tui.commands.options import BenchOptions
 from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
 from tui.core.benchstats import BenchResult, compare, render
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT
 from tui.core.limits import PROMPTS_MAX, size_words
 from tui.sources.bench import BenchPlan, BenchRunner, NotReady
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
 
-EXIT_OK, EXIT_NOT_READY, EXIT_USAGE, EXIT_CONNECT, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 PROGRESS_EVERY_S = 5.0
 
 
@@ -113,7 +114,7 @@ async def bench(opts: BenchOptions, plan: BenchPlan) -> int:
             await runner.check_ready()
         except NotReady as exc:
             _say(f"{exc}; wait for it first: sglang-tui wait {where} --port {port}")
-            return EXIT_NOT_READY
+            return EXIT_FAILED
         except HostError as exc:
             _say(f"cannot reach port {port} on {where}: {exc}")
             return EXIT_CONNECT
@@ -143,7 +144,8 @@ async def bench(opts: BenchOptions, plan: BenchPlan) -> int:
             _say(change)
         if result.ok == 0:
             _say(f"every request failed ({result.errors[0] if result.errors else 'no reason'})")
-            return EXIT_NOT_READY
+            timed_out = result.stopped is not None and result.stopped.startswith("time cap")
+            return EXIT_TIMEOUT if timed_out else EXIT_FAILED
         return EXIT_OK
     finally:
         await host.close()
@@ -154,11 +156,11 @@ def run(opts: BenchOptions) -> int:
         plan = plan_for(opts)
     except PromptsError as err:
         _say(str(err))
-        return EXIT_USAGE
+        return EXIT_BAD_ARGS
     problem = plan.check()
     if problem is not None:
         _say(problem)
-        return EXIT_USAGE
+        return EXIT_BAD_ARGS
     try:
         return asyncio.run(bench(opts, plan))
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (the handlers cancel the main task)

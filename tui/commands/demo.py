@@ -17,6 +17,7 @@ from tui.commands.options import DemoOptions, WatchOptions
 from tui.commands.simulate import command_line
 from tui.core.config import Target, WatchConfig
 from tui.core.events import ControlResult
+from tui.core.exitcodes import EXIT_FAILED
 from tui.core.past import OddRow
 from tui.core.settings import Settings
 from tui.history.paths import default_path
@@ -184,7 +185,7 @@ async def demo(opts: DemoOptions) -> int:
         running = await start_demo(opts.speed, opts.fault, opts.accept_len)
     except DemoError as err:
         print(f"sglang-tui demo: {err}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     try:
         initial = reduce(Readiness(), running.launched, time.time())
         watching = running.watch_options(opts.read_only, demo_stall_after(opts.speed, opts.stall_after), opts.settings)

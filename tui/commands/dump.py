@@ -3,8 +3,9 @@
 Runs `py-spy dump` on the host for the main process, each scheduler rank and the detokenizer, groups the
 ranks by the shape of their stacks and names the odd ones out. The whole dump is saved to a file (--out,
 else under the state directory) whose path is printed; --json prints the `dump --json` object on stdout.
-Exit 0 dumped, 1 could not dump (py-spy missing, ptrace refused, no server: one line says what to do) or a
-process exited during the dump (the line names it), 4 cannot connect.
+Exit codes from the one table (tui/core/exitcodes.py): 0 dumped, 1 could not dump (py-spy missing, ptrace
+refused: one line says what to do) or a process exited during the dump (the line names it), 2 bad arguments,
+4 cannot connect, 5 the server's processes are another user's, 6 no server process found.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from tui.commands.options import DumpOptions
 from tui.core import stacks
+from tui.core.exitcodes import EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.history.paths import state_dir
 from tui.sources import pyspy
 from tui.sources.connect import make_host
@@ -25,7 +27,7 @@ from tui.sources.control import watch_only
 from tui.sources.host import Host, HostError
 from tui.sources.procwatch import ProcessWatch
 
-EXIT_OK, EXIT_NO_DUMP, EXIT_CONNECT = 0, 1, 4
+NOT_DUMPED = {"nothing": EXIT_NOTHING, "cannot_see": EXIT_CANNOT_SEE}  # DumpResult.found: why nothing was dumped
 
 
 def default_path(where: str, now: float | None = None) -> Path:
@@ -88,10 +90,10 @@ async def _main(opts: DumpOptions) -> int:
             )
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui dump: {where}: {exc}", file=sys.stderr)
-            return EXIT_NO_DUMP
+            return EXIT_FAILED
         except OSError as exc:
             print(f"sglang-tui dump: cannot save the dump: {exc}", file=sys.stderr)
-            return EXIT_NO_DUMP
+            return EXIT_FAILED
     finally:
         await host.close()
     printed, lines, code = outcome(result, path, json_out=opts.json)
@@ -107,12 +109,12 @@ def outcome(result: pyspy.DumpResult, path: Path | None, *, json_out: bool) -> t
     during the dump: the server is going down, and its ranks are no longer where the dump found them."""
     if result.error or result.grouping is None:
         partial = f" (what could be dumped is in {path})" if path is not None else ""
-        return None, [f"{result.error or 'nothing was dumped'}{partial}"], EXIT_NO_DUMP
+        return None, [f"{result.error or 'nothing was dumped'}{partial}"], NOT_DUMPED.get(result.found, EXIT_FAILED)
     printed = (
         json.dumps(stacks.to_json([s for s in result.stacks if not s.error], result.grouping)) if json_out else None
     )
     lines = [result.grouping.summary] + ([f"saved to {path}"] if path is not None else [])
-    return printed, lines, EXIT_NO_DUMP if result.grouping.exited else EXIT_OK
+    return printed, lines, EXIT_FAILED if result.grouping.exited else EXIT_OK
 
 
 def run(opts: DumpOptions) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from tui.commands.options import ExportOptions
 from tui.commands.probe_file import write as write_atomically
 from tui.commands.targets import ServerTarget
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.metrics import CONTENT_TYPE, Exported, exposition
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
@@ -31,7 +32,6 @@ from tui.sources.host import Host, HostError
 from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
-EXIT_OK, EXIT_BAD_ARGS, EXIT_CONNECT = 0, 2, 4  # stopped by a signal; bad arguments; a member unreachable
 TEXTFILE_EVERY_S = 2.0
 TEXTFILE_NAME = "sglang-tui.prom"
 REQUEST_TIMEOUT_S = 10.0
@@ -143,9 +143,9 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
 async def watch_deployment(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
     """The deployment's members (as `wait --deployment` folds them): each under `member`, the whole without."""
     from tui.commands.members import with_members
-    from tui.commands.wait_deployment import MemberFolder, deployment_monitor, deployment_of
     from tui.core import deployment as dm
     from tui.sources.deployment import MemberSpec
+    from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 
     name = Path(opts.target.deployment or "").stem
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from tui.core.config import WatchConfig
 from tui.core.discovery import DEFAULT_PORT, FoundServer, several_line
+from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 
@@ -27,7 +28,7 @@ async def find(
     choose: Callable[[list[FoundServer]], FoundServer | None] | None = None,
 ) -> WatchConfig | int:
     """The options with the port and log of the server running on the host (`where` names it), else with the
-    default port; an exit code (2: several, and no choice made) to stop. `choose` picks one of several (the
+    default port; an exit code (EXIT_BAD_ARGS: several, and no choice made) to stop. `choose` picks one of several (the
     TUI's prompt); without it several is exit 2."""
     config = replace(config, port=DEFAULT_PORT)
     try:
@@ -41,7 +42,7 @@ async def find(
     picked = found[0] if len(found) == 1 else choose(found) if choose is not None else None
     if picked is None:
         say(several_line(found))
-        return 2
+        return EXIT_BAD_ARGS
     config, line = adopt(config, picked)
     say(line)
     return config

@@ -2,6 +2,8 @@
 
 Each launch with its key, phase durations and outcome, newest first; `--compare A B` puts two launches side by
 side, phase by phase. `--json` prints one object: {"launches": [...]} or {"compare": {...}}.
+Exit codes from the one table (tui/core/exitcodes.py): 0 shown, 2 bad arguments or an unreadable history file,
+6 nothing found: no history file yet, no launch recorded (for HOST), no launch A or B to compare.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from tui.commands.options import HistoryOptions
 from tui.core import fmt
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_NOTHING, EXIT_OK
 from tui.core.past import OddRow, odd_rows
 from tui.history.store import HistoryError, HistoryStore, LaunchRow
 
@@ -23,11 +26,11 @@ def run(opts: HistoryOptions) -> int:
     path = opts.history
     if path is None:
         print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if not path.exists():
         print(f"sglang-tui history: no history yet at {path} (watch a launch with the TUI or `wait` first)",
               file=sys.stderr)  # fmt: skip
-        return 1
+        return EXIT_NOTHING
     try:
         with HistoryStore(path) as store:
             if opts.compare:
@@ -35,13 +38,14 @@ def run(opts: HistoryOptions) -> int:
             rows, skipped = store.listing(opts.host, limit=opts.limit)
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if skipped:  # odd rows (another tool's, a hand edit): named, the rest shown
         print(f"sglang-tui history: not shown: {odd_rows(skipped)}", file=sys.stderr)
     if not rows and opts.host and not opts.json:  # launches of other hosts may be there: name the host
         print(f"history: no launches recorded for {opts.host}")
-        return 0
-    return _print({"launches": rows} if opts.json else None, format_launches(rows))
+        return EXIT_NOTHING
+    shown = _print({"launches": rows} if opts.json else None, format_launches(rows))
+    return shown if rows else EXIT_NOTHING  # an empty listing is printed all the same (`{"launches": []}`)
 
 
 def _compare(store: HistoryStore, ids: tuple[int, int], as_json: bool, path: object) -> int:
@@ -52,11 +56,11 @@ def _compare(store: HistoryStore, ids: tuple[int, int], as_json: bool, path: obj
         except OddRow as odd:
             print(f"sglang-tui history: launch {launch_id} in {path} cannot be shown ({odd}); compare another",
                   file=sys.stderr)  # fmt: skip
-            return 2
+            return EXIT_BAD_ARGS
         if row is None:
             print(f"sglang-tui history: no launch {launch_id} in {path}; `sglang-tui history` lists them",
                   file=sys.stderr)  # fmt: skip
-            return 2
+            return EXIT_NOTHING
         found.append(row)
     a, b = found
     return _print(compare_json(a, b) if as_json else None, format_compare(a, b))
@@ -68,7 +72,7 @@ def _print(obj: dict[str, object] | None, text: str) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return EXIT_OK
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

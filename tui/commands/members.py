@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from tui.commands.wait import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
 from tui.core.config import Target, WatchConfig
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec, connect_members, node_specs
 from tui.sources.host import Host
@@ -25,8 +25,8 @@ async def connect_all(
     target: Target, server: WatchConfig, say: Callable[[str], None], *, timeout: float | None = None
 ) -> tuple[list[MemberSpec], list[Host]] | int:
     """The members and their connected hosts (close them with close_all), or the exit code after one line
-    said: 2 for a bad member list or deployment file or no connection within `timeout`, 4 when a member's host
-    cannot be reached."""
+    said: 2 for a bad member list or deployment file, 7 for no connection within `timeout`, 4 when a member's
+    host cannot be reached."""
     try:
         specs = member_specs(target, server)
     except ValueError as err:

@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from tui.commands.options import ReplayOptions
 from tui.core.events import Event
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
 from tui.core.report import format_report, to_json
@@ -37,12 +38,12 @@ def run(opts: ReplayOptions) -> int:
         state = replay_file(path)
     except ReplayError as err:
         print(f"sglang-tui replay: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     if opts.record:
         problem = record(state, opts.record, opts.history, path)
         if problem:
             print(f"sglang-tui replay: {problem}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
     try:
         if opts.json:
             print(json.dumps(to_json(state), ensure_ascii=False))
@@ -51,7 +52,7 @@ def run(opts: ReplayOptions) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # reader went away (| head): not an error
-    return 0
+    return EXIT_OK
 
 
 def record(state: Readiness, host: str, path: Path | None, logfile: str) -> str | None:
@@ -77,6 +78,7 @@ def record(state: Readiness, host: str, path: Path | None, logfile: str) -> str 
 def _run_members(paths: list[str], as_json: bool) -> int:
     """Several logs: one member each (node0, node1, … in the order given), one deployment verdict."""
     from tui.core import deployment
+    from tui.core.report import deployment_json, members_json
 
     dep = deployment.nodes([(f"node{i}", path) for i, path in enumerate(paths)])
     for member, path in zip(dep.members, paths, strict=True):
@@ -84,19 +86,19 @@ def _run_members(paths: list[str], as_json: bool) -> int:
             dep = dep.with_state(member.name, replay_file(path))
         except ReplayError as err:
             print(f"sglang-tui replay: {err}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
     try:
         if as_json:
-            print(json.dumps(deployment.to_json(dep), ensure_ascii=False))
+            print(json.dumps(deployment_json(dep), ensure_ascii=False))
         else:
             print(format_report(deployment.combined(dep)))
             print("members:")
-            for item in deployment.members_json(dep):
+            for item in members_json(dep):
                 print(f"  {item['name']:<8} {item['phase']:<16} {item['host']}  {item['reason']}")
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return EXIT_OK
 
 
 def replay_file(path: str) -> Readiness:

@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from tui.commands.options import SimulateOptions
+from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.sim.params import check
 
 
@@ -25,7 +26,7 @@ def run(opts: SimulateOptions) -> int:
 
         if not opts.prefill and not opts.decode:
             print("sglang-tui simulate: --router needs workers: --prefill URL and/or --decode URL", file=sys.stderr)
-            return 2
+            return EXIT_BAD_ARGS
         return run_router(params.log, params.port, list(opts.prefill), list(opts.decode))
     problem = check(params)
     if problem is None:
@@ -41,7 +42,7 @@ def run(opts: SimulateOptions) -> int:
             problem = f"--gpu-state {params.gpu_state}: cannot create the directory ({err.strerror})"
     if problem is not None:
         print(f"sglang-tui simulate: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGS
     from tui.sim.server import run_server
 
     return run_server(params)

@@ -17,13 +17,13 @@ from tui.core import slurmjob as sj
 from tui.core.answerer import printable
 from tui.core.config import Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 from tui.sources.slurm import JobNodes, SlurmCli, SlurmError, SrunHost
 
-EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING = 2, 4, 6
 _PROBE_CONCURRENCY = 4  # `slurm:`: jobs whose script does not say SGLang are looked into this many at a time
 
 
@@ -199,11 +199,10 @@ async def with_job(
     body: Callable[[SlurmMembers], Awaitable[int]],
     *,
     timeout: float | None = None,
-    timeout_code: int = 7,
     notes: bool = True,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
-    every host; body's exit code or resolve's (`timeout_code` when `timeout` runs out first). Every line said is
+    every host; body's exit code or resolve's (EXIT_TIMEOUT when `timeout` runs out first). Every line said is
     made printable: job names and paths come from the cluster."""
 
     def clean(line: str) -> None:
@@ -213,7 +212,7 @@ async def with_job(
         found = await asyncio.wait_for(resolve(target, server, clean), timeout)
     except asyncio.TimeoutError:
         clean(f"timed out reading the Slurm job {target.host}")
-        return timeout_code
+        return EXIT_TIMEOUT
     if isinstance(found, int):
         return found
     for note in found.notes if notes else ():

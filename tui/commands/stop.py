@@ -1,10 +1,16 @@
 """`sglang-tui stop HOST --port N [--log PATH] [--force]`: headless terminate (or kill) of the server.
 
-Exit 0 only when it stopped the server and every process of it is gone and its GPU memory is released (per
-the GPU probe); 1 when it could not stop it or memory is still held (with what is still alive or held, and
-where); 2 when the port and the log name two different servers (nothing is stopped); 3 when no server was
-found on the port / log; 4 when the host cannot be reached; 5 when the server's processes cannot be seen
-(another uid's /proc): nothing was stopped, and "nothing found" would be a lie.
+Exit codes from the one table (tui/core/exitcodes.py): 0 only when it stopped the server and every process of
+it is gone and its GPU memory is released (per the GPU probe); 1 when it could not stop it or memory is still
+held (with what is still alive or held, and where); 2 when the port and the log name two different servers
+(nothing is stopped); 4 when the host cannot be reached; 5 when the server's processes cannot be seen (another
+uid's /proc): nothing was stopped, and "nothing found" would be a lie; 6 when no server was found on the port /
+log.
+
+The port and the log naming two different servers is "bad arguments": the contradiction is in what was asked
+(typed, or taken from config.toml), not on the host: both servers are there and running, so 6 ("nothing
+found") would be false, and 1 ("failed") says a stop was tried. Like an argparse error it is decided before
+anything is signalled, and the same arguments can never succeed.
 """
 
 from __future__ import annotations
@@ -13,32 +19,11 @@ import asyncio
 import sys
 
 from tui.commands.options import StopOptions
-from tui.core.events import ControlResult
+from tui.commands.stop_report import report
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.sources.connect import make_host
 from tui.sources.control import controller
 from tui.sources.host import HostError
-
-EXIT_OK, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_CONNECT, EXIT_CANNOT_SEE = 0, 1, 3, 4, 5
-# The port and the log name two different servers: exit 2, "bad arguments" in DESIGN.md's one table. The
-# contradiction is in what was asked (typed, or taken from config.toml), not on the host: both servers are
-# there and running, so 3/6 ("nothing found") would be false, and 1 ("failed") says a stop was tried. Like an
-# argparse error it is decided before anything is signalled, and the same arguments can never succeed.
-EXIT_DISAGREE = 2
-
-
-def report(result: ControlResult, where: str, forced: bool = False) -> str:
-    """The lines printed for a stop: verdict, what happened, and anything left behind."""
-    verb = "killed" if result.action == "kill" else "stopped"
-    lines = [
-        f"{verb} the server on {where}: {result.detail}" if result.ok else f"NOT stopped ({where}): {result.detail}"
-    ]
-    if result.survivors:
-        lines.append("still alive: " + " ".join(map(str, result.survivors)))
-    for gpu, pid, used in result.gpu_held:
-        lines.append(f"GPU {gpu}: pid {pid} still holds {used / 2**30:.1f} GiB")
-    if not result.ok:
-        lines.append("inspect the pids above on the host" + ("" if forced else ", or try again with --force"))
-    return "\n".join(lines)
 
 
 async def stop(opts: StopOptions) -> int:
@@ -59,7 +44,7 @@ async def stop(opts: StopOptions) -> int:
         if disagree is not None:
             print(f"sglang-tui stop: {disagree}; nothing stopped (give the port and the log of one server)",
                   file=sys.stderr)  # fmt: skip
-            return EXIT_DISAGREE
+            return EXIT_BAD_ARGS
         result = await (control.kill() if opts.force else control.terminate())
     finally:
         await host.close()
@@ -72,7 +57,7 @@ async def stop(opts: StopOptions) -> int:
         return EXIT_CANNOT_SEE
     named = f"{where} port {port}" if opts.target.port_named or not log else f"{where} log {log}"
     print(report(result, named, opts.force), file=sys.stdout if result.ok else sys.stderr)
-    return EXIT_OK if result.ok else EXIT_NOT_STOPPED
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def run(opts: StopOptions) -> int:

@@ -6,8 +6,8 @@ then the servers) is stopped: node 0's graceful stop broadcasts SGLang's Shutdow
 stops a non-zero node's schedulers, which ignore SIGTERM. Then every other member is stopped itself:
 whatever remains is signalled, and its GPU memory is confirmed released. Exit 0 only when every member is
 stopped and free, 1 otherwise, 2 when a member's port and log name two different servers (nothing is
-stopped), 3 when no member had a server, 4 when a host cannot be reached, 5 when it is only because a member's
-processes cannot be seen (another uid's: nothing was stopped there, as `stop HOST` says).
+stopped), 4 when a host cannot be reached, 5 when it is only because a member's processes cannot be seen
+(another uid's: nothing was stopped there, as `stop HOST` says), 6 when no member had a server.
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from functools import partial
 
 from tui.commands.members import with_members
 from tui.commands.options import StopOptions
-from tui.commands.stop import EXIT_CANNOT_SEE, EXIT_DISAGREE, EXIT_NOT_STOPPED, EXIT_NOTHING, EXIT_OK, report
+from tui.commands.stop_report import report, stop_order
 from tui.core.events import ControlResult
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.sources.control import ServerControl
 from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
-
-
-def stop_order(specs: list[MemberSpec]) -> list[int]:
-    """Indexes in stop order: node 0 (or the router) first, then the rest as listed."""
-    first = [i for i, s in enumerate(specs) if s.role == "router" or (s.role == "node" and s.node_rank == 0)]
-    return first + [i for i in range(len(specs)) if i not in first]
 
 
 def _say(line: str) -> None:
@@ -59,7 +54,7 @@ async def _stop_members(opts: StopOptions, specs: list[MemberSpec], hosts: list[
             print(f"sglang-tui stop: {line}", file=sys.stderr)
         print("sglang-tui stop: nothing stopped (give each member the port and the log of one server)",
               file=sys.stderr)  # fmt: skip
-        return EXIT_DISAGREE
+        return EXIT_BAD_ARGS
     found = await asyncio.gather(*(c.process_state_now() for c in controls), return_exceptions=True)
     results: dict[int, ControlResult] = {}
     for i in stop_order(specs):
@@ -79,7 +74,7 @@ async def _stop_members(opts: StopOptions, specs: list[MemberSpec], hosts: list[
             continue
         print(report(results[i], where, opts.force), file=sys.stdout if results[i].ok else sys.stderr)
     if any(not r.ok and r.found != "cannot_see" for r in results.values()):
-        return EXIT_NOT_STOPPED
+        return EXIT_FAILED
     if any(r.found == "cannot_see" for r in results.values()):
         return EXIT_CANNOT_SEE  # the code `stop HOST` gives: nothing was stopped there, and it may run
     if all(r.found == "nothing" for r in results.values()) and not any(

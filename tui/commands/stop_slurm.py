@@ -21,14 +21,13 @@ import sys
 
 from tui.commands import slurm_members
 from tui.commands.options import StopOptions
-from tui.commands.stop import report
-from tui.commands.stop_deployment import stop_order
+from tui.commands.stop_report import report, stop_order
 from tui.core.answerer import printable
 from tui.core.events import ControlResult, ServerProcess
+from tui.core.exitcodes import EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.sources.host import HostError
 from tui.sources.slurm_procs import SlurmControl
 
-EXIT_OK, EXIT_NOT_STOPPED, EXIT_CONNECT, EXIT_NOTHING = 0, 1, 4, 6
 GONE_WITHIN_S = 60.0  # scancel: Slurm's KillWait (30 s by default) and then some
 
 
@@ -70,18 +69,18 @@ async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> i
     left = [(members.specs[i].host, r) for i, r in sorted(results.items()) if not r.ok]
     if left:
         _kept(job_id, left, held)
-        return EXIT_NOT_STOPPED
+        return EXIT_FAILED
     await asyncio.gather(*(h.close() for h in members.hosts), return_exceptions=True)  # no step of ours lingers
     try:
         await members.cli.cancel(job_id)
         state = await members.cli.wait_gone(job_id, GONE_WITHIN_S)
     except (HostError, TimeoutError) as exc:
         _say(f"the server is stopped, but scancel {job_id} failed: {exc}")
-        return EXIT_NOT_STOPPED
+        return EXIT_FAILED
     if state:
         _say(f"the server is stopped and scancel {job_id} was sent, but the job is still {state} "
              f"after {GONE_WITHIN_S:g} s (squeue -j {job_id})")  # fmt: skip
-        return EXIT_NOT_STOPPED
+        return EXIT_FAILED
     print(f"cancelled slurm job {job_id}: every node stopped and free, the job gone from squeue")
     return EXIT_OK
 

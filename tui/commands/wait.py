@@ -1,7 +1,8 @@
 """`sglang-tui wait HOST`: fold the monitor's events into the readiness model until ready, failed or stalled.
 
-Exit 0 ready, 1 failed (a stop, ours or from outside, included), 2 timed out, 3 stalled, 4 cannot connect/auth,
-6 nothing found (a missing log, or no log and nothing listening, for --missing-log-grace).
+Exit codes from the one table (tui/core/exitcodes.py): 0 ready, 1 failed (a stop, ours or from outside,
+included), 2 bad arguments, 3 stalled, 4 cannot connect/auth, 6 nothing found (a missing log, or no log and nothing
+listening, for --missing-log-grace; no such Slurm job), 7 timed out.
 Ready needs this server's /health 200 (tui.core.answerer); with --no-health, the log's fired-up line and a live
 process instead. Progress goes to stderr when it
 changes; with --json every state change is one JSON line on stdout (the `replay --json` keys), the last
@@ -26,58 +27,48 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from tui.commands.options import WaitOptions
-from tui.core import fmt
+from tui.core import fmt, wording
 from tui.core.capture import current_capture
 from tui.core.config import Hooks, WatchConfig
 from tui.core.eta import bar_left, estimate, eta_words
 from tui.core.events import ControlResult
-from tui.core.explain import log_file_line, nothing_found, symlink_line
-from tui.core.liveness import failure_settling, liveness_at, ready_confirmed
+from tui.core.exitcodes import (
+    EXIT_CONNECT,
+    EXIT_FAILED,
+    EXIT_NOTHING,
+    EXIT_OK,
+    EXIT_STALLED,
+    EXIT_TIMEOUT,
+)
+from tui.core.explain import nothing_found, symlink_line
 from tui.core.readiness import reduce
 from tui.core.report import to_json
-from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Phase, Readiness
+from tui.core.verdict import decide
+from tui.core.wording import hook_words, verdict_line
 from tui.history.recorder import FINISH_WAIT_S, Recorder
 from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
 from tui.sources.session import Session, weights_step
+from tui.sources.waiting import Watched
+from tui.sources.waiting import wait_for as wait_until
 from tui.sources.weightfiles import WeightFilesProbe
 
 if TYPE_CHECKING:
     from tui.sources.control import ServerControl
 
-EXIT_READY, EXIT_FAILED, EXIT_TIMEOUT, EXIT_STALLED, EXIT_CONNECT = 0, 1, 2, 3, 4
-EXIT_BAD_ARGS = 2  # as argparse: a bad --log (a directory) is said at once, not after --timeout
-LAST_LOOK_S = 10.0  # the liveness check made after a timeout, at most (a scan, or one /health)
-EXIT_NOTHING_FOUND = 6  # DESIGN.md's table: no log file and nothing listening, for --missing-log-grace
-MISSING_LOG_GRACE_S = 30.0  # `launch … > log &` makes the file within a second; a few seconds more for a slow shell
 FIRST_LOOK_S = 2.0  # the first progress line waits this long at most for the log's and the port's first look
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
 
 
-@dataclass
-class Verdict:
+@dataclass(frozen=True)
+class Outcome:
+    """What `wait` ends with: the exit code (tui/core/exitcodes.py) and its last line, in the verdict's words."""
+
     code: int
     line: str
-
-
-def verdict(state: Readiness) -> Verdict | None:
-    """The exit this state calls for, or None to keep waiting."""
-    if state.phase in (Phase.READY, Phase.SERVING):
-        return Verdict(EXIT_READY, state.reason if state.reason.startswith("ready") else f"ready: {state.reason}")
-    if state.phase is Phase.FAILED:
-        if state.error is not None and state.error.stopped_by:  # a stop (ours, or a signal from outside)
-            return Verdict(EXIT_FAILED, state.reason)
-        if state.error is not None:
-            return Verdict(EXIT_FAILED, f"failed ({state.error.kind}): {state.error.line.strip()}")
-        return Verdict(EXIT_FAILED, f"failed: {state.reason}")
-    if state.connection == "failed":
-        return Verdict(EXIT_CONNECT, f"cannot connect: {state.connection_detail}")
-    if state.stall is not None:
-        return Verdict(EXIT_STALLED, f"stalled in {state.phase.value}: {state.stall.detail or state.reason}")
-    return None
 
 
 def progress_line(state: Readiness, elapsed: float) -> str:
@@ -92,7 +83,7 @@ def progress_line(state: Readiness, elapsed: float) -> str:
         parts.append(f"{which} {capture.done}/{capture.total}")
     if state.connection != "connected":
         parts.append(f"link {state.connection}")
-    parts.append(state.reason)
+    parts.append(verdict_line(state))
     ahead = eta_words(estimate(state, state.updated_at))  # with history: "ready in ~4m10s · last 3 launches …"
     if ahead:
         parts.append(ahead)
@@ -114,7 +105,7 @@ def grace_words(state: Readiness, grace: float | None) -> str:
     """While nothing is found: "exit 6 after 30s if nothing turns up (--missing-log-grace)"; else ""."""
     if grace is None or not nothing_found(state):
         return ""
-    return f"exit 6 after {fmt.duration(grace)} if nothing turns up (--missing-log-grace)"
+    return f"exit {EXIT_NOTHING} after {fmt.duration(grace)} if nothing turns up (--missing-log-grace)"
 
 
 class Reporter:
@@ -176,107 +167,31 @@ class Reporter:
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
-def nothing_found_verdict(state: Readiness, since: float | None, now: float, grace: float | None) -> Verdict | None:
-    """Exit 6 once nothing of the server was found for `grace` seconds (the log missing, or no log and nothing
-    listening): a wrong path or port is said at once and ends the wait, instead of at --timeout."""
-    missing = nothing_found(state)
-    if grace is None or since is None or not missing or now - since < grace:
-        return None
-    return Verdict(
-        EXIT_NOTHING_FOUND, f"nothing found: {missing} (for {fmt.duration(now - since)}, --missing-log-grace)"
-    )
-
-
 async def wait_for(
-    session: Session, reporter: Reporter, *, timeout: float | None, grace: float | None = None
-) -> tuple[Verdict, Readiness]:
-    """Fold the session's batches until a verdict; a timeout gives EXIT_TIMEOUT; `grace`: nothing of the server
-    found for that long gives EXIT_NOTHING_FOUND.
-
-    Nothing is reported after the last look at the server's life (tui.core.liveness): a ready state is held
-    for the one /server_info read, then reported only once a liveness check made after everything it reports
-    confirms it (`wait` makes that check itself: facts folded in one batch have one clock time, so a report
-    folded beside a later fact cannot show it came after); a failure is held a moment while the process watch
-    or the log may still say otherwise (a retry holding the log open, the log's root cause)."""
-    start = session.clock()
-    unconfirmed_at: float | None = None  # a last look that did not confirm ready: wait for new evidence
-
-    async def confirmed(state: Readiness) -> Readiness:
-        """The state after the last look that a ready verdict needs: one check, folded alone."""
-        nonlocal unconfirmed_at
-        evidence = liveness_at(state)
-        if unconfirmed_at is not None and (evidence is None or evidence <= unconfirmed_at):
-            return state  # the last look failed to confirm; only new evidence (a report, a 200) is worth another
-        try:
-            state = await session.check_alive()
-        except (HostError, TimeoutError, OSError) as err:
-            reporter.say(f"sglang-tui wait: could not check the server is still alive: {err}")
-        if not ready_confirmed(state):
-            unconfirmed_at = state.updated_at
-        return state
-
-    async def fold() -> Verdict | None:
-        ready_at: float | None = None
-        missing_since: float | None = None  # clock time nothing of the server is found since
-        async for state, now in session.states():
-            verdict_now = verdict(state)
-            if verdict_now is not None and verdict_now.code == EXIT_READY:
-                ready_at = now if ready_at is None else ready_at
-                if awaits_server_info(state) and now - ready_at < GRACE_S:
-                    continue  # held, unreported: the one /server_info read (version, startup_time) for the history
-                state = await confirmed(state)
-                verdict_now = verdict(state)
-                if verdict_now is not None and verdict_now.code == EXIT_READY and not ready_confirmed(state):
-                    continue  # not confirmed: unreported until new evidence says it lives
-            elif verdict_now is not None and verdict_now.code == EXIT_FAILED and failure_settling(state, now):
-                continue  # held, unreported: the process watch's first report, or the log's cause, comes first
-            reporter.update(state, now - start)
-            if verdict_now is not None:
-                return verdict_now
-            ready_at = None
-            if state.log_file is not None and state.log_file.status == "directory":  # never becomes the log
-                # the words of the verdict (explain.log_file_line), and what to do
-                return Verdict(EXIT_BAD_ARGS, f"{log_file_line(state.log_file)}; pass the log file inside it")
-            missing_since = (now if missing_since is None else missing_since) if nothing_found(state) else None
-            gone = nothing_found_verdict(state, missing_since, now, grace)
-            if gone is not None:
-                return gone
-        return None
-
-    try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
-        found = await asyncio.wait_for(fold(), timeout)
-        if found is not None:
-            return found, session.state
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        held = verdict(session.state)
-        if held is not None and held.code == EXIT_FAILED:  # timed out while a failure settled: it stands
-            reporter.update(session.state, session.clock() - start)
-            return held, session.state
-        if held is not None and held.code == EXIT_READY:  # timed out while held: ready only once confirmed
-            try:
-                state = await asyncio.wait_for(confirmed(session.state), LAST_LOOK_S)
-            except asyncio.TimeoutError:
-                state = session.state
-            final = verdict(state)
-            if final is not None and (final.code != EXIT_READY or ready_confirmed(state)):
-                reporter.update(state, session.clock() - start)
-                return final, state
-    finally:
-        await session.close()
-    state = session.state
-    if verdict(state) is not None and state.phase in (Phase.READY, Phase.SERVING):
-        return Verdict(
-            EXIT_TIMEOUT,
-            f"timed out after {fmt.duration(timeout)}: ready, but not confirmed alive since: {state.reason}",
-        ), state
-    return Verdict(
-        EXIT_TIMEOUT, f"timed out after {fmt.duration(timeout)} in {state.phase.value}: {state.reason}"
-    ), state
+    watched: Watched,
+    reporter: Reporter,
+    *,
+    timeout: float | None,
+    budget: float | None = None,
+    grace: float | None = None,
+) -> tuple[Outcome, Readiness]:
+    """The one wait loop (tui/sources/waiting.py) with `wait`'s reporter: the exit code and its line (`budget`:
+    the --timeout given, said when it runs out; `timeout`: what is left of it; `grace`: nothing of the server
+    found for that long ends it, nothing found)."""
+    found, state = await wait_until(
+        watched,
+        reporter.update,
+        timeout=timeout,
+        say=lambda said: reporter.say(f"sglang-tui wait: {said}"),
+        budget=budget,
+        grace=grace,
+    )
+    code = found.code if found.code is not None else EXIT_TIMEOUT
+    return Outcome(code, wording.line(found, state, state.updated_at)), state
 
 
-async def _main(opts: WaitOptions) -> int:
+async def _main(opts: WaitOptions, reporter: Reporter) -> int:
     grace = opts.missing_log_grace
-    reporter = Reporter(opts.json, grace=grace)
     where = opts.target.host
     host = make_host(opts.target.spec())
     started = time.monotonic()
@@ -306,7 +221,7 @@ async def _main(opts: WaitOptions) -> int:
             launched, line = await launch_if_absent(control)
             reporter.say(f"sglang-tui wait: {line}")
             if launched is not None and not launched.ok:
-                found = Verdict(EXIT_FAILED, f"failed: launch: {launched.detail or 'the server did not start'}")
+                found = Outcome(EXIT_FAILED, f"failed: launch: {launched.detail or 'the server did not start'}")
                 reporter.say(f"sglang-tui wait: {found.line}")
                 run_hook(opts.hooks, found, where, config.port)
                 return found.code
@@ -317,7 +232,7 @@ async def _main(opts: WaitOptions) -> int:
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
-        found, state = await wait_for(session, reporter, timeout=remaining, grace=grace)
+        found, state = await wait_for(session, reporter, timeout=remaining, budget=opts.timeout, grace=grace)
         if opts.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
@@ -329,11 +244,11 @@ async def _main(opts: WaitOptions) -> int:
         recorder.finish(state, history_time_left(opts.timeout, started))
         if found.code == EXIT_STALLED and opts.dump_on_stall:
             await _dump_on_stall(host, config, where, reporter)
-        if found.code != EXIT_READY and opts.stop_on_fail and control is not None and launched is not None:
+        if found.code != EXIT_OK and opts.stop_on_fail and control is not None and launched is not None:
             stopped = await control.terminate()
             reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
             if not stopped.ok or stopped.survivors or stopped.gpu_held:
-                found = Verdict(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
+                found = Outcome(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
         run_hook(opts.hooks, found, where, config.port)
         return found.code
     finally:
@@ -389,21 +304,11 @@ def stop_words(result: ControlResult) -> str:
     return control_summary(result)
 
 
-VERDICT_WORDS = {
-    EXIT_READY: "ready",
-    EXIT_FAILED: "failed",
-    EXIT_TIMEOUT: "timeout",
-    EXIT_STALLED: "stalled",
-    EXIT_CONNECT: "connect",
-    EXIT_NOTHING_FOUND: "nothing_found",
-}
-
-
-def hook_env(found: Verdict, host: str, port: int) -> dict[str, str]:
+def hook_env(found: Outcome, host: str, port: int) -> dict[str, str]:
     """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
     return dict(
         os.environ,
-        SGLANG_TUI_VERDICT=VERDICT_WORDS.get(found.code, str(found.code)),
+        SGLANG_TUI_VERDICT=hook_words(found.code),
         SGLANG_TUI_EXIT=str(found.code),
         SGLANG_TUI_REASON=found.line,
         SGLANG_TUI_HOST=host,
@@ -413,7 +318,7 @@ def hook_env(found: Verdict, host: str, port: int) -> dict[str, str]:
 
 def run_hook(
     hooks: Hooks,
-    found: Verdict,
+    found: Outcome,
     host: str,
     port: int,
     *,
@@ -423,7 +328,7 @@ def run_hook(
     """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell, with the verdict and
     where (`host`, `port`) in its environment; its failure is said (to stderr, or to `say`). quiet: its stdin,
     stdout and stderr on /dev/null (the TUI owns the terminal)."""
-    command = hooks.on_ready if found.code == EXIT_READY else hooks.on_fail
+    command = hooks.on_ready if found.code == EXIT_OK else hooks.on_fail
     if not command:
         return
     tell = say or (lambda line: print(f"sglang-tui wait: {line}", file=sys.stderr))
@@ -445,11 +350,11 @@ def tui_hook(hooks: Hooks, host: str, port: int) -> Callable[[Readiness], str | 
         return None
 
     def hook(state: Readiness) -> str | None:
-        found = verdict(state)
-        if found is None:
+        found = decide(state)
+        if found.code is None:
             return None
         said: list[str] = []
-        run_hook(hooks, found, host, port, say=said.append, quiet=True)
+        run_hook(hooks, Outcome(found.code, verdict_line(state)), host, port, say=said.append, quiet=True)
         return "; ".join(said) or None
 
     return hook
@@ -459,9 +364,9 @@ def run(opts: WaitOptions) -> int:
     if opts.target.several:
         from tui.commands import wait_deployment  # several nodes, or PD members: the deployment model
 
-        return wait_deployment.run(opts)
+        return wait_deployment.run(opts, Reporter(opts.json))
     if opts.target.slurm:
         from tui.commands import wait_slurm  # a Slurm job: its nodes as a deployment, inside its allocation
 
-        return wait_slurm.run(opts)
-    return asyncio.run(_main(opts))
+        return wait_slurm.run(opts, Reporter(opts.json))
+    return asyncio.run(_main(opts, Reporter(opts.json, grace=opts.missing_log_grace)))

@@ -9,15 +9,13 @@ import time
 
 from tui.commands import slurm_members
 from tui.commands.options import WaitOptions
-from tui.commands.wait import EXIT_TIMEOUT
-from tui.commands.wait_deployment import DeploymentReporter, wait_members
+from tui.commands.wait_deployment import Reporting, wait_members
 from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
 from tui.sources.slurm_procs import SlurmProcessWatch
 
 
-async def _main(opts: WaitOptions) -> int:
-    reporter = DeploymentReporter(opts.json)
+async def _main(opts: WaitOptions, reporter: Reporting) -> int:
     started = time.monotonic()
 
     def say(line: str) -> None:
@@ -31,10 +29,8 @@ async def _main(opts: WaitOptions) -> int:
 
         return await wait_members(opts, reporter, started, members.specs, list(members.hosts), watch)
 
-    return await slurm_members.with_job(
-        opts.target, opts.server, say, body, timeout=opts.timeout, timeout_code=EXIT_TIMEOUT
-    )
+    return await slurm_members.with_job(opts.target, opts.server, say, body, timeout=opts.timeout)
 
 
-def run(opts: WaitOptions) -> int:
-    return asyncio.run(_main(opts))
+def run(opts: WaitOptions, reporter: Reporting) -> int:
+    return asyncio.run(_main(opts, reporter))

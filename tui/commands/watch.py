@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from tui.commands.options import WatchOptions
 from tui.core.benchstats import BenchResult
+from tui.core.exitcodes import EXIT_CONNECT
 from tui.core.state import Readiness
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ async def watch(opts: WatchOptions) -> int:
         await host.connect()
     except (HostError, OSError, ValueError) as err:
         print(f"sglang-tui: cannot connect to {where}: {err}", file=sys.stderr)
-        return 4
+        return EXIT_CONNECT
     try:
         if opts.target.discover:  # neither --port nor --log: find the server on the host
             from tui.commands.find_server import ask_on_terminal, find

@@ -13,9 +13,9 @@ from typing import Any
 
 from tui.commands.members import with_members
 from tui.commands.options import WatchOptions
-from tui.commands.wait_deployment import MemberFolder, deployment_monitor, deployment_of
 from tui.core.control import ProcessWatchLike
 from tui.sources.deployment import MemberSpec
+from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 from tui.sources.host import Host
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tui.core.events import HealthResult
 from tui.core.fold_window import launch_in_view
+from tui.core.names import phase_words
 from tui.core.state import Phase, Readiness
 
 IDENTITY_ENDPOINTS = ("/model_info", "/get_model_info")
@@ -113,7 +114,7 @@ def _answerer(s: Readiness) -> tuple[str, str]:
     if m is None and (s.shards is not None or s.capture is not None):
         return OURS, "the log shows this launch (no INFO lines: --log-level warning)"
     if s.phase in LOADING_PHASES and not rank_lines_only(s):
-        return FOREIGN, f"/health says 200 while the log shows {s.phase.value}, before this server's HTTP is up"
+        return FOREIGN, f"/health says 200 while the log shows {phase_words(s.phase)}, before this server's HTTP is up"
     if ident is not None and ident.outcome == "ok" and s.log_watched and _log_not_read_yet(s):
         return UNKNOWN, "reading the log first"
     if ident is not None and ident.outcome == "ok" and s.log_watched:

@@ -7,8 +7,8 @@ reads those states. It decides:
   ready when node 0 is, since node 0 serves only once every node has loaded and captured);
 - the deployment's phase: failed if any member failed, else the least advanced member's phase, and ready
   only when every member is ready and the router (if any) has a healthy worker of each kind it needs;
-- the one line naming what holds the startup back, e.g.
-  "node1 still loading weights; node0 loaded 64/64, waiting for it";
+- which member holds the startup back, and which members wait for it (the facts; the line naming them,
+  "node1 still loading weights; node0 loaded 64/64, waiting for it", is tui/core/wording.py's);
 - the deployment-wide `Readiness` the existing views and `wait`'s exit rules read (tp_size summed over nodes).
 """
 
@@ -24,18 +24,6 @@ ROLES = ("node", "prefill", "decode", "router", "server")
 SERVER_ROLES = ("node", "prefill", "decode", "server")
 READY_PHASES = (Phase.READY, Phase.SERVING)
 _ORDER = {phase: i for i, phase in enumerate(PHASE_ORDER)}
-
-_DOING = {
-    Phase.STARTING: "not started yet",
-    Phase.INIT: "in NCCL init",
-    Phase.LOADING_WEIGHTS: "loading weights",
-    Phase.KV_CACHE: "allocating the KV cache",
-    Phase.CUDA_GRAPH: "capturing CUDA graphs",
-    Phase.WARMUP: "warming up",
-    Phase.READY: "ready",
-    Phase.SERVING: "serving",
-    Phase.FAILED: "failed",
-}
 
 
 @dataclass(frozen=True)
@@ -153,7 +141,13 @@ def _progress(m: Member) -> float:
     return min(1.0, bar.done / bar.total)
 
 
-def _rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
+def phase_order(phase: Phase) -> int:
+    """How far into the startup a phase is (PHASE_ORDER's index)."""
+    return _ORDER[phase]
+
+
+def rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
+    """How far a member is: its phase's order, then its progress in it."""
     return (_ORDER[member_phase(dep, m)], _progress(follows_head(dep, m) or m))
 
 
@@ -162,7 +156,7 @@ def least_advanced(dep: Deployment) -> Member:
     failed = [m for m in dep.members if member_phase(dep, m) is Phase.FAILED]
     if failed:
         return failed[0]
-    return min(dep.members, key=lambda m: _rank_key(dep, m))
+    return min(dep.members, key=lambda m: rank_key(dep, m))
 
 
 def router_problem(dep: Deployment) -> str | None:
@@ -186,57 +180,19 @@ def deployment_phase(dep: Deployment) -> Phase:
     if Phase.FAILED in phases:
         return Phase.FAILED
     if all(p in READY_PHASES for p in phases):
-        if router_problem(dep) is not None or _bootstrap_problem(dep) is not None:
+        if router_problem(dep) is not None or bootstrap_problem(dep) is not None:
             return Phase.WARMUP
         servers = [p for m, p in zip(dep.members, phases, strict=True) if m.role in SERVER_ROLES]
         return Phase.SERVING if servers and all(p is Phase.SERVING for p in servers) else Phase.READY
     return min(phases, key=lambda p: _ORDER[p])
 
 
-def _bootstrap_problem(dep: Deployment) -> str | None:
+def bootstrap_problem(dep: Deployment) -> str | None:
+    """A prefill member ready while its bootstrap port is closed (decode cannot reach it)."""
     for m in dep.members:
         if m.role == "prefill" and m.bootstrap_open is False:
             return f"{m.name} ready but its bootstrap port {m.bootstrap_port or 8998} is closed"
     return None
-
-
-# ----------------------------------------------------------------------------------------------- verdict
-
-
-def describe(dep: Deployment, m: Member) -> str:
-    """What one member is doing, in a few words: "still loading weights 40/64", "ready", "stalled in …"."""
-    s = m.state
-    phase = member_phase(dep, m)
-    if m.role == "router":
-        if phase is Phase.FAILED:
-            return "failed" + (f" ({s.error.kind})" if s.error is not None else "")
-        info = m.router or RouterInfo()
-        if not info.up:
-            return "not up" + (f" ({info.detail})" if info.detail else "")
-        workers = info.known_workers
-        healthy = sum(1 for w in workers if w.healthy)
-        return f"up, {healthy}/{len(workers)} workers healthy"
-    head = follows_head(dep, m)
-    if head is not None and s.phase is not Phase.FAILED and s.connection not in ("reconnecting", "failed"):
-        return f"{describe(dep, head)} (in {head.name}'s log)"
-    if phase is Phase.FAILED:
-        if s.error is not None:
-            return f"failed ({s.error.kind}): {s.error.line.strip()}"
-        return f"failed: {s.reason}"
-    if s.connection in ("reconnecting", "failed"):
-        return f"link {s.connection}" + (f" ({s.connection_detail})" if s.connection_detail else "")
-    if phase in READY_PHASES:
-        return _DOING[phase]
-    if unconfirmed(dep, m):
-        return "loaded, but its processes are not seen alive yet (a node serves no /health: only they say it runs)"
-    words = _DOING[phase]
-    if phase is Phase.LOADING_WEIGHTS and s.shards is not None:
-        words += f" {s.shards.done}/{s.shards.total}"
-    elif phase is Phase.CUDA_GRAPH and (capture := current_capture(s)[1]) is not None:
-        words += f" {capture.done}/{capture.total}"
-    if s.stall is not None:
-        return f"stalled {words}" + (f" ({s.stall.detail})" if s.stall.detail else "")
-    return f"still {words}" if phase is not Phase.STARTING else words
 
 
 def unconfirmed(dep: Deployment, m: Member) -> bool:
@@ -252,57 +208,10 @@ def unconfirmed(dep: Deployment, m: Member) -> bool:
     )
 
 
-def _waiting(dep: Deployment, m: Member, behind: Member) -> str:
-    """A node ahead of the one behind waits for it in a collective: say where."""
-    phase = member_phase(dep, m)
-    s = m.state
-    if phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0:
-        return f"{m.name} loaded {s.shards.done}/{s.shards.total}, waiting for {behind.name}"
-    if phase in (Phase.STARTING, Phase.INIT):
-        return f"{m.name} waiting for {behind.name} in NCCL init"
-    return f"{m.name} waiting for {behind.name} ({_DOING[phase]})"
-
-
-def _bar_complete(m: Member) -> bool:
+def bar_complete(m: Member) -> bool:
+    """A member loading whose shard bar is full: it waits for the others in a collective."""
     s = m.state
     return s.phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0
-
-
-def reason(dep: Deployment) -> str:
-    """The one line naming what holds the deployment back (or that it is ready)."""
-    phase = deployment_phase(dep)
-    multi_node = all(m.role == "node" for m in dep.members)
-    if phase in READY_PHASES:
-        tp = tp_size(dep)
-        if multi_node:
-            count = len(dep.members)
-            return f"ready: {count} node{'s' if count != 1 else ''}" + (f", tp {tp}" if tp is not None else "")
-        return "ready: " + ", ".join(f"{m.name} {describe(dep, m)}" for m in dep.members)
-    behind = least_advanced(dep)
-    if phase is Phase.FAILED:
-        return f"{behind.name} {describe(dep, behind)}"
-    if multi_node:
-        parts = [f"{behind.name} {describe(dep, behind)}"]
-        behind_key = _rank_key(dep, behind)
-        for m in dep.members:
-            if m is behind:
-                continue
-            if unconfirmed(dep, behind):  # nobody waits for it: only its liveness is unknown
-                parts.append(f"{m.name} {describe(dep, m)}")
-            elif _ORDER[member_phase(dep, m)] > behind_key[0] or _bar_complete(m):
-                parts.append(_waiting(dep, m, behind))
-            else:
-                parts.append(f"{m.name} {describe(dep, m)}")
-        return "; ".join(parts)
-    # PD / servers behind a router: every member in the order listed, servers first, the router's problem last
-    parts = [f"{m.name} {describe(dep, m)}" for m in dep.members if m.role != "router"]
-    problem = router_problem(dep) or _bootstrap_problem(dep)
-    router = next((m for m in dep.members if m.role == "router"), None)
-    if problem is not None:
-        parts.append(problem)
-    elif router is not None:
-        parts.append(f"{router.name} {describe(dep, router)}")
-    return ", ".join(parts)
 
 
 def tp_size(dep: Deployment) -> int | None:
@@ -403,44 +312,13 @@ def combined(dep: Deployment) -> Readiness:
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
         health_ready=phase in READY_PHASES,
     )
-    return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, words=reason(dep))
+    return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, deployment=dep)
 
 
 @dataclass(frozen=True)
 class Combined(Readiness):
-    """The whole deployment as one Readiness, for `wait`'s exit rules, the JSON report and the views: its words
-    are the deployment's (which member holds it back, and why), not those of the one state it is built on."""
+    """The whole deployment as one Readiness, for `wait`'s exit rules, the JSON report and the views. It keeps
+    the deployment it stands for, so that its words are the deployment's (which member holds it back, and why:
+    tui/core/wording.py), not those of the one state it is built on."""
 
-    words: str = ""
-
-    @property
-    def reason(self) -> str:
-        return self.words
-
-
-def members_json(dep: Deployment) -> list[dict[str, object]]:
-    """The `"members"` list of `wait --json` / `replay --json` (DESIGN.md)."""
-    out: list[dict[str, object]] = []
-    for m in dep.members:
-        s = m.state
-        out.append(
-            {
-                "name": m.name,
-                "role": m.role,
-                "host": m.host,
-                "phase": member_phase(dep, m).value,
-                "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
-                "error": {"kind": s.error.kind, "line": s.error.line.rstrip()} if s.error is not None else None,
-                "reason": describe(dep, m),
-            }
-        )
-    return out
-
-
-def to_json(dep: Deployment) -> dict[str, object]:
-    """The report's keys for the whole deployment, plus "members"."""
-    from tui.core.report import to_json as single
-
-    report = single(combined(dep))
-    report["members"] = members_json(dep)
-    return report
+    deployment: Deployment = Deployment(())

@@ -1,15 +1,19 @@
-"""Reason and evidence: one line saying why the model says what it says, and the facts it rests on."""
+"""The words of a startup under way (each phase: what it does, how far, what holds it) and the evidence (the
+facts the verdict rests on). The verdict's own line, ready, failed, stalled or starting, is said by
+tui/core/wording.py, which uses these words for a startup under way; the lines the reducer writes itself when
+the processes, not the log, end a launch are here too."""
 
 from __future__ import annotations
 
 from tui.core import activity as host_activity
 from tui.core import eta, fmt, stacks
-from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, identity, port_words, printable
+from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, port_words, printable
 from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
+from tui.core.names import phase_words
 from tui.core.ranklabels import ranks_span
-from tui.core.stall import describe, limit_for
-from tui.core.state import BarState, ErrorInfo, MidRun, Phase, Readiness
+from tui.core.stall import limit_for
+from tui.core.state import BarState, DecodeInfo, ErrorInfo, MidRun, Phase, Readiness
 
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
 PROCESS_EXITED = "server process exited (no process of the server is left)"
@@ -158,25 +162,28 @@ ABOVE_INFO_KINDS = frozenset({"weights", "draft_weights", "capture", "piecewise"
                               "jit_begin", "compile_autotune"})  # fmt: skip
 
 
-def explain(s: Readiness, now: float) -> tuple[str, tuple[str, ...]]:
-    """(reason, evidence) for the state at clock time `now`."""
+def progress_words(s: Readiness, now: float) -> str:
+    """The words of a startup under way (starting to warmup, not stalled) at clock time `now`: what the phase
+    does and how far, what the host shows beyond the log, the history's pace, then `tail_words`. The verdict line
+    (tui/core/wording.py) is these words for a verdict of kind "starting"."""
     reason = _reason(s, now)
     beyond = _beyond_log(s, now)
-    if beyond and s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
+    if beyond:
         reason = f"{reason}; {beyond}"
-    if s.stall is not None:
-        reason = f"stalled in {s.phase.value}: {describe(s.stall, s.phase.value, now)}"
-        waiting = rendezvous(s)
-        if waiting:
-            reason += f"; {waiting}"
-    elif s.past is not None:
-        reason += _history_suffix(s, now)
-    reason += _log_file_suffix(s)
+    if s.past is not None:
+        reason += history_suffix(s, now)
+    return reason + tail_words(s)
+
+
+def tail_words(s: Readiness) -> str:
+    """What follows any words of a startup under way, stalled or not: a log that leaves nothing to read, a window
+    of the log that starts mid-run, processes that cannot be seen (why it cannot tell whether the server runs)."""
+    text = _log_file_suffix(s)
     if s.mid_run is not None and s.phase is s.mid_run.phase and s.phase not in (Phase.READY, Phase.SERVING):
-        reason += f"; {mid_run_words(s.mid_run)}"
+        text += f"; {mid_run_words(s.mid_run)}"
     if s.phase not in (Phase.READY, Phase.SERVING, Phase.FAILED) and not s.process_visible:
-        reason += _unseen_suffix(s)  # why it cannot tell whether the server still runs
-    return reason, _evidence(s, now)
+        text += unseen_suffix(s)
+    return text
 
 
 def _beyond_log(s: Readiness, now: float) -> str:
@@ -231,7 +238,7 @@ def _names(s: Readiness, kind: str) -> tuple[str, ...]:
     return ()
 
 
-def _history_suffix(s: Readiness, now: float) -> str:
+def history_suffix(s: Readiness, now: float) -> str:
     """ " · capture 2.1× slower than usual" while a phase runs late; "; capture was 2.1× slower …" once ready."""
     if s.phase in (Phase.READY, Phase.SERVING):
         slow = eta.slow_phases(s)
@@ -292,11 +299,7 @@ def _phase_reason(s: Readiness, now: float) -> str:
         return _capture_reason(s, now)
     if phase is Phase.WARMUP:
         return _warmup_reason(s, now)
-    if phase is Phase.READY:
-        return _ready_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
-    if phase is Phase.SERVING:
-        return _serving_reason(s) + _behind_suffix(s) + _gone_suffix(s) + _unseen_suffix(s)
-    return _failed_reason(s)
+    return phase_words(phase)  # ready, serving and failed are worded as verdicts (tui/core/wording.py)
 
 
 def _loading_reason(s: Readiness, now: float) -> str:
@@ -379,14 +382,14 @@ def _window_up(s: Readiness) -> str:
     if s.log_ready:
         return ""  # the log's own "fired up" says more
     if s.log_health is not None:
-        return f"/health answered 200{_at(s.log_health.at)}"
+        return f"/health answered 200{at_words(s.log_health.at)}"
     m = s.latest_milestone
     if m is None:
         return ""
     if m.kind == "http_access":
-        return f"HTTP requests answered ({m.get('method')} {m.get('path')} {m.get('status')}{_at(m.at)})"
+        return f"HTTP requests answered ({m.get('method')} {m.get('path')} {m.get('status')}{at_words(m.at)})"
     if m.kind == "request_log":
-        return f"requests received (--log-requests{_at(m.at)})"
+        return f"requests received (--log-requests{at_words(m.at)})"
     if m.kind in ("eplb_begin", "eplb_end"):
         return "an EPLB rebalance (only a serving server rebalances)"
     if m.kind == "retract":
@@ -394,7 +397,7 @@ def _window_up(s: Readiness) -> str:
     return ""
 
 
-def _at(at: str | None) -> str:
+def at_words(at: str | None) -> str:
     clock = fmt.clock_of(at)
     return f" at {clock}" if clock else ""
 
@@ -409,31 +412,8 @@ def _not_answering_for(s: Readiness, health: HealthResult | None, now: float) ->
     return max(0.0, now - s.log_ready_at)
 
 
-def _ready_reason(s: Readiness) -> str:
-    if s.log_ready and s.health_ready:
-        return "ready: the log says fired up and /health answers 200"
-    if s.log_ready:
-        if s.health_probed is False:
-            return "ready: the log says fired up (log only: /health is not probed, --no-health)"
-        return "ready: the log says fired up (log only: no health probe)"
-    if s.log_health is not None and not s.health_ready:
-        where = (
-            "log only: no health probe" if s.health_probed is None else "log only: /health is not probed, --no-health"
-        )
-        return f"ready: the log shows /health answered 200{_at(s.log_health.at)} ({where}; no launch in view)"
-    ident = identity(s)
-    if ident is not None and ident.outcome == "ok" and ident.model_path:
-        names = f"{ident.endpoint} names {printable(ident.model_path)}"
-        return f"ready: /health answers 200 and {names} (the log has not said fired up)"
-    return "ready: /health answers 200 (the log has not said fired up)"
-
-
-def _serving_reason(s: Readiness) -> str:
-    if s.eplb_rebalancing:
-        return "serving: EPLB rebalancing experts (transient, not a failure)"
-    d = s.decode
-    if d is None:
-        return "serving"
+def decode_words(d: DecodeInfo) -> str:
+    """ "3 running, 52.3 tok/s, accept len 1.52" (the last decode line's figures; "" when it had none)."""
     parts = []
     if d.running_req is not None:
         parts.append(f"{d.running_req} running")
@@ -441,36 +421,20 @@ def _serving_reason(s: Readiness) -> str:
         parts.append(f"{d.gen_throughput:.1f} tok/s")
     if d.accept_len is not None:
         parts.append(f"accept len {d.accept_len:.2f}")
-    return "serving: " + ", ".join(parts) if parts else "serving"
+    return ", ".join(parts)
 
 
-def _failed_reason(s: Readiness) -> str:
-    error = s.error
-    if error is None:
-        return "failed"
-    if error.stopped_by == "outside":
-        gone = "" if s.process_alive is not False else "; no process of the server is left"
-        return f"{STOPPED_FROM_OUTSIDE}: {error.line.strip()}{gone}"
-    if error.stopped_by == "sglang-tui":
-        return f"{error.line}: no process of the server is left"
-    if from_processes(error) and error.line == PROCESS_EXITED:
-        if s.process_alive:
-            return "failed: the server process exited; a new one runs, waiting for its launch in the log"
-        return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
-    return f"failed ({error.kind}): {error.line.strip()}"
-
-
-def _behind_suffix(s: Readiness) -> str:
+def behind_suffix(s: Readiness) -> str:
     """ "; behind docker-proxy (pid 812)": a forwarder holds the port the probes ask."""
     relay = behind(s)
     return f"; {relay}" if relay else ""
 
 
-def _gone_suffix(s: Readiness) -> str:
+def gone_suffix(s: Readiness) -> str:
     return "; the server process is gone" if s.process_alive is False else ""
 
 
-def _unseen_suffix(s: Readiness) -> str:
+def unseen_suffix(s: Readiness) -> str:
     return f"; {cannot_see_line(s.process_owner_uid)}" if not s.process_visible else ""
 
 
@@ -515,7 +479,10 @@ def _ranks(s: Readiness, kind: str) -> str:
 # ------------------------------------------------------------------------------------------------ evidence
 
 
-def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
+def evidence(s: Readiness, now: float | None = None) -> tuple[str, ...]:
+    """The facts behind the verdict at clock time `now` (default the last event's), e.g. ("log: fired up
+    12:01:02", "health: /health 200 ok 2 s ago")."""
+    now = s.updated_at if now is None else now
     items: list[str] = []
     m = s.latest_milestone
     if m is not None:
@@ -548,7 +515,7 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
     if s.log_ready and (m is None or m.kind != "fired_up"):
         items.append("log: fired up")
     if s.decode is not None:
-        items.append(_join("log: decode", _serving_reason(s).removeprefix("serving: "), fmt.clock_of(s.decode.at)))
+        items.append(_join("log: decode", decode_words(s.decode), fmt.clock_of(s.decode.at)))
     if s.error is not None and not from_processes(s.error):
         items.append(_join("log:", s.error.line.strip(), ""))
     for r in s.health:
@@ -557,7 +524,7 @@ def _evidence(s: Readiness, now: float) -> tuple[str, ...]:
         note = " (not a readiness signal)" if r.endpoint != "/health" and r.outcome == "ok" else ""
         items.append(_join(f"health: {r.endpoint}", health_text(r) + note, ago))
     if s.health_ready and s.phase in LOADING_PHASES:
-        items.append(f"health: /health 200 while the log shows {s.phase.value}: another server on this port?")
+        items.append(f"health: /health 200 while the log shows {phase_words(s.phase)}: another server on this port?")
     elif s.health_ready and s.phase in (Phase.STARTING, Phase.WARMUP):
         who, why = answerer(s)
         if who == FOREIGN:

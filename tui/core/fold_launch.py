@@ -21,6 +21,7 @@ from tui.core.state import (
     Readiness,
 )
 from tui.core.timeline import enter_phase
+from tui.core.vocab import ControlAction
 
 STOP_ACTIONS = ("terminate", "kill", "stop")
 
@@ -142,11 +143,12 @@ def launched_by_us(s: Readiness, now: float, within: float = LAUNCH_WINDOW_S) ->
     return c is not None and when is not None and c.ok and c.action in LAUNCH_ACTIONS and now - when <= within
 
 
-def stopped(s: Readiness, action: str, now: float) -> Readiness:
+def stopped(s: Readiness, action: ControlAction, now: float) -> Readiness:
     """Failed because sglang-tui stopped it: a log line that states another cause (an OOM before) still wins."""
     old = s.error
     if old is None or not old.root_cause or from_processes(old) or old.stopped_by == "outside":
-        s = s.evolve(error=ErrorInfo(kind="other", line=stopped_line(action), root_cause=True, stopped_by="sglang-tui"))
+        line = stopped_line(action)
+        s = s.evolve(error=ErrorInfo("other", line, root_cause=True, stopped_by="sglang-tui", action=action))
     return fail(s, None, None, now)
 
 

@@ -12,8 +12,8 @@
 
 `wait` holds a failure a moment for the log's line that names its cause (tui.core.liveness.failure_settling); a
 probe does not: the exit is 1 either way, and its look at the processes comes in the same call as its read of the
-log. Pure: the state, the mode and the clock in; the exit, its kind and one line out. When the verdict becomes data
-of its own (issue 22), this is the one place that maps it to a probe's exit.
+log. Pure: the state, the mode and the clock in; the exit, its kind and one line out: the one place that maps the
+verdict (tui.core.verdict) to a probe's exit; its line is the verdict's own (tui.core.wording), the header's words.
 """
 
 from __future__ import annotations
@@ -21,12 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tui.core.explain import explain, health_text, latest_health, log_file_line
+from tui.core import exitcodes as ec
+from tui.core.explain import health_text, latest_health
 from tui.core.stall import limit_for
-from tui.core.state import Phase, Readiness
+from tui.core.state import Readiness
+from tui.core.verdict import decide
+from tui.core.wording import line
 
 Mode = Literal["ready", "alive"]
-EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT, EXIT_NOT_YET = 0, 1, 2, 3, 4, 7
+EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT = (
+    ec.EXIT_OK, ec.EXIT_FAILED, ec.EXIT_BAD_ARGS, ec.EXIT_STALLED, ec.EXIT_CONNECT,
+)  # fmt: skip
+EXIT_NOT_YET = ec.EXIT_TIMEOUT  # not ready yet: a probe is a wait with no time left
 
 
 @dataclass(frozen=True)
@@ -38,35 +44,36 @@ class ProbeVerdict:
 
 
 def probe_verdict(state: Readiness, mode: Mode, now: float, *, unread: int = 0) -> ProbeVerdict:
-    """The exit for `state` at `now`. unread: bytes of the log this call had no time to read (a first call on a
-    large log reads on over the next calls); until they are read only a failure or the link decides."""
-    s = state
-    reason = explain(s, now)[0]
-    if s.phase is Phase.FAILED:
-        if s.error is not None and s.error.stopped_by:
-            return ProbeVerdict(EXIT_FAILED, "stopped", reason)
-        if s.error is not None:
-            return ProbeVerdict(EXIT_FAILED, "failed", f"failed ({s.error.kind}): {s.error.line.strip()}")
-        return ProbeVerdict(EXIT_FAILED, "failed", f"failed: {reason}")
-    if s.connection == "failed":
-        return ProbeVerdict(EXIT_CONNECT, "cannot_connect", f"cannot connect: {s.connection_detail}")
-    if s.log_file is not None and s.log_file.status == "directory":
-        return ProbeVerdict(EXIT_BAD_ARGS, "bad_log", f"{log_file_line(s.log_file)}; pass the log file inside it")
+    """The exit for `state` at `now`: the verdict (tui.core.verdict.decide) and its line (tui.core.wording), mapped
+    to a probe's mode. unread: bytes of the log this call had no time to read (a first call on a large log reads
+    on over the next calls); until they are read only a failure, the link or a bad --log decides."""
+    verdict = decide(state)
+    said = line(verdict, state, now)
+    if verdict.kind in ("failed", "stopped", "cannot_connect"):
+        return ProbeVerdict(CODES[verdict.kind], verdict.kind, said)
+    if verdict.kind == "bad_arguments":
+        return ProbeVerdict(EXIT_BAD_ARGS, "bad_log", said)
+    not_ready = EXIT_OK if mode == "alive" else EXIT_NOT_YET
     if unread > 0:
-        line = f"reading the log: {unread / 2**20:.1f} MiB left to read (the next calls read on); so far {reason}"
-        return ProbeVerdict(EXIT_OK if mode == "alive" else EXIT_NOT_YET, "catching_up", line)
-    if s.stall is not None:
-        return ProbeVerdict(EXIT_STALLED, "stalled", reason)
-    if s.phase in (Phase.READY, Phase.SERVING):
-        if mode == "ready" and s.health_probed is True and not s.health_ready:
-            last = latest_health(s, "/health")
-            said = health_text(last) if last is not None else "no answer yet"
-            line = f"{s.phase.value}, but /health does not answer 200 now (last: {said})"
-            return ProbeVerdict(EXIT_NOT_YET, "not_answering", line)
-        line = reason if reason.startswith(("ready", "serving")) else f"{s.phase.value}: {reason}"
-        return ProbeVerdict(EXIT_OK, s.phase.value, line)
-    line = f"{s.phase.value}: {reason}"
-    return ProbeVerdict(EXIT_OK if mode == "alive" else EXIT_NOT_YET, "starting", line)
+        return ProbeVerdict(
+            not_ready,
+            "catching_up",
+            f"reading the log: {unread / 2**20:.1f} MiB left to read (the next calls read on); so far {said}",
+        )
+    if verdict.kind == "stalled":
+        return ProbeVerdict(EXIT_STALLED, "stalled", said)
+    if verdict.kind in ("ready", "serving"):
+        if mode == "ready" and state.health_probed is True and not state.health_ready:
+            last = latest_health(state, "/health")
+            answered = health_text(last) if last is not None else "no answer yet"
+            return ProbeVerdict(
+                EXIT_NOT_YET, "not_answering", f"{verdict.kind}, but /health does not answer 200 now (last: {answered})"
+            )
+        return ProbeVerdict(EXIT_OK, verdict.kind, said)
+    return ProbeVerdict(not_ready, "starting", said)
+
+
+CODES = {"failed": EXIT_FAILED, "stopped": EXIT_FAILED, "cannot_connect": EXIT_CONNECT}
 
 
 def quiet_and_budget(state: Readiness, now: float) -> tuple[float | None, float | None]:

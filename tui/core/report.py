@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
+from tui.core.wording import member_words, verdict_line
 
 JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta")
 
 
 def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
-    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA at `now`, default the last event's time)."""
+    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA at `now`, default the last event's time),
+    and "members" for a deployment's combined state."""
     s = state
     at = s.updated_at if now is None else now
-    return {
+    report: dict[str, object] = {
         "phase": s.phase.value,
         "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
         "tp_size": s.server.tp_size,
@@ -37,9 +40,12 @@ def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
             }
             for r in s.ranks
         },
-        "reason": s.reason,
+        "reason": verdict_line(s),  # the header's verdict line, word for word
         "eta": estimate(s, at).to_json(),
     }
+    if isinstance(s, dm.Combined):
+        report["members"] = members_json(s.deployment)
+    return report
 
 
 def _span_json(span: PhaseSpan) -> dict[str, object]:
@@ -83,7 +89,7 @@ def format_report(state: Readiness) -> str:
     s = state
     lines = [format_timeline(s), ""]
     lines.append(f"state: {s.phase.value}" + (" (stalled)" if s.stall is not None else ""))
-    lines.append(f"why:   {s.reason}")
+    lines.append(f"why:   {verdict_line(s)}")
     slow = slow_phases(s)
     if slow:
         lines.append("slow:  " + ", ".join(slow_words(p, f) for p, f in slow))
@@ -125,3 +131,27 @@ def format_report(state: Readiness) -> str:
                 f"  used {fmt.gib(r.mem_usage_gb):>10}{gpu}"
             )
     return "\n".join(lines)
+
+
+def members_json(dep: dm.Deployment) -> list[dict[str, object]]:
+    """The `"members"` list of `wait --json` / `replay --json` (DESIGN.md)."""
+    out: list[dict[str, object]] = []
+    for m in dep.members:
+        s = m.state
+        out.append(
+            {
+                "name": m.name,
+                "role": m.role,
+                "host": m.host,
+                "phase": dm.member_phase(dep, m).value,
+                "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
+                "error": {"kind": s.error.kind, "line": s.error.line.rstrip()} if s.error is not None else None,
+                "reason": member_words(dep, m),
+            }
+        )
+    return out
+
+
+def deployment_json(dep: dm.Deployment) -> dict[str, object]:
+    """The report's keys for the whole deployment, plus "members"."""
+    return to_json(dm.combined(dep))

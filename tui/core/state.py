@@ -17,7 +17,7 @@ from tui.core.activity import ActivityState
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import CaptureBar, ConnectionStatus, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from 3.11
@@ -117,6 +117,7 @@ class ErrorInfo:
     root_cause: bool = True
     stopped_by: StoppedBy = ""
     rank: str | None = None  # the rank whose line says why (its `[… TP3]` prefix, or its traceback's marker)
+    action: ControlAction | None = None  # stopped by sglang-tui: what it did (terminate, kill, stop)
 
 
 @dataclass(frozen=True)
@@ -371,8 +372,8 @@ class WatchSetup:
 
 @dataclass(frozen=True)
 class Readiness:
-    """The whole state: one record per fact. Facts only: `reason` and `evidence` are words, computed from the
-    facts by `tui.core.explain.explain(state, now)` (the properties below give them at the last event)."""
+    """The whole state: one record per fact. Facts only: its verdict is `tui.core.verdict.decide(state)`, its
+    words `tui.core.wording.verdict_line(state, now)` and `tui.core.explain.evidence(state, now)`."""
 
     launch: LaunchFacts = LaunchFacts()
     server: ServerInfo = ServerInfo()
@@ -514,20 +515,6 @@ class Readiness:
         for record, changes in by_record.items():
             top[record] = _replace(top.get(record, getattr(self, record)), changes)
         return _replace(self, top)
-
-    @property
-    def reason(self) -> str:
-        """One line: why the model says what it says (at the last event's time)."""
-        from tui.core.explain import explain
-
-        return explain(self, self.updated_at)[0]
-
-    @property
-    def evidence(self) -> tuple[str, ...]:
-        """The facts behind the verdict, e.g. ("log: fired up 12:01:02", "health: 200"), at the last event."""
-        from tui.core.explain import explain
-
-        return explain(self, self.updated_at)[1]
 
 
 _R = TypeVar("_R")

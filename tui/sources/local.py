@@ -88,10 +88,9 @@ class _Child:
         """TERM the command's group, KILL it if it lingers, reap it, close our ends of the pipes."""
         if not self.exited.done():
             self.signal_group(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(asyncio.shield(self.exited), _KILL_GRACE_S)
-            except asyncio.TimeoutError:
-                pass
+            # asyncio.wait, not wait_for: on Python 3.11 wait_for returns the result, dropping a cancel that
+            # comes as the command exits; the watch loop cancelled then went on to start another command.
+            await asyncio.wait({self.exited}, timeout=_KILL_GRACE_S)
         # The leader may be gone while others of its group still run (e.g. `a | b`, a backgrounded helper).
         self.signal_group(signal.SIGKILL)
         if not self.exited.done():

@@ -266,8 +266,10 @@ class MuxHost(Host):
             return
         try:
             await self._send(f"K {chan.cid}")
-            await asyncio.wait_for(asyncio.shield(chan.exited), wait)
-        except (HostError, asyncio.TimeoutError, OSError):
+            await asyncio.wait(
+                {chan.exited}, timeout=wait
+            )  # not wait_for: 3.11's drops a cancel that comes as it exits
+        except (HostError, OSError):
             pass
         self._channels.pop(chan.cid, None)
         chan.end(None)

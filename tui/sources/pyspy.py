@@ -81,6 +81,7 @@ class DumpResult:
     grouping: Grouping | None = None
     raw: str = ""  # every process's py-spy output, framed, for the saved file
     error: str = ""  # one line when nothing could be dumped (py-spy missing, ptrace refused, no server)
+    found: str = ""  # nothing to dump: "nothing" (no server process) | "cannot_see" (another uid's); "" otherwise
 
 
 SETTLE_GAP_S = 0.5  # between the samples that confirm an odd rank
@@ -92,8 +93,11 @@ async def dump(host: Host, watch: ProcessWatch, *, remote_python: str, where: st
     dumped twice more, and only a rank that stayed in its odd place is named odd (stacks.settle)."""
     main, procs = await watch.server_processes()
     if not procs:
+        unseen = watch.cannot_see()
+        if unseen is not None:  # another uid's server: "no server" would be a lie
+            return DumpResult(error=unseen.detail, found="cannot_see")
         target = f"port {watch.port}" + (f" or log {watch.log_path}" if watch.log_path else "")
-        return DumpResult(error=f"no server process found on {where} ({target})")
+        return DumpResult(error=f"no server process found on {where} ({target})", found="nothing")
     chosen = {pid: title for pid, title in procs.items() if pid == main or "sglang::" in title}
     out = await _sample(host, remote_python, chosen, main, where)
     if out.error or out.grouping is None or not out.grouping.odd:

@@ -25,7 +25,9 @@ from tui.sources.weightfiles import WeightFilesProbe
 
 
 class Session:
-    """A Monitor, the Fold its batches go through, and the state so far."""
+    """A Monitor, the Fold its batches go through, and the state so far (waited on by tui/sources/waiting.py)."""
+
+    settles = True  # a verdict rests on a last look at the server's life (tui/core/liveness.py)
 
     def __init__(
         self,

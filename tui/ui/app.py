@@ -30,9 +30,10 @@ from tui.core.loglines import LineSplitter
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.vocab import control_action
+from tui.core.wording import verdict_line
 from tui.history.paths import state_dir  # where ctrl+s, c and C save ($XDG_STATE_HOME/sglang-tui)
 from tui.ui import actions, offers
-from tui.ui.labels import control_summary, copy_words, kind_words, phase_words, stopped_by_tool, verdict_words
+from tui.ui.labels import control_summary, copy_words, phase_words, stopped_by_tool
 from tui.ui.messages import BenchFinished, ControlFinished, EventsReceived
 from tui.ui.offers import Offer
 from tui.ui.panes.base import StateAt
@@ -480,31 +481,29 @@ class SglangTui(App[None]):
 
     def _announce(self, old: Readiness, new: Readiness) -> None:
         """Bell, toast and (where the terminal has them) a desktop notification when it turns ready, fails or stalls."""
+        said = verdict_line(new)  # the header's line: a notification says the verdict in the same words
         if new.phase in _UP and old.phase not in _UP:
             self.bell()
-            self._desktop_notify(f"{self.sources.host_label}: the server is ready", new.reason)
+            self._desktop_notify(f"{self.sources.host_label}: the server is ready", said)
             facts = [
                 f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen
             ]
-            self.notify(
-                "; ".join(facts) or new.reason, title=f"{self.sources.host_label}: the server is ready", timeout=10
-            )
+            self.notify("; ".join(facts) or said, title=f"{self.sources.host_label}: the server is ready", timeout=10)
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED and stopped_by_tool(new) is not None:
             if self._folding_own_result:
                 return
-            self.notify(
-                verdict_words(new, new.reason), title=f"{self.sources.host_label}: the server stopped", timeout=10
-            )  # asked for: no bell
+            self.notify(said, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.bell()
-            why = f"{kind_words(new.error.kind)}: {new.error.line}" if new.error else new.reason
-            why = why if len(why) <= TOAST_CHARS else why[: TOAST_CHARS - 1] + "…"  # the header and log have it whole
+            why = (
+                said if len(said) <= TOAST_CHARS else said[: TOAST_CHARS - 1] + "…"
+            )  # the header and log have it whole
             self._desktop_notify(f"{self.sources.host_label}: the server failed", why)
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.bell()
-            self._desktop_notify(f"{self.sources.host_label}: stalled", new.reason)
-            self.notify(new.reason, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
+            self._desktop_notify(f"{self.sources.host_label}: stalled", said)
+            self.notify(said, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
     def _verdict_hook(self, old: Readiness, new: Readiness) -> None:
         """--on-ready when it turns ready, --on-fail when it fails or stalls (not on a stop asked for); once each."""

@@ -26,6 +26,7 @@ from tui.core.events import ConnectionState, Event
 from tui.core.loglines import LineSplitter
 from tui.core.state import Phase
 from tui.core.timeline import span_duration
+from tui.core.wording import member_words
 from tui.ui.app import SglangTui, UiSources, split_log_events
 from tui.ui.labels import PHASE_NAMES, PHASE_STYLES
 from tui.ui.panes.gpus import GpuPane
@@ -81,7 +82,7 @@ def member_rows(dep: dm.Deployment, now: float = 0.0) -> Text:
         out.append(f"{m.name:<10}", style="bold")
         out.append(f"{m.role:<8} {m.host:<16} ")
         out.append(f"{PHASE_NAMES[phase]:<20}", style=PHASE_STYLES.get(phase, ""))
-        out.append(" " + dm.describe(dep, m), style="dim")
+        out.append(" " + member_words(dep, m), style="dim")
         up = phase in (Phase.READY, Phase.SERVING) and m.state.phase not in (Phase.READY, Phase.SERVING)
         line = member_timeline(m, now, _up_at(dep) if up else None)
         if line:

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 from tui.core.events import ControlResult
-from tui.core.explain import PROCESS_EXITED, STOPPED_BY_TOOL, nothing_found_headline
+from tui.core.explain import PROCESS_EXITED, nothing_found_headline
 from tui.core.fmt import gib_bytes
+from tui.core.names import PHASE_NAMES, failed_phase, kind_words, phase_words
 from tui.core.state import ErrorInfo, Phase, PhaseSpan, Readiness
-from tui.core.vocab import control_action
+from tui.core.verdict import stop_result
 
-PHASE_NAMES: dict[Phase, str] = {
-    Phase.STARTING: "starting",
-    Phase.INIT: "init (distributed)",
-    Phase.LOADING_WEIGHTS: "loading weights",
-    Phase.KV_CACHE: "KV cache",
-    Phase.CUDA_GRAPH: "CUDA graph capture",
-    Phase.WARMUP: "warmup",
-    Phase.READY: "ready",
-    Phase.SERVING: "serving",
-    Phase.FAILED: "failed",
-}
+__all__ = ["PHASE_NAMES", "failed_phase", "kind_words", "phase_words"]  # how people say them: tui/core/names.py
 
 # Short enough to keep the timeline's duration column aligned ("draft CUDA graph capture" is not).
 _DRAFT_NAMES = {Phase.LOADING_WEIGHTS: "weights", Phase.CUDA_GRAPH: "CUDA graphs"}
@@ -90,75 +81,10 @@ MILESTONE_SHORT: dict[str, str] = {
 }
 
 
-#: Error kinds (tui.core.state.ErrorInfo.kind) as people say them.
-ERROR_KINDS: dict[str, str] = {
-    "oom": "out of memory",
-    "nccl": "NCCL",
-    "port_in_use": "port in use",
-    "model_not_found": "model not found",
-    "exception": "exception",
-    "other": "error",
-}
-
-_STOP_ACTIONS = ("terminate", "kill", "stop")
-
-
-def kind_words(kind: str) -> str:
-    """An error kind in words ("out of memory"); an unknown kind without its underscores."""
-    return ERROR_KINDS.get(kind, kind.replace("_", " "))
-
-
-def phase_words(phase: Phase) -> str:
-    """A phase as people say it ("loading weights"), never the enum's name."""
-    return PHASE_NAMES.get(phase, phase.value.replace("_", " "))
-
-
 def stopped_by_tool(state: Readiness) -> ControlResult | None:
-    """The stop by sglang-tui that ended this launch (what was done, what is left), or None when the server
-    failed or exited by itself. The one place the views ask "stopped by us?" (ErrorInfo.stopped_by answers)."""
-    if state.phase is not Phase.FAILED or not stopped_by_us(state.error):
-        return None
-    c = state.last_control
-    if c is not None and c.action in _STOP_ACTIONS:
-        return c
-    word = state.error.line.removeprefix(STOPPED_BY_TOOL + " (").rstrip(")") if state.error else "stop"
-    return ControlResult(control_action(word), ok=True)
-
-
-def failed_phase(state: Readiness) -> Phase | None:
-    """The phase the launch was in when it failed or was stopped (the span before the FAILED one)."""
-    if state.phase is not Phase.FAILED:
-        return None
-    main = [s for s in state.timeline if s.model == "main"]
-    for span in reversed(main):
-        if span.phase is not Phase.FAILED:
-            return span.phase
-    return None
-
-
-def people_words(text: str) -> str:
-    """The model's sentences with phase ids said as words ("stalled in loading_weights" → "… loading weights")."""
-    for phase in Phase:
-        if "_" in phase.value:
-            for before in ("in ", "shows ", "during "):
-                text = text.replace(before + phase.value, before + phase_words(phase))
-    return text
-
-
-def verdict_words(state: Readiness, reason: str) -> str:
-    """The header's reason, worded for people: a stop says what was done; a failure names its kind in words."""
-    reason = people_words(reason)
-    stop = stopped_by_tool(state)
-    if stop is not None:
-        where = failed_phase(state)
-        during = f" during {phase_words(where)}" if where is not None else ""
-        return f"stopped by sglang-tui ({stop.action}){during}"
-    error = state.error
-    if state.phase is Phase.FAILED and error is not None and reason.startswith(f"failed ({error.kind}): "):
-        where = failed_phase(state)
-        during = f" in {phase_words(where)}" if where is not None else ""
-        return f"failed{during} ({kind_words(error.kind)}): " + reason.removeprefix(f"failed ({error.kind}): ")
-    return reason
+    """The stop by sglang-tui that ended this launch (what was done, what is left), or None: the one place the
+    views ask "stopped by us?" (the verdict answers: tui.core.verdict.stop_result)."""
+    return stop_result(state)
 
 
 def health_is_old(state: Readiness, endpoint: str) -> bool:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from tui.core.explain import explain
+from tui.core.explain import evidence as evidence_of
 from tui.core.fmt import GIB, clock_of, duration
 from tui.core.state import Readiness
 from tui.core.timeline import span_duration
-from tui.ui.labels import draft_label, error_badge, kind_words, phase_label, phase_words, verdict_words
+from tui.core.wording import verdict_line
+from tui.ui.labels import draft_label, error_badge, kind_words, phase_label, phase_words
 
 
 def markdown_report(state: Readiness, now: float, host: str) -> str:
-    reason, evidence = explain(state, now)
+    evidence = evidence_of(state, now)
     server = state.server
-    lines = [f"## sglang-tui: {host}", "", f"**{phase_label(state)}**: {verdict_words(state, reason)}", ""]
+    lines = [f"## sglang-tui: {host}", "", f"**{phase_label(state)}**: {verdict_line(state, now)}", ""]
     facts = [
         ("model", server.model),
         ("tp", server.tp_size),

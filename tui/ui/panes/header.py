@@ -9,19 +9,19 @@ from textual import events
 from textual.reactive import var
 
 from tui.core.eta import estimate, eta_words
-from tui.core.explain import explain, nothing_found_headline
+from tui.core.explain import evidence as evidence_of
+from tui.core.explain import nothing_found_headline
 from tui.core.fmt import ago, duration
 from tui.core.state import Phase, Readiness
+from tui.core.wording import verdict_line
 from tui.ui.labels import (
     PHASE_STYLES,
     control_summary,
     error_badge,
     health_is_old,
-    people_words,
     phase_label,
     stopped_by_tool,
     stopped_by_us,
-    verdict_words,
 )
 from tui.ui.panes.base import StatePane
 from tui.ui.widgetargs import WidgetArgs
@@ -89,7 +89,7 @@ class HeaderPane(StatePane):
     def draw(self, state: Readiness, now: float) -> Text:
         # Said again at the shown clock: the reducer's own words carry ages at each batch's time, which would
         # redraw the header on every batch instead of once a tick.
-        reason, evidence = explain(state, now)
+        reason, evidence = verdict_line(state, now), evidence_of(state, now)
         text = Text(no_wrap=True, overflow="ellipsis")
         # line 1: host, link (first: it must survive 80 columns), server
         text.append(" sglang-tui ", style="bold reverse")
@@ -126,7 +126,6 @@ class HeaderPane(StatePane):
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
-        reason = verdict_words(state, reason)
         warn = stalled or stop is not None or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
@@ -161,7 +160,7 @@ class HeaderPane(StatePane):
                     f"no server process found on :{port}" if port else "no server process found", style="bold yellow"
                 )
         if evidence:
-            text.append("   evidence: " + people_words("; ".join(evidence)), style="dim")
+            text.append("   evidence: " + "; ".join(evidence), style="dim")
         # line 4: the cause, the stall, or the result of the last action
         if stop is not None:
             text.append("\n")
