@@ -25,28 +25,31 @@ def _prog(command: str) -> str:
     return "sglang-tui" if command == "watch" else f"sglang-tui {command}"
 
 
-def _one_line(done: subprocess.CompletedProcess[str], command: str) -> str:
-    """The one line a failed command says (it may follow its own progress lines): named by the command, no traceback."""
+def _one_line(done: subprocess.CompletedProcess[str], command: str, prog: str | None = None) -> str:
+    """The one line a failed command says (it may follow its own progress lines): named by the command (`prog`:
+    as its parser names it), no traceback."""
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith(f"{_prog(command)}: "), done.stderr
+    assert lines and lines[-1].startswith(f"{prog or _prog(command)}: "), done.stderr
     return lines[-1]
 
 
 # ------------------------------------------------------------------------------------------ 2: bad arguments
 
+#: command -> (its arguments, what its line must name). A value is checked by argparse's type= (tui/cli.py), whose
+#: line names the option, then the value ("--port: 70000 is not a TCP port"); `watch`'s parser names itself so.
 BAD = {
-    "watch": (["local", "--port", "70000"], "--port 70000"),
+    "watch": (["local", "--port", "70000"], "--port: 70000"),
     "wait": (["local", "--log", "/x.log", "--timeout", "0"], "--timeout"),
-    "stop": (["local", "--port", "70000"], "--port 70000"),
-    "dump": (["local", "--port", "0", "--log", "/x.log"], "--port 0"),
+    "stop": (["local", "--port", "70000"], "--port: 70000"),
+    "dump": (["local", "--port", "0", "--log", "/x.log"], "--port: 0"),
     "bench": (["local", "--port", "30000", "--temperature", "9"], "--temperature"),
     "replay": (["/no/such/dir/sglang.log"], "no such file"),
-    "history": (["--limit", "0"], "--limit 0"),
+    "history": (["--limit", "0"], "--limit: 0"),
     "probe": (["local", "--port", "30000", "--log", "/x.log", "--ready", "--timeout", "-1"], "--timeout"),
     "export": (["--listen", ":0", "local", "local"], "given twice"),
     "demo": (["--speed", "-1"], "--speed"),
-    "simulate": (["--log", "/tmp/never-written.log", "--port", "70000"], "--port 70000"),
+    "simulate": (["--log", "/tmp/never-written.log", "--port", "70000"], "--port: 70000"),
 }
 
 
@@ -60,7 +63,7 @@ def test_a_bad_argument_is_2_and_one_line_naming_it(command: str, cli: Cli) -> N
     argv, named = BAD[command]
     done = cli(*([] if command == "watch" else [command]), *argv, timeout=60)
     assert done.returncode == EXIT_BAD_ARGS and done.stdout == "", (done.returncode, done.stdout, done.stderr)
-    assert named in _one_line(done, command)
+    assert named in _one_line(done, command, prog=f"sglang-tui {command}")
 
 
 # ----------------------------------------------------------------------------------------- 4: cannot connect
