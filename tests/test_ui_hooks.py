@@ -82,4 +82,4 @@ async def test_on_fail_runs_on_a_failure_and_a_failing_hook_is_said(tmp_path: Pa
         await _until(pilot, lambda: any("exited 3" in n.message for n in app._notifications))
     env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert env["SGLANG_TUI_VERDICT"] == "failed" and env["SGLANG_TUI_EXIT"] == "1"
-    assert "oom" in env["SGLANG_TUI_REASON"]
+    assert "(out of memory)" in env["SGLANG_TUI_REASON"]  # the verdict line, worded once (tui.core.wording)
