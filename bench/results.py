@@ -37,6 +37,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("replay_cli", "bench_replay_cli.py", (), ("--lines", "100000")),
     Bench("replay_parser", "bench_replay.py", (), ("--lines", "100000"), title="Replay: the parser in process"),
     Bench("attach", "bench_attach.py", ("--gib", "1"), ("--gib", "0.05")),
+    Bench("attach_huge", "bench_attach_huge.py", ("--gib", "2", "--against", "5fc3462"),
+          ("--gib", "0.1", "--no-ssh", "--runs", "1", "--against", "5fc3462")),
     Bench("stop", "bench_stop.py", ("--trials", "3"), ("--trials", "1")),
     Bench("probe_count", "bench_probe_count.py", ("--window", "120"), ("--window", "30")),
     Bench("probe_call", "bench_probe.py", (), ("--lines", "100000", "--calls", "5")),
@@ -49,6 +51,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("ui_log", "bench_ui_log.py", in_all=False, title="Log lines per second into the TUI"),
     Bench("deployment_cost", "bench_deployment_cost.py", ("--seconds", "30"), ("--seconds", "5"), in_all=False),
     Bench("slurm", "bench_slurm.py", ("--trials", "3"), ("--trials", "1", "--runs", "5"), in_all=False),  # root, slurm-wlm
+    Bench("fleet", "bench_fleet.py", ("--servers", "24", "--seconds", "30"), ("--servers", "4", "--seconds", "5", "--probes", "2"),
+          in_all=False),  # 24 simulators: minutes of a shared machine's CPU
 )  # fmt: skip
 
 # Sections no script here can write (measured on a lent GPU machine): bench_all.py carries them over untouched.

@@ -4,6 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import (  # noqa: F401 (imported for what they set)
+    bytecode,  # first: caches bytecode for what follows
+    hypothesis_profile,  # no wall-clock deadlines in property tests
+)
 from tests.helpers.crossuid import other_user, shared_dir, user_sshd  # noqa: F401 (fixtures, registered here)
 from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered here)
     pytest_collection_modifyitems,

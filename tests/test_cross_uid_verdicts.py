@@ -7,7 +7,7 @@ Only a timeout can be the verdict here (what cannot be seen is never "exited"). 
 comes within seconds (/health refused or hanging, a foreign answer judged, the log's path gone), and nothing
 after it can turn it ready; the --timeout is a few seconds past it (tests.helpers.verdicts.wait_decided). The
 waits on a server killed, or a log moved or deleted, under it run past the 15 s grace in which a visible
-watch may not have found a new launch's processes yet (tui.core.fold_launch.FIND_GRACE_S): they show that
+watch may not have found a new launch's processes yet (tui.core.find_grace.FIND_GRACE_S): they show that
 an unseen server is not called exited after it either."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Sims
-from tests.helpers.sim import SimServer
+from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import Sshd, sshd_available
 from tests.test_stop import TREE, alive, server_pids
 
@@ -90,6 +90,9 @@ def test_clean_2x8_launch_is_ready_with_tp16_and_stop_frees_both_nodes(
 
 def test_hang_in_weights_on_node1_only_is_stalled_and_names_node1(two_nodes: Path, tmp_path: Path, sim: Sims) -> None:
     nodes = sim.nodes(tmp_path, shards=8, speed=100, speculative="none", faults={1: "hang-weights"})
+    # attached once node1 loads (its hang comes at 40%): the quiet time counts from the log's own lines, so a 3 s
+    # budget must not fall on node0's start, whose 8 rank processes take seconds to spawn on a busy machine
+    wait_for_log(nodes[1], b"Load weight begin", 60)
     out = _tui("wait", *_targets(nodes), *_common(two_nodes, nodes), "--timeout", "120", "--json",
                "--stall-after", "3")  # fmt: skip
     assert out.returncode == 3, out.stderr

@@ -1,5 +1,6 @@
-"""The ETA core (tui/core/eta.py), pure: history medians blended with live progress, the honest shard ETA that
-is withdrawn when progress stops, regressions flagged against the history, and the stall budget from it."""
+"""The ETA core (tui/core/eta.py), pure: history medians with live progress under one rule every view shows, the
+honest shard ETA that is withdrawn when progress stops, regressions flagged against the history, and the stall
+budget from it."""
 
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def test_history_gives_ready_in_from_medians_and_progress() -> None:
     s = loading(4).evolve(past=past())
     now = s.updated_at
     eta = estimate(s, now)
-    elapsed = now - s.phase_since  # 16 s of a 64 s median
-    expected_left = 0.75 * (64.0 - elapsed) + 0.25 * 48.0  # blended by the fraction done
+    # 16 s of a 64 s median; the shards say 12 x 4 s = 48 s are left, and this launch's own progress decides the
+    # phase's rest (issue 26 item 14: never a history's shorter figure beside the shards' own ETA)
+    expected_left = 48.0
     assert eta.basis == "history" and eta.launches == 3
     assert abs(eta.phase_left_s - expected_left) < 0.5
     assert abs(eta.ready_in_s - (expected_left + 1.0 + 30.0 + 5.0)) < 0.5
@@ -91,8 +93,8 @@ def test_gpu_memory_eta_from_the_weight_bytes_of_past_launches() -> None:
     assert s.weights_mem is not None and abs(s.weights_mem.peak_gib - 16.0) < 1e-6
     eta = estimate(s, T0 + 20)
     assert eta.source == "GPU memory"
-    # half loaded at 1 GiB/s: 16 s left by bytes, blended half-half with the history's 64 - 16 = 48 s
-    assert abs(eta.phase_left_s - (0.5 * 48.0 + 0.5 * 16.0)) < 0.5
+    # half loaded at 1 GiB/s: 16 s left by bytes (the history's 64 - 16 = 48 s says nothing of this launch's rest)
+    assert abs(eta.phase_left_s - 16.0) < 0.5
 
 
 def test_slow_phase_is_flagged_against_two_or_more_launches() -> None:

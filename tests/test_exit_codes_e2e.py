@@ -48,6 +48,7 @@ BAD = {
     "history": (["--limit", "0"], "--limit: 0"),
     "probe": (["local", "--port", "30000", "--log", "/x.log", "--ready", "--timeout", "-1"], "--timeout"),
     "export": (["--listen", ":0", "local", "local"], "given twice"),
+    "fleet": (["--once", "gpu1:http"], "after gpu1: comes a port"),
     "demo": (["--speed", "-1"], "--speed"),
     "simulate": (["--log", "/tmp/never-written.log", "--port", "70000"], "--port: 70000"),
 }
@@ -75,6 +76,7 @@ CONNECTING = {
     "dump": ["--port", "30000", "--log", "/tmp/none.log"],
     "bench": ["--port", "30000"],
     "probe": ["--port", "30000", "--log", "/tmp/none.log", "--ready", "--timeout", "30"],
+    "fleet": ["--port", "30000", "--log", "/tmp/none.log", "--once", "--timeout", "60"],
 }
 
 
@@ -156,6 +158,14 @@ def test_bench_stopped_by_its_time_cap_before_any_answer_is_7(tmp_path: Path, sp
     assert result["requests"]["ok"] == 0 and str(result["stopped"]).startswith("time cap"), result
 
 
+def test_fleet_once_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:
+    """`fleet --once` looks once: a server still loading its weights is not ready yet, 7 (its row says so)."""
+    done = cli("fleet", "--once", f"local:{hung.port}:{hung.log}", "--stall-after", "600", "--no-history",
+               "--timeout", "30", timeout=90)  # fmt: skip
+    assert done.returncode == EXIT_TIMEOUT, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout.splitlines()[1].split()[2:4] == ["loading", "weights"], done.stdout
+
+
 def test_the_timeout_cases_are_every_command_that_times_out() -> None:
-    tested = {"wait", "probe", "bench"}
+    tested = {"wait", "probe", "bench", "fleet"}
     assert tested == {command for command, codes in USES.items() if EXIT_TIMEOUT in codes}

@@ -6,7 +6,7 @@ Real parts: `python -m tui wait` as a subprocess, real HTTP servers started here
 given; (c) /health hanging with the log at fired up; (d) a log that starts with a NUL run, in replay and wait.
 
 Each wait stops at the line that decides it: a dead server's is "failed" once the process watch's grace for a
-new launch is over (15 s, tui.core.fold_launch.FIND_GRACE_S); where only a timeout can be the outcome, the
+new launch is over (15 s, tui.core.find_grace.FIND_GRACE_S); where only a timeout can be the outcome, the
 --timeout is a few seconds past the state that decides it, and the verdict names that state
 (tests.helpers.verdicts.wait_decided: a loaded machine that reaches it later gets a longer run).
 """
@@ -154,9 +154,11 @@ def test_a_nul_prefixed_log_replays_and_waits_like_the_plain_one(tmp_path: Path,
 
 
 def _without_clock(report: dict[str, object]) -> dict[str, object]:
-    """The report less the durations the wall clock decides (the span a death ends has no log time)."""
+    """The report less what the wall clock decides: the durations (the span a death ends has no log time) and how
+    long it has been quiet when the line was printed."""
     spans = [{k: v for k, v in span.items() if k != "duration_s"} for span in report["timeline"]]  # type: ignore[attr-defined]
-    return {**report, "timeline": spans}
+    stall = {k: v for k, v in report["stall"].items() if k != "quiet_s"}  # type: ignore[attr-defined]
+    return {**report, "timeline": spans, "stall": stall}
 
 
 # ------------------------------------------------------------------------- a stop from outside, live (item 5)

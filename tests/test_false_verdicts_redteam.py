@@ -4,7 +4,7 @@ then dies, a /health 200 while the log is a symlink to another run's log, `--no-
 and the log replaced by a directory mid-load. Real processes, real HTTP, real logs; none may end in ready.
 
 Each wait stops at the line that decides it. Root's, where nothing runs, is "failed" once the process watch's
-grace for a new launch is over (15 s, tui.core.fold_launch.FIND_GRACE_S). Where only a timeout can be the
+grace for a new launch is over (15 s, tui.core.find_grace.FIND_GRACE_S). Where only a timeout can be the
 outcome, the deciding state comes within a few seconds (the 200 answered and judged, the port's owner and the
 log's writer looked up, or the processes found unseeable), nothing after it can change the verdict (the same
 server keeps giving the same answers; what another uid cannot see is unknown at any time, never a clock's

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.sshd import free_port
 from tui.history.store import HistoryStore
 
 # A 16-shard launch takes ~11 s: a shard per ~0.4 s (more than the tail's 0.25 s poll, so the shard count is
@@ -34,14 +35,22 @@ class Watched:
 
 def watch_launch(cli: Cli, sims: Sims, tmp: Path, history: Path, *sim_args: str, wait_args: tuple[str, ...] = (),
                  timeout: float = 120, fault: str | None = None) -> Watched:  # fmt: skip
-    """One simulated launch watched by `wait --json`; each JSON line stamped when it arrived."""
-    sim = sims(tmp, speed=SPEED, tp=2, shards=SHARDS, fault=fault, extra=sim_args)
+    """One simulated launch watched by `wait --json` from its first line; each JSON line stamped when it arrived.
+    `wait` starts first, on the log not there yet: one that attaches after the weights began (the log's clock
+    says so) sees a load mid-way, whose GPU memory before it is unknown, and records no weights' GiB."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    port, log, gpus = free_port(), tmp / "sim.log", tmp / "gpus"
+    start = time.monotonic()
+    proc = cli.popen("wait", "local", "--log", log, "--port", str(port), "--sim-gpus", gpus,
+                     "--timeout", str(timeout), "--json", "--history", history, *wait_args)  # fmt: skip
+    assert proc.stdout is not None
+    out = Watched(0)
+    for line in proc.stdout:  # until it has looked at the log (missing): it reads the launch from its first byte
+        out.lines.append((time.monotonic() - start, json.loads(line)))
+        if "log file missing" in str(out.lines[-1][1]["reason"]):
+            break
+    sim = sims(tmp, port=port, speed=SPEED, tp=2, shards=SHARDS, fault=fault, extra=sim_args)
     try:
-        start = time.monotonic()
-        proc = cli.popen("wait", "local", "--log", sim.log, "--port", str(sim.port), "--sim-gpus", sim.gpu_state,
-                         "--timeout", str(timeout), "--json", "--history", history, *wait_args)  # fmt: skip
-        out = Watched(0)
-        assert proc.stdout is not None
         for line in proc.stdout:
             out.lines.append((time.monotonic() - start, json.loads(line)))
         out.code = proc.wait(30)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers.processes import Spawner
 from tests.helpers.sshd import Sshd, ssh_host
-from tui.core.events import LogActivity, LogFile, LogReset
+from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
 from tui.sources.logtail import LogTail
@@ -55,12 +55,15 @@ class Collector:
         self.tail = tail
         self.events: list[LogActivity | LogReset] = []
         self.facts: list[LogFile] = []  # what the tail said about the path (missing, rotated and followed, …)
+        self.looks: list[LogLook] = []  # each look at the file (its size, mtime, the host's clock)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
         async for event in self.tail.events():
             if isinstance(event, LogFile):
                 self.facts.append(event)
+            elif isinstance(event, LogLook):
+                self.looks.append(event)
             else:
                 self.events.append(event)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tui.core.config import WatchConfig
-from tui.core.events import LogActivity, LogReset, ServerProcess
+from tui.core.events import LogActivity, LogLook, LogReset, ServerProcess
 from tui.core.logparse import LogParser
-from tui.core.probe_fold import WHOLE_BELOW, FileLook, ReadPlan, fold_call, log_clock, read_plan
+from tui.core.probe_fold import WHOLE_BELOW, FileLook, ReadPlan, fold_call, history_clock, log_look, read_plan
 from tui.core.probe_memo import LogMark, ProbeMemo
 from tui.core.probe_rule import probe_verdict
 from tui.core.readiness import reduce
@@ -26,13 +26,17 @@ def first(config: WatchConfig | None = None) -> ProbeMemo:
     return ProbeMemo("k", (config or WatchConfig(port=30000, log=PATH)).first_state())
 
 
-def file_look(size: int, mtime: float | None = None, inode: str = "11", tail: bytes | None = None) -> FileLook:
-    return FileLook("file", "2049", inode, size, mtime, tail=tail)
+def file_look(
+    size: int, mtime: float | None = None, inode: str = "11", tail: bytes | None = None, last_t: float | None = None
+) -> FileLook:
+    return FileLook("file", "2049", inode, size, mtime, tail=tail, last_t=last_t)
 
 
-def call(memo: ProbeMemo, data: bytes, size: int, now: float, mtime: float | None = None) -> tuple[ProbeMemo, int]:
+def call(
+    memo: ProbeMemo, data: bytes, size: int, now: float, mtime: float | None = None, last_t: float | None = None
+) -> tuple[ProbeMemo, int]:
     """One call that saw the file at `size` and read `data` from the memo's offset (as the command does)."""
-    look = file_look(size, mtime, tail=memo.mark.tail if memo.mark else None)
+    look = file_look(size, mtime, tail=memo.mark.tail if memo.mark else None, last_t=last_t)
     plan = read_plan(memo, look, PATH)
     assert plan.start is not None
     return fold_call(memo, plan, look, PATH, plan.start, data, [ALIVE], now)
@@ -93,13 +97,35 @@ def test_a_call_that_reads_part_of_the_log_says_how_much_is_left() -> None:
     assert probe_verdict(memo.state, "alive", 100.0, unread=unread).kind == "catching_up"
 
 
-def test_the_logs_bytes_are_folded_when_the_log_says_they_were_written() -> None:
+def test_a_calls_bytes_are_a_look_of_history_as_the_tails() -> None:
+    """One clock rule for every watcher (tui.core.clocks): what a call reads was written before its look, the
+    file's last byte at its mtime, its newest stamp beside that mtime giving the zone."""
+    look = FileLook("file", "2049", "11", 200, 1000.0, skew=20.0, last_t=999.0)
+    assert log_look(look, 150, b"x" * 50) == LogLook(200, 1000.0, 20.0, 999.0)
+    assert log_look(look, 200, b"") == LogLook(200, 1000.0, 20.0, 999.0)
+
+
+def test_a_calls_bytes_are_folded_when_the_log_held_them() -> None:
     look = file_look(10, mtime=150.0)
-    assert log_clock(look, 100.0, 200.0) == 150.0
-    assert log_clock(look, 170.0, 200.0) == 170.0  # not before the last call: they were not there then
-    assert log_clock(look, 100.0, 140.0) == 140.0  # never after now
-    assert log_clock(look, 100.0, 200.0, skew=20.0) == 170.0  # the host's clock 20 s behind ours
-    assert log_clock(FileLook("file", size=10), 100.0, 200.0) == 200.0  # no mtime: now
+    assert history_clock(look, 100.0, 200.0) == 150.0
+    assert history_clock(look, 170.0, 200.0) == 170.0  # not before the last call: they were not there then
+    assert history_clock(look, 100.0, 140.0) == 140.0  # never after now
+    assert history_clock(FileLook("file", size=10, mtime=150.0, skew=20.0), 100.0, 200.0) == 170.0  # host behind
+    assert history_clock(FileLook("file", size=10), 100.0, 200.0) == 200.0  # no mtime: now
+
+
+def test_a_stamped_log_read_late_is_on_its_own_clock() -> None:
+    """The phase began when its line was written, not when a call read it: a first call 100 s after the weights
+    began reads 100 s in the phase."""
+    head = b"[2026-12-01 20:18:30] server_args=ServerArgs(model_path='m', tp_size=1)\n"
+    body = b"[2026-12-01 20:18:31 TP0] Load weight begin. avail mem=70.00 GB\n"
+    data = head + body
+    written = 1796156311.5  # the host is on UTC: the file was last written half a second after the last stamp
+    memo, _ = call(first(), data, len(data), now=written + 100.0, mtime=written, last_t=1796156311.0)
+    s = memo.state
+    assert s.phase is Phase.LOADING_WEIGHTS
+    assert s.phase_since == 1796156311.0  # the line's own time (read 100 s later)
+    assert s.last_progress_at == written  # the log's last write, before the call read it
 
 
 def test_a_hang_is_counted_from_the_logs_last_write_across_calls() -> None:

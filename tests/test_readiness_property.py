@@ -103,6 +103,12 @@ events = st.one_of(
 )
 
 
+def seen_since(s: Readiness) -> float:
+    """Since when we know the launch: its start, or (attached to one the log says began earlier) our first event."""
+    began = s.timeline[0].started_at
+    return max(began, s.first_seen_at if s.first_seen_at is not None else began)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(events, st.floats(min_value=0, max_value=1e6, allow_nan=False)), max_size=40))
 def test_phase_only_moves_forward(sequence: list[tuple[object, float]]) -> None:
@@ -130,7 +136,7 @@ def test_phase_only_moves_forward(sequence: list[tuple[object, float]]) -> None:
             isinstance(event, ServerProcess)
             and not event.alive
             and new.launched
-            and (s.process_alive is True or not s.timeline or now - s.timeline[0].started_at > FIND_GRACE_S)
+            and (s.process_alive is True or not s.timeline or now - seen_since(s) > FIND_GRACE_S)
         ):
             assert new.phase is Phase.FAILED  # no process of the server left: never ready, serving or stalled
         if s.first_seen_at is None:

@@ -46,10 +46,12 @@ def test_to_json_has_exactly_the_design_keys() -> None:
     s = feed(startup() + [BatchStats("decode", gen_throughput=52.3, accept_len=1.52, running_req=2, **at(40))])
     obj = to_json(s)
     assert tuple(obj) == JSON_KEYS == (
-        "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta",
+        "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta", "stall",
     )  # fmt: skip
     assert obj["reason"] == verdict_line(s) and obj["reason"].startswith("serving")
     assert obj["eta"] == {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0}
+    # serving is never stalled (no budget, no quiet time); the last progress is the decode line, as the log prints it
+    assert obj["stall"] == {"quiet_s": None, "budget_s": None, "last_progress_at": "2025-11-29 10:00:40"}
     assert obj["phase"] == "serving" and obj["shards"] == {"done": 4, "total": 4}
     assert obj["tp_size"] == 2 and obj["speculative"] == "EAGLE3" and obj["error"] is None
     assert obj["decode"] == {"accept_len": 1.52, "gen_throughput": 52.3}
@@ -79,6 +81,8 @@ def test_to_json_of_an_empty_state() -> None:
         "ranks": {},
         "reason": "waiting for the first log line",
         "eta": {"ready_in_s": None, "phase_left_s": None, "basis": None, "launches": 0},
+        # nothing seen: no quiet time, no log time; starting's budget stands
+        "stall": {"quiet_s": None, "budget_s": 600.0, "last_progress_at": None},
     }
 
 

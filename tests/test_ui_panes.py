@@ -28,6 +28,7 @@ from tests.helpers.ui_fakes import (
 )
 from tui.core.events import ConnectionState, HealthResult, Tick
 from tui.core.state import Phase, Readiness
+from tui.ui.messages import EventsReceived
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.header import HeaderPane
 from tui.ui.panes.health import HealthPane
@@ -248,3 +249,25 @@ async def test_a_batch_with_no_new_fact_within_a_tick_is_not_handed_to_the_panes
         assert drawn  # a new fact within the tick: handed on at once
         row = app.query_one(GpuPane).get_row("gpu0")
         assert any("99.0" in str(cell) for cell in row), row
+
+
+async def test_a_column_that_narrowed_and_grew_back_is_drawn_at_its_full_width() -> None:
+    """After a restart the "held by" cells go empty, then fill again. DataTable measures widths when idle and kept
+    the lines it drew before that at the narrow width (textual#3533): `4300 s…` until the next sample."""
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, [Step(T0, [ConnectionState("connected"), gpus(16.0)])])
+        await play(pilot, source, clock, [Step(T0 + 1, [gpus(0.0, alive=False)])])  # measured narrow
+        table = app.query_one(GpuPane)
+
+        def drawn() -> list[str]:
+            return ["".join(segment.text for segment in table.render_line(y)) for y in range(table.size.height)]
+
+        # The new processes' batch folded, and the screen drawn before the table's idle pass measured the cells:
+        # the order a refresh can take; called here in one go so that it is that order every time.
+        clock.t = T0 + 2
+        app.on_events_received(EventsReceived((gpus(0.5),)))
+        assert any("4300 s…" in line for line in drawn())  # the moment the bug lived in
+        await pilot.pause()
+        assert any("4300 sglang::scheduler_TP0" in line for line in drawn()), drawn()

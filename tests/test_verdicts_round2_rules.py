@@ -209,3 +209,15 @@ def test_a_nonzero_node_is_ready_only_once_its_processes_are_seen_alive() -> Non
     assert dm.deployment_phase(alive) is Phase.READY and deployment_line(alive) == "ready: 2 nodes"
     unseen = dep.with_state("node1", node1.evolve(process_visible=False))  # another uid: the log decides
     assert dm.deployment_phase(unseen) is Phase.READY
+
+
+def test_a_200_from_an_earlier_launch_that_is_gone_says_nothing_of_what_listens_now() -> None:
+    """The earlier server gave the /health 200 (foreign: it holds the port); once it is gone, that 200 is no
+    answer of the latest launch's: ready waits for a 200 received after (it said ready on the stale one)."""
+    earlier = PortOwner(30000, pid=100, ours=False, earlier=True)
+    s = reduce(reduce(WATCHED, earlier, 1.0), _HEALTH_OK, 2.0)
+    assert s.health_ready
+    s = reduce(s, PortOwner(30000, pid=None), 3.0)  # it died: nobody listens now
+    assert not s.health_ready and s.health_ok_since is None
+    s = reduce(s, _HEALTH_OK, 4.0)  # the latest launch's own answer
+    assert s.health_ready and s.health_ok_since == 4.0

@@ -92,8 +92,9 @@ def fault_outcomes(
     with ThreadPoolExecutor(max_workers=len(FAULT_KINDS)) as pool:
         outcomes = dict(zip(FAULT_KINDS, pool.map(one, FAULT_KINDS), strict=True))
     # Alone: with a 2 s stall limit, a machine busy with other scenarios could starve the simulator itself.
-    # It starts once the simulator has logged its launch, so a slow start of the simulator itself (a busy
-    # machine) is not what the 2 s limit measures.
+    # It starts once the simulator has begun loading, so a slow start of the simulator itself (a busy machine:
+    # its rank processes spawning) is not what the 2 s limit measures; the quiet time counts from the log's own
+    # lines, not from the attach.
     outcomes["hang-weights"] = wait_on_sim(
         module_sim,
         cli,
@@ -102,7 +103,7 @@ def fault_outcomes(
         "hang-weights",
         "--stall-after",
         "2",
-        after=b"server_args=",
+        after=b"Load weight begin",
     )
     return outcomes
 

@@ -14,7 +14,9 @@ from typing import NoReturn
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
 from tui.sim.params import FAULTS
 
-SUBCOMMANDS = ("wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export")
+SUBCOMMANDS = (
+    "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
+)  # fmt: skip
 # argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
 _TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
 
@@ -202,7 +204,7 @@ def build_parser() -> Parser:
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="subcommands: wait, stop, dump, bench, probe, export, replay, history, demo, simulate "
+        epilog="subcommands: wait, stop, fleet, dump, bench, probe, export, replay, history, demo, simulate "
         "(sglang-tui SUBCOMMAND --help)\n" + settings_line() + "\n\n" + table_epilog(),
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
@@ -288,6 +290,7 @@ def build_parser() -> Parser:
 
     _probe_parser(sub)
     _export_parser(sub)
+    _fleet_parser(sub)
 
     replay = sub.add_parser("replay", help="parse a saved log; print the timeline and final state")
     replay.add_argument(
@@ -346,6 +349,8 @@ def build_parser() -> Parser:
         metavar="PHASE=FACTOR",
         help="make a phase slower, e.g. cuda_graph=2 (phases: loading_weights, cuda_graph)",
     )
+    simulate.add_argument("--backdate", type=float, default=0.0, metavar="S",
+                          help="the log reads as begun S seconds earlier (its stamps and mtime): attach tests")  # fmt: skip
     simulate.add_argument("--fault-seconds", type=float, metavar="S",
                           help="real seconds a silent fault runs whatever --speed is (jit-compile 48, download 30)")  # fmt: skip
     simulate.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node launch (ranks split evenly)")
@@ -403,6 +408,31 @@ def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _stall_after(export)
     export.add_argument("--no-health", action="store_true", help="do not probe /health")
     _history_options(export)
+
+
+def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
+    fleet = sub.add_parser(
+        "fleet", help="one board for many servers: phase, time in phase, ETA, health, GPUs, vs usual",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Each TARGET: HOST (every SGLang server found running there), HOST:PORT or HOST:PORT:LOG (one "
+        "server). Servers on one SSH host share one connection. On a terminal: the board (/ filter, s sort, Enter "
+        "opens the server, Esc back, ? help).",
+    )  # fmt: skip
+    _targets(fleet, "HOST (every SGLang server found running there), HOST:PORT, HOST:PORT:LOG, slurm:JOBID, slurm:")
+    _server_options(fleet)
+    _sim_gpus(fleet)
+    fleet.add_argument(
+        "--inventory", metavar="FILE", help="a TOML file of [[server]] tables (name, target, port, log, group)"
+    )
+    fleet.add_argument("--once", action="store_true", help="print the table once and exit with the worst row's code")
+    fleet.add_argument("--json", action="store_true",
+                       help='one JSON line per server state change (the `wait --json` object plus "name")')  # fmt: skip
+    fleet.add_argument("--timeout", type=positive_seconds, default=30.0, metavar="S",
+                       help="--once: wait at most S s for every row's first state (default 30)")  # fmt: skip
+    fleet.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
+    _stall_after(fleet)
+    fleet.add_argument("--no-health", action="store_true", help="do not probe /health")
+    _history_options(fleet)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -410,16 +410,23 @@ async def until(pilot: object, condition: Callable[[], object], timeout: float =
 
 
 async def play(pilot: object, source: FakeBatchSource, clock: FakeClock, steps: Sequence[Step]) -> None:
-    """Fold each step at its clock time, waiting until the app has taken it."""
+    """Fold each step at its clock time, waiting until the app has taken it, then let the app settle once.
+
+    The app folds a batch and redraws the panes' text in one handler (`on_events_received`), reading the clock as
+    it runs: once `batches_seen` moved, the step is folded at its own clock and the next may set the clock. Between
+    steps the loop only yields (no `pilot.pause()`: each waits for 20 ms of idle and composes the whole screen, which
+    was most of a UI test's CPU); the screen is composed once, at the end, as a terminal would show it."""
     app = pilot.app  # type: ignore[attr-defined]
     for step in steps:
         clock.t = step.clock
         before = app.batches_seen
         source.push(step.events)
         deadline = time.monotonic() + 60  # a busy machine: a while; the app's clock is the fake one all the same
+        spins = 0
         while app.batches_seen <= before:
             assert time.monotonic() < deadline, f"the app never took the step at clock {step.clock}"
-            await pilot.pause()  # type: ignore[attr-defined]
+            spins += 1  # a few yields let the source's worker and the app's queue run; past that, wait politely
+            await (asyncio.sleep(0) if spins < 200 else pilot.pause(0.01))  # type: ignore[attr-defined]
     await pilot.pause()  # type: ignore[attr-defined]
 
 

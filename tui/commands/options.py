@@ -155,6 +155,32 @@ class SimulateOptions:
     decode: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FleetOptions:
+    """`sglang-tui fleet [TARGET…]`: one board for many servers (each TARGET read by targets.fleet_target)."""
+
+    targets: tuple[str, ...] = ()  # as typed, in order
+    ssh: Ssh = Ssh()
+    port: int | None = None  # --port (or a setting) for every TARGET that names none; None: found there, else 30000
+    log: str | None = None
+    remote_python: str = "python3"
+    sim_gpus: str | None = None  # one simulator GPU state per server, comma-separated (tests)
+    inventory: str | None = None
+    once: bool = False
+    json: bool = False
+    timeout: float = 30.0
+    read_only: bool = False
+    health: bool = True
+    stall_after: float | None = None
+    history: Path | None = None
+    settings: Settings = Settings()  # the keys of a row's full view
+
+    @property
+    def target(self) -> Target:
+        """The SSH options as a Target, for the hosts each TARGET names (Target.spec)."""
+        return Target(self.targets, ssh=self.ssh)
+
+
 Options = (
     WatchOptions
     | WaitOptions
@@ -167,6 +193,7 @@ Options = (
     | HistoryOptions
     | DemoOptions
     | SimulateOptions
+    | FleetOptions
 )
 
 
@@ -187,6 +214,8 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
         return _probe(ns, settings)
     if command == "export":
         return _export(ns, settings)
+    if command == "fleet":
+        return _fleet(ns, settings)
     target, server = _reached(ns, settings)
     if command == "stop":
         return StopOptions(target, server, force=ns.force, grace=ns.grace)
@@ -291,6 +320,31 @@ def _export(ns: argparse.Namespace, settings: Settings) -> ExportOptions:
     return ExportOptions(target, servers, watch, listen, ns.listen, ns.textfile, _history(ns))
 
 
+def _fleet(ns: argparse.Namespace, settings: Settings) -> FleetOptions:
+    targets = tuple(ns.host)
+    if not targets and not ns.inventory:
+        raise OptionsError("give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
+    said = Given(port=ns.port, log=ns.log, remote_python=ns.remote_python)
+    given = said.over(settings.for_host(targets[0] if len(targets) == 1 else None))
+    return FleetOptions(
+        targets,
+        _ssh(ns),
+        port=given.port,
+        log=given.log,
+        remote_python=given.remote_python or "python3",
+        sim_gpus=ns.sim_gpus,
+        inventory=ns.inventory,
+        once=ns.once,
+        json=ns.json,
+        timeout=ns.timeout,
+        read_only=ns.read_only,
+        health=not ns.no_health,
+        stall_after=ns.stall_after,
+        history=_history(ns),
+        settings=settings,
+    )
+
+
 def _slurm_problem(command: str, hosts: tuple[str, ...], deployment: str | None, launch: str | None) -> str | None:
     """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
     if not any(is_slurm_target(h) for h in hosts):
@@ -343,6 +397,7 @@ def _sim_params(ns: argparse.Namespace) -> SimParams:
         loader=ns.loader,
         slow=ns.slow,
         fault_seconds=ns.fault_seconds,
+        backdate=ns.backdate,
         nnodes=ns.nnodes,
         node_rank=ns.node_rank,
         dist_init_addr=ns.dist_init_addr,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tui.commands.options import ReplayOptions
+from tui.core.clockmap import LOG_IS_CLOCK
 from tui.core.events import Event
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.logparse import LogParser
@@ -116,7 +117,7 @@ def replay_file(path: str) -> Readiness:
 
 
 def replay_stream(handle: BinaryIO, name: str = "input") -> Readiness:
-    state = Readiness()
+    state = Readiness.of(clock=LOG_IS_CLOCK)  # replay's clock is the log's own (tui.core.clocks)
     parser = LogParser()
     held: list[Event] = []
     now: float | None = None

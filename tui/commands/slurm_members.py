@@ -91,8 +91,32 @@ async def _runs_sglang(cli: SlurmCli, base: Host, job: sj.SlurmJob, remote_pytho
     return any(line.startswith("sglang::") for line in result.stdout.decode("utf-8", "replace").splitlines())
 
 
-async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable[[str], None]) -> str | int:
-    """`slurm:`: the one running job of the user that runs SGLang (its id), else the exit code after a line."""
+async def sglang_jobs(where: Target, server: WatchConfig, say: Callable[[str], None]) -> tuple[str, ...] | int:
+    """`slurm:` for the fleet: every running job of the user that runs SGLang (their ids), else the exit code
+    after one line (6: none; 4: the login node or Slurm cannot be reached)."""
+    target = sj.parse_target(where.host)
+    base = make_host(where.spec(target.login or "local"))
+    try:
+        try:
+            await base.connect()
+        except HostError as exc:
+            say(f"cannot connect to the login node {target.login}: {exc}")
+            return EXIT_CONNECT
+        try:
+            found, jobs = await _sglang_jobs(SlurmCli(base), base, server.remote_python)
+        except SlurmError as exc:
+            say(str(exc))
+            return EXIT_CONNECT
+    finally:
+        await base.close()
+    if not found:
+        say(_none_found(jobs))
+        return EXIT_NOTHING
+    return tuple(j.job_id for j in found)
+
+
+async def _sglang_jobs(cli: SlurmCli, base: Host, remote_python: str) -> tuple[list[sj.SlurmJob], list[sj.SlurmJob]]:
+    """(the running jobs of the user that run SGLang, every running job of the user)."""
     ids = await cli.running_jobs()
     jobs = [j for j in await asyncio.gather(*(cli.job(i) for i in ids)) if j is not None]
     gate = asyncio.Semaphore(_PROBE_CONCURRENCY)
@@ -102,12 +126,19 @@ async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable
             return await _runs_sglang(cli, base, job, remote_python)
 
     flags = await asyncio.gather(*(check(j) for j in jobs))
-    found = [j for j, ok in zip(jobs, flags, strict=True) if ok]
+    return [j for j, ok in zip(jobs, flags, strict=True) if ok], jobs
+
+
+def _none_found(jobs: list[sj.SlurmJob]) -> str:
+    running = f" ({len(jobs)} running job{'s' if len(jobs) != 1 else ''} of yours, none runs SGLang)" if jobs else ""
+    return f"no running Slurm job of yours runs SGLang{running}: nothing to watch"
+
+
+async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable[[str], None]) -> str | int:
+    """`slurm:`: the one running job of the user that runs SGLang (its id), else the exit code after a line."""
+    found, jobs = await _sglang_jobs(cli, base, remote_python)
     if not found:
-        running = (
-            f" ({len(jobs)} running job{'s' if len(jobs) != 1 else ''} of yours, none runs SGLang)" if jobs else ""
-        )
-        say(f"no running Slurm job of yours runs SGLang{running}: nothing to watch")
+        say(_none_found(jobs))
         return EXIT_NOTHING
     if len(found) > 1:
         listed = ", ".join(f"slurm:{j.job_id} ({j.name}, {j.node_list})" for j in found)

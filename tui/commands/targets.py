@@ -1,4 +1,4 @@
-"""TARGET as `probe` and `export` take it: one server, named wherever a HOST goes (DESIGN.md, second round).
+"""TARGET as `probe`, `export` and `fleet` take it: one server, named wherever a HOST goes (DESIGN.md, second round).
 
     HOST                 user@host, an ~/.ssh/config alias, or `local`; its port and log from --port / --log
     HOST:PORT            that port on HOST (--log, when given, is its log)
@@ -6,16 +6,19 @@
     HOST:/abs/log        the log on HOST, the port from --port
     [v6addr]:PORT[:LOG]  an IPv6 address in brackets
 
-The one place a target's text is read for these two commands: Slurm's `slurm:JOB` forms (tui.core.slurmjob, which
-the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job.
+The one place a target's text is read for these commands: Slurm's `slurm:JOB` forms (tui.core.slurmjob, which
+the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job. `fleet` reads more
+(fleet_target): a bare HOST (no port, no log anywhere) is every SGLang server found running there, and
+`slurm:JOBID`, `slurm:` and `LOGIN/slurm:JOBID` are Slurm jobs, each one server of its nodes.
 ValueError carries one line for the user. Read once, by tui/commands/options.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from tui.core.slurmjob import is_slurm_target
+from tui.core.slurmjob import SlurmTarget, is_slurm_target
+from tui.core.slurmjob import parse_target as parse_slurm_target
 
 DEFAULT_PORT = 30000
 
@@ -65,6 +68,39 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not port.isdigit() or not 0 <= int(port) < 65536:
         raise ValueError(f"--listen {text}: give HOST:PORT, :PORT or PORT (e.g. :9464)")
     return host or "0.0.0.0", int(port)
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """A bare HOST on the fleet's command line: every SGLang server found running there (tui.core.discovery)."""
+
+    name: str
+    host: str
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """A Slurm target: one job (`slurm:JOBID`, `LOGIN/slurm:JOBID`) or every running SGLang job (`slurm:`)."""
+
+    name: str
+    slurm: SlurmTarget
+    port: int | None = None  # the server's port in the job (None: found on node 0, else 30000)
+
+
+FleetTarget = ServerTarget | HostTarget | JobTarget
+
+
+def fleet_target(text: str, *, port: int | None = None, log: str | None = None) -> FleetTarget:
+    """One of `fleet`'s TARGETs: a Slurm job, a bare HOST (discovered, when neither --port nor --log is given), or one
+    server as parse_target reads it. ValueError with one line."""
+    if is_slurm_target(text):
+        job = parse_slurm_target(text)  # SlurmTargetError is a ValueError
+        if log is not None and job.log is None:
+            job = replace(job, log=log)  # every node's log pattern, as --log is for `wait slurm:JOBID`
+        return JobTarget(text, job, port)
+    if text and text.strip() == text and port is None and log is None and _split_host(text)[1] is None:
+        return HostTarget(text, _split_host(text)[0])
+    return parse_target(text, port=port, log=log)
 
 
 def _split_host(text: str) -> tuple[str, str | None]:

@@ -30,7 +30,7 @@ from tui.commands.options import WaitOptions
 from tui.core import fmt, wording
 from tui.core.capture import current_capture
 from tui.core.config import Hooks, WatchConfig
-from tui.core.eta import bar_left, estimate, eta_words
+from tui.core.eta import estimate, eta_words, pace
 from tui.core.events import ControlResult
 from tui.core.exitcodes import (
     EXIT_CONNECT,
@@ -57,7 +57,7 @@ from tui.sources.weightfiles import WeightFilesProbe
 if TYPE_CHECKING:
     from tui.sources.control import ServerControl
 
-FIRST_LOOK_S = 2.0  # the first progress line waits this long at most for the log's and the port's first look
+FIRST_LOOK_S = 10.0  # the first progress line waits this long at most for the log's and the port's first look (4.8 s seen on a loaded 2-CPU box)
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
 HISTORY_GRACE_S = 0.5  # the history's last write gets this long even when --timeout is spent
@@ -75,9 +75,13 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     parts = [state.phase.value]
     if state.shards is not None and state.phase is Phase.LOADING_WEIGHTS:
         bar = state.shards
-        left, silent = bar_left(bar, state.updated_at)  # decays with the silence; withdrawn when progress stops
-        pace = fmt.eta(left) if silent is None else f"no progress for {fmt.duration(silent)}"
-        parts.append(f"shards {bar.done}/{bar.total}, {fmt.rate(bar.rate_per_s)}, {pace}")
+        left, silent = pace(state, bar, state.updated_at)  # the one ETA rule; withdrawn when progress stops
+        said = (
+            f"{fmt.rate(bar.rate_per_s)}, {fmt.eta(left)}"
+            if silent is None
+            else f"no progress for {fmt.duration(silent)}"
+        )
+        parts.append(f"shards {bar.done}/{bar.total}, {said}")
     which, capture = current_capture(state)  # the count the header and the shards pane show
     if capture is not None and state.phase is Phase.CUDA_GRAPH:
         parts.append(f"{which} {capture.done}/{capture.total}")

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.commands.options import WatchOptions
 from tui.core.benchstats import BenchResult
@@ -17,6 +17,8 @@ from tui.core.exitcodes import EXIT_CONNECT
 from tui.core.state import Readiness
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from tui.sources.bench import BenchRunner
     from tui.sources.control import ServerControl
     from tui.sources.host import Host
@@ -157,6 +159,18 @@ async def run_tui(
     """Run the app until the user quits or a SIGHUP/SIGTERM/SIGINT comes (the terminal closed, a kill, ctrl+c from
     outside), then close the Monitor; a signal exits 128+signal, after the caller's cleanup (`finally`) has run."""
     app, session = build_app(host, opts, host_label=host_label, initial=initial, control=control)
+    try:
+        return await run_app(app)
+    finally:
+        await session.close()
+        recorder = getattr(app, "history_recorder", None)
+        if recorder is not None:
+            recorder.finish(getattr(app, "_live", None) or Readiness())
+
+
+async def run_app(app: App[Any]) -> int:
+    """Run a Textual app until the user quits or a SIGHUP/SIGTERM/SIGINT comes: 0, or 128+signal (the caller's
+    cleanup runs after either; the fleet board runs through here too)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     caught: list[int] = []
@@ -188,10 +202,6 @@ async def run_tui(
             timer.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)
-        await session.close()
-        recorder = getattr(app, "history_recorder", None)
-        if recorder is not None:
-            recorder.finish(getattr(app, "_live", None) or Readiness())
     return 128 + caught[0] if caught else 0
 
 

@@ -3,10 +3,13 @@ current phase, and an honest progress ETA that is withdrawn when progress stops.
 
 Pure: `estimate(state, now)` reads only the state (its `past` is the history the caller loaded) and the clock.
 
-- The current phase's time left comes from its progress when there is any: the weights from GPU memory growth
-  against the weight bytes per rank a past launch took (steady under the multi-thread loader's bursts), else
-  from the shard bar; a capture bar from its own rate. With history, that is blended with the phase's median
-  (weighted by how far the progress is), and the later phases add their medians.
+- One rule for the time left of the current phase, which every view shows (the header's "ready in", the reason's
+  and the panes' bar ETA, `wait`'s line and the JSON `eta` agree; `pace` is what a view shows beside a bar):
+  the weights from GPU memory growth against the weight bytes per rank a past launch took (steady under the
+  multi-thread loader's bursts), else from the shard bar: this launch's own progress says what is left of it, so
+  a faster history does not shorten it. A capture bar is one graph's of several: the phase has at least what it
+  says left, and with history, at least what the median leaves. With no progress, the median's rest. The later
+  phases add their medians.
 - While no progress arrives, a progress ETA decays with the silence; after WITHDRAW_AFTER x the mean interval
   between progress steps it is withdrawn (None), and the words say how long nothing moved and when the stall
   verdict comes: "no progress for 45 s · stalled at 3m00s".
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
-from tui.core.stall import limit_for
+from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
 WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA is withdrawn
@@ -73,7 +76,8 @@ def estimate(state: Readiness, now: float) -> Eta:
     if s.phase not in STARTUP_PHASES:
         return Eta(launches=launches, totals=spread)
     elapsed = max(0.0, now - s.phase_since) if s.phase_since else 0.0
-    left, fraction, source, silent = phase_progress(s, now)
+    left, whole, source, silent = phase_progress(s, now)
+    silent = shown_silence(s, silent, now)
     median = past.median(s.phase.value) if past is not None else None
     slow = _slow(s, elapsed)
     stalled_at = _stall_limit(s) if silent is not None else None
@@ -89,10 +93,10 @@ def estimate(state: Readiness, now: float) -> Eta:
     if left is None:
         phase_left = by_history
         source = "history"
-    elif elapsed > median:
-        phase_left = left  # running late: the history says nothing about what is left, the progress does
+    elif whole or elapsed > median:
+        phase_left = left  # the progress of the whole phase (or running late: the history says nothing of the rest)
     else:
-        phase_left = (1.0 - fraction) * by_history + fraction * left
+        phase_left = max(left, by_history)  # one bar of the phase's several: at least what it says
     later = sum(past.median(p.value) or 0.0 for p in _after(s.phase)) if past is not None else 0.0
     return Eta(
         ready_in_s=phase_left + later,
@@ -110,22 +114,44 @@ def _after(phase: Phase) -> tuple[Phase, ...]:
     return STARTUP_PHASES[i + 1 :]
 
 
-def phase_progress(s: Readiness, now: float) -> tuple[float | None, float, str, float | None]:
-    """(seconds left, fraction done, source, silence when withdrawn) from the current phase's progress."""
+def phase_progress(s: Readiness, now: float) -> tuple[float | None, bool, str, float | None]:
+    """(seconds left, whether that is the whole phase's, source, silence when withdrawn) from the current
+    phase's progress."""
     if s.phase is Phase.LOADING_WEIGHTS:
         expected = expected_weight_gib(s)
         by_mem = memory_left(s.weights_mem, expected, now)
         if by_mem is not None:
-            left, fraction, silent = by_mem
-            return left, fraction, "GPU memory", silent
+            left, _fraction, silent = by_mem
+            return left, True, "GPU memory", silent
         if s.shards is not None and not is_complete(s.shards):
             left, silent = bar_left(s.shards, now)
-            return left, s.shards.done / s.shards.total if s.shards.total else 0.0, "shards", silent
-        return None, 0.0, "", None
+            return left, True, "shards", silent
+        return None, True, "", None
     if s.phase is Phase.CUDA_GRAPH and s.capture is not None and not is_complete(s.capture):
         left, silent = bar_left(s.capture, now)
-        return left, 0.0, "batches", silent  # one graph's bar of several: no fraction of the phase
-    return None, 0.0, "", None
+        return left, False, "batches", silent  # one graph's bar of several
+    return None, False, "", None
+
+
+def pace(s: Readiness, bar: BarState, now: float) -> tuple[float | None, float | None]:
+    """(seconds left, silence when withdrawn) that a view shows beside `bar`: for the main weights bar while the
+    weights load, the phase's own (phase_progress: the figure the header's "ready in" rests on); for another
+    bar, its own rate's (the phase's ready_in is never below it)."""
+    if bar is s.shards and s.phase is Phase.LOADING_WEIGHTS:
+        left, _whole, _source, silent = phase_progress(s, now)
+    else:
+        left, silent = bar_left(bar, now)
+    return left, shown_silence(s, silent, now)
+
+
+def shown_silence(s: Readiness, silent: float | None, now: float) -> float | None:
+    """The silence shown once a progress ETA is withdrawn ("no progress for 45 s · stalled at 3m00s"): the stall
+    rule's quiet time, the figure `stall.quiet_s` and the verdict give, never longer than the bar's own (a bar's
+    untimed frames read at attach are placed no later than the log's last write, which is the quiet time's)."""
+    if silent is None:
+        return None
+    since = quiet_since(s)
+    return silent if since is None else max(0.0, min(silent, now - since))
 
 
 def expected_weight_gib(s: Readiness) -> float | None:

@@ -211,10 +211,29 @@ class LogActivity:
 @dataclass(frozen=True)
 class LogReset:
     """The log file was truncated, rotated (new inode) or appeared/disappeared. reason: truncated |
-    rotated | missing | appeared | started_at_last_launch."""
+    rotated | missing | appeared | started_at_last_launch | skipped (a large log: the bytes between the launch's
+    first lines and the log's last ones were not read; what follows begins mid-stream)."""
 
     reason: LogResetReason
     detail: str = ""
+    skipped: int = 0  # skipped: how many bytes were not read
+
+
+@dataclass(frozen=True)
+class LogLook:
+    """The log tail's look at the file when it (re)starts reading it (tui.core.clocks decides what it means).
+
+    end: the file's size at the look: the bytes before it were written before we read them (history).
+    mtime_s: the file's mtime (the host's epoch): the last of them was written then. skew_s: our clock - the
+    host's. last_t: the newest log time in the file's last bytes at the look (None: none of them had one).
+    live: False while the events of those bytes follow; the same look again with True once the tail has read
+    them (from here, read as written). A look with nothing to read comes once, live."""
+
+    end: int
+    mtime_s: float | None = None
+    skew_s: float | None = None
+    last_t: float | None = None
+    live: bool = False
 
 
 @dataclass(frozen=True)
@@ -435,6 +454,7 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     RankSeen,
     LogActivity,
     LogReset,
+    LogLook,
     GpuSnapshot,
     HealthResult,
     ServerInfoAnswer,
@@ -467,6 +487,7 @@ __all__ = [
     "JitHint",
     "LaunchStarted",
     "LogActivity",
+    "LogLook",
     "LogFile",
     "LogReset",
     "Milestone",

@@ -91,6 +91,15 @@ USES: dict[str, dict[int, str]] = {
         EXIT_OK: "stopped by SIGINT or SIGTERM",
         EXIT_BAD_ARGS: f"{_ARGS}; --textfile that is not a directory; a TARGET given twice",
     },
+    "fleet": {
+        EXIT_OK: "--once: every server ready; the board quit (q); --json stopped by SIGINT or SIGTERM",
+        EXIT_FAILED: "--once: a server failed (the worst row's code: a failure over every other)",
+        EXIT_BAD_ARGS: f"{_ARGS}; a bad TARGET or --inventory (one line naming the key); a directory as a log",
+        EXIT_STALLED: "--once: a server stalled",
+        EXIT_CONNECT: f"--once: a server's host: {_CONNECT}",
+        EXIT_NOTHING: "--once: a HOST with no SGLang server running, or a Slurm job that is not running",
+        EXIT_TIMEOUT: "--once: a server still starting when --timeout passed (not ready yet)",
+    },
     "demo": {
         EXIT_OK: "quit (q)",
         EXIT_FAILED: "the simulated server could not start",

@@ -455,7 +455,7 @@ def _pace(bar: BarState, unit: str, now: float, s: Readiness) -> str:
         return ""
     if bar.rate_per_s is None:
         return ""
-    left, silent = eta.bar_left(bar, now)
+    left, silent = eta.pace(s, bar, now)  # the one ETA rule: what the header's "ready in" rests on
     if silent is not None:
         return " · " + eta.withdrawn_words(eta.Eta(silent_s=silent, stalled_at_s=limit_for(s)))
     return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(left)}"

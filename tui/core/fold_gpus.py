@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tui.core import clocks
 from tui.core.events import (
     GpuSnapshot,
 )
@@ -28,10 +29,19 @@ def on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if memory_moved(s.gpus, ev):
         changes["last_progress_at"] = now
         changes["last_progress"] = "GPU memory"
-    if s.phase is Phase.LOADING_WEIGHTS:
+        changes["last_progress_logged"] = False
+        changes["last_progress_log"] = None
+    if s.phase is Phase.LOADING_WEIGHTS and (s.weights_mem is not None or loading_began_in_view(s)):
         changes["weights_mem"] = weights_memory(s.weights_mem, s.gpus, ev, server_gpus(s), now)
     s = s.evolve(**changes)
     return s.evolve(ranks=map_ranks(s, ev))
+
+
+def loading_began_in_view(s: Readiness) -> bool:
+    """The weights began to load while we watched: the GPU memory before them is known. Attached mid-load (the
+    log says the phase began before our first event), growth from now would count only part of the weights. The
+    phase's stamp is whole seconds: a line written in the second we attached began in view."""
+    return s.first_seen_at is None or s.phase_since + clocks.STAMP_S >= s.first_seen_at
 
 
 def server_gpus(s: Readiness) -> frozenset[int] | None:

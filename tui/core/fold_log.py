@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TypeVar
 
-from tui.core import stacks
+from tui.core import clocks, stacks
 from tui.core.capture import capture_bar_of
 from tui.core.events import (
     BatchStats,
@@ -140,11 +140,15 @@ def log_seen(
     rank: str | None = None,
     what: str = "log line",
     tp_rank: int | None = None,
+    t: float | None = None,
 ) -> Readiness:
-    """Any parsed log event is progress (it came from new log bytes) and may name a rank."""
-    changes: Facts = {"last_progress_at": now, "last_progress": what}
+    """Any parsed log event is progress (it came from new log bytes), at the time the log says (tui.core.clocks),
+    and may name a rank."""
+    changes: Facts = progressed(s, at, t, now, what)
     if at:
         changes["last_log_at"] = at
+    if t is not None:
+        changes["last_log_t"] = t
     index = tp_rank if tp_rank is not None else (tp_index(rank) if rank else None)
     if index is not None and (s.tp_rank_max is None or index > s.tp_rank_max):
         changes["tp_rank_max"] = index
@@ -185,6 +189,24 @@ def log_tp(s: Readiness) -> tuple[int | None, str]:
     return s.server.tp_size, s.tp_inferred
 
 
+def progressed(s: Readiness, at: str | None, t: float | None, now: float, what: str) -> Facts:
+    """The progress facts a log event gives: when it happened on our clock (and that the log said it).
+    An event of the history read at a look never moves the last progress back; a live line teaches the zone
+    when no look could."""
+    changes: Facts = {"last_progress": what}
+    clock = s.clock
+    if clock is not None and clock.zone_s is None and t is not None and clocks.live(s):
+        s = s.evolve(clock=clocks.learn_live(clock, t, now))
+        changes["clock"] = s.clock
+    when = clocks.event_time(s, t, now)
+    if s.reading_history and s.last_progress_at is not None and when < s.last_progress_at:
+        return changes
+    changes["last_progress_at"] = when
+    changes["last_progress_logged"] = True
+    changes["last_progress_log"] = at
+    return changes
+
+
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
     """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
 
@@ -219,14 +241,14 @@ def untagged_scheduler_line(ev: Milestone) -> bool:
 
 def on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
     """A rank's line: its scheduler runs, so the launch is at least in init (what else it shows, its kind says)."""
-    s = log_seen(s, ev.at, now, ev.rank, what="log: rank line", tp_rank=ev.tp_rank)
+    s = log_seen(s, ev.at, now, ev.rank, what="log: rank line", tp_rank=ev.tp_rank, t=ev.t)
     return advance(s.evolve(launched=True), Phase.INIT, ev.at, ev.t, now)
 
 
 def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
     if s.launched and s.phase is not Phase.STARTING:
         s = fresh_launch(s, ev.at, ev.t, now)  # a relaunch the parser could not see (log truncated or rotated)
-    s = log_seen(s, ev.at, now, what="server_args")
+    s = log_seen(s, ev.at, now, what="server_args", t=ev.t)
     server = s.server
     tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
     s = s.evolve(
@@ -250,7 +272,10 @@ def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
         ),
     )
     if not s.timeline and s.phase is Phase.STARTING:
-        s = s.evolve(timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, now), phase_since=now, phase_since_log=ev.at)
+        since = clocks.event_time(s, ev.t, now)
+        s = s.evolve(
+            timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, since), phase_since=since, phase_since_log=ev.at
+        )
     return s
 
 
@@ -260,7 +285,7 @@ def first(a: _T | None, b: _T | None) -> _T | None:
 
 def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     rank = ev.rank or ("TP0" if ev.kind in SCHEDULER_KINDS else None)
-    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}")
+    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.kind}", t=ev.t)
     if ev.kind in SHUTDOWN_KINDS:  # a signal asked it to stop: says why, when the process goes
         return s if s.shutdown is not None else s.evolve(shutdown=ev)
     if not_this_launchs(s, ev):
@@ -271,7 +296,7 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
         s = tp_one(s, ev, TP_UNTAGGED_REASON)
     s = shape_facts(s, ev)
     if rank:
-        s = s.evolve(ranks=update_rank(s.ranks, rank, ev, now))
+        s = s.evolve(ranks=update_rank(s.ranks, rank, ev, clocks.event_time(s, ev.t, now)))
     if ev.kind == "graph_begin":  # the capture now, for every view (tui.core.capture)
         s = s.evolve(capture_now=capture_bar_of(str(ev.get("what") or "")))
     if ev.draft:
@@ -280,7 +305,7 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
             phase, begins = span
             opener = open_draft if begins else close_draft
             name = str(ev.get("what") or "")  # each draft capture its own span ("draft", "draft extend")
-            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, now, name=name))
+            s = s.evolve(timeline=opener(s.timeline, phase, ev.at, ev.t, clocks.event_time(s, ev.t, now), name=name))
         return s
     s = s.evolve(latest_milestone=ev, milestone_ranks=add_rank(s.milestone_ranks, ev.kind, rank))
     if ev.kind == "startup_timings":
@@ -289,7 +314,7 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     if target is not None or ev.kind == "fired_up":
         s = s.evolve(launched=True)
     if ev.kind == "fired_up":
-        ready_at = s.log_ready_at if s.log_ready else now
+        ready_at = s.log_ready_at if s.log_ready else clocks.event_time(s, ev.t, now)
         return maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
     if target is None:
         return s
@@ -384,7 +409,7 @@ def weight_cache(old: WeightCacheInfo | None, ev: Milestone) -> WeightCacheInfo:
 
 
 def on_failure(s: Readiness, ev: Failure, now: float) -> Readiness:
-    s = log_seen(s, ev.at, now, ev.rank, what="log: failure")
+    s = log_seen(s, ev.at, now, ev.rank, what="log: failure", t=ev.t)
     if s.phase is not Phase.FAILED and not stopped_by_us(s, now):
         if s.shutdown is not None:  # a traceback of the shutdown a signal asked for: its noise, not a cause
             return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, ev.t, now)
@@ -409,7 +434,7 @@ def is_interrupt(ev: Failure) -> bool:
 
 
 def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
-    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.stage} batch")
+    s = log_seen(s, ev.at, now, ev.rank, what=f"log: {ev.stage} batch", t=ev.t)
     if ev.stage != "decode":
         # A prefill is a request being served (the parser keeps health checks' 1-token prefills out): a log slice
         # of prefills only, or one after ready. Before fired up it is the warmup's own request.
@@ -424,7 +449,9 @@ def on_batch(s: Readiness, ev: BatchStats, now: float) -> Readiness:
         token_usage=ev.token_usage,
         at=ev.at,
     )
-    history = (s.decode_history + ((now, ev.gen_throughput, ev.accept_len),))[-DECODE_HISTORY:]
+    history = (s.decode_history + ((clocks.event_time(s, ev.t, now), ev.gen_throughput, ev.accept_len),))[
+        -DECODE_HISTORY:
+    ]
     s = s.evolve(decode=decode, decode_history=history)
     if ev.accept_len is not None and not s.server.speculative:
         s = s.evolve(server=replace(s.server, speculative="unknown"))
@@ -450,7 +477,7 @@ def traffic(s: Readiness, ev: BatchStats) -> bool:
 
 
 def on_hint(s: Readiness, ev: SpeculativeHint, now: float) -> Readiness:
-    s = log_seen(s, ev.at, now, what="log: speculative hint")
+    s = log_seen(s, ev.at, now, what="log: speculative hint", t=ev.t)
     current = s.server.speculative
     if current and current != "unknown":
         return s

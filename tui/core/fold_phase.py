@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tui.core.answerer import OURS, answerer
+from tui.core.clocks import event_time
 from tui.core.state import (
     PHASE_ORDER,
     Phase,
@@ -13,37 +14,44 @@ from tui.core.timeline import enter_phase
 PHASE_RANK = {phase: i for i, phase in enumerate(PHASE_ORDER)}
 
 
-def advance(s: Readiness, target: Phase, at: str | None, t: float | None, now: float) -> Readiness:
-    """Move to `target` when it is ahead of the current phase (failed is final until a new launch)."""
+def advance(
+    s: Readiness, target: Phase, at: str | None, t: float | None, now: float, *, logged: bool = True
+) -> Readiness:
+    """Move to `target` when it is ahead of the current phase (failed is final until a new launch); the phase
+    began when the line that shows it was written (tui.core.clocks), else now (`logged` False: another source's
+    event, HTTP or the process watch)."""
     if s.phase is Phase.FAILED or PHASE_RANK[target] <= PHASE_RANK[s.phase]:
         return s
+    since = event_time(s, t, now, logged)
     return s.evolve(
         phase=target,
-        phase_since=now,
+        phase_since=since,
         phase_since_log=at,
-        timeline=enter_phase(s.timeline, target, at, t, now),
+        timeline=enter_phase(s.timeline, target, at, t, since),
     )
 
 
-def fail(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
+def fail(s: Readiness, at: str | None, t: float | None, now: float, *, logged: bool = True) -> Readiness:
     if s.phase is Phase.FAILED:
         return s
+    since = event_time(s, t, now, logged)
     return s.evolve(
         phase=Phase.FAILED,
-        phase_since=now,
+        phase_since=since,
         phase_since_log=at,
-        timeline=enter_phase(s.timeline, Phase.FAILED, at, t, now),
+        timeline=enter_phase(s.timeline, Phase.FAILED, at, t, since),
         launched=True,
     )
 
 
-def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float) -> Readiness:
+def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float, *, logged: bool = True) -> Readiness:
     """Ready needs this server's /health 200; the log's fired-up line (or, with no launch in view, its access line of
-    a /health 200) alone only when /health is not probed."""
-    if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED):
+    a /health 200) alone only when /health is not probed. Another source's word (`logged` False: a /health 200, the
+    process watch) waits while the bytes a look found are read: they may show a later launch, or its failure."""
+    if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED) or (s.reading_history and not logged):
         return s
     if (s.log_ready or s.health_ready or s.log_health is not None) and may_be_ready(s):
-        return advance(s, Phase.READY, at, t, now)
+        return advance(s, Phase.READY, at, t, now, logged=logged)
     return s
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.core import activity as host_activity
+from tui.core import clocks
 from tui.core.answerer import same_model
 from tui.core.events import (
     ConnectionState,
@@ -12,6 +13,7 @@ from tui.core.events import (
     HostActivity,
     LogActivity,
     LogFile,
+    LogLook,
     PortOwner,
     ServerInfoAnswer,
     ServerProcess,
@@ -19,7 +21,8 @@ from tui.core.events import (
     Tick,
 )
 from tui.core.explain import PROCESS_EXITED, from_processes, rank_exited_line
-from tui.core.fold_launch import fresh_launch, not_found_yet, stopped, stopped_by_us, stopped_from_outside
+from tui.core.find_grace import not_found_yet
+from tui.core.fold_launch import fresh_launch, stopped, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, maybe_ready
 from tui.core.state import (
     ErrorInfo,
@@ -38,17 +41,54 @@ def on_log_activity(s: Readiness, ev: LogActivity, now: float) -> Readiness:
         return s
     if ev.data and s.log_file is not None and s.log_file.status in ("missing", "empty"):
         s = s.evolve(log_file=replace(s.log_file, status="ok"))  # bytes arrived: it is neither any more
-    grew = now if ev.data else s.log_grew_at
     read = s.log_read_at if s.log_read_at is not None or not ev.data else now
-    s = s.evolve(
-        log_offset=ev.offset, last_progress_at=now, last_progress="log bytes", log_grew_at=grew, log_read_at=read
-    )
+    clock = s.clock
+    if clock is not None and clock.history_at is not None and clocks.history_bytes(clock, ev.offset):
+        # bytes written before the look (read at attach or after a reconnect): they grew the log at its mtime;
+        # the progress their lines showed was folded from them already
+        written = min(now, clock.history_at)
+        grew = clocks.later(s.log_grew_at, written) if ev.data else s.log_grew_at
+        s = s.evolve(log_offset=ev.offset, log_grew_at=grew, log_read_at=read)
+        if s.last_progress_at is None or s.last_progress_at < written:
+            s = s.evolve(
+                last_progress_at=written,
+                last_progress=s.last_progress or "log bytes",
+                last_progress_logged=True,
+                last_progress_log=None,
+            )
+    else:
+        s = s.evolve(
+            log_offset=ev.offset,
+            last_progress_at=now,
+            last_progress="log bytes",
+            last_progress_logged=True,
+            last_progress_log=None,
+            log_grew_at=now if ev.data else s.log_grew_at,
+            log_read_at=read,
+        )
     if s.phase is Phase.FAILED and s.failed_log_offset is None:
         # the failure's line came in these bytes (its events are folded before them): it lies before this offset
         return retry_in_the_log(s.evolve(failed_log_offset=ev.offset), now)
     # the bytes may be what vouches for a /health 200 already in (another uid: the log grew after it): ready now,
-    # not at the next /health, up to 30 s later
-    return maybe_ready(s, None, None, now) if s.health_ready else s
+    # not at the next /health, up to 30 s later (once a look's bytes are all read)
+    return maybe_ready(s, None, None, now, logged=False) if s.health_ready else s
+
+
+def on_log_look(s: Readiness, ev: LogLook, now: float) -> Readiness:
+    """The tail's look at the file: the log's clock on ours, and whether the events that follow are history. A file
+    with bytes was last written at its mtime: the log's last progress is no older, before a byte is read."""
+    s = s.evolve(clock=clocks.learn(s.clock, ev), reading_history=not ev.live)
+    if ev.live:  # the look's bytes are read: what waited on them (a /health 200) decides now
+        s = maybe_ready(s, None, None, now, logged=False)
+    written = s.clock.history_at if s.clock is not None else None
+    if ev.end <= 0 or written is None or (s.last_progress_at is not None and s.last_progress_at >= written):
+        return s
+    return s.evolve(
+        last_progress_at=min(now, written),
+        last_progress=s.last_progress or "log bytes",
+        last_progress_logged=True,
+        last_progress_log=None,
+    )
 
 
 def on_log_file(s: Readiness, ev: LogFile, now: float) -> Readiness:
@@ -67,8 +107,8 @@ def on_health(s: Readiness, ev: HealthResult, now: float) -> Readiness:
     if ev.outcome == "ok" and ev.endpoint in HTTP_UP_ENDPOINTS and s.phase is Phase.STARTING and not s.log_watched:
         # uvicorn is up: warmup at most, never ready (with a log watched, the log decides the phase: what
         # answers before it shows a launch may be a server from before)
-        s = advance(s, Phase.WARMUP, None, None, now)
-    return maybe_ready(s, None, None, now)
+        s = advance(s, Phase.WARMUP, None, None, now, logged=False)
+    return maybe_ready(s, None, None, now, logged=False)
 
 
 def on_server_info(s: Readiness, ev: ServerInfoAnswer, now: float) -> Readiness:
@@ -91,7 +131,13 @@ def on_activity(s: Readiness, ev: HostActivity, now: float) -> Readiness:
     """A sample of what the processes do beyond the log: anything that moved is progress (issue 13)."""
     activity = host_activity.fold(s.activity, ev, now, named=s.jit_named)
     if activity.moved:
-        return s.evolve(activity=activity, last_progress_at=now, last_progress=activity.moved)
+        return s.evolve(
+            activity=activity,
+            last_progress_at=now,
+            last_progress=activity.moved,
+            last_progress_logged=False,
+            last_progress_log=None,
+        )
     return s.evolve(activity=activity)
 
 
@@ -126,15 +172,15 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if ev.alive and ev.quiet_writers and s.phase is Phase.FAILED:
         return retry_in_the_log(s, now)
     if ev.alive and not (lost and (s.launched or s.timeline)):
-        return maybe_ready(s, None, None, now)  # --no-health: the log's fired up waits for a live process
+        return maybe_ready(s, None, None, now, logged=False)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
     if stopped_by_us(s, now) and s.last_control is not None:
         return stopped(s, s.last_control.action, now)
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
-        return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now)
+        return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now, logged=False)
     line = rank_exited_line(lost) if lost else PROCESS_EXITED
-    return fail(s.evolve(error=ErrorInfo(kind="other", line=line, root_cause=False)), None, None, now)
+    return fail(s.evolve(error=ErrorInfo(kind="other", line=line, root_cause=False)), None, None, now, logged=False)
 
 
 def retry_in_the_log(s: Readiness, now: float) -> Readiness:
@@ -162,8 +208,13 @@ def retry_in_the_log(s: Readiness, now: float) -> Readiness:
 
 
 def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
-    """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours."""
-    return maybe_ready(s.evolve(port_owner=ev), None, None, now)
+    """Who listens on the port: a listener outside the server's processes makes a /health 200 not ours. Once that
+    listener is gone and nothing listens, the 200 it gave says nothing: ready waits for the next one. (A listener
+    that is the server's in the next report may have given it: the report lags the port.)"""
+    was = s.port_owner
+    if s.health_ready and was is not None and was.ours is False and was.pid is not None and ev.pid is None:
+        s = s.evolve(health_ready=False, health_ok_since=None)
+    return maybe_ready(s.evolve(port_owner=ev), None, None, now, logged=False)
 
 
 def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:

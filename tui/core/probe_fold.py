@@ -4,10 +4,11 @@ stream, so a probe's verdict is `wait`'s.
 
 Where to read from (read_plan): the memo's offset while the log is the same file (LogMark.same_file), else from
 0 with the LogReset a tail would say (rotated, truncated, appeared); a first read of a large log starts at its
-last launch, as an attach does. The log's bytes are folded at the time the log says they were written, not at
-the call's: the file's mtime on the host's clock (moved onto ours by the skew the look measured), kept between
-the last call's clock and now. A hang then counts from the log's last write even across calls a period apart
-or a first call on an old log, and the stall verdict comes at the first call past the budget.
+last launch, as an attach does. Each call is a look at the file (a LogLook, as the log tail's): the bytes it
+reads were written before it, so they are history on the log's own clock (tui.core.clocks, the one rule for
+every watcher): their events happened at their log time, an untimed one no later than the file's mtime (moved
+onto ours by the skew the look measured). A hang then counts from the log's last write even across calls a
+period apart or a first call on an old log, and the stall verdict comes at the first call past the budget.
 
 Pure: the looks are values (the host's answers), `now` is handed in.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tui.core.events import Event, LogActivity, LogFile, LogReset, Tick
+from tui.core.events import Event, LogActivity, LogFile, LogLook, LogReset, Tick
 from tui.core.fold import Fold
 from tui.core.logparse import LogParser
 from tui.core.probe_memo import TAIL_BYTES, LogMark, ProbeMemo
@@ -28,8 +29,8 @@ WHOLE_BELOW = 2 * 1024 * 1024  # a log smaller than this is read whole on a firs
 class FileLook:
     """What the log path is now (the look a tail takes before it reads): kind file | missing | directory |
     denied, the file's identity and size, its mtime (the host's epoch seconds), our clock minus the host's as
-    the look measured it, and the bytes just before the memo's offset when they were asked for (None: not
-    asked, or unreadable)."""
+    the look measured it, the bytes just before the memo's offset when they were asked for (None: not asked, or
+    unreadable), and the newest log time in the file's last bytes (tui.core.clocks.newest_log_time)."""
 
     kind: str
     dev: str = ""
@@ -40,6 +41,7 @@ class FileLook:
     symlink: str | None = None
     readable: bool = True
     tail: bytes | None = None
+    last_t: float | None = None
 
     @property
     def readable_file(self) -> bool:
@@ -94,12 +96,20 @@ def log_file_fact(look: FileLook, path: str, was: LogFile | None) -> LogFile | N
     return fact
 
 
-def log_clock(look: FileLook, after: float, now: float, skew: float = 0.0) -> float:
-    """When the new bytes were written, on our clock: the file's mtime (plus `skew`, our clock minus the
-    host's), no earlier than `after` (the last call's clock: they were not there then) and no later than now."""
+def log_look(look: FileLook, start: int, data: bytes) -> LogLook:
+    """The call's look at the file as the log tail's: the bytes up to what it reads are history, the last of the
+    file's written at its mtime; the file's newest log time beside that mtime gives the log's zone."""
+    return LogLook(start + len(data), look.mtime, look.skew, look.last_t)
+
+
+def history_clock(look: FileLook, after: float, now: float) -> float:
+    """The reducer's clock while a call's bytes are folded: when the last of them was written (the file's mtime,
+    plus the skew), no earlier than the last call's clock (they were not there then), no later than now. Their
+    events keep their own times (tui.core.clocks); this is when the log held them, so a first call on a log last
+    written an hour ago is not a launch begun moments ago (whose processes may not be found yet)."""
     if look.mtime is None:
         return now
-    return min(now, max(after, look.mtime + skew))
+    return min(now, max(after, look.mtime + look.skew))
 
 
 def fold_call(
@@ -116,7 +126,7 @@ def fold_call(
 ) -> tuple[ProbeMemo, int]:
     """The memo after this call, and how many bytes of the log are still unread (read by the next calls).
 
-    The log's resets and bytes first, at the log's clock; then `answers` (the processes, the HTTP probes) and a
+    The log's resets and bytes first, on the log's clock; then `answers` (the processes, the HTTP probes) and a
     Tick at `now`, so the stall rule judges the silence at the call's time. fold: the steps after the reducer
     (the history's past), a plain Fold by default."""
     steps = fold if fold is not None else Fold()
@@ -131,12 +141,15 @@ def fold_call(
     mark = memo.mark if not plan.fresh_parser else None
     if look is not None and look.readable_file and plan.start is not None:
         offset = start + len(data)
+        history = log_look(look, start, data)
+        log_events.append(history)
         log_events.append(LogActivity(offset, data))
         log_events.extend(parser.feed(data))
+        log_events.append(replace(history, live=True))  # read: what waited on these bytes decides now
         before = mark.tail if mark is not None and start == mark.offset else b""
         mark = LogMark(look.dev, look.inode, offset, (before + data)[-TAIL_BYTES:])
     after = state.updated_at if state.first_seen_at is not None else float("-inf")
-    at = log_clock(look, after, now, look.skew) if look is not None and data else now
+    at = history_clock(look, after, now) if look is not None and data else now
     if log_events:
         state = steps(state, log_events, at)
     state = steps(state, [*answers, Tick()], now)

@@ -20,24 +20,26 @@ class BarWords(TypedDict, total=False):
     bs: int | None
     avail_mem_gb: float | None
     label: str
+    zero_at: float | None
 
 
-def start_bar(done: int, total: int, when: float, clock: str, now: float, **extra: Unpack[BarWords]) -> BarState:
-    """A bar seen for the first time (or restarted)."""
+def start_bar(done: int, total: int, when: float, clock: str, at: float, **extra: Unpack[BarWords]) -> BarState:
+    """A bar seen for the first time (or restarted): sampled at `when` on its own axis, at `at` on our clock."""
     done = max(0, min(done, total)) if total > 0 else max(0, done)
     return BarState(
         done=done,
         total=total,
-        started_at=now,
-        updated_at=now,
+        started_at=at,
+        updated_at=at,
         samples=((when, done),),
         sample_clock=clock,
         **extra,
     )
 
 
-def advance_bar(bar: BarState, done: int, when: float, clock: str, now: float, **extra: Unpack[BarWords]) -> BarState:
-    """A new frame of the same bar: keep the max done seen, add a sample when it moved, refresh rate and ETA."""
+def advance_bar(bar: BarState, done: int, when: float, clock: str, at: float, **extra: Unpack[BarWords]) -> BarState:
+    """A new frame of the same bar: keep the max done seen, add a sample when it moved, refresh rate and ETA.
+    `at`: when the frame was printed, on our clock (tui.core.clocks): the ETA decays with the silence since."""
     done = min(done, bar.total) if bar.total > 0 else done
     if done <= bar.done:
         return replace(bar, **extra) if extra else bar
@@ -49,7 +51,7 @@ def advance_bar(bar: BarState, done: int, when: float, clock: str, now: float, *
     return replace(
         bar,
         done=done,
-        updated_at=now,
+        updated_at=max(at, bar.updated_at),
         samples=samples,
         sample_clock=clock,
         rate_per_s=rate if rate is not None else bar.rate_per_s,

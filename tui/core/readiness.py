@@ -24,6 +24,7 @@ from tui.core.events import (
     LaunchStarted,
     LogActivity,
     LogFile,
+    LogLook,
     LogReset,
     Milestone,
     PortOwner,
@@ -37,9 +38,10 @@ from tui.core.events import (
     WatchdogDump,
     WeightFiles,
 )
+from tui.core.find_grace import FIND_GRACE_S
 from tui.core.fold_bars import BAR_PHASE, on_bar, on_weight_files
 from tui.core.fold_gpus import GPU_HISTORY, on_gpus
-from tui.core.fold_launch import FIND_GRACE_S, on_control, on_launch, on_log_reset
+from tui.core.fold_launch import on_control, on_launch, on_log_reset
 from tui.core.fold_log import (
     MILESTONE_PHASE,
     PER_RANK_KINDS,
@@ -61,6 +63,7 @@ from tui.core.fold_sources import (
     on_health,
     on_log_activity,
     on_log_file,
+    on_log_look,
     on_port_owner,
     on_process,
     on_server_info,
@@ -136,6 +139,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_log_reset(s, ev, now)
         case LogFile():
             return on_log_file(s, ev, now)
+        case LogLook():
+            return on_log_look(s, ev, now)
         case ServerInfoAnswer():
             return on_server_info(s, ev, now)
         case ConnectionState():
@@ -152,8 +157,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
 
 def _finish(s: Readiness, now: float) -> Readiness:
     """Stamp the clock and apply the stall rule. The words (reason, evidence) are the views' (explain)."""
-    if s.first_seen_at is None:  # the first event: the phase began no earlier than now (not at clock 0)
-        s = s.evolve(first_seen_at=now, phase_since=now)
+    if s.first_seen_at is None:  # the first event: the phase began no later than now (not at clock 0)
+        s = s.evolve(first_seen_at=now, phase_since=s.phase_since or now)
     stall = stall_for(s, now)
     if stall != s.stall:
         s = s.evolve(stall=stall)

@@ -6,16 +6,19 @@ from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
+from tui.core.stall import stall_json
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
 from tui.core.wording import member_words, verdict_line
 
-JSON_KEYS = ("phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta")
+JSON_KEYS = (
+    "phase", "shards", "tp_size", "speculative", "error", "decode", "timeline", "ranks", "reason", "eta", "stall",
+)  # fmt: skip
 
 
 def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
-    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA at `now`, default the last event's time),
-    and "members" for a deployment's combined state."""
+    """The DESIGN.md `replay --json` object: exactly JSON_KEYS (the ETA and the quiet time at `now`, default the
+    last event's time), and "members" for a deployment's combined state."""
     s = state
     at = s.updated_at if now is None else now
     report: dict[str, object] = {
@@ -42,6 +45,7 @@ def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
         },
         "reason": verdict_line(s),  # the header's verdict line, word for word
         "eta": estimate(s, at).to_json(),
+        "stall": stall_json(s, at),
     }
     if isinstance(s, dm.Combined):
         report["members"] = members_json(s.deployment)

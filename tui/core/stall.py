@@ -1,7 +1,8 @@
 """The stall rule: no progress on any signal for longer than the phase normally allows, while the process lives.
 
 Signals are log bytes, shard count, GPU memory change and capture batches (the reducer stamps
-`last_progress_at` when any of them moves). A dead process is `failed`, never stalled; ready, serving
+`last_progress_at` when any of them moves: for the log's signals, when the log says they moved, so a watch that
+attaches to a load hung for 2 minutes counts 2 minutes of silence at once; tui.core.clocks). A dead process is `failed`, never stalled; ready, serving
 and failed are never stalled. Limits per phase (seconds), each overridable by `Readiness.stall_after`:
 
 - starting 10 min: spawning schedulers, importing torch, fetching the config.
@@ -20,7 +21,8 @@ shards move).
 
 from __future__ import annotations
 
-from tui.core import fmt
+from tui.core import clocks, fmt
+from tui.core.find_grace import finding_the_server
 from tui.core.progress import mean_interval
 from tui.core.state import Phase, Readiness, StallInfo
 
@@ -71,14 +73,57 @@ def history_budget(state: Readiness) -> float | None:
     return max(HISTORY_FLOOR_S, HISTORY_FACTOR * median)
 
 
-def stall_for(state: Readiness, now: float) -> StallInfo | None:
-    """The stall verdict for `state` at `now`: StallInfo when silent too long, else None."""
-    if state.process_alive is False:
+def quiet_since(state: Readiness) -> float | None:
+    """Since when no signal has moved, on the reducer's clock: the last progress (from the log's own time for
+    log signals, tui.core.clocks), else the first event; None before any, and while a watched log has not been
+    looked at yet (its last line may be minutes old or a moment old: the first look says). Events of the log fed
+    without a look (a test, a source with no look) are the old rule's: they happened at the reducer's now."""
+    unread = state.log_offset == 0 and not state.launched
+    if state.log_watched and state.clock is None and state.log_file is None and unread:
         return None
-    limit = limit_for(state)
+    return state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
+
+
+def budget_for(state: Readiness) -> float | None:
+    """How long the current phase may be quiet before it is stalled; None where stalls do not apply (a dead
+    process, ready, serving, failed)."""
+    return None if state.process_alive is False else limit_for(state)
+
+
+def stall_json(state: Readiness, now: float) -> dict[str, object]:
+    """The `stall` object of `wait --json` / `replay --json` (DESIGN.md): the quiet time in whole seconds (a JSON
+    line per tick at most) and the budget, null where stalls do not apply (ready, serving, failed, a dead process:
+    nothing ticks there), and the last progress as the log prints its time."""
+    since = quiet_since(state)
+    budget = budget_for(state)
+    return {
+        "quiet_s": float(int(max(0.0, now - since))) if since is not None and budget is not None else None,
+        "budget_s": round(budget, 1) if budget is not None else None,
+        "last_progress_at": last_progress_text(state, since),
+    }
+
+
+def last_progress_text(state: Readiness, since: float | None) -> str | None:
+    """The last progress as the log prints its time: its line's own stamp, else (log bytes, an untimed frame) its
+    time rendered on the log's clock; None when it was not the log's or the log's clock is unknown."""
+    if not state.last_progress_logged:
+        return None
+    return state.last_progress_log or clocks.log_text(state, since)
+
+
+def stall_for(state: Readiness, now: float) -> StallInfo | None:
+    """The stall verdict for `state` at `now`: StallInfo when silent too long, else None. While the bytes a look
+    found are still being read, the verdict waits (as it stood): the phase they show is not known yet; and while
+    the process watch has not found the server alive within its grace (an attach to a dead server's old log is
+    failed once the grace is over, never stalled)."""
+    if state.reading_history:
+        return state.stall
+    if finding_the_server(state, now):
+        return None
+    limit = budget_for(state)
     if limit is None:
         return None
-    since = state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
+    since = quiet_since(state)
     if since is None:
         return None
     if now - since <= limit:

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
+from tui.core.clockmap import ClockMap
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
@@ -75,6 +76,7 @@ class BarState:
     samples: tuple[tuple[float, int], ...] = ()  # recent (time, done) points behind rate_per_s, bounded
     sample_clock: str = ""  # "tqdm" (the frame's own elapsed), "log" (log times) or "clock" (now): never mixed
     label: str = ""  # the bar's description as printed
+    zero_at: float | None = None  # our clock at the bar's tqdm elapsed 0 (times a frame read from the history)
 
 
 @dataclass(frozen=True)
@@ -344,10 +346,16 @@ class ControlFacts:
 class ProgressFacts:
     """The last progress on any signal, and the stall verdict it gives."""
 
-    last_progress_at: float | None = None
+    last_progress_at: float | None = None  # our clock: from the log's own time for log signals (tui.core.clocks)
     last_progress: str = ""  # which signal progressed last, e.g. "shards 57/64", "log bytes", "GPU memory"
+    last_progress_logged: bool = False  # the last progress was the log's (its bytes, a line, a bar), not another signal
+    last_progress_log: str | None = None  # … and the stamp of its line as printed, when that line had one
     stall: StallInfo | None = None
     last_log_at: str | None = None  # log timestamp of the last timestamped log event
+    last_log_t: float | None = None  # the same as log time (event.t)
+    clock: ClockMap | None = None  # the log's clock on ours, and where the history read at a look ends
+    reading_history: bool = False  # the log events being folded were written before the look (not live)
+    log_skipped: int = 0  # bytes of a large log not read (between the launch's first lines and its last ones)
     log_grew_at: float | None = None  # clock time log bytes last arrived
     log_read_at: float | None = None  # clock time the watch's first log bytes arrived (what the log held then)
     log_offset: int = 0
@@ -480,8 +488,14 @@ class Readiness:
 
     last_progress_at = Fact[float | None]("progress")
     last_progress = Fact[str]("progress")
+    last_progress_logged = Fact[bool]("progress")
+    last_progress_log = Fact[str | None]("progress")
     stall = Fact[StallInfo | None]("progress")
     last_log_at = Fact[str | None]("progress")
+    last_log_t = Fact[float | None]("progress")
+    clock = Fact[ClockMap | None]("progress")
+    reading_history = Fact[bool]("progress")
+    log_skipped = Fact[int]("progress")
     log_grew_at = Fact[float | None]("progress")
     log_read_at = Fact[float | None]("progress")
     log_offset = Fact[int]("progress")
@@ -634,8 +648,14 @@ class Facts(TypedDict, total=False):
 
     last_progress_at: float | None
     last_progress: str
+    last_progress_logged: bool
+    last_progress_log: str | None
     stall: StallInfo | None
     last_log_at: str | None
+    last_log_t: float | None
+    clock: ClockMap | None
+    reading_history: bool
+    log_skipped: int
     log_grew_at: float | None
     log_read_at: float | None
     log_offset: int

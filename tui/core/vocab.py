@@ -30,7 +30,7 @@ ErrorKind = Literal["oom", "nccl", "port_in_use", "model_not_found", "exception"
 StoppedBy = Literal["", "sglang-tui", "outside"]  # who stopped it: not a stop, our own, someone else's signal
 BarName = Literal["weights", "draft_weights", "capture", "piecewise", "jit", "warmup"]
 CaptureBar = Literal["capture", "piecewise"]  # the CUDA graph capture bars: the regular one, 0.5.x's piecewise one
-LogResetReason = Literal["truncated", "rotated", "missing", "appeared", "started_at_last_launch"]
+LogResetReason = Literal["truncated", "rotated", "missing", "appeared", "started_at_last_launch", "skipped"]
 BatchStage = Literal["prefill", "decode"]
 # who read the GPUs: the probe's backends, "none" (no driver on the host), "probe" (the probe itself failed)
 GpuSource = Literal["nvml", "nvidia-smi", "sim", "none", "probe"]

@@ -4,6 +4,10 @@ while everything printed (log timestamps, tqdm times, `elapsed=`) is real time, 
 `real0` is the real instant of simulated second 0 of the schedule. It starts at t0 and moves later when the
 simulation pauses (while the children start, or while a minimum real delay is served), so that overheads of
 the real processes do not eat into the steps that follow at high speeds.
+
+`backdate` (`simulate --backdate S`): what is printed is S seconds behind, and every write sets the log's
+mtime as far back (tui.sim.procs.write_all): the log reads as a launch begun S seconds earlier, so a test can
+attach to a hang 40 s old without waiting 40 s.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ class SimClock:
     t0: float
     speed: float
     real0: float = 0.0
+    backdate: float = 0.0
 
     def __post_init__(self) -> None:
         self.real0 = self.real0 or self.t0
@@ -25,10 +30,10 @@ class SimClock:
         """Simulated seconds since the start: where the schedule is."""
         return (time.time() - self.real0) * self.speed
 
-    @staticmethod
-    def now() -> float:
-        """The real epoch time, for everything printed: a watcher's rates and ETAs must match the wall clock."""
-        return time.time()
+    def now(self) -> float:
+        """The real epoch time (less `backdate`), for everything printed: a watcher's rates and ETAs must match the
+        wall clock."""
+        return time.time() - self.backdate
 
     def real(self, sim_seconds: float) -> float:
         """Real seconds that `sim_seconds` of simulated time take."""

@@ -53,6 +53,7 @@ class SimParams:
     loader: str = "default"  # default | multithread (issue 9: the burst pattern)
     slow: str = ""  # "cuda_graph=2,weights=1.5": phases made slower (issue 9)
     fault_seconds: float | None = None  # real seconds a silent fault (jit-compile, download) runs; None: its own
+    backdate: float = 0.0  # real seconds the log's clock (its stamps, the file's mtime) is behind: begun earlier
     nnodes: int = 1  # multi-node: tp ranks split evenly over nnodes simulator processes (tui/sim/cluster.py)
     node_rank: int = 0
     dist_init_addr: str | None = None  # HOST:PORT node 0 listens on for the other nodes
@@ -121,6 +122,8 @@ def check(params: SimParams) -> str | None:
         return f"--disaggregation-bootstrap-port {params.bootstrap_port}: use a TCP port between 1 and 65535"
     if params.traffic < 0:
         return f"--traffic {params.traffic}: use 0 or more requests per minute"
+    if not 0 <= params.backdate <= 86400 * 365:  # NaN fails too
+        return f"--backdate {params.backdate}: use 0 or more seconds (up to a year)"
     if params.eplb_every < 0:
         return f"--eplb-every {params.eplb_every}: use 0 (off) or more simulated seconds between rebalances"
     if params.fault_seconds is not None and not 1 <= params.fault_seconds <= 3600:

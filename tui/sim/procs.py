@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,14 @@ def mark_child(title: str, parent: int, *, die_with_parent: bool = True) -> None
             os._exit(1)
 
 
+_backdate_s = 0.0  # `simulate --backdate`: each write sets the file's mtime this far back (tui.sim.clock)
+
+
+def backdate_writes(seconds: float) -> None:
+    global _backdate_s
+    _backdate_s = seconds
+
+
 def write_all(fd: int, text: str) -> None:
     data = text.encode()
     while data:
@@ -86,3 +95,9 @@ def write_all(fd: int, text: str) -> None:
         except BlockingIOError:
             continue
         data = data[n:]
+    if _backdate_s:
+        written = time.time() - _backdate_s
+        try:
+            os.utime(fd, (written, written))
+        except OSError:  # not a file (a pipe, a terminal): nothing has an mtime to set back
+            pass

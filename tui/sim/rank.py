@@ -19,7 +19,7 @@ from tui.sim.clock import SimClock
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
 from tui.sim.params import SimParams
-from tui.sim.procs import mark_child, write_all
+from tui.sim.procs import backdate_writes, mark_child, write_all
 from tui.sim.script import Marks, Step, rank_steps
 
 ESCAPE_ENV = "SGLANG_TUI_SIM_ORPHAN_SETSID"  # orphans also leave the launch's session (setsid)
@@ -46,7 +46,8 @@ class Rank:
         self.rank = rank
         self.ready_fd = ready_fd
         self.parent = parent
-        self.clock = SimClock(params.t0, params.speed, real0)
+        self.clock = SimClock(params.t0, params.speed, real0, params.backdate)
+        backdate_writes(params.backdate)
         self.marks = Marks()
         gpu = rank - params.local_ranks.start  # each node numbers its own GPUs from 0
         self.memory = ProcMemory(params.gpu_state, gpu, title(rank, params.tp))

@@ -43,7 +43,8 @@ class Main:
     def __init__(self, params: SimParams) -> None:
         self.p = params
         self.fmt = LogFormat(params.fmt, params.tp)
-        self.clock = SimClock(params.t0, params.speed)
+        self.clock = SimClock(params.t0, params.speed, backdate=params.backdate)
+        procs.backdate_writes(params.backdate)
         self.children: list[subprocess.Popen[bytes]] = []
         self.ranks: list[subprocess.Popen[bytes]] = []
         self.up: set[int] = set()

@@ -1,9 +1,18 @@
 """The log tail: `tail -c +OFFSET -F -- PATH` on the host, read as bytes, resumed by byte offset.
 
-Before every (re)start it checks `stat -c '%i %s'` (and the last bytes it delivered): another inode, a
+Before every (re)start it checks `stat -c '%i %s %Y'` (and the last bytes it delivered): another inode, a
 size below the offset, or other bytes before it mean the file was rotated or truncated, so it says
 LogReset and starts again from 0. Nothing lost, nothing repeated across a reconnect. A new launch appended
-to the same file is the parser's business, not this one's.
+to the same file is the parser's business, not this one's. Each look is also said as a LogLook: the size
+(the bytes before it are history, written before we read them), the file's mtime and the host's clock against
+ours, from which tui/core/clocks.py maps the log's time onto ours.
+
+Attaching to a large log (AttachWindow) reads its last launch: from its `server_args=` line to the end. When
+that is more than `head` + `tail` bytes, it reads the launch's first `head` bytes (what was launched, and its
+startup) and the file's last `tail` bytes (where it stands now), each cut at a line, and says LogReset("skipped")
+between them; the live tail follows on from the end. The last launch is found by a grep of the whole file up to
+`scan_whole_max`, and above it of the last `tail` bytes, then of the first `scan_head` (a launch between them is
+not seen: the last bytes are then read as a window that begins mid-run). `replay` reads a file whole.
 
 When the name no longer leads to the file the server writes (moved by logrotate while the server keeps its
 fd, deleted, replaced), it follows that file through the server's own `/proc/PID/fd/1` (or 2), from the
@@ -14,19 +23,38 @@ goes back to the name. A log path that is missing, a directory, unreadable or a 
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tui.core.events import LogActivity, LogFile, LogReset
+from tui.core.clocks import newest_log_time
+from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
-TailEvent = LogActivity | LogReset | LogFile
+TailEvent = LogActivity | LogReset | LogFile | LogLook
 
-LAST_LAUNCH_MIN_BYTES = 2 * 1024 * 1024  # smaller logs are read whole
-NO_LAUNCH_TAIL_BYTES = 4 * 1024 * 1024  # a big log with no `server_args=` line: show only its end
+MIB = 1024 * 1024
+LAST_LAUNCH_MIN_BYTES = 2 * MIB  # smaller logs are read whole
+TAIL_BYTES = 4 * MIB
+NO_LAUNCH_TAIL_BYTES = TAIL_BYTES  # a big log with no `server_args=` line: show only its end
+END_BYTES = 64 * 1024  # a look reads the file's last bytes for their newest log time
+
+
+@dataclass(frozen=True)
+class AttachWindow:
+    """How much of a large log an attach reads (the defaults; tests make them small)."""
+
+    read_whole_below: int = LAST_LAUNCH_MIN_BYTES  # smaller logs are read whole
+    tail: int = TAIL_BYTES  # the end of a large log: where the server stands now
+    head: int = 2 * MIB  # the first bytes of its last launch: server_args and the startup (SGLang's is ~100 KB)
+    scan_whole_max: int = 64 * MIB  # up to this size a grep of the whole file finds the last launch (~50 ms)
+    scan_head: int = 8 * MIB  # above it: the last `tail` bytes are searched, then the first `scan_head`
+
+
 _WAIT_APPEAR_S = 20.0  # one bounded remote wait for a missing file (then we look again)
 _PROBLEM_WAIT_S = 2.0  # a directory or an unreadable file: look again this often
 
@@ -58,24 +86,42 @@ def tail_command(path: str, offset: int, writer: int | None = None) -> str:
     )
 
 
-def last_launch_command(path: str) -> str:
-    """Print the byte offset of the last line that starts (after a `[time]` prefix) with `server_args=`."""
+_LAUNCH_LINES = "| grep -a -E '^[0-9]+:(\\[[^]]*\\] *)?server_args=' | tail -n 1 | cut -d: -f1"
+
+
+def last_launch_command(path: str, *, start: int | None = None, head: int | None = None) -> str:
+    """Print the byte offset of the last line that starts (after a `[time]` prefix) with `server_args=`: in the
+    whole file; with `start`, in the bytes from that offset on (the offset is then relative to it); with `head`,
+    in the first `head` bytes."""
     q = shlex.quote(path)
-    return (
-        f"grep -b -a -F 'server_args=' -- {q} "
-        "| grep -a -E '^[0-9]+:(\\[[^]]*\\] *)?server_args=' | tail -n 1 | cut -d: -f1"
-    )
+    if start is not None:
+        source = f"tail -c +{int(start) + 1} -- {q} | grep -b -a -F 'server_args=' "
+    elif head is not None:
+        source = f"head -c {int(head)} -- {q} | grep -b -a -F 'server_args=' "
+    else:
+        source = f"grep -b -a -F 'server_args=' -- {q} "
+    return source + _LAUNCH_LINES
+
+
+def read_command(path: str, start: int, count: int) -> str:
+    """`count` bytes of the file from byte `start` (0-based), read once."""
+    return f"tail -c +{int(start) + 1} -- {shlex.quote(path)} | head -c {int(count)}"
 
 
 def look_command(path: str) -> str:
-    """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE` (a file;
-    followed by `R` when this uid cannot read it), `R` (cannot even stat it) or `M` (missing)."""
+    """What the name is: `L TARGET` when a symlink, then `D` (a directory), `I DEV INODE SIZE MTIME %y` (a file;
+    `%y` for the sub-second part of the mtime, which `%Y` truncates;
+    followed by `R` when this uid cannot read it), `R` (cannot even stat it) or `M` (missing); then `T EPOCH`,
+    the host's clock (GNU date's nanoseconds; BusyBox's whole seconds); then, for a readable file, `E` and its
+    last END_BYTES bytes (their newest timestamped line gives the log's zone, tui/core/clocks.py)."""
     q = shlex.quote(path)
     return (
         f'p={q}; [ -L "$p" ] && echo "L $(readlink -f -- "$p")"; '
         'if [ -d "$p" ]; then echo D; '
-        'elif s=$(LC_ALL=C stat -L -c \'%d %i %s\' -- "$p" 2>&1); then echo "I $s"; [ -r "$p" ] || echo R; '
-        'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi'
+        'elif s=$(LC_ALL=C stat -L -c \'%d %i %s %Y %y\' -- "$p" 2>&1); then echo "I $s"; [ -r "$p" ] || echo R; '
+        'else case "$s" in *"ermission denied"*) echo R;; *) echo M;; esac; fi; '
+        'echo "T $(date +%s.%N)"; '
+        f'[ -f "$p" ] && [ -r "$p" ] && {{ echo E; tail -c {END_BYTES} -- "$p"; }}; true'
     )
 
 
@@ -96,6 +142,7 @@ class FileId:
     inode: str
     size: int
     dev: str = ""
+    mtime: float | None = None  # the host's epoch at the last write
 
 
 @dataclass(frozen=True)
@@ -106,24 +153,42 @@ class Look:
     file: FileId | None = None
     symlink: str | None = None
     readable: bool = True
+    host_now: float | None = None  # the host's clock when it looked (None: it did not say)
+    end: bytes = b""  # the file's last bytes (END_BYTES at most)
 
 
-def parse_look(text: str) -> Look:
-    symlink, kind, file, readable = None, "missing", None, True
-    for line in text.splitlines():
+_EPOCH = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _fraction(clock: str) -> float:
+    """The sub-second part of `%y`'s time ("23:26:39.561554675" -> 0.561554675); 0 where stat gives none."""
+    _, dot, frac = clock.partition(".")
+    return float("0." + frac) if dot and frac.isdigit() else 0.0
+
+
+def parse_look(output: bytes) -> Look:
+    head, marker, end = output.partition(b"\nE\n")
+    if not marker and output.startswith(b"E\n"):
+        head, end = b"", output[2:]
+    symlink, kind, file, readable, host_now = None, "missing", None, True, None
+    for line in head.decode("utf-8", "replace").splitlines():
         tag, _, rest = line.partition(" ")
+        fields = rest.split()
         if tag == "L":
             symlink = rest
         elif tag == "D":
             kind = "directory"
-        elif tag == "I" and len(rest.split()) == 3 and rest.split()[2].isdigit():
-            dev, inode, size = rest.split()
-            kind, file = "file", FileId(inode, int(size), dev)
+        elif tag == "I" and len(fields) >= 3 and all(f.isdigit() for f in fields[2:4]):
+            mtime = float(fields[3]) + _fraction(fields[5] if len(fields) > 5 else "") if len(fields) >= 4 else None
+            kind, file = "file", FileId(fields[1], int(fields[2]), fields[0], mtime)
         elif tag == "R":
             readable = False
             if kind != "file":
                 kind = "denied"
-    return Look(kind, file, symlink, readable)
+        elif tag == "T":
+            m = _EPOCH.match(rest)
+            host_now = float(m.group()) if m else None
+    return Look(kind, file, symlink, readable, host_now, end)
 
 
 @dataclass(frozen=True)
@@ -152,6 +217,7 @@ class LogTail:
         *,
         last_launch_min_bytes: int = LAST_LAUNCH_MIN_BYTES,
         retry: tuple[float, float] = (0.5, 10.0),
+        window: AttachWindow | None = None,
     ) -> None:
         self.host = host
         self.path = path
@@ -161,16 +227,22 @@ class LogTail:
         self._force_reset: str | None = None
         self._noticed = False  # the last tail ended because it reported a change of the file
         self._seen_tail = b""  # the last bytes delivered (up to _SEEN_TAIL), to recognise the file on resync
-        self._last_launch_min = last_launch_min_bytes
+        self._window = window or AttachWindow(read_whole_below=last_launch_min_bytes)
         self._retry = retry
         self._dev = ""  # the followed file's device (with its inode: the file, wherever its name went)
         self._writer: Writer | None = None  # following the server's own stdout, not the name
         self._said: LogFile | None = None  # the last LogFile fact emitted (each is said once)
         self._problem = False  # the name is a directory or unreadable: look again after a pause
+        self._align = False  # the read starts inside a line (a large log's last bytes): drop up to its end
+        self._skew: float | None = None  # our clock - the host's, from the last look
 
     async def _look(self) -> Look:
+        sent = time.time()
         result = await self.host.run(look_command(self.path), timeout=30.0)
-        return parse_look(result.stdout.decode("utf-8", "replace"))
+        look = parse_look(result.stdout)
+        if look.host_now is not None:  # the host read its clock about halfway through the round trip
+            self._skew = (sent + time.time()) / 2 - look.host_now
+        return look
 
     async def _find_writer(self) -> Writer | None:
         """A live process whose stdout or stderr is still the file we followed under the name."""
@@ -222,13 +294,43 @@ class LogTail:
             timeout=_WAIT_APPEAR_S + 15,
         )
 
-    async def _last_launch(self, size: int) -> tuple[int, str]:
-        result = await self.host.run(last_launch_command(self.path), timeout=300.0)
+    async def _grep_launch(self, *, start: int | None = None, head: int | None = None) -> int | None:
+        result = await self.host.run(last_launch_command(self.path, start=start, head=head), timeout=300.0)
         text = result.stdout.strip()
-        if text.isdigit():
-            return int(text), f"skipped {int(text)} bytes before the last `server_args=` line"
-        start = max(0, size - NO_LAUNCH_TAIL_BYTES)
-        return start, f"no `server_args=` line in {size} bytes; showing the last {size - start} bytes"
+        return int(text) + (start or 0) if text.isdigit() else None
+
+    async def _last_launch_at(self, size: int) -> int | None:
+        """The byte offset of the last launch's `server_args=` line, None when none is found."""
+        w = self._window
+        if size <= w.scan_whole_max:
+            return await self._grep_launch()
+        tail_start = size - w.tail
+        found = await self._grep_launch(start=tail_start)
+        return found if found is not None else await self._grep_launch(head=min(w.scan_head, tail_start))
+
+    async def _attach(self, size: int) -> tuple[list[TailEvent], list[TailEvent], int]:
+        """Where a large log is read from on attach: (its LogReset, the events of its head when the middle is
+        skipped, the offset the reading starts at). Sets the offset the tail follows on from."""
+        w = self._window
+        launch = await self._last_launch_at(size)
+        if launch is None:
+            start = max(0, size - w.tail)
+            self.offset, self._align = start, start > 0
+            detail = f"no `server_args=` line in {size} bytes; showing the last {size - start} bytes"
+            return [LogReset("started_at_last_launch", detail)], [], start
+        said = f"skipped {launch} bytes before the last `server_args=` line"
+        resets: list[TailEvent] = [LogReset("started_at_last_launch", said)] if launch > 0 else []
+        self.offset = launch
+        if size - launch <= w.head + w.tail:
+            return resets, [], launch
+        head = (await self.host.run(read_command(self.path, launch, w.head), timeout=60.0)).stdout
+        head = head[: head.rfind(b"\n") + 1]  # whole lines only: the skip is between lines
+        tail_start = size - w.tail
+        head_end = launch + len(head)
+        skipped = tail_start - head_end
+        words = f"skipped {skipped} bytes of the log; reading its last {w.tail} bytes"
+        self.offset, self._align = tail_start, True
+        return resets, [LogActivity(head_end, head), LogReset("skipped", words, skipped)], launch
 
     async def _same_bytes_before_offset(self) -> bool:
         """Whether the file still holds, just before our offset, the bytes we delivered there: a file
@@ -267,15 +369,15 @@ class LogTail:
             return events, False
         events += self._say("empty" if found.size == 0 else "ok", symlink=look.symlink)
         forced, self._force_reset = self._force_reset, None
+        head: list[TailEvent] = []  # a large log's first bytes, said after the look
+        start = self.offset
         if self._inode is None:
             if self._missing:
                 events.append(LogReset("appeared", self.path))
-                self.offset = 0
-            elif found.size >= self._last_launch_min:
-                start, detail = await self._last_launch(found.size)
-                if start > 0:
-                    events.append(LogReset("started_at_last_launch", detail))
-                self.offset = start
+                self.offset = start = 0
+            elif found.size >= self._window.read_whole_below:
+                resets, head, start = await self._attach(found.size)
+                events += resets
                 self._seen_tail = b""
         elif found.inode != self._inode:
             events.append(LogReset("rotated", f"{self.path}: new file (inode {found.inode})"))
@@ -291,9 +393,14 @@ class LogTail:
             self.offset = 0
         if self.offset == 0:
             self._seen_tail = b""
+            self._align = False
         self._missing = False
         self._inode, self._dev = found.inode, found.dev
-        return events, True
+        # what the look saw: the bytes up to its size are history (tui/core/clocks.py), then a large log's head
+        start = min(start, self.offset)
+        newest = newest_log_time(look.end)
+        events.append(LogLook(found.size, found.mtime, self._skew, newest, live=start >= found.size))
+        return events + head, True
 
     async def events(self) -> AsyncIterator[TailEvent]:
         """Follow the file: reconnects, rotations and truncations are handled here, with backoff on errors."""
@@ -349,6 +456,13 @@ class LogTail:
                     if notice.done():
                         self._note(notice.result())
                         return  # resync from the file's new start; this chunk is not counted
+                    if self._align:  # a read begun inside a line: its rest is not a line of its own
+                        cut = data.find(b"\n")
+                        self.offset += len(data) if cut < 0 else cut + 1
+                        self._align = cut < 0
+                        data = b"" if cut < 0 else data[cut + 1 :]
+                        if not data:
+                            continue
                     self.offset += len(data)
                     self._seen_tail = (self._seen_tail + data[-_SEEN_TAIL:])[-_SEEN_TAIL:]
                     if self._said is not None and self._said.status == "empty":

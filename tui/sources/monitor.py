@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 
 from tui.core.control import ProcessWatchLike
 from tui.core.events import (
@@ -19,6 +20,7 @@ from tui.core.events import (
     GpuSnapshot,
     LaunchStarted,
     LogActivity,
+    LogLook,
     LogReset,
     Milestone,
     ServerProcess,
@@ -38,6 +40,35 @@ log = logging.getLogger(__name__)
 HTTP_UP_MILESTONES = frozenset(
     {"uvicorn_started", "app_startup_complete", "uvicorn_running", "warmup_request", "fired_up"}
 )
+
+
+# resets that begin the read again: the history read so far is over (a skip or the launch's start is not one)
+_ENDS_HISTORY = ("truncated", "rotated", "missing", "appeared")
+
+
+class HistoryRead:
+    """The bytes a look at the log found written are history (tui/core/clocks.py): the look goes on the queue
+    before them, and once the tail has read up to its size, the same look marked live (read as written from
+    there). The log's events flow on in between as they are parsed."""
+
+    def __init__(self, put: Callable[[Event], None]) -> None:
+        self._put = put
+        self.look: LogLook | None = None  # the look whose bytes are being read; None: reading live
+
+    def begin(self, look: LogLook) -> None:
+        self.end()
+        self._put(look)
+        self.look = None if look.live else look
+
+    def read_to(self, offset: int) -> None:
+        """The tail has read up to `offset`."""
+        if self.look is not None and offset >= self.look.end:
+            self.end()
+
+    def end(self) -> None:
+        if self.look is not None:
+            self._put(replace(self.look, live=True))
+            self.look = None
 
 
 def coalesce(events: list[Event]) -> list[Event]:
@@ -78,6 +109,7 @@ class Monitor:
         processes: bool = True,
         activity: bool = True,
         ticks: bool = True,
+        gpu_feed: Callable[[], AsyncIterator[GpuSnapshot]] | None = None,
     ) -> None:
         self.host = host
         self.log_path = log_path
@@ -96,6 +128,7 @@ class Monitor:
         self._want_processes = processes
         self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
         self._want_ticks = ticks  # False: the consumer keeps its own clock (the TUI's timer), so none are queued
+        self._gpu_feed = gpu_feed  # the host's one probe, shared with other servers there (sources/hostpool.py)
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connection = "connecting"
@@ -217,10 +250,17 @@ class Monitor:
 
         assert self.log_path is not None
         parser = LogParser()
+        history = HistoryRead(self._put)  # the bytes a look found written, marked as history
         async for event in LogTail(self.host, self.log_path).events():
+            if isinstance(event, LogLook):
+                history.begin(event)
+                continue
             if isinstance(event, LogReset):
+                if event.reason in _ENDS_HISTORY:
+                    history.end()
                 parser = LogParser()  # a new file or a new start: nothing of the old one carries over
-                self.health.uvicorn_up(False)
+                if event.reason != "skipped":  # a skip between a launch's head and its end keeps what it says
+                    self.health.uvicorn_up(False)
                 self._put(event)
                 continue
             self._put(event)
@@ -231,7 +271,7 @@ class Monitor:
             except Exception:  # a parser bug must not stop the tail: log it, start a fresh parser
                 log.exception("log parser failed")
                 parser = LogParser()
-                continue
+                parsed = []
             for item in parsed:
                 self._put(item)
                 if isinstance(item, Milestone) and item.kind in HTTP_UP_MILESTONES:
@@ -242,11 +282,17 @@ class Monitor:
                     relook = getattr(self.process_watch, "relook", None)
                     if relook is not None:  # the new launch's processes may be others: search afresh
                         relook()
+            history.read_to(event.offset)
 
     async def _gpus(self) -> None:
-        async for snapshot in gpu_snapshots(
-            self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
-        ):
+        snapshots = (
+            self._gpu_feed()
+            if self._gpu_feed is not None
+            else gpu_snapshots(
+                self.host, remote_python=self.remote_python, interval=self.gpu_interval, sim_dir=self.sim_gpus
+            )
+        )
+        async for snapshot in snapshots:
             self._put(snapshot)
 
     async def _processes(self) -> None:

@@ -15,6 +15,7 @@ import shlex
 import time
 from urllib.parse import urlsplit
 
+from tui.core.clocks import newest_log_time
 from tui.core.events import HealthResult, PortOwner, ServerProcess
 from tui.core.httpanswer import IDENTITY_ENDPOINTS, classify_answer
 from tui.core.probe_fold import FileLook
@@ -30,35 +31,23 @@ BODY_LIMIT = 1 << 16  # an identity answer is a few hundred bytes; /health's is 
 
 
 async def look_at_log(host: Host, path: str, *, at: int = 0, tail_bytes: int = 0) -> FileLook:
-    """The log's look (tui.sources.logtail's), its mtime, and with tail_bytes the bytes just before offset `at`."""
+    """The log's look (tui.sources.logtail's: its mtime, the host's clock, the newest log time in its last bytes),
+    and with tail_bytes the bytes just before offset `at` (hex, before the look: the look ends with raw bytes)."""
     q = shlex.quote(path)
-    command = look_command(path) + f"; LC_ALL=C stat -L -c 'T %.9Y' -- {q} 2>/dev/null; echo \"N $(date +%s.%N)\""
+    command = ""
     if tail_bytes and at >= tail_bytes:
-        command += (
-            f"; echo X; tail -c +{at - tail_bytes + 1} -- {q} 2>/dev/null | head -c {tail_bytes} | od -An -v -tx1"
-        )
-    result = await host.run(command + "; true", timeout=30.0)
+        command = f"tail -c +{at - tail_bytes + 1} -- {q} 2>/dev/null | head -c {tail_bytes} | od -An -v -tx1; echo X; "
+    result = await host.run(command + look_command(path), timeout=30.0)
     received = time.time()
-    text, marked, hexed = result.stdout.decode("utf-8", "replace").partition("\nX\n")
-    look = parse_look(text)
-    mtime, host_now = _stamp(text, "T"), _stamp(text, "N")
-    tail = bytes.fromhex("".join(hexed.split())) if marked else None
+    hexed, marked, out = result.stdout.partition(b"X\n") if command else (b"", b"", result.stdout)
+    look = parse_look(out)
+    tail = bytes.fromhex("".join(hexed.decode("ascii", "replace").split())) if marked else None
     file = look.file
     return FileLook(
-        look.kind, file.dev if file else "", file.inode if file else "", file.size if file else 0, mtime,
-        received - host_now if host_now is not None else 0.0, look.symlink, look.readable, tail,
+        look.kind, file.dev if file else "", file.inode if file else "", file.size if file else 0,
+        file.mtime if file else None, received - look.host_now if look.host_now is not None else 0.0,
+        look.symlink, look.readable, tail, newest_log_time(look.end),
     )  # fmt: skip
-
-
-def _stamp(text: str, tag: str) -> float | None:
-    """The epoch seconds on the look's `TAG seconds` line, None when it has none."""
-    for line in text.splitlines():
-        if line.startswith(tag + " "):
-            try:
-                return float(line[len(tag) + 1 :])
-            except ValueError:
-                return None
-    return None
 
 
 async def last_launch_offset(host: Host, path: str, size: int) -> tuple[int, str]:

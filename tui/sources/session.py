@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 
 from tui.core.config import WatchConfig
 from tui.core.control import ProcessWatchLike
-from tui.core.events import Event, ServerProcess
+from tui.core.events import Event, GpuSnapshot, ServerProcess
 from tui.core.fold import Fold, StateStep
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
@@ -52,9 +52,11 @@ class Session:
         initial: Readiness | None = None,
         steps: tuple[StateStep, ...] = (),
         ticks: bool = True,
+        gpu_feed: Callable[[], AsyncIterator[GpuSnapshot]] | None = None,
     ) -> Session:
         """A Session over a new Monitor of the host, as the options say (its /health probed unless --no-health);
-        ticks=False when the consumer keeps its own clock (the TUI)."""
+        ticks=False when the consumer keeps its own clock (the TUI); gpu_feed: the host's GPU probe when it is
+        shared with other servers there (tui/sources/hostpool.py)."""
         monitor = Monitor(
             host,
             log_path=config.log,
@@ -64,6 +66,7 @@ class Session:
             process_watch=process_watch or ProcessWatch(host, port=config.port, log_path=config.log),
             health=HealthPoller(host, config.port, enabled=config.health),
             ticks=ticks,
+            gpu_feed=gpu_feed,
         )
         return cls(monitor, initial=initial, steps=steps)
 

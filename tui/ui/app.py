@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.reactive import var
@@ -109,6 +110,7 @@ _RESET_WORDS = {
     "truncated": "log restarted (truncated)",
     "rotated": "log restarted (new file)",
     "started_at_last_launch": "showing the log from its last launch",
+    "skipped": "a large log: its launch's first lines, then its last ones",
     "missing": "log file missing",
     "appeared": "log file appeared",
 }
@@ -146,17 +148,18 @@ def split_log_events(splitter: LineSplitter, batch: Iterable[Event]) -> tuple[Li
     return splitter, lines
 
 
-class SglangTui(App[None]):
-    """sglang-tui: one screen that tells the truth about an SGLang startup."""
+if TYPE_CHECKING:
+    _Node = DOMNode  # what the mixin's methods may use: what both an App and a Screen have
+else:
+    _Node = object  # at run time a plain mixin, so that Textual's CSS follows App's or Screen's own bases
 
-    TITLE = "sglang-tui"
-    CSS_PATH = "app.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
-    ALLOW_IN_MAXIMIZED_VIEW = (
-        "HeaderPane, KeyBar, GpuChart"  # the phase and the keys stay in view (the chart: only under maximized GPUs)
-    )
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
+class ServerView(_Node):
+    """One server's full view: the panes, the folds and the keys, on the node that holds them: the app of
+    `sglang-tui HOST` (SglangTui, its default screen holds the panes), or a screen that the fleet board pushes
+    (ServerScreen, the panes on it). What only an App has (the terminal, the themes) is reached as `self.app`.
+    A mixin, first in its classes' bases: each concrete class names its BINDINGS (Textual merges those of DOM
+    nodes only)."""
 
     state: var[Readiness] = var(Readiness(), init=False)
     """The readiness state shown (held still while paused)."""
@@ -183,7 +186,7 @@ class SglangTui(App[None]):
         keep_theme: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__()
-        self._keymap = dict(keymap or {})
+        self._remaps = dict(keymap or {})  # action id -> keys, from the settings ([keys])
         self._theme_wanted = theme
         self._keep_theme_in = keep_theme  # keeps a theme chosen in the palette (None: not kept); a problem as a line
         self._theme_kept: str | None = None
@@ -217,17 +220,17 @@ class SglangTui(App[None]):
         self.hooks_done: list[str] = []
         """The verdict hooks that finished ("ready", "fail"; tests wait on it)."""
         """Where ctrl+s last wrote the log."""
-        self.set_reactive(SglangTui.state, self._live)
-        self.set_reactive(SglangTui.now, clock())
-        self.set_reactive(SglangTui.view, StateAt(self._live, self.now))
+        self.set_reactive(ServerView.state, self._live)
+        self.set_reactive(ServerView.now, clock())
+        self.set_reactive(ServerView.view, StateAt(self._live, self.now))
 
     # ------------------------------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        view = SglangTui.view
+        view = ServerView.view
         yield HeaderPane(
             self.sources.host_label, read_only=self.read_only, port=self.sources.port, id="header"
-        ).data_bind(view, SglangTui.paused)
+        ).data_bind(view, ServerView.paused)
         with Horizontal(id="top"):
             yield TimelinePane(id="timeline").data_bind(view)
             yield ShardsPane(id="shards").data_bind(view)
@@ -237,14 +240,18 @@ class SglangTui(App[None]):
         yield LogPane(max_lines=self.max_log_lines, id="log")
         yield KeyBar(id="keys")
 
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver, but on Linux/macOS the one whose input thread does not poll (tui/ui/driver.py)."""
-        driver = super().get_driver_class()
-        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
-            from tui.ui.driver import QuietLinuxDriver
+    @property
+    def _home(self) -> Screen[object] | None:
+        """The screen that holds the panes (None before the app has one)."""
+        if isinstance(self, Screen):
+            return self
+        stack = self.app.screen_stack
+        return stack[0] if stack else None
 
-            return QuietLinuxDriver
-        return driver
+    @property
+    def _top(self) -> Screen[object]:
+        """The screen on top now (a dialog, the help, or the panes' own)."""
+        return self.app.screen
 
     @property
     def log_pane(self) -> LogPane:
@@ -254,24 +261,28 @@ class SglangTui(App[None]):
         from tui.ui.panes import keybar
 
         keybar.KEYMAP.clear()  # one app per process in use; tests run many: each starts from its own remaps
-        keybar.KEYMAP.update(self._keymap)
-        if self._keymap:
-            self.set_keymap(self._keymap)
-        if self._theme_wanted:
-            if self._theme_wanted in self.available_themes:
-                self.theme = self._theme_wanted
-            else:
-                self.notify(
-                    f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)",
-                    severity="warning",
-                    timeout=10,
-                )
-        if self._keep_theme_in is not None:
-            self._theme_kept = self.theme
-            self.theme_changed_signal.subscribe(self, self._keep_theme)
+        keybar.KEYMAP.update(self._remaps)
+        app = self.app
+        if app is cast(object, self):  # the terminal's own: a screen pushed by the board leaves them to the board
+            if self._remaps:
+                app.set_keymap(self._remaps)
+            if self._theme_wanted:
+                if self._theme_wanted in app.available_themes:
+                    app.theme = self._theme_wanted
+                else:
+                    self.notify(
+                        f"config: theme {self._theme_wanted!r} is not known (ctrl+p lists the themes)",
+                        severity="warning",
+                        timeout=10,
+                    )
+            if self._keep_theme_in is not None:
+                self._theme_kept = app.theme
+                app.theme_changed_signal.subscribe(app, self._keep_theme)
         self.log_pane.view.focus()
-        self.watch(self.screen, "focused", self._refresh_keys, init=False)
-        self.watch(self.screen, "maximized", self._apply_layout, init=False)
+        home = self._home
+        assert home is not None
+        self.watch(home, "focused", self._refresh_keys, init=False)
+        self.watch(home, "maximized", self._apply_layout, init=False)
         self.call_after_refresh(self._apply_layout)
         self.set_interval(self.tick_s, self._tick)
         self._consume()
@@ -283,10 +294,10 @@ class SglangTui(App[None]):
 
     def _apply_layout(self, *_: object) -> None:
         """Fold what a short terminal cannot hold: ranks on one grouped line, no routine last-action line."""
-        screen = self.screen_stack[0] if self.screen_stack else None
+        screen = self._home
         if screen is None:
             return
-        short = self.size.height < SHORT_BELOW
+        short = self.app.size.height < SHORT_BELOW
         shards, header = screen.query_one(ShardsPane), screen.query_one(HeaderPane)
         wanted = (short and screen.maximized is not shards, short)
         for pane, compact in zip((shards, header), wanted, strict=True):
@@ -302,13 +313,15 @@ class SglangTui(App[None]):
     def _refresh_keys(self, *_: object) -> None:
         """The footer for the focused pane and what the log view is doing."""
         try:
-            bar = self.screen_stack[0].query_one(KeyBar)
+            home = self._home
+            assert home is not None
+            bar = home.query_one(KeyBar)
         except Exception:  # not mounted yet, or shutting down
             return
-        focused = self.screen_stack[0].focused
+        focused = home.focused
         name = ""
         for pane_name, selector in PANES.items():
-            pane = self.screen_stack[0].query_one(selector)
+            pane = home.query_one(selector)
             if focused is not None and (focused is pane or pane in focused.ancestors):
                 name = pane_name
         bar.show_for(offered=offers.offered(self.offer()), focused=name, searching=bool(self.log_pane.view.search_term))
@@ -447,20 +460,21 @@ class SglangTui(App[None]):
         self.notices.append(message)
         self._keep_toasts_below_header()
         self.call_after_refresh(self._keep_toasts_below_header)  # the header may grow with what brought the notice
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
-        if self.screen_stack and isinstance(self.screen, Overlay):
-            self.screen.show_notice(message, title, severity)
+        App.notify(self.app, message, title=title, severity=severity, timeout=timeout, markup=markup)  # the App's toast
+        top = self._top if self.app.screen_stack else None
+        if isinstance(top, Overlay):
+            top.show_notice(message, title, severity)
 
     def _keep_toasts_below_header(self) -> None:
         """The main screen's toasts may use the rows under the header and above the footer, no more."""
-        if not self.screen_stack:
+        main = self._home
+        if main is None:
             return
-        main = self.screen_stack[0]
         try:
             rack, header = main.query_one(ToastRack), main.query_one(HeaderPane)
         except NoMatches:
             return
-        rows = max(3, self.size.height - header.region.bottom - 1)  # the rack docks above the footer's row
+        rows = max(3, self.app.size.height - header.region.bottom - 1)  # the rack docks above the footer's row
         if rack.styles.max_height is None or rack.styles.max_height.value != rows:
             rack.styles.max_height = rows
 
@@ -471,8 +485,8 @@ class SglangTui(App[None]):
         from tui.ui.notify import osc_notification
 
         seq = osc_notification(dict(os.environ), title, body)
-        driver = getattr(self, "_driver", None)
-        if seq is None or driver is None or self.is_headless:
+        driver = getattr(self.app, "_driver", None)
+        if seq is None or driver is None or self.app.is_headless:
             return
         try:
             driver.write(seq)
@@ -483,7 +497,7 @@ class SglangTui(App[None]):
         """Bell, toast and (where the terminal has them) a desktop notification when it turns ready, fails or stalls."""
         said = verdict_line(new)  # the header's line: a notification says the verdict in the same words
         if new.phase in _UP and old.phase not in _UP:
-            self.bell()
+            self.app.bell()
             self._desktop_notify(f"{self.sources.host_label}: the server is ready", said)
             facts = [
                 f for f, seen in (("log says fired up", new.log_ready), ("/health says 200", new.health_ready)) if seen
@@ -494,14 +508,14 @@ class SglangTui(App[None]):
                 return
             self.notify(said, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
-            self.bell()
+            self.app.bell()
             why = (
                 said if len(said) <= TOAST_CHARS else said[: TOAST_CHARS - 1] + "…"
             )  # the header and log have it whole
             self._desktop_notify(f"{self.sources.host_label}: the server failed", why)
             self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
-            self.bell()
+            self.app.bell()
             self._desktop_notify(f"{self.sources.host_label}: stalled", said)
             self.notify(said, title=f"{self.sources.host_label}: stalled", severity="warning", timeout=30)
 
@@ -534,7 +548,7 @@ class SglangTui(App[None]):
                 trouble = f"could not run the hook: {err}"
             self.hooks_done.append(kind)
             if trouble:
-                self.call_from_thread(self.notify, trouble, title=f"--on-{kind}", severity="warning", timeout=15)
+                self.app.call_from_thread(self.notify, trouble, title=f"--on-{kind}", severity="warning", timeout=15)
 
         self.run_worker(work, thread=True, group="verdict-hook", exit_on_error=False)
 
@@ -552,40 +566,29 @@ class SglangTui(App[None]):
                 return None
         return True
 
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for action in actions.visible_actions(self.read_only):
-            if action.builtin or action.action in ("quit", "help"):
-                continue
-            yield SystemCommand(
-                action.description,
-                f"key {action.display_key.replace('`', '')}",
-                partial(self.run_action, action.action),
-            )
-
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.read_only, self._keymap, self.sources.quit_words))
+        if not isinstance(self._top, HelpScreen):
+            self.app.push_screen(HelpScreen(self.read_only, self._remaps, self.sources.quit_words))
 
     async def action_quit(self) -> None:
         """q, ctrl+q, ctrl+c: leave at once, but ask first while a bench runs (quitting stops it)."""
         if not self._bench_running():
-            self.exit()
+            self.app.exit()
             return
-        if isinstance(self.screen, ConfirmScreen):
+        if isinstance(self._top, ConfirmScreen):
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.action_stop_bench()
-                self.exit()
+                self.app.exit()
 
         lines = [
             f"host:    {self.sources.host_label}",
             "bench:   running; quitting stops it (every open stream is closed, so no request is left running)",
             "escape here keeps it running; escape on the main screen stops the bench alone",
         ]
-        self.push_screen(ConfirmScreen("Quit while a bench runs?", self.sources.host_label, None, lines), answered)
+        self.app.push_screen(ConfirmScreen("Quit while a bench runs?", self.sources.host_label, None, lines), answered)
 
     def action_log_scroll(self, rows: int) -> None:
         """j / k: the focused pane down or up a row (the log's view when no other pane has the focus)."""
@@ -597,11 +600,12 @@ class SglangTui(App[None]):
         self._scroll_target().scroll_home(animate=False, immediate=True)
 
     def _scroll_target(self) -> Widget:
-        if self.screen is not self.screen_stack[0]:
+        home = self._home
+        if home is None or self._top is not home:
             return self.log_pane.view
-        focused = self.focused
+        focused = home.focused
         for selector in ("#shards", "#gpus", "#health"):
-            pane = self.screen.query_one(selector)
+            pane = home.query_one(selector)
             if focused is not None and (focused is pane or pane in focused.ancestors):
                 return pane
         return self.log_pane.view
@@ -609,17 +613,17 @@ class SglangTui(App[None]):
     def action_process_tree(self) -> None:
         from tui.ui.screens.proctree import ProcTreeScreen
 
-        if not isinstance(self.screen, ProcTreeScreen):
-            self.push_screen(ProcTreeScreen(self.sources.host_label, lambda: self._live))
+        if not isinstance(self._top, ProcTreeScreen):
+            self.app.push_screen(ProcTreeScreen(self.sources.host_label, lambda: self._live))
 
     def action_pane(self, name: str) -> None:
         """Focus a pane; pressed again on the focused pane: maximize it; again: restore the layout."""
-        if self.screen is not self.screen_stack[0] or name not in PANES:
+        screen = self._home
+        if screen is None or self._top is not screen or name not in PANES:
             return  # a dialog is open (its keys come first), or an unknown pane from a remapped key
-        screen = self.screen
         pane = screen.query_one(PANES[name])
         target = self.log_pane.view if name == "log" else pane
-        focused = self.focused
+        focused = screen.focused
         here = focused is not None and (focused is pane or pane in focused.ancestors)
         if screen.maximized is pane:
             screen.minimize()
@@ -710,9 +714,9 @@ class SglangTui(App[None]):
         from tui.ui import clipboard
 
         env = dict(os.environ)
-        self._clipboard = text  # what Textual's own copy keeps (app.clipboard)
-        driver = getattr(self, "_driver", None)
-        if driver is not None and not self.is_headless:
+        self.app._clipboard = text  # what Textual's own copy keeps (app.clipboard)
+        driver = getattr(self.app, "_driver", None)
+        if driver is not None and not self.app.is_headless:
             for sequence in clipboard.sequences(text, env):
                 driver.write(sequence)
         path = state_dir() / name.format(host=clipboard.file_label(self.sources.host_label))
@@ -798,7 +802,7 @@ class SglangTui(App[None]):
         self._last_danger_press[verb] = stamp
         if last is not None and stamp - last < DANGER_DEBOUNCE_S:
             return
-        if isinstance(self.screen, ConfirmScreen):
+        if isinstance(self._top, ConfirmScreen):
             return
         if any(w.group == "control" and w.is_running for w in self.workers):
             self.notify("an action is still running", severity="warning", timeout=3)
@@ -815,7 +819,9 @@ class SglangTui(App[None]):
                 self._run_control(verb, command)
 
         summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer))
-        self.push_screen(ConfirmScreen(offers.title(verb, offer), self.sources.host_label, command, summary), answered)
+        self.app.push_screen(
+            ConfirmScreen(offers.title(verb, offer), self.sources.host_label, command, summary), answered
+        )
 
     # ------------------------------------------------------------------------------------------- bench
 
@@ -845,7 +851,7 @@ class SglangTui(App[None]):
         if self._bench_running():
             self.notify("a bench is running (escape stops it)", severity="warning", timeout=3)
             return
-        if isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
+        if isinstance(self._top, (ConfirmScreen, BenchResultScreen)):
             return
         if self._live.phase not in _UP:
             self.notify(
@@ -860,7 +866,7 @@ class SglangTui(App[None]):
                 self.notify("bench: running (escape stops it)", title="bench", timeout=5)
                 self._run_bench(runner)
 
-        self.push_screen(ConfirmScreen("Benchmark the server?", self.sources.host_label, plan), answered)
+        self.app.push_screen(ConfirmScreen("Benchmark the server?", self.sources.host_label, plan), answered)
 
     def action_stop_bench(self) -> None:
         for worker in self.workers:
@@ -905,8 +911,8 @@ class SglangTui(App[None]):
                 self.sources.record_bench(result)
             except Exception as err:  # nor a history write
                 self.log.error(f"record bench: {err}")
-        if not isinstance(self.screen, (ConfirmScreen, BenchResultScreen)):
-            self.push_screen(
+        if not isinstance(self._top, (ConfirmScreen, BenchResultScreen)):
+            self.app.push_screen(
                 BenchResultScreen(result, self._bench_where(), previous, self.sources.previous_bench is not None)
             )
 
@@ -922,3 +928,54 @@ class SglangTui(App[None]):
                 control_action(verb), ok=False, detail=f"{type(err).__name__}: {err}", command=command
             )
         self.post_message(ControlFinished(result))
+
+
+class SglangTui(ServerView, App[None]):
+    """sglang-tui: one screen that tells the truth about an SGLang startup."""
+
+    TITLE = "sglang-tui"
+    CSS_PATH = "app.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()  # type: ignore[assignment]
+    ALLOW_IN_MAXIMIZED_VIEW = (
+        "HeaderPane, KeyBar, GpuChart"  # the phase and the keys stay in view (the chart: only under maximized GPUs)
+    )
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-widest")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on Linux/macOS the one whose input thread does not poll (tui/ui/driver.py)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            from tui.ui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for action in actions.visible_actions(self.read_only):
+            if action.builtin or action.action in ("quit", "help"):
+                continue
+            yield SystemCommand(
+                action.description,
+                f"key {action.display_key.replace('`', '')}",
+                partial(self.run_action, action.action),
+            )
+
+
+class ServerScreen(ServerView, Screen[None]):
+    """One server's full view as a screen of another app (the fleet board): the same panes, folds and keys as
+    `sglang-tui HOST`; escape goes back (popping it ends its workers; the board's Session keeps running)."""
+
+    CSS_PATH = "app.tcss"
+    ALLOW_IN_MAXIMIZED_VIEW = SglangTui.ALLOW_IN_MAXIMIZED_VIEW
+    HORIZONTAL_BREAKPOINTS = SglangTui.HORIZONTAL_BREAKPOINTS
+    VERTICAL_BREAKPOINTS = SglangTui.VERTICAL_BREAKPOINTS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *actions.bindings(),
+        Binding("escape", "back", "board", show=False, id="fleet-back"),  # after bench-stop: a bench stops first
+    ]
+
+    def action_back(self) -> None:
+        if self.app.screen is self:
+            self.dismiss(None)

@@ -27,7 +27,7 @@ from tui.core.loglines import LineSplitter
 from tui.core.state import Phase
 from tui.core.timeline import span_duration
 from tui.core.wording import member_words
-from tui.ui.app import SglangTui, UiSources, split_log_events
+from tui.ui.app import ServerScreen, ServerView, SglangTui, UiSources, split_log_events
 from tui.ui.labels import PHASE_NAMES, PHASE_STYLES
 from tui.ui.panes.gpus import GpuPane
 from tui.ui.panes.log_view import LogLine
@@ -99,7 +99,9 @@ class MembersPane(Static):
         self.border_title = "members"
 
 
-class DeploymentTui(SglangTui):
+class DeploymentView(ServerView):
+    """The single-server view over a deployment's combined state, with a members pane (as an app or a screen)."""
+
     def __init__(self, sources: UiSources, dep: dm.Deployment, member_batches: Callable[[], AsyncIterator[tuple[str, list[Any]]]],
                  fold: Fold, **kwargs: Any) -> None:  # fmt: skip
         super().__init__(sources, read_only=True, initial=dm.combined(dep), **kwargs)
@@ -164,3 +166,11 @@ class DeploymentTui(SglangTui):
                 self.query_one(MembersPane).update(safe_text(member_rows(self.dep, now)))
             except Exception:  # not mounted yet
                 pass
+
+
+class DeploymentTui(DeploymentView, SglangTui):
+    """`sglang-tui HOST0 HOST1 …`, `--deployment FILE`, `slurm:JOBID`: the deployment's own app."""
+
+
+class DeploymentScreen(DeploymentView, ServerScreen):
+    """A deployment (a Slurm job's nodes) as a screen of the fleet board; escape goes back."""

@@ -109,6 +109,7 @@ class GpuPane(DataTable[Text]):
         self._error: str | None = None
         self._shown: dict[str, tuple[Text, ...]] = {}
         self._rows_from: object = None  # what the rows were last built from: same inputs, nothing to compare
+        self._widths: tuple[int, ...] = ()  # the column widths the rows were last drawn at
 
     def hidden_rows(self) -> tuple[int, int]:
         """(rows above the view, rows below it): what a "+N" in the border points to."""
@@ -135,6 +136,17 @@ class GpuPane(DataTable[Text]):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_titles)
+
+    def on_idle(self) -> None:
+        """DataTable measures a changed cell's width when idle, but keeps the lines it drew before that at the old
+        widths (textual#3533): a restart's empty "held by" column stayed cut to "4300 s…" once its cells were long
+        again, until the next sample. When a width moved, the rows are drawn again."""
+        widths = tuple(column.content_width for column in self.columns.values())
+        if widths != self._widths:
+            drawn_before = bool(self._widths)
+            self._widths = widths
+            if drawn_before:
+                self.notify_style_update()  # DataTable's public way to drop the lines it drew, and redraw
 
     def on_mount(self) -> None:
         self._columns: tuple[str, ...] = COLUMNS

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from tui.core.capture import current_capture
-from tui.core.eta import bar_left
+from tui.core.eta import bar_left, pace
 from tui.core.fmt import duration, eta, rate
 from tui.core.state import BarState, Phase, RankState, Readiness
 from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
@@ -122,6 +122,7 @@ def _bar_line(
     extra: str = "",
     halted: str | None = None,
     now: float | None = None,
+    whole: Readiness | None = None,
 ) -> None:
     text.append(f"{label:<8}", style="bold")
     if state is None:
@@ -140,7 +141,10 @@ def _bar_line(
     elif halted:  # a rate and an ETA would promise progress that is not coming
         text.append(f"  {halted}", style="bold red" if halted == "failed" else "bold yellow")
     else:
-        left, silent = bar_left(state, now) if now is not None else (state.eta_s, None)
+        if now is None:
+            left, silent = state.eta_s, None
+        else:  # the one ETA rule (the header's "ready in" rests on the same figure)
+            left, silent = pace(whole, state, now) if whole is not None else bar_left(state, now)
         if silent is not None:  # withdrawn: a frozen small ETA would lie (issue 9)
             text.append(f"  no progress for {duration(silent)}", style="yellow")
         else:
@@ -189,7 +193,7 @@ class ShardsPane(StatePane, can_focus=True):
         halted = "failed" if state.phase is Phase.FAILED else ("stalled" if state.stall is not None else None)
         if halted == "failed" and stopped_by_tool(state) is not None:
             halted = "stopped"
-        _bar_line(text, "weights", state.shards, "shards", width, halted=halted, now=now)
+        _bar_line(text, "weights", state.shards, "shards", width, halted=halted, now=now, whole=state)
         if state.draft_shards is not None or state.server.speculative:
             text.append("\n")
             _bar_line(text, "draft", state.draft_shards, "shards", width, halted=halted, now=now)
@@ -207,7 +211,7 @@ class ShardsPane(StatePane, can_focus=True):
                 extra += f"  {capture.avail_mem_gb:.1f}G free"
         line_start = len(text.plain)
         unit = "sizes" if which == "piecewise" else "batches"
-        _bar_line(text, "graphs", capture, unit, width, halted=halted, now=now)
+        _bar_line(text, "graphs", capture, unit, width, halted=halted, now=now, whole=state)
         if extra:  # what is captured and the free memory: on the bar's line when they fit, else under it
             fits = len(text.plain) - line_start + len(extra) <= pane_width
             text.append(extra if fits else "\n" + " " * 8 + extra.strip(), style="dim")

@@ -1,0 +1,142 @@
+"""`sglang-tui fleet [TARGET …] [--inventory FILE.toml] [--json] [--once]`: one board for many servers.
+
+The servers are watched by tui/commands/fleet_watch.py (one connection per SSH host). Three ways to show them:
+
+- the board (tui/ui/fleet_app.py), on a terminal: one row per server, `/` filters, `s` sorts, Enter opens the
+  server's full view;
+- `--once`: the table, printed once every row has said its first state (or --timeout passed), and the exit code
+  of DESIGN.md's one table: 0 when every server is ready, else the worst row's (tui.core.fleet.worst);
+- `--json`: one JSON object per server state change (the `wait --json` object plus "name"), until SIGINT or
+  SIGTERM; with `--once`, one object per server at that look, then the same exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+
+from tui.commands.fleet_watch import Fleet, targets_of
+from tui.commands.inventory import InventoryEntry, load
+from tui.commands.options import FleetOptions
+from tui.commands.targets import FleetTarget
+from tui.core.exitcodes import EXIT_BAD_ARGS
+from tui.core.fleet import exit_code, first_state_said, worst
+from tui.core.report import to_json
+from tui.sources.hostpool import HostPool
+
+
+def run(opts: FleetOptions) -> int:
+    try:
+        inventory: list[InventoryEntry] = load(opts.inventory) if opts.inventory else []
+        targets = targets_of(opts, inventory)
+    except ValueError as err:
+        return _bad(str(err))
+    if not targets:
+        return _bad("give TARGETs (HOST, HOST:PORT[:LOG]) or --inventory FILE.toml")
+    if opts.once or opts.json:
+        return asyncio.run(_headless(opts, targets))
+    from tui.commands.fleet_board import run_board
+
+    try:
+        return run_board(opts, targets)
+    except ValueError as err:
+        return _bad(str(err))
+
+
+def _bad(line: str) -> int:
+    print(f"sglang-tui fleet: {line}", file=sys.stderr)
+    return EXIT_BAD_ARGS
+
+
+def object_of(fleet: Fleet, index: int) -> dict[str, object]:
+    """The row's `wait --json` object, with its "name" first."""
+    entry = fleet.rows[index].entry  # a Slurm job's: the deployment's combined state, its "members" in the object
+    return {"name": entry.name, **to_json(entry.state)}
+
+
+async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, str]]) -> int:
+    fleet = Fleet(opts, HostPool(remote_python=opts.remote_python))
+    try:
+        try:
+            await fleet.open(targets)
+        except ValueError as err:
+            return _bad(str(err))
+        fleet.start()
+        if opts.once:
+            return await _once(fleet, opts)
+        return await _stream(fleet)
+    finally:
+        await fleet.close()
+
+
+async def _once(fleet: Fleet, opts: FleetOptions) -> int:
+    """Wait for every row's first state (tui.core.fleet.first_state_said), print them, exit the worst code."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + opts.timeout
+    while not all(first_state_said(e) for e in fleet.entries):
+        left = deadline - loop.time()
+        if left <= 0:
+            break
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(fleet.changes.get(), left)
+    entries = fleet.entries
+    if opts.json:
+        for i in range(len(entries)):
+            _print(json.dumps(object_of(fleet, i), ensure_ascii=False))
+    else:
+        from tui.ui.fleet_rows import table_text
+
+        _print(table_text(entries, fleet.clock()))
+    code = worst([exit_code(e) for e in entries])
+    held = next((e for e in entries if exit_code(e) == code), None)
+    if code and held is not None:  # the row that decides the code, said where `wait` says its verdict
+        from tui.ui.fleet_rows import cells
+
+        print(f"sglang-tui fleet: {held.name}: {cells(held, fleet.clock())['status']}", file=sys.stderr)
+    return code
+
+
+async def _stream(fleet: Fleet) -> int:
+    """One line per row whose `wait --json` object changed, until SIGINT or SIGTERM (then 0)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    said: dict[int, str] = {}
+
+    def say(index: int) -> None:
+        text = json.dumps(object_of(fleet, index), ensure_ascii=False)
+        if said.get(index) != text:
+            said[index] = text
+            _print(text)
+
+    for i in range(len(fleet.rows)):
+        say(i)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        while not stop.is_set():
+            change = asyncio.ensure_future(fleet.changes.get())
+            done, _ = await asyncio.wait({change, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if change in done:
+                say(change.result())
+                while not fleet.changes.empty():
+                    say(fleet.changes.get_nowait())
+            else:
+                change.cancel()
+    finally:
+        stopped.cancel()
+    return 0
+
+
+def _print(line: str) -> None:
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

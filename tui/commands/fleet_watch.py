@@ -1,0 +1,333 @@
+"""The servers of `sglang-tui fleet`, watched: one Session per server (as `wait` watches one), every Host from one
+HostPool (one connection per SSH host, tui/sources/hostpool.py), each server's state folded once here and
+published as a FleetEntry (tui/core/fleet.py) to the headless printers and to the board.
+
+A bare HOST target is every SGLang server discovery finds running there (tui/sources/discover.py), one row each;
+a host with none is one row of kind "nothing" (exit 6). The log bytes each server's Monitor read are kept (the
+last KEEP_LOG_BYTES) so that the board can open that server's full view later with its log: the view shows the
+state folded here, it does not fold a second one (MirrorFold).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from tui.commands.inventory import InventoryEntry
+from tui.commands.options import FleetOptions
+from tui.commands.slurm_members import SlurmMembers
+from tui.commands.targets import FleetTarget, HostTarget, JobTarget, ServerTarget
+from tui.core import deployment as dm
+from tui.core.answerer import printable
+from tui.core.config import Target, WatchConfig
+from tui.core.discovery import DEFAULT_PORT
+from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset
+from tui.core.fleet import FleetEntry
+from tui.core.fold import Fold
+from tui.core.readiness import reduce
+from tui.core.state import Readiness
+from tui.history.recorder import Recorder
+from tui.sources.control import ServerControl, process_watch
+from tui.sources.deployment import DeploymentMonitor, MemberSpec
+from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
+from tui.sources.discover import discover
+from tui.sources.host import Host, HostError
+from tui.sources.hostpool import HostPool
+from tui.sources.procwatch import ProcessWatch
+from tui.sources.session import Session, weights_step
+from tui.sources.weightfiles import WeightFilesProbe
+
+KEEP_LOG_BYTES = 4 << 20  # per server: what its full view shows of the log from before it was opened
+DISCOVER_TIMEOUT_S = 20.0
+
+
+class Tee:
+    """What a full view opened later needs of a row's batches: the log kept so far (the last KEEP_LOG_BYTES of
+    each member's: a server is the one member ""), then every batch as it comes, to each view open now."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, deque[Event]] = {}
+        self.kept_bytes: dict[str, int] = {}
+        self.views: set[asyncio.Queue[tuple[str, list[Event]]]] = set()
+
+    def put(self, batch: list[Event], member: str = "") -> None:
+        kept = self.kept.setdefault(member, deque())
+        size = self.kept_bytes.get(member, 0)
+        for event in batch:
+            if isinstance(event, LogActivity) and event.data:
+                kept.append(event)
+                size += len(event.data)
+            elif isinstance(event, LogReset):
+                kept.append(event)
+        while size > KEEP_LOG_BYTES and kept:
+            old = kept.popleft()
+            if isinstance(old, LogActivity):
+                size -= len(old.data)
+        self.kept_bytes[member] = size
+        for view in self.views:
+            view.put_nowait((member, batch))
+
+    async def batches(self) -> AsyncIterator[tuple[str, list[Event]]]:
+        """(member, batch): first what was kept, member by member, then each batch until the view closes."""
+        queue: asyncio.Queue[tuple[str, list[Event]]] = asyncio.Queue()
+        self.views.add(queue)
+        try:
+            for member, kept in list(self.kept.items()):
+                if kept:
+                    yield member, list(kept)
+            while True:
+                yield await queue.get()
+        finally:
+            self.views.discard(queue)
+
+
+@dataclass
+class JobWatch:
+    """A Slurm job's nodes as one server: the members (their SrunHosts, node 0 first), their Monitors, the fold."""
+
+    members: SlurmMembers
+    monitor: DeploymentMonitor
+    folder: MemberFolder
+    dep: dm.Deployment
+
+    async def close(self) -> None:
+        await self.monitor.close()
+        await self.members.close()
+
+
+@dataclass
+class Watched:
+    """One server of the fleet: its Session (or a Slurm job's members), its row, what its full view needs."""
+
+    entry: FleetEntry
+    session: Session | None  # None: a Slurm job's row, a row of kind "nothing", or a host that could not be reached
+    host: Host | None = None
+    control: ServerControl | None = None  # None under --read-only
+    watch: ProcessWatch | None = None  # its processes (the control itself, when there is one)
+    port: int | None = None
+    recorder: Recorder | None = None
+    tee: Tee = field(default_factory=Tee)
+    job: JobWatch | None = None  # a Slurm job's row
+
+    async def view_batches(self) -> AsyncIterator[list[Event]]:
+        """A server's full view: its log kept so far, then every batch as it comes."""
+        async for _, batch in self.tee.batches():
+            yield batch
+
+    def mirror_fold(self) -> Fold:
+        return MirrorFold(self)
+
+
+class MirrorFold(Fold):
+    """A full view's fold: the state is the one the fleet folded (one place decides it); what only the view
+    sees (its own restart/terminate/kill results) is folded into the fleet's state first."""
+
+    def __init__(self, watched: Watched) -> None:
+        super().__init__()
+        object.__setattr__(self, "watched", watched)
+
+    def __call__(
+        self, state: Readiness, batch: Iterable[Event], now: float, *, on_error: Callable[[str], None] | None = None
+    ) -> Readiness:
+        watched: Watched = object.__getattribute__(self, "watched")
+        session = watched.session
+        if session is None:
+            return state
+        own = [e for e in batch if isinstance(e, ControlResult)]
+        if own:
+            session.state = session.fold(session.state, own, now, on_error=on_error)
+            watched.entry = replace(watched.entry, state=session.state)
+        return session.state
+
+
+class Fleet:
+    """Every server of the fleet, watched; `changed` is told the index of each row whose state moved."""
+
+    def __init__(self, opts: FleetOptions, pool: HostPool) -> None:
+        self.opts = opts
+        self.pool = pool
+        self.rows: list[Watched] = []
+        self.clock: Callable[[], float] = time.time
+        self.changes: asyncio.Queue[int] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def entries(self) -> list[FleetEntry]:
+        return [w.entry for w in self.rows]
+
+    async def open(self, targets: list[tuple[FleetTarget, str, str]]) -> None:
+        """(target, name, group) in the order given: one row per server (discovery first, one host at a time)."""
+        sims = self.opts.sim_gpus.split(",") if self.opts.sim_gpus else []
+        for target, name, group in targets:
+            if isinstance(target, HostTarget):
+                await self._open_discovered(target, name, group)
+            elif isinstance(target, JobTarget):
+                await self._open_jobs(target, name, group)
+            else:
+                sim = sims[len(self.rows)] if len(self.rows) < len(sims) and sims[len(self.rows)] else None
+                self._open_server(target, name, group, sim)
+
+    def _host(self, name: str) -> Host:
+        return self.pool.host(self.opts.target.spec(name))
+
+    def _open_server(self, target: ServerTarget, name: str, group: str, sim_gpus: str | None) -> None:
+        host = self._host(target.host)
+        opts = self.opts
+        config = WatchConfig(
+            port=target.port, log=target.log, remote_python=opts.remote_python, sim_gpus=sim_gpus,
+            read_only=opts.read_only, health=opts.health, stall_after=opts.stall_after,
+        )  # fmt: skip
+        recorder = Recorder(opts.history, target.host, "fleet", warn=False)
+        watch = process_watch(host, config, None)  # under --read-only a ProcessWatch alone: nothing can signal
+        session = Session.open(
+            host, config, process_watch=watch, initial=config.first_state(),
+            steps=(weights_step(WeightFilesProbe(host)), recorder.step),
+            gpu_feed=self.pool.gpus(host, sim_gpus),
+        )  # fmt: skip
+        entry = FleetEntry(name, target.host, session.state, group=group, order=len(self.rows))
+        control = watch if isinstance(watch, ServerControl) else None
+        self.rows.append(Watched(entry, session, host, control, watch, target.port, recorder))
+
+    async def _open_discovered(self, target: HostTarget, name: str, group: str) -> None:
+        host = self._host(target.host)
+        try:
+            found = await discover(host, timeout=DISCOVER_TIMEOUT_S)
+        except (HostError, OSError, TimeoutError) as err:
+            state = reduce(Readiness(), ConnectionState("failed", f"{type(err).__name__}: {err}"), self.clock())
+            self.rows.append(Watched(FleetEntry(name, target.host, state, group=group, order=len(self.rows)), None))
+            return
+        if not found:
+            note = f"no SGLang server found running on {target.host} (give HOST:PORT[:LOG] to watch one)"
+            entry = FleetEntry(name, target.host, Readiness(), kind="nothing", group=group, note=note)
+            self.rows.append(Watched(replace(entry, order=len(self.rows)), None))
+            return
+        for server in found:
+            each = f"{name}:{server.port}" if len(found) > 1 or name == target.host else name
+            self._open_server(ServerTarget(each, target.host, server.port, server.log), each, group, None)
+
+    async def _open_jobs(self, target: JobTarget, name: str, group: str) -> None:
+        """`slurm:JOBID` (or through a login node): one row, the job's nodes as one server, node 0 first;
+        `slurm:`: one row per running job of the user that runs SGLang. A job that is not running (or none at
+        all) is a row of kind "nothing" with Slurm's words; a login node that cannot be reached, a row that
+        cannot connect."""
+        from tui.commands import slurm_members
+
+        said: list[str] = []
+        job_ids: list[str | None] = [target.slurm.job_id]
+        if target.slurm.job_id is None:
+            found = await slurm_members.sglang_jobs(*self._job(target, None), said.append)
+            if isinstance(found, int):
+                self._nothing_or_unreachable(name, target.name, group, found, said)
+                return
+            job_ids = list(found)
+        for job_id in job_ids:
+            each = name if target.slurm.job_id is not None else f"{name}{job_id}"
+            members = await slurm_members.resolve(*self._job(target, job_id), said.append)
+            if isinstance(members, int):
+                self._nothing_or_unreachable(each, target.name, group, members, said)
+                continue
+            self._open_job(members, each, group)
+
+    def _job(self, target: JobTarget, job_id: str | None) -> tuple[Target, WatchConfig]:
+        """What slurm_members reads, for one job of this target (its port: the target's, else found on node 0)."""
+        opts = self.opts
+        login = f"{target.slurm.login}/" if target.slurm.login else ""
+        text = f"{login}slurm:{job_id or ''}" + (f":{target.slurm.log}" if target.slurm.log and job_id else "")
+        where = Target((text,), ssh=opts.ssh, port_named=target.port is not None, discover=target.port is None)
+        config = WatchConfig(
+            port=target.port or DEFAULT_PORT, remote_python=opts.remote_python, read_only=opts.read_only,
+            health=opts.health, stall_after=opts.stall_after,
+        )  # fmt: skip
+        return where, config
+
+    def _nothing_or_unreachable(self, name: str, where: str, group: str, code: int, said: list[str]) -> None:
+        from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT
+
+        line = printable(said[-1], 300) if said else f"slurm target {where}: exit {code}"
+        if code == EXIT_BAD_ARGS:
+            raise ValueError(line)
+        if code == EXIT_CONNECT:
+            state = reduce(Readiness(), ConnectionState("failed", line), self.clock())
+            self.rows.append(Watched(FleetEntry(name, where, state, group=group, order=len(self.rows)), None))
+            return
+        entry = FleetEntry(name, where, Readiness(), kind="nothing", group=group, note=line, order=len(self.rows))
+        self.rows.append(Watched(entry, None))
+
+    def _open_job(self, members: SlurmMembers, name: str, group: str) -> None:
+        from tui.sources.slurm_procs import SlurmProcessWatch
+
+        job_id = members.job_id
+
+        def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
+            return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
+
+        monitor = deployment_monitor(members.specs, list(members.hosts), self.opts.remote_python, watch)
+        dep = deployment_of(members.specs, self.opts.stall_after)
+        job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
+        where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
+        parts = tuple(m.state for m in dep.members)
+        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=len(self.rows), parts=parts)
+        self.rows.append(Watched(entry, None, port=members.specs[0].port if members.specs else None, job=job))
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.ensure_future(self._follow(i, w) if w.job is None else self._follow_job(i, w, w.job))
+            for i, w in enumerate(self.rows)
+            if w.session is not None or w.job is not None
+        ]
+
+    async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
+        async for member, batch in job.monitor.batches():
+            job.dep = job.folder(job.dep, member, batch, self.clock())
+            watched.tee.put(batch, member)
+            parts = tuple(m.state for m in job.dep.members)
+            watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
+            self.changes.put_nowait(index)
+
+    async def _follow(self, index: int, watched: Watched) -> None:
+        session = watched.session
+        assert session is not None
+        async for batch in session.batches():
+            before = session.state
+            session.state = session.fold(before, batch, session.clock())
+            watched.tee.put(batch)
+            if (
+                session.state != before
+            ):  # a tick at ready changes no fact: no row to redraw (records compare by `is` first)
+                watched.entry = replace(watched.entry, state=session.state)
+                self.changes.put_nowait(index)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for watched in self.rows:
+            if watched.job is not None:
+                with contextlib.suppress(Exception):
+                    await watched.job.close()
+            if watched.session is not None:
+                with contextlib.suppress(Exception):
+                    await watched.session.close()
+            if watched.recorder is not None:
+                watched.recorder.finish(watched.entry.state)
+        await self.pool.close()
+
+
+def targets_of(opts: FleetOptions, inventory: list[InventoryEntry]) -> list[tuple[FleetTarget, str, str]]:
+    """The command line's TARGETs, then the inventory's servers: (target, name, group); ValueError with one line
+    (a bad target, a name given twice)."""
+    from tui.commands.targets import fleet_target
+
+    out: list[tuple[FleetTarget, str, str]] = [
+        (fleet_target(text, port=opts.port, log=opts.log), text, "") for text in opts.targets
+    ]
+    out += [(e.target, e.name, e.group) for e in inventory]
+    names = [name for _, name, _ in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"the server {twice[0]} is given twice (names must be unique; name them in an --inventory)")
+    return out

@@ -1,0 +1,104 @@
+"""`fleet --inventory FILE.toml`: the servers of a fleet from a TOML file (parsing only; ValueError, one line naming
+the key that is wrong, exit 2), read as strictly as a deployment file (tui/commands/deployment_file.py).
+
+[[server]]
+name = "llama-70b"          # unique; the board's NAME (default: the target as written)
+target = "gpu1"             # a TARGET as on the command line: HOST, HOST:PORT[:LOG], slurm:JOBID, LOGIN/slurm:JOBID
+port = 30000                # its port, where the target names none
+log = "/var/log/sglang.log" # its log (an absolute path; a Slurm job: a pattern as sbatch -o), where the target names none
+group = "prod"              # free text: shown by `/` and in --json
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from tui.commands.deployment_file import _hint
+from tui.commands.targets import FleetTarget, JobTarget, ServerTarget, fleet_target
+from tui.core.slurmjob import is_slurm_target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover  (Python 3.10)
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+SERVER_KEYS = ("name", "target", "port", "log", "group")
+
+
+@dataclass(frozen=True)
+class InventoryEntry:
+    name: str
+    target: FleetTarget
+    group: str = ""
+
+
+def load(path: str) -> list[InventoryEntry]:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as err:
+        raise ValueError(f"--inventory {path}: cannot read it ({err.strerror or err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"--inventory {path}: not valid TOML ({err})") from None
+    return parse(data, path)
+
+
+def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
+    """The entries, or ValueError with one line naming the key that is wrong: an unknown key (a misspelt `port`
+    would have watched 30000 silently), a value of the wrong type, a port or log given twice, two entries with one
+    name."""
+    where = f"--inventory {path}"
+    extra = sorted(set(data) - {"server", "servers"})
+    if extra:
+        raise ValueError(
+            f"{where}: unknown top-level key {extra[0]!r}{_hint(extra[0], ('server',))}; use [[server]] tables"
+        )
+    if "server" in data and "servers" in data:
+        raise ValueError(f"{where}: both [[server]] and [[servers]]: use one")
+    entries = data.get("server", data.get("servers"))
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{where}: no servers; add [[server]] tables with name, target, port, log, group")
+    out: list[InventoryEntry] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: server {i + 1} is not a table")
+        target_text = entry.get("target")
+        name = entry.get("name", target_text)
+        at = f"{where}: server {name if isinstance(name, str) and name else i + 1}"
+        unknown = sorted(set(entry) - set(SERVER_KEYS))
+        if unknown:
+            raise ValueError(
+                f"{at}: unknown key {unknown[0]!r}{_hint(unknown[0], SERVER_KEYS)}; keys: {', '.join(SERVER_KEYS)}"
+            )
+        if not isinstance(target_text, str) or not target_text:
+            raise ValueError(
+                f"{at} has no target" if target_text is None else f"{at}: target {target_text!r} is not text"
+            )
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{at}: name {name!r} is not a name (a string)")
+        port = entry.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise ValueError(f"{at}: port {port!r} is not a TCP port (1-65535)")
+        log = entry.get("log")
+        job = is_slurm_target(target_text) if isinstance(target_text, str) else False
+        if log is not None and (not isinstance(log, str) or not log or not (job or log.startswith("/"))):
+            # a Slurm job's log is a pattern as sbatch -o takes it (relative: to the job's WorkDir)
+            raise ValueError(f"{at}: log must be an absolute path, not {log!r}")
+        group = entry.get("group", "")
+        if not isinstance(group, str):
+            raise ValueError(f"{at}: group {group!r} is not text")
+        try:
+            target = fleet_target(target_text, port=port, log=log)
+        except ValueError as err:
+            raise ValueError(f"{at}: {err}") from None
+        if isinstance(target, ServerTarget):
+            for key, given, used in (("port", port, target.port), ("log", log, target.log)):
+                if given is not None and given != used:
+                    raise ValueError(f"{at}: {key} is given twice (the target {target_text} says {used})")
+        elif isinstance(target, JobTarget) and log is not None and target.slurm.log != log:
+            raise ValueError(f"{at}: log is given twice (the target {target_text} says {target.slurm.log})")
+        if any(e.name == name for e in out):
+            raise ValueError(f"{where}: two servers are named {name}")
+        out.append(InventoryEntry(name, target, group))
+    return out

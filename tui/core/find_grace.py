@@ -1,0 +1,30 @@
+"""The grace in which a launch's processes may not be found yet: until it is over, "not found" is unknown, not
+dead (readiness), and silence is not a stall either (tui.core.stall): a dead process is failed, never stalled."""
+
+from __future__ import annotations
+
+from tui.core.state import Readiness
+
+FIND_GRACE_S = 15.0  # a new launch's processes may be found late (the host is re-scanned every few seconds)
+REPORT_S = 5.0  # the watch's first report after the grace comes within this (it scans every 2 s)
+
+
+def not_found_yet(s: Readiness, now: float) -> bool:
+    """A launch begun moments ago whose processes no poll has seen yet: the poll may not have found them. Moments
+    since we first saw it: a launch the log says began long before the attach gets the same grace."""
+    if s.process_alive is True or not s.timeline:
+        return False
+    return now - _seen(s) <= FIND_GRACE_S
+
+
+def finding_the_server(s: Readiness, now: float) -> bool:
+    """A process watch that can see has not said the server lives or died yet (unknown: before its first report,
+    or not found within the grace), and its report after the grace may still be on its way: whether the server
+    is stalled or failed is not known yet."""
+    if s.process_watched is not True or not s.process_visible or s.process_alive is not None or not s.timeline:
+        return False
+    return now - _seen(s) <= FIND_GRACE_S + REPORT_S
+
+
+def _seen(s: Readiness) -> float:
+    return max(s.timeline[0].started_at, s.first_seen_at or s.timeline[0].started_at)

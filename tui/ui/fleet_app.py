@@ -1,0 +1,290 @@
+"""The fleet board (`sglang-tui fleet` on a terminal): one row per server, k9s habits.
+
+`/` filters (tui.core.fleet.matches), `s`/`S` sort by the next column / reverse (or a click on a header), Enter
+opens the row's full view (tui/ui/app.py's ServerScreen, built by the command layer: the same panes and keys as
+`sglang-tui HOST`) and Esc comes back, `?` the keys, r/T/K open the view and ask there with its confirm dialog.
+
+What it redraws: only the cells whose words changed. A row's words are made again when its state changed, and
+for the time in phase and the ETA once a second while it starts (once a minute once it is up: its cell shows
+whole minutes then).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
+
+from tui.core.fleet import (
+    SORT_COLUMNS,
+    UP,
+    EntryKind,
+    FleetEntry,
+    exit_code,
+    matches,
+    sort_key,
+)
+from tui.core.state import Phase
+from tui.ui import fleet_rows
+from tui.ui.labels import PHASE_STYLES
+
+FLUSH_S = 0.1  # a change is drawn this long after it came (changes in between are drawn together)
+TICK_S = 1.0
+
+
+@dataclass
+class BoardSources:
+    """What the board reads and opens, built by the command layer (tests pass their own)."""
+
+    entries: Callable[[], list[FleetEntry]]
+    """Every row's latest entry, in the order given."""
+    changes: Callable[[], AsyncIterator[int]]
+    """Called once: the index of each row whose state moved."""
+    open_view: Callable[[int], Screen[Any] | None]
+    """The row's full view, new each time (None: nothing to open, e.g. a host with no server)."""
+    clock: Callable[[], float] = time.time
+    read_only: bool = False
+
+
+_KEYS = [k for k, _ in fleet_rows.COLUMNS]
+_CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold red"}
+
+
+def _styled(column: str, text: str, entry: FleetEntry) -> Text | str:
+    """The phase in its colour, a verdict that needs someone in its."""
+    if column == "phase" and entry.kind != "nothing":
+        return Text(text, style=PHASE_STYLES.get(entry.state.phase, ""))
+    if column == "status":
+        for start, style in _CELL_STYLES.items():
+            if text.startswith(start):
+                return Text(text, style=style)
+    return text
+
+
+class FleetApp(App[None]):
+    """The board."""
+
+    TITLE = "sglang-tui fleet"
+    CSS = """
+    #fleet-summary { height: 1; padding: 0 1; background: $panel; }
+    #fleet-filter { display: none; height: 3; }
+    FleetApp.-filtering #fleet-filter { display: block; }
+    #fleet-board { height: 1fr; }
+    #fleet-keys { height: 1; padding: 0 1; color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "filter", id="fleet-filter"),
+        Binding("s", "sort(1)", "sort", id="fleet-sort"),
+        Binding("S", "sort(-1)", "reverse", id="fleet-reverse"),
+        Binding("question_mark,f1", "help", "keys", id="fleet-help"),
+        Binding("r", "row_control('restart')", "restart", id="fleet-restart"),
+        Binding("T", "row_control('terminate')", "terminate", id="fleet-terminate"),
+        Binding("K", "row_control('kill')", "kill", id="fleet-kill"),
+        Binding("escape", "clear_filter", "clear filter", show=False, id="fleet-clear"),
+        Binding("q", "quit", "quit", id="fleet-quit"),
+    ]
+
+    def __init__(self, sources: BoardSources) -> None:
+        super().__init__()
+        self.sources = sources
+        self.filter_words = ""
+        self.sort_column = "order"
+        self.reverse = False
+        self.order: list[int] = []  # the row indices shown, top first
+        self._cells: dict[int, dict[str, str]] = {}
+        self._made: dict[int, tuple[object, int]] = {}  # index -> (state, clock bucket) its words were made for
+        self._dirty: set[int] = set()
+        self._flush_pending = False
+        self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
+        self._summary_shown = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="fleet-summary")
+        yield Input(placeholder="filter: words that must appear, !word to leave out (enter: done, esc: clear)",
+                    id="fleet-filter")  # fmt: skip
+        table: DataTable[Any] = DataTable(id="fleet-board", cursor_type="row", zebra_stripes=True)
+        for key, header in fleet_rows.COLUMNS:
+            table.add_column(header, key=key)
+        yield table
+        yield Static(self._keys_line(), id="fleet-keys")
+
+    @property
+    def table(self) -> DataTable[Any]:
+        return self._board.query_one("#fleet-board", DataTable)
+
+    @property
+    def _board(self) -> Screen[Any]:
+        """The board's own screen (a server's view or the help may be on top)."""
+        return self.screen_stack[0]
+
+    def on_mount(self) -> None:
+        self._redraw()
+        self.table.focus()
+        self.set_interval(TICK_S, self._redraw)
+        self._follow()
+
+    # ------------------------------------------------------------------------------------------- changes
+
+    @work(exclusive=True, group="fleet-changes", exit_on_error=False)
+    async def _follow(self) -> None:
+        async for index in self.sources.changes():
+            self._dirty.add(index)
+            if not self._flush_pending:
+                self._flush_pending = True
+                self.set_timer(FLUSH_S, self._draw_changes)
+
+    def _draw_changes(self) -> None:
+        self._flush_pending = False
+        self._redraw()
+
+    def _words(self, index: int, entry: FleetEntry, now: float) -> dict[str, str]:
+        """The row's words, made again only when its state or its clock bucket moved."""
+        bucket = int(now // 60) if entry.state.phase in UP or entry.kind == "nothing" else int(now)
+        state, made_bucket = self._made.get(index, (None, -1))
+        if index not in self._cells or state is not entry.state or made_bucket != bucket:  # `is`: no deep compare
+            self._cells[index] = fleet_rows.cells(entry, now)
+            self._made[index] = (entry.state, bucket)
+        return self._cells[index]
+
+    def _redraw(self) -> None:
+        """Rows in order (filtered, sorted); a new order rebuilds the table, else only the changed cells."""
+        self._dirty.clear()
+        now = self.sources.clock()
+        entries = self.sources.entries()
+        before = {i: dict(self._cells[i]) for i in self.order if i in self._cells}
+        words = {i: self._words(i, e, now) for i, e in enumerate(entries)}
+        wanted = self.filter_words
+        shown = [i for i, e in enumerate(entries) if not wanted or matches(wanted, fleet_rows.haystack(e, words[i]))]
+        column = self.sort_column
+        shown.sort(
+            key=lambda i: sort_key(column, entries[i], now, fleet_rows.eta_s(entries[i], now)), reverse=self.reverse
+        )
+        table = self.table
+        if shown != self.order:
+            selected = self.order[table.cursor_row] if self.order and 0 <= table.cursor_row < len(self.order) else None
+            table.clear()
+            for i in shown:
+                table.add_row(*(_styled(k, words[i][k], entries[i]) for k in _KEYS), key=str(i))
+                self.redraws += len(_KEYS)
+            self.order = shown
+            if selected in shown:
+                table.move_cursor(row=shown.index(selected))
+        else:
+            for i in shown:
+                old = before.get(i, {})
+                for k in _KEYS:
+                    if old.get(k) != words[i][k]:  # a wider text widens its column (a full re-layout): only then
+                        wider = len(words[i][k]) > len(old.get(k, ""))
+                        table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=wider)
+                        self.redraws += 1
+        summary = self._summary(entries)
+        if summary.plain != self._summary_shown:  # the same words: no repaint
+            self._summary_shown = summary.plain
+            self._board.query_one("#fleet-summary", Static).update(summary)
+
+    def _summary(self, entries: list[FleetEntry]) -> Text:
+        up = sum(1 for e in entries if e.kind != "nothing" and e.state.phase in UP)
+        failed = sum(1 for e in entries if e.kind != "nothing" and e.state.phase is Phase.FAILED)
+        trouble = sum(1 for e in entries if exit_code(e) in (2, 3, 4, 6)) if entries else 0
+        starting = len(entries) - up - failed - trouble
+        text = Text(f"{len(entries)} servers: ", style="bold")
+        text.append(f"{up} ready", style="green")
+        text.append(f" · {starting} starting")
+        if failed:
+            text.append(f" · {failed} failed", style="bold red")
+        if trouble:
+            text.append(f" · {trouble} stalled/unreachable/empty", style="bold yellow")
+        sort = "order given" if self.sort_column == "order" else fleet_rows.HEADERS.get(self.sort_column, "")
+        text.append(f"   sort: {sort.lower()}{' (reversed)' if self.reverse else ''}", style="dim")
+        if self.filter_words:
+            text.append(f"   filter: {self.filter_words}  ({len(self.order)} shown)", style="dim")
+        return text
+
+    def _keys_line(self) -> str:
+        control = "" if self.sources.read_only else "  r/T/K restart/terminate/kill"
+        return f"enter open  / filter  s/S sort  ?{' '}keys{control}  q quit"
+
+    # ------------------------------------------------------------------------------------------- keys
+
+    def action_filter(self) -> None:
+        self.add_class("-filtering")
+        box = self._board.query_one("#fleet-filter", Input)
+        box.value = self.filter_words
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "fleet-filter":
+            self.filter_words = event.value
+            self._redraw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "fleet-filter":
+            self.remove_class("-filtering")
+            self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        if self.has_class("-filtering") or self.filter_words:
+            self.filter_words = ""
+            self._board.query_one("#fleet-filter", Input).value = ""
+            self.remove_class("-filtering")
+            self.table.focus()
+            self._redraw()
+
+    def action_sort(self, step: int) -> None:
+        if step < 0:
+            self.reverse = not self.reverse
+        else:
+            at = SORT_COLUMNS.index(self.sort_column) if self.sort_column in SORT_COLUMNS else 0
+            self.sort_column = SORT_COLUMNS[(at + 1) % len(SORT_COLUMNS)]
+            self.reverse = False
+        self._redraw()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        if column in SORT_COLUMNS:
+            self.reverse = not self.reverse if column == self.sort_column else False
+            self.sort_column = column
+            self._redraw()
+
+    def selected(self) -> int | None:
+        """The index of the row under the cursor (None: no rows shown)."""
+        row = self.table.cursor_row
+        return self.order[row] if self.order and 0 <= row < len(self.order) else None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.open_row(int(str(event.row_key.value)))
+
+    def open_row(self, index: int) -> Screen[Any] | None:
+        kind: EntryKind = self.sources.entries()[index].kind
+        screen = self.sources.open_view(index)
+        if screen is None:
+            words = "nothing to open: no server was found there" if kind == "nothing" else "nothing to open yet"
+            self.notify(words, severity="warning", timeout=3)
+            return None
+        self.push_screen(screen)
+        return screen
+
+    def action_help(self) -> None:
+        from tui.ui.screens.fleet_help import FleetHelpScreen
+
+        if not isinstance(self.screen, FleetHelpScreen):
+            self.push_screen(FleetHelpScreen(self.sources.read_only))
+
+    def action_row_control(self, verb: str) -> None:
+        if self.sources.read_only:
+            self.notify("read-only: restart, terminate and kill are off", severity="warning", timeout=3)
+            return
+        index = self.selected()
+        if index is None or self.screen is not self.screen_stack[0]:
+            return
+        screen = self.open_row(index)
+        if screen is not None:  # its own key, on its own view: the same confirm dialog, the exact command
+            self.call_after_refresh(self.run_action, f"{verb}_server", screen)
