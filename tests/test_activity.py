@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core import activity
 from tui.core.events import CompilerProc, HostActivity, Milestone, ProcCounters, ServerArgs, ServerProcess, Tick
+from tui.core.ranklabels import ranks_span
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.core.wording import verdict_line
@@ -61,7 +62,7 @@ def test_download_is_a_state_inside_loading_with_bytes_and_rate() -> None:
 
 
 def test_ranks_span() -> None:
-    assert activity.ranks_span(["TP0", "TP1", "TP2", "TP4", "TP5", "TP7"]) == "TP0–2, TP4–5, TP7"
+    assert ranks_span(["TP0", "TP1", "TP2", "TP4", "TP5", "TP7"]) == "TP0–2, TP4–5, TP7"
 
 
 def test_nccl_rendezvous_names_the_rank_that_has_not_arrived() -> None:

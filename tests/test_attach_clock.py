@@ -23,6 +23,7 @@ from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.state import Phase
+from tui.core.wording import verdict_line
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
 from tui.sources.monitor import Monitor
@@ -151,7 +152,7 @@ async def attach_in_capture(host: Host, sim: SimServer) -> tuple[float, float]:
         async for state, now in session.states():
             if state.phase is Phase.CUDA_GRAPH:
                 return state.phase_since, now
-            assert state.phase not in (Phase.WARMUP, Phase.READY, Phase.FAILED), state.reason
+            assert state.phase not in (Phase.WARMUP, Phase.READY, Phase.FAILED), verdict_line(state)
         raise AssertionError("no state in capture")
 
     try:

@@ -139,7 +139,7 @@ def test_the_simulator_speaks_sglangs_formats(sim_bad_drafter: SimServer, tmp_pa
     assert accept.endswith(" 0.0")  # as SGLang: 0 without speculative decoding
 
 
-def test_over_a_real_sshd(sshd, sim_good_drafter: SimServer) -> None:  # type: ignore[no-untyped-def]
+def test_over_a_real_sshd(sshd, sim_good_drafter: SimServer) -> None:
     async def go() -> tuple[object, dict[str, int]]:
         host = ssh_host(sshd)
         await host.connect()
@@ -156,11 +156,11 @@ def test_over_a_real_sshd(sshd, sim_good_drafter: SimServer) -> None:  # type: i
     result, delta = asyncio.run(go())
     assert result.ok == 6 and result.failed == 0  # type: ignore[attr-defined]
     assert result.accept_len == pytest.approx(3.2, abs=0.25)  # type: ignore[attr-defined]
-    assert "log" in result.accept_sources  # the log read back over the same SSH connection  # type: ignore[attr-defined]
+    assert "log" in result.accept_sources  # type: ignore[attr-defined]  # the log read back over the same SSH connection
     assert delta == {"received": 6, "finished": 6}
 
 
-def test_the_cli_over_sshd(sshd, sim_bad_drafter: SimServer, bench) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_over_sshd(sshd, sim_bad_drafter: SimServer, bench) -> None:
     done = bench(sshd.host, *sshd.ssh_args(), "--port", str(sim_bad_drafter.port), "--requests", "3", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["requests"] == {"ok": 3, "failed": 0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import calendar
 import io
 import time
+from typing import Any
 
 import pytest
 
@@ -65,19 +66,19 @@ def test_skew_moves_the_host_onto_our_clock_and_never_past_now() -> None:
     assert ours(None, log_t("12:00:00"), NOW) is None and ours(clock, None, NOW) is None
 
 
-def attach(events: list[object], *, mtime: float, end: int = 10_000, now: float = NOW) -> Readiness:
+def attach(events: list[Any], *, mtime: float, end: int = 10_000, now: float = NOW) -> Readiness:
     """Fold a look, the history's events between its LogClocks (as the Monitor hands them on), and the history's
     bytes, at our clock `now`."""
-    stamps = [e.t for e in events if getattr(e, "t", None) is not None]  # type: ignore[attr-defined]
+    stamps = [e.t for e in events if getattr(e, "t", None) is not None]
     look = LogLook(end=end, mtime_s=mtime, skew_s=0.0, last_t=max(stamps) if stamps else None)
     s = reduce(Readiness(), look, now)
     for ev in events:
-        s = reduce(s, ev, now)  # type: ignore[arg-type]
+        s = reduce(s, ev, now)
     s = reduce(s, LogLook(end=end, mtime_s=mtime, skew_s=0.0, last_t=look.last_t, live=True), now)
     return reduce(s, LogActivity(end, b"x" * 10), now)
 
 
-def stamp(t: float) -> dict[str, object]:
+def stamp(t: float) -> dict[str, Any]:
     """A line's stamp fields at log time t (whole seconds, as SGLang prints them)."""
     t = float(int(t))
     return {"at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)), "t": t}
@@ -87,9 +88,9 @@ def hung_load(*, quiet: float, frames_elapsed: bool = True, zone: float = 19800.
     """A load whose shard frames stopped `quiet` s before the attach: the history read at once."""
     last_write = NOW - quiet
     begin = last_write + zone - 20.0  # the log's clock 20 s before the last write
-    events: list[object] = [
-        ServerArgs(model="m", tp_size=2, **stamp(begin - 10)),  # type: ignore[arg-type]
-        Milestone("load_begin", rank="TP0", **stamp(begin)),  # type: ignore[arg-type]
+    events: list[Any] = [
+        ServerArgs(model="m", tp_size=2, **stamp(begin - 10)),
+        Milestone("load_begin", rank="TP0", **stamp(begin)),
     ]
     for d in range(11):  # a shard every 2 s, the last at the last write
         events.append(BarProgress("weights", d, 32, elapsed_s=2.0 * d if frames_elapsed else None))
@@ -157,7 +158,7 @@ def test_last_progress_at_is_the_logs_own_time() -> None:
 
 def test_without_a_look_events_happen_now() -> None:
     """No LogLook (tests, a watch without a log): the old rule, every event at `now`."""
-    s = reduce(Readiness(), Milestone("load_begin", rank="TP0", **stamp(NOW + 19800.0 - 300)), NOW)  # type: ignore[arg-type]
+    s = reduce(Readiness(), Milestone("load_begin", rank="TP0", **stamp(NOW + 19800.0 - 300)), NOW)
     assert s.phase_since == NOW and s.last_progress_at == NOW
 
 

@@ -10,6 +10,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from tui.sources.local import LocalHost
 
 INTERVAL = 0.3
 NO_RESCAN = 600.0  # no periodic full scan within a test: a death must be seen by the cheap check
-QUIET = {"rescan_s": NO_RESCAN, "first_rescan_s": NO_RESCAN}
+QUIET: dict[str, Any] = {"rescan_s": NO_RESCAN, "first_rescan_s": NO_RESCAN}
 
 
 @pytest.fixture(params=["local", "ssh"])
@@ -46,7 +47,7 @@ class Watch:
         async for state in self._iterator:
             self.states.append((time.monotonic(), state))
 
-    async def until(self, predicate: Callable[[ServerProcess], bool], timeout: float, after: float = 0.0) -> float:
+    async def until(self, predicate: Callable[[ServerProcess], object], timeout: float, after: float = 0.0) -> float:
         """When the first state after `after` (monotonic) that satisfies predicate arrived."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -49,9 +49,9 @@ async def demo_to_ready(speed: float) -> tuple[Readiness, str]:
     command it was launched with."""
     running = await start_demo(speed, None)
     try:
-        args = running.watch_args(False)
+        opts = running.watch_options(False)
         initial = reduce(Readiness(), running.launched, time.time())
-        app, session = build_app(running.host, args, host_label=DEMO_HOST, initial=initial, control=running.control)
+        app, session = build_app(running.host, opts, host_label=DEMO_HOST, initial=initial, control=running.control)
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 for _ in range(2400):

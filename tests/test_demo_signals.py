@@ -32,7 +32,7 @@ def _procs_with(needle: str) -> list[int]:
     return found
 
 
-def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+def _wait(predicate, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

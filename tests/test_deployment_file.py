@@ -15,7 +15,12 @@ from tests.helpers.crossuid import CANNOT_SEE, SYSTEM_PYTHON
 from tests.helpers.processes import Cli
 from tests.helpers.sim import ROOT, start_sim, wait_for_log
 from tests.helpers.sshd import Sshd, free_port
-from tui.commands.deployment_file import parse, tomllib
+from tui.commands.deployment_file import parse
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the backport, as tui/commands/deployment_file.py reads it there
+    import tomli as tomllib
 
 GOOD = '[[member]]\nname = "prefill"\nrole = "prefill"\nhost = "gpu-a"\nport = 30000\nbootstrap_port = 8998\n'
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from tui.core import deployment as dm
 from tui.core.report import deployment_json
@@ -11,7 +12,7 @@ from tui.core.wording import deployment_line, verdict_line
 
 
 def _state(phase: Phase, *, shards: tuple[int, int] | None = None, ranks: range = range(0), tp: int | None = None,
-           **kw: object) -> Readiness:  # fmt: skip
+           **kw: Any) -> Readiness:  # fmt: skip
     return Readiness.of(
         phase=phase,
         shards=BarState(*shards) if shards else None,
@@ -52,9 +53,9 @@ def test_nonzero_node_is_ready_when_node0_is_and_tp_sums_over_nodes() -> None:
     assert dm.tp_size(dep) == 16
     out = deployment_json(dep)
     assert out["phase"] == "ready" and out["tp_size"] == 16
-    assert list(out["ranks"]) == [f"TP{i}" for i in range(16)]  # type: ignore[arg-type]
-    assert [m["name"] for m in out["members"]] == ["node0", "node1"]  # type: ignore[union-attr, index]
-    assert set(out["members"][0]) == {"name", "role", "host", "phase", "shards", "error", "reason"}  # type: ignore[index]
+    assert list(out["ranks"]) == [f"TP{i}" for i in range(16)]  # type: ignore[call-overload]
+    assert [m["name"] for m in out["members"]] == ["node0", "node1"]  # type: ignore[attr-defined]
+    assert set(out["members"][0]) == {"name", "role", "host", "phase", "shards", "error", "reason"}
 
 
 def test_server_args_tp_size_is_global_already() -> None:
@@ -81,7 +82,7 @@ def test_failed_member_fails_the_deployment_and_is_named() -> None:
     c = dm.combined(dep)
     assert c.phase is Phase.FAILED and c.error == err
     assert verdict_line(c).startswith("node1 failed (out of memory)")
-    assert deployment_json(dep)["members"][1]["error"] == {"kind": "oom", "line": err.line}  # type: ignore[index]
+    assert deployment_json(dep)["members"][1]["error"] == {"kind": "oom", "line": err.line}
 
 
 def test_stall_of_the_member_behind_is_the_deployments_and_names_it() -> None:

@@ -24,7 +24,7 @@ def test_a_node_without_a_log_follows_node0() -> None:
     assert dm.least_advanced(dep).name == "node0"  # not "node1 not started yet": it cannot say
     assert member_words(dep, dep.member("node1")) == "still loading weights 3/8 (in node0's log)"
     stalled = _dep(HEAD.evolve(stall=StallInfo(0.0, 3.0, "last progress: GPU memory")), LOGLESS)
-    assert dm.combined(stalled).stall is not None and dm.combined(stalled).stall.detail.startswith("node0")  # type: ignore[union-attr]
+    assert dm.combined(stalled).stall is not None and dm.combined(stalled).stall.detail.startswith("node0")
     ready = _dep(Readiness.of(phase=Phase.READY, log_watched=True, log_ready=True, health_ready=True), LOGLESS)
     assert dm.deployment_phase(ready) is Phase.READY
 

@@ -4,7 +4,6 @@ titled `sglang::` process whose parent writes to a pty (no log file)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import subprocess
@@ -15,6 +14,8 @@ from pathlib import Path
 from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sim import ROOT, wait_for_log
 from tests.helpers.sshd import Sshd, ssh_host
+from tui.commands.options import StopOptions, WaitOptions
+from tui.core.config import WatchConfig
 from tui.core.discovery import DEFAULT_PORT, SEP, parse_discovery, several_line
 from tui.sources.discover import discover
 from tui.sources.local import LocalHost
@@ -99,21 +100,26 @@ def test_the_chosen_server_gives_wait_its_port_and_log(tmp_path: Path, sim: Sims
 
     server = sim(tmp_path, speed=20.0, tp=2, shards=8)
     wait_for_log(server, b"Load weight begin", timeout=30)
-    args = argparse.Namespace(host="local", port=30000, log=None)
+    given = WatchConfig(port=30000)
     said: list[str] = []
 
-    async def go() -> int | None:
+    async def go() -> WatchConfig | int:
         host = LocalHost()
         await host.connect()
         try:  # other simulators may run on this machine: pick ours as the user would
             return await find(
-                host, args, say=said.append, choose=lambda found: next(s for s in found if s.pid == server.pid)
+                host,
+                given,
+                "local",
+                say=said.append,
+                choose=lambda found: next(s for s in found if s.pid == server.pid),
             )
         finally:
             await host.close()
 
-    assert asyncio.run(go()) is None
-    assert (args.port, args.log) == (server.port, str(server.log))
+    config = asyncio.run(go())
+    assert isinstance(config, WatchConfig) and given == WatchConfig(port=30000)  # a new value; the given one kept
+    assert (config.port, config.log) == (server.port, str(server.log))
     assert said and f"port {server.port}" in said[0]
 
 
@@ -163,7 +169,7 @@ def test_the_cli_discovers_only_when_neither_port_nor_log_is_given(monkeypatch: 
     import tui.commands.stop as stop
     import tui.commands.wait as wait
 
-    seen: list[argparse.Namespace] = []
+    seen: list[WaitOptions | StopOptions] = []
     monkeypatch.setattr(wait, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
     monkeypatch.setattr(stop, "run", lambda args: seen.append(args) or 0)  # type: ignore[attr-defined]
     for argv in (
@@ -175,7 +181,7 @@ def test_the_cli_discovers_only_when_neither_port_nor_log_is_given(monkeypatch: 
         ["wait", "local", "--port", "31000"],
     ):
         assert cli.main(argv) == 0
-    assert [(a.port, bool(getattr(a, "discover", False))) for a in seen] == [
+    assert [(a.server.port, a.target.discover) for a in seen] == [
         (30000, True),
         (30000, False),
         (30000, False),

@@ -139,14 +139,16 @@ def test_sglang_startup_timings_are_kept_and_cross_checked() -> None:
             "cuda_graph={prefill=23.70, decode=0.00, target_verify=18.02}, tokenizer_e2e=143.12")  # fmt: skip
     from tui.core.logmilestones import milestone
 
-    kind, fields = milestone(line)
+    found = milestone(line)
+    assert found is not None
+    kind, fields = found
     assert kind == "startup_timings" and dict(fields)["cuda_graph_total"] == 41.72
     s = feed([ServerArgs(model="m", tp_size=2, **at(0))] + ranks("init_begin", 2) + ranks("load_begin", 4)
              + ranks("load_end", 60) + ranks("kv_alloc", 61) + ranks("graph_begin", 62) + ranks("graph_end", 104)
              + [Milestone(kind, fields=fields, **at(105))])  # fmt: skip
     assert dict(s.startup_timings)["load_weight"] == 50.0
-    found = {name: round(diff, 2) for name, _, _, diff in crosscheck(s)}
-    assert found == {"load_weight": 0.14}  # 57 s in the log's phase vs SGLang's 50 s; capture agrees (43 vs 41.7)
+    differ = {name: round(diff, 2) for name, _, _, diff in crosscheck(s)}
+    assert differ == {"load_weight": 0.14}  # 57 s in the log's phase vs SGLang's 50 s; capture agrees (43 vs 41.7)
     assert "load_weight: SGLang 50.00 s, the log's phase 57.0 s (+14%)" in format_report(s)
 
 

@@ -3,7 +3,6 @@ the Kubernetes manifests parsed (there is no cluster here), each probe command r
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.options import options_of
 from tests.helpers.processes import Spawner
 from tui.cli import build_parser
+from tui.commands.options import ProbeOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MANIFESTS = sorted((EXAMPLES / "kubernetes").glob("*.yaml"))
@@ -53,10 +54,9 @@ def containers(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
         raise AssertionError(f"an example of kind {doc['kind']}")
 
 
-def probe_args(command: list[str]) -> argparse.Namespace:
+def probe_options(command: list[str]) -> ProbeOptions:
     assert command[:2] == ["sglang-tui", "probe"], command
-    parser = build_parser()
-    return parser.parse_args(command[1:])
+    return options_of(ProbeOptions, *command[1:])
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
@@ -71,10 +71,10 @@ def test_each_manifest_parses_and_its_probes_are_sglang_tui_probe_commands(path:
                 probe = container.get(kind)
                 if probe is None:
                     continue
-                args = probe_args(probe["exec"]["command"])
-                assert getattr(args, mode) and not getattr(args, "alive" if mode == "ready" else "ready")
-                assert args.log and args.host == ["local"]
-                assert args.timeout < probe["timeoutSeconds"]  # the probe answers before kubelet kills it
+                opts = probe_options(probe["exec"]["command"])
+                assert opts.ready == (mode == "ready")
+                assert opts.server.log and opts.server.host == "local"
+                assert opts.timeout < probe["timeoutSeconds"]  # the probe answers before kubelet kills it
                 probes += 1
     assert probes >= 2
 
@@ -85,7 +85,7 @@ def test_the_lws_group_probes_readiness_on_its_leader_only_and_workers_without_h
     leader = template["leaderTemplate"]["spec"]["containers"][0]
     worker = template["workerTemplate"]["spec"]["containers"][0]
     assert "readinessProbe" in leader and "readinessProbe" not in worker
-    assert probe_args(worker["livenessProbe"]["exec"]["command"]).no_health  # a worker serves no HTTP
+    assert not probe_options(worker["livenessProbe"]["exec"]["command"]).health  # a worker serves no HTTP
 
 
 def test_every_command_the_examples_page_shows_is_one_the_cli_accepts() -> None:

@@ -25,29 +25,32 @@ def _prog(command: str) -> str:
     return "sglang-tui" if command == "watch" else f"sglang-tui {command}"
 
 
-def _one_line(done: subprocess.CompletedProcess[str], command: str) -> str:
-    """The one line a failed command says (it may follow its own progress lines): named by the command, no traceback."""
+def _one_line(done: subprocess.CompletedProcess[str], command: str, prog: str | None = None) -> str:
+    """The one line a failed command says (it may follow its own progress lines): named by the command (`prog`:
+    as its parser names it), no traceback."""
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith(f"{_prog(command)}: "), done.stderr
+    assert lines and lines[-1].startswith(f"{prog or _prog(command)}: "), done.stderr
     return lines[-1]
 
 
 # ------------------------------------------------------------------------------------------ 2: bad arguments
 
+#: command -> (its arguments, what its line must name). A value is checked by argparse's type= (tui/cli.py), whose
+#: line names the option, then the value ("--port: 70000 is not a TCP port"); `watch`'s parser names itself so.
 BAD = {
-    "watch": (["local", "--port", "70000"], "--port 70000"),
+    "watch": (["local", "--port", "70000"], "--port: 70000"),
     "wait": (["local", "--log", "/x.log", "--timeout", "0"], "--timeout"),
-    "stop": (["local", "--port", "70000"], "--port 70000"),
-    "dump": (["local", "--port", "0", "--log", "/x.log"], "--port 0"),
+    "stop": (["local", "--port", "70000"], "--port: 70000"),
+    "dump": (["local", "--port", "0", "--log", "/x.log"], "--port: 0"),
     "bench": (["local", "--port", "30000", "--temperature", "9"], "--temperature"),
     "replay": (["/no/such/dir/sglang.log"], "no such file"),
-    "history": (["--limit", "0"], "--limit 0"),
+    "history": (["--limit", "0"], "--limit: 0"),
     "probe": (["local", "--port", "30000", "--log", "/x.log", "--ready", "--timeout", "-1"], "--timeout"),
     "export": (["--listen", ":0", "local", "local"], "given twice"),
     "fleet": (["--once", "gpu1:http"], "after gpu1: comes a port"),
     "demo": (["--speed", "-1"], "--speed"),
-    "simulate": (["--log", "/tmp/never-written.log", "--port", "70000"], "--port 70000"),
+    "simulate": (["--log", "/tmp/never-written.log", "--port", "70000"], "--port: 70000"),
 }
 
 
@@ -61,7 +64,7 @@ def test_a_bad_argument_is_2_and_one_line_naming_it(command: str, cli: Cli) -> N
     argv, named = BAD[command]
     done = cli(*([] if command == "watch" else [command]), *argv, timeout=60)
     assert done.returncode == EXIT_BAD_ARGS and done.stdout == "", (done.returncode, done.stdout, done.stderr)
-    assert named in _one_line(done, command)
+    assert named in _one_line(done, command, prog=f"sglang-tui {command}")
 
 
 # ----------------------------------------------------------------------------------------- 4: cannot connect
@@ -118,14 +121,14 @@ def test_nothing_found_is_6_and_a_bystander_server_is_untouched(tmp_path: Path, 
 
 
 @pytest.fixture
-def hung(tmp_path: Path, sim: Sims):  # type: ignore[no-untyped-def]
+def hung(tmp_path: Path, sim: Sims):
     """A simulated server that hangs in its weights (the stall budget far away): it never becomes ready."""
     server = sim(tmp_path / "hung", fault="hang-weights", speed=200.0, tp=2, shards=8)
     wait_for_log(server, b"Load weight begin", timeout=60)
     return server
 
 
-def test_wait_timing_out_in_a_phase_is_7_and_says_the_phase(hung, sshd: Sshd, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+def test_wait_timing_out_in_a_phase_is_7_and_says_the_phase(hung, sshd: Sshd, cli: Cli) -> None:
     """Over the real sshd: the time runs out while the server loads weights; 7, not 2 (a typo) nor 3 (stalled)."""
     done = cli("wait", "127.0.0.1", *sshd.ssh_args(), "--log", str(hung.log), "--port", str(hung.port),
                "--sim-gpus", str(hung.gpu_state), "--stall-after", "600", "--timeout", "4", "--json", timeout=90)  # fmt: skip
@@ -135,7 +138,7 @@ def test_wait_timing_out_in_a_phase_is_7_and_says_the_phase(hung, sshd: Sshd, cl
     assert done.stderr.splitlines()[-1] == f"sglang-tui wait: timed out after 4.0s in loading weights: {last['reason']}"
 
 
-def test_probe_ready_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+def test_probe_ready_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:
     """A readiness probe is a wait with no time left: a server still loading is 7 (`--alive`: 0, it progresses)."""
     ready = cli("probe", "local", "--port", str(hung.port), "--log", str(hung.log), "--ready", "--json",
                 "--stall-after", "600", "--timeout", "10", timeout=60)  # fmt: skip
@@ -155,7 +158,7 @@ def test_bench_stopped_by_its_time_cap_before_any_answer_is_7(tmp_path: Path, sp
     assert result["requests"]["ok"] == 0 and str(result["stopped"]).startswith("time cap"), result
 
 
-def test_fleet_once_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+def test_fleet_once_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:
     """`fleet --once` looks once: a server still loading its weights is not ready yet, 7 (its row says so)."""
     done = cli("fleet", "--once", f"local:{hung.port}:{hung.log}", "--stall-after", "600", "--no-history",
                "--timeout", "30", timeout=90)  # fmt: skip

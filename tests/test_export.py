@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_metrics import replayed, samples
-from tui.commands.export import TEXTFILE_NAME, Board, parse_listen, serve, textfile_loop
+from tui.commands.export import TEXTFILE_NAME, Board, serve, textfile_loop
+from tui.commands.targets import parse_listen
 from tui.core.metrics import CONTENT_TYPE
 
 

@@ -13,13 +13,13 @@ new launch is over (15 s, tui.core.find_grace.FIND_GRACE_S); where only a timeou
 
 from __future__ import annotations
 
-import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.deadline import deadline
 from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sshd import free_port
 from tests.helpers.verdicts import FOREIGN, SILENT, Listener, finished_log, replay_json, run_wait, wait_decided
@@ -180,7 +180,7 @@ async def test_a_sigterm_from_someone_else_is_stopped_from_outside(sim: Sims, sp
     state = Readiness.of(health_probed=True, health_port=server.port)
     signalled = False
     try:
-        async with asyncio.timeout(90):
+        async with deadline(90):
             async for batch in monitor.batches():
                 for event in batch:
                     state = reduce(state, event, time.time())

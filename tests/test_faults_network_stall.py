@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.helpers.sshd import Sshd
-from tui.core.events import LogActivity, LogReset
+from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.sources.logtail import LogTail
 from tui.sources.ssh import SshHost
 
@@ -60,7 +60,7 @@ async def test_stalled_link_is_declared_dead_and_the_tail_resumes_byte_for_byte(
     states: list[str] = []
     host.on_connection(lambda s: states.append(s.state))
     await host.connect()
-    events: list[LogActivity | LogReset] = []
+    events: list[LogActivity | LogReset | LogFile | LogLook] = []
     tail = LogTail(host, str(log), retry=(0.2, 1.0))
 
     async def collect() -> None:

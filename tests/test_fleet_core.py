@@ -3,13 +3,15 @@ when a row has said its first state (a Slurm job: every node), the `/` filter an
 
 from __future__ import annotations
 
+from typing import Any
+
 from tui.core.events import ConnectionState, GpuSnapshot
 from tui.core.fleet import FleetEntry, exit_code, first_state_said, matches, sort_key, worst
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 
 
-def _at(phase: Phase, **facts: object) -> Readiness:
+def _at(phase: Phase, **facts: Any) -> Readiness:
     return Readiness().evolve(phase=phase, **facts)
 
 

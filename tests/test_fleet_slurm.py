@@ -5,7 +5,6 @@ afterwards."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import sys
@@ -19,6 +18,7 @@ from tests.helpers.slurm import NODE_LOG, NODES, SlurmCluster, sim_job
 from tests.test_slurm import our_steps
 from tui.commands.fleet_board import board_app
 from tui.commands.fleet_watch import Fleet
+from tui.commands.options import FleetOptions
 from tui.commands.targets import fleet_target
 from tui.core.state import Phase
 from tui.sources.hostpool import HostPool
@@ -51,7 +51,7 @@ def test_a_job_is_one_row_beside_a_server(cluster: SlurmCluster, tmp_path: Path,
     stream.send_signal(signal.SIGTERM)
     assert stream.wait(30) == 0
     big = latest()["big"]
-    assert big["tp_size"] == 16 and sorted(big["ranks"]) == sorted(f"TP{i}" for i in range(16))  # type: ignore[arg-type]
+    assert big["tp_size"] == 16 and sorted(big["ranks"]) == sorted(f"TP{i}" for i in range(16))  # type: ignore[call-overload]
     members = big["members"]
     assert isinstance(members, list) and [(m["name"], m["host"]) for m in members] == [
         ("node0", NODES[0]), ("node1", NODES[1])
@@ -77,10 +77,7 @@ def test_no_such_job_is_a_row_of_nothing(cluster: SlurmCluster, cli: Cli) -> Non
 
 async def test_enter_on_a_job_row_opens_its_nodes_and_esc_comes_back(cluster: SlurmCluster, tmp_path: Path) -> None:
     job = sim_job(cluster, tmp_path / "job", per_node_logs=True)
-    args = argparse.Namespace(
-        hosts=[], port=None, log=None, remote_python=sys.executable, sim_gpus=None, read_only=False,
-        no_health=False, stall_after=None, history=None, no_history=True, settings=None,
-    )  # fmt: skip
+    args = FleetOptions(remote_python=sys.executable)  # no history: none recorded
     fleet = Fleet(args, HostPool(remote_python=sys.executable))
     await fleet.open([(fleet_target(f"slurm:{job.job}", port=job.port, log=NODE_LOG), "big", "")])
     fleet.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.core.events import Milestone, ServerArgs, Tick
+from tui.core.events import Event, Milestone, ServerArgs, Tick
 from tui.core.fold import Fold
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
@@ -20,7 +20,7 @@ def test_a_batch_is_reduced_then_stepped_then_its_phase_fed_back() -> None:
         return state
 
     fold = Fold(steps=(step,), feedback=told.append)
-    batch = [ServerArgs(model="m", tp_size=2), Milestone("load_begin")]
+    batch: list[Event] = [ServerArgs(model="m", tp_size=2), Milestone("load_begin")]
     state = fold(Readiness(), batch, 10.0)
     expected = Readiness()
     for event in batch:

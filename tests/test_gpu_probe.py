@@ -95,7 +95,7 @@ def test_compute_app_lines_and_attachment() -> None:
     assert na is not None and na["used"] is None and na["name"] == ""
     assert probe.parse_smi_app_line("No running processes found") is None
     gpus = [probe.parse_smi_gpu_line(f"{i}, GPU-{'ab'[i]}, H200, 1, 2, 0, 0, 0, 0") for i in range(2)]
-    probe.attach_procs(gpus, [app, na], lambda pid: "from-proc" if pid == 485 else "")
+    probe.attach_procs(gpus, [app, na], lambda pid: "from-proc" if pid == 485 else "")  # type: ignore[arg-type]
     assert gpus[0]["procs"] == [{"pid": 484, "used": 2566 * MIB, "name": "sglang::scheduler_TP0, extra"}]
     assert gpus[1]["procs"] == [{"pid": 485, "used": None, "name": "from-proc"}]
 

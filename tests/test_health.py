@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.deadline import deadline
 from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sshd import free_port, ssh_host
-from tui.core.events import HealthResult
+from tui.core.events import HealthResult, ServerInfoAnswer
 from tui.sources.health import HealthPoller
 from tui.sources.host import Host
 from tui.sources.local import LocalHost
@@ -75,7 +76,7 @@ class ScriptedServer:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> AsyncIterator[Host]:
     h: Host = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -83,7 +84,7 @@ async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
 
 
 @pytest.fixture
-async def server() -> ScriptedServer:
+async def server() -> AsyncIterator[ScriptedServer]:
     s = await ScriptedServer().start()
     yield s
     await s.stop()
@@ -150,7 +151,7 @@ async def test_health_polls_never_overlap(server: ScriptedServer) -> None:
     server.delay = 0.25
     poller = HealthPoller(LocalHost(), server.port, fast_interval=0.0, models_interval=0.05)
     poller.set_phase("warmup")
-    results: list[HealthResult] = []
+    results: list[HealthResult | ServerInfoAnswer] = []
 
     async def collect() -> None:
         async for result in poller.results():
@@ -173,7 +174,7 @@ async def test_polls_rarely_while_loading_and_fast_once_http_is_up(server: Scrip
     # Slow mode polls once an hour: within this test's timeouts, only the fast mode can make a second poll.
     poller = HealthPoller(LocalHost(), 1, slow_interval=3600.0, fast_interval=0.05, models_interval=3600.0)
     poller.port = free_port()  # loading: nothing listens yet
-    results: list[HealthResult] = []
+    results: list[HealthResult | ServerInfoAnswer] = []
     task = asyncio.create_task(_drain(poller, results))
     await _until(lambda: any(r.endpoint == "/health" and r.outcome == "refused" for r in results))
     refused_polls = len(server.requests)
@@ -187,14 +188,14 @@ async def test_polls_rarely_while_loading_and_fast_once_http_is_up(server: Scrip
     assert len(health_requests) >= 4, health_requests  # slow mode would have made none in this time
 
 
-async def _drain(poller: HealthPoller, into: list[HealthResult]) -> None:
+async def _drain(poller: HealthPoller, into: list[HealthResult | ServerInfoAnswer]) -> None:
     async for result in poller.results():
         into.append(result)
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     """Wait for a condition (never for a fixed time); fail after a generous timeout."""
-    async with asyncio.timeout(timeout):
+    async with deadline(timeout):
         while not condition():
             await asyncio.sleep(0.02)
 
@@ -204,7 +205,7 @@ async def test_simulated_startup_refused_then_ok(host: Host, tmp_path: Path, sim
     poller = HealthPoller(host, server.port, slow_interval=0.5, fast_interval=0.1)
     outcomes: list[str] = []
     try:
-        async with asyncio.timeout(60):
+        async with deadline(60):
             async for result in poller.results():
                 if result.endpoint == "/health":
                     if not outcomes or outcomes[-1] != result.outcome:

@@ -6,18 +6,19 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests.helpers.deadline import deadline
 from tests.helpers.processes import Sims
 from tests.test_health import ScriptedServer, server  # noqa: F401  (the fixture)
-from tui.core.events import HealthResult
+from tui.core.events import HealthResult, ServerInfoAnswer
 from tui.sources.health import HealthPoller
 from tui.sources.local import LocalHost
 
 SGLANG_INFO = b'{"model_path": "org/m", "tokenizer_path": "org/m", "is_generation": true}'
 
 
-async def _collect(poller: HealthPoller, until, limit: float = 10.0) -> list[HealthResult]:
-    results: list[HealthResult] = []
-    async with asyncio.timeout(limit):
+async def _collect(poller: HealthPoller, until, limit: float = 10.0) -> list[HealthResult | ServerInfoAnswer]:
+    results: list[HealthResult | ServerInfoAnswer] = []
+    async with deadline(limit):
         async for result in poller.results():
             results.append(result)
             if until(results):
@@ -25,7 +26,7 @@ async def _collect(poller: HealthPoller, until, limit: float = 10.0) -> list[Hea
     return results
 
 
-def _health_oks(results: list[HealthResult]) -> int:
+def _health_oks(results: list[HealthResult | ServerInfoAnswer]) -> int:
     return sum(1 for r in results if r.endpoint == "/health" and r.outcome == "ok")
 
 

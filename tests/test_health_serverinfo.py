@@ -4,8 +4,7 @@ real HTTP server (tests.test_health.ScriptedServer)."""
 
 from __future__ import annotations
 
-import asyncio
-
+from tests.helpers.deadline import deadline
 from tests.test_health import ScriptedServer, server  # noqa: F401  (the fixture)
 from tui.core.events import HealthResult, ServerInfoAnswer
 from tui.sources.health import HealthPoller
@@ -19,7 +18,7 @@ Result = HealthResult | ServerInfoAnswer
 
 async def _collect(poller: HealthPoller, until, limit: float = 10.0) -> list[Result]:
     results: list[Result] = []
-    async with asyncio.timeout(limit):
+    async with deadline(limit):
         async for result in poller.results():
             results.append(result)
             if until(results):

@@ -62,7 +62,8 @@ def test_bad_input_is_one_line(tmp_path: Path, tui) -> None:
     both = tui("replay", str(LOG), "--record", "--no-history")
     assert both.returncode == 2 and "contradict" in both.stderr
     limit = tui("history", "--limit", "-1", "--history", str(db))  # QA pass: it showed one launch
-    assert limit.returncode == 2 and limit.stderr == "sglang-tui history: --limit -1: use 1 or more launches\n"
+    assert limit.returncode == 2
+    assert limit.stderr == "sglang-tui history: --limit: -1: use 1 or more (try sglang-tui history --help)\n"
     other = tui("history", "nosuchhost", "--history", str(db))  # QA pass: "no launches recorded" (there is one)
     assert other.returncode == 6 and other.stdout == "history: no launches recorded for nosuchhost\n"
 

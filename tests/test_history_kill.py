@@ -112,7 +112,7 @@ def test_kill_9_of_a_real_wait_around_its_record_leaves_a_readable_history(tmp_p
     rows = history_rows(history)
     assert len(rows) == 1 and rows[0]["outcome"] == "ready"
     assert_whole(rows[0])
-    assert rows[0]["key"]["version"] == "0.5.23"  # type: ignore[index]
+    assert rows[0]["key"]["version"] == "0.5.23"
 
 
 def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path, sim: Sims) -> None:
@@ -134,7 +134,7 @@ def test_two_waits_at_once_on_one_history_file_both_record(tmp_path: Path, sim: 
     assert integrity(history) == "ok"
     rows = history_rows(history)
     # two launches (tp 2 and tp 1); the third watcher saw the first launch again: the same row, not a third
-    assert sorted(r["key"]["tp"] for r in rows) == [1, 2]  # type: ignore[index]
+    assert sorted(r["key"]["tp"] for r in rows) == [1, 2]
     for row in rows:
         assert row["outcome"] == "ready" and row["startup_time_s"] is not None
         assert_whole(row)

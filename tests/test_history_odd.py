@@ -10,6 +10,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,11 +29,11 @@ KEY = launch_key(SERVER, "gpu1") or ""
 GOOD = (("loading_weights", 60.0), ("cuda_graph", 30.0))
 
 
-def _seed(store: HistoryStore, mark: str, phases: tuple[tuple[str, object], ...], total: object = 90.0,
+def _seed(store: HistoryStore, mark: str, phases: tuple[tuple[str, Any], ...], total: Any = 90.0,
           key: str = KEY, fields: dict[str, object] | None = None, started: float = 0.0) -> int:  # fmt: skip
     return store.record_launch(LaunchRecord(
         key=key, key_fields=fields or key_fields(SERVER, "gpu1"), start_mark=mark, source="wait", outcome="ready",
-        started_at=started, total_s=total, phases=tuple((p, "main", None, None, d) for p, d in phases),  # type: ignore[misc]
+        started_at=started, total_s=total, phases=tuple((p, "main", None, None, d) for p, d in phases),
     ))  # fmt: skip
 
 
@@ -170,17 +171,17 @@ def test_wait_with_odd_rows_of_its_key_says_ready_and_names_them(tmp_path: Path,
     with HistoryStore(history) as store:
         (row,) = store.launches()
         fields, key = row["key"], str(row["key_id"])
-        main = [(str(p["phase"]), float(p["duration_s"])) for p in row["phases"] if p["model"] == "main"]  # type: ignore[index, union-attr]
+        main = [(str(p["phase"]), float(p["duration_s"])) for p in row["phases"] if p["model"] == "main"]
         odd = tuple((p, -100.0 if p == "init" else 1e308 if p in after_weights else d) for p, d in main)
         assert {p for p, _ in odd} >= {"init", *after_weights}
-        ids = [_seed(store, f"log odd {i}", odd, total=row["total_s"], key=key, fields=fields) for i in (1, 2)]  # type: ignore[arg-type]
+        ids = [_seed(store, f"log odd {i}", odd, total=row["total_s"], key=key, fields=fields) for i in (1, 2)]
     second = watch_launch(sim, cli, history, "--seed", "2")
     assert second.code == 0, second.stderr
     assert "Traceback" not in second.stderr
     named = [line for line in second.stderr.splitlines() if "odd row" in line]
     assert named == [f"sglang-tui: history {history}: left out of the ETA: 2 odd rows (launch {ids[1]}: init -100 s"
                      f" is not a duration; launch {ids[0]}: init -100 s is not a duration)"]  # fmt: skip
-    etas = [obj["eta"]["ready_in_s"] for obj in second.lines if obj["eta"]["ready_in_s"] is not None]  # type: ignore[index]
+    etas = [obj["eta"]["ready_in_s"] for obj in second.lines if obj["eta"]["ready_in_s"] is not None]
     assert etas and all(0 <= eta < 3600 for eta in etas)  # from launch one: seconds, not 1e308
     assert "slower than usual" not in second.stderr  # one good launch is too few to call a phase slow
 

@@ -192,5 +192,5 @@ def test_a_launch_recorded_before_its_version_is_known_stays_one_row(tmp_path: P
     with HistoryStore(path) as store:
         rows = store.launches()
     assert first == second and len(rows) == 1
-    assert rows[0]["key"]["version"] == "0.5.23" and rows[0]["startup_time_s"] == 12.0  # type: ignore[index]
+    assert rows[0]["key"]["version"] == "0.5.23" and rows[0]["startup_time_s"] == 12.0
     assert rows[0]["outcome"] == "ready"

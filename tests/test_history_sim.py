@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ STALL_AFTER = 5.0
 @dataclass
 class Watched:
     code: int
-    lines: list[tuple[float, dict[str, object]]] = field(default_factory=list)  # (seconds since start, JSON)
+    lines: list[tuple[float, dict[str, Any]]] = field(default_factory=list)  # (seconds since start, JSON)
     stderr: str = ""
 
     def first(self, phase: str) -> float:
@@ -135,7 +136,7 @@ def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path:
                        wait_args=("--stall-after", f"{STALL_AFTER:g}"))  # fmt: skip
     assert out.code == 3, out.stderr  # stalled
     loading = [(t, obj) for t, obj in out.lines if obj["phase"] == "loading_weights" and obj["shards"]]
-    changes = []  # (time, done) each time the count moved
+    changes: list[tuple[float, int]] = []  # (time, done) each time the count moved
     for t, obj in loading:
         if not changes or obj["shards"]["done"] != changes[-1][1]:
             changes.append((t, obj["shards"]["done"]))

@@ -120,12 +120,13 @@ def test_paths(tmp_path: Path) -> None:
     assert default_path({"HOME": "/home/u"}) == Path("/home/u/.local/state/sglang-tui/history.sqlite3")
     assert default_path({"HOME": "/home/u", "XDG_STATE_HOME": "/x"}) == Path("/x/sglang-tui/history.sqlite3")
     assert default_path({"SGLANG_TUI_HISTORY": "/y/h.db", "XDG_STATE_HOME": "/x"}) == Path("/y/h.db")
-    from tui.cli import build_parser
+    from tests.helpers.options import options_of
+    from tui.commands.options import WaitOptions, WatchOptions
 
-    parser = build_parser()
-    assert history_path(parser.parse_args(["wait", "h", "--no-history"])) is None
-    assert history_path(parser.parse_args(["wait", "h", "--history", str(tmp_path / "a")])) == tmp_path / "a"
-    assert history_path(parser.parse_args(["watch", "h"])) == default_path()
+    assert history_path(off=True) is None and history_path(str(tmp_path / "a")) == tmp_path / "a"
+    assert options_of(WaitOptions, "wait", "h", "--no-history").history is None
+    assert options_of(WaitOptions, "wait", "h", "--history", str(tmp_path / "a")).history == tmp_path / "a"
+    assert options_of(WatchOptions, "watch", "h").history == default_path()
 
 
 def test_kill_9_mid_write_leaves_a_consistent_file(tmp_path: Path, spawn: Spawner) -> None:

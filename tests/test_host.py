@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ TEN_MB = 10 * 1024 * 1024
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> AsyncIterator[Host]:
     if request.param == "local":
         h: Host = LocalHost()
     else:

@@ -23,7 +23,7 @@ def test_where_and_the_known_hosts_name() -> None:
     assert KeyTarget("gpu1", "127.0.0.1", 2299, "gpu-pool", ("/k",)).known_name == "gpu-pool"
 
 
-def test_listed_files_expand_home(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_listed_files_expand_home(monkeypatch) -> None:
     monkeypatch.setenv("HOME", "/home/me")
     assert listed_files("~/.ssh/kh") == ("/home/me/.ssh/kh",)
     assert listed_files(["~/a", "/b"]) == ("/home/me/a", "/b")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,7 @@ def tail_ssh_host(sshd: Sshd, **overrides: object) -> SshHost:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> AsyncIterator[Host]:
     h: Host = LocalHost() if request.param == "local" else tail_ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h

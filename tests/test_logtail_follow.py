@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ while True:
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> AsyncIterator[Host]:
     h: Host = LocalHost() if request.param == "local" else ssh_host(request.getfixturevalue("sshd"))
     await h.connect()
     yield h
@@ -65,7 +65,7 @@ class Collector:
             elif isinstance(event, LogActivity):
                 self.data += event.data
 
-    async def until(self, predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    async def until(self, predicate: Callable[[], object], what: str, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
         while not predicate():
             if self.task.done():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ LAUNCH = b"[2025-11-29 10:00:02] server_args=ServerArgs(model_path='m', tp_size=
 
 
 @pytest.fixture(params=["local", "ssh"])
-async def host(request: pytest.FixtureRequest, spawn: Spawner) -> Host:
+async def host(request: pytest.FixtureRequest, spawn: Spawner) -> AsyncIterator[Host]:
     """LocalHost (its commands start in this process: `spawn` says so) or a host through the test sshd."""
     h: Host = LocalHost() if request.param == "local" else tail_ssh_host(request.getfixturevalue("sshd"))
     await h.connect()

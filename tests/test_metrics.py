@@ -90,7 +90,7 @@ def test_a_startup_in_progress_shows_shards_quiet_time_budget_and_gpu_memory_per
         4,
     )
     assert found['sglang_tui_stall_budget_seconds{server="s"}'] == 60
-    assert found['sglang_tui_quiet_seconds{server="s"}'] == 36030 - s.last_progress_at  # type: ignore[operator]
+    assert found['sglang_tui_quiet_seconds{server="s"}'] == 36030 - s.last_progress_at
     assert found['sglang_tui_stalled{server="s"}'] == 0
     used = {k: v for k, v in found.items() if k.startswith("sglang_tui_gpu_memory_used_bytes")}
     assert sorted(used.values()) == [39 << 30, 40 << 30]

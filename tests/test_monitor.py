@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.helpers.deadline import deadline
 from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.events import (
@@ -111,7 +112,7 @@ async def test_a_reset_log_gets_a_fresh_parser(tmp_path: Path, spawn: Spawner) -
     monitor = Monitor(LocalHost(), log_path=str(log), port=1, gpus=False, processes=False)
     seen: list[Event] = []
     truncated = rewritten = False
-    async with asyncio.timeout(20):
+    async with deadline(20):
         async for batch in monitor.batches():
             seen.extend(batch)
             if not truncated and any(isinstance(e, ServerArgs) for e in seen):
@@ -135,7 +136,7 @@ async def test_a_monitor_without_ticks_queues_none() -> None:
     monitor = Monitor(host, log_path=None, port=1, gpus=False, processes=False, health=health, tick_interval=0.01,
                       ticks=False)  # fmt: skip
     seen: list[Event] = []
-    async with asyncio.timeout(30):
+    async with deadline(30):
         async for batch in monitor.batches():
             seen.extend(batch)
             if sum(isinstance(e, HealthResult) for e in seen) >= 10:
@@ -186,7 +187,7 @@ async def test_a_crashing_process_watch_shows_as_its_failure_and_health_keeps_it
     )
     state, seen = Readiness(), []
     try:
-        async with asyncio.timeout(30):
+        async with deadline(30):
             async for batch in monitor.batches():
                 for event in batch:
                     seen.append(event)

@@ -56,7 +56,7 @@ async def host(spawn: Spawner) -> AsyncIterator[MuxHost]:
     await h.close()
 
 
-async def _until(check, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+async def _until(check, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         assert asyncio.get_running_loop().time() < deadline, "condition not met in time"

@@ -89,7 +89,7 @@ def test_a_gated_repo_is_model_not_found() -> None:
 def test_hf_auth_and_missing_repo_lines_fail_the_launch_even_in_a_window(window: str) -> None:
     got = failures(window)
     assert got and got[0].kind == "model_not_found" and got[0].root_cause
-    assert replay(window).error.kind == "model_not_found"  # type: ignore[union-attr]
+    assert replay(window).error.kind == "model_not_found"
 
 
 def test_the_hf_message_lines_under_a_reported_exception_add_no_failures() -> None:

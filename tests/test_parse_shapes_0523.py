@@ -4,7 +4,9 @@ failures."""
 
 from __future__ import annotations
 
-from tui.core.events import BarProgress, BatchStats, Failure, Milestone, ServerArgs
+from collections.abc import Sequence
+
+from tui.core.events import BarProgress, BatchStats, Event, Failure, Milestone, ServerArgs
 from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import infer_tp_size, reduce
@@ -20,7 +22,7 @@ def ts(sec: int, rank: str | None = None) -> str:
     return f"[{DAY} 10:{sec // 60:02d}:{sec % 60:02d}{r}]"
 
 
-def events(text: str) -> list[object]:
+def events(text: str) -> list[Event]:
     parser = LogParser()
     return parser.feed(text.encode()) + parser.flush()
 
@@ -31,15 +33,15 @@ def replay(text: str) -> Readiness:
     for ev in events(text):
         t = getattr(ev, "t", None)
         now = t if t is not None else now
-        s = reduce(s, ev, now)  # type: ignore[arg-type]
+        s = reduce(s, ev, now)
     return s
 
 
-def kinds(evs: list[object]) -> list[str]:
+def kinds(evs: Sequence[object]) -> list[str]:
     return [e.kind for e in evs if isinstance(e, Milestone)]
 
 
-def frames(desc: str, sizes: list[int], fmt_desc) -> str:  # type: ignore[no-untyped-def]
+def frames(desc: str, sizes: list[int], fmt_desc) -> str:
     """tqdm frames as SGLang's bars write them: a bare first frame, then one frame per size (set_description)."""
     n = len(sizes)
     out = f"\r  0%|          | 0/{n} [00:00<?, ?it/s]"
@@ -78,7 +80,7 @@ def test_piecewise_progress_in_the_state_and_the_reason() -> None:
     assert s.phase is Phase.CUDA_GRAPH and s.capture is None
     assert s.piecewise is not None and (s.piecewise.done, s.piecewise.total) == (2, 4)
     assert verdict_line(s).startswith("capturing piecewise CUDA graph: 2/4 token sizes")
-    assert replay(PIECEWISE).piecewise.done == 4  # type: ignore[union-attr]
+    assert replay(PIECEWISE).piecewise.done == 4
 
 
 # ------------------------------------------------------------------------------------------ DeepGEMM

@@ -183,7 +183,7 @@ def test_time_only_stamps_roll_over_midnight() -> None:
     ev = parse("old-time-only-midnight.log")
     stamped = [e for e in ev if getattr(e, "t", None) is not None]
     assert stamped[0].at == "23:59:30"
-    assert [e.t for e in stamped] == sorted(e.t for e in stamped)
+    assert [e.t for e in stamped] == sorted(e.t for e in stamped)  # type: ignore[type-var]
     last = milestones(ev, "graph_begin")[-1]
     assert last.at == "00:00:22" and last.t == 86400 + 22
     assert milestones(ev, "load_end")[0].get("mem_usage_gb") is None  # early-2024 end line has no mem usage

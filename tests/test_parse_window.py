@@ -300,7 +300,7 @@ def test_a_log_that_begins_at_a_line_kind_gives_its_phase_and_the_mid_run_fact(
     obj = to_json(s)
     assert obj["phase"] == phase.value and obj["error"] is None and obj["reason"] == verdict_line(s)
     if phase not in (Phase.READY, Phase.SERVING, Phase.FAILED):
-        assert "attached mid-run: the log starts at" in obj["reason"]  # type: ignore[operator]
+        assert "attached mid-run: the log starts at" in obj["reason"]
 
 
 def test_a_window_that_starts_inside_a_bar_frame_keeps_one_weight_bar() -> None:

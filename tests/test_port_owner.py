@@ -5,7 +5,6 @@ Real processes: the simulator (which binds its port after the model loads, as SG
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.deadline import deadline
 from tests.helpers.processes import Sims
 from tests.helpers.sim import group_pids, http_get, wait_for_log
 from tests.helpers.sshd import free_port, ssh_host
@@ -34,7 +34,7 @@ async def owners_until(ctl: ServerControl, predicate, timeout: float = 30.0) -> 
     seen: list[PortOwner] = []
     events = ctl.watch_process_events(0.3)
     try:
-        async with asyncio.timeout(timeout):
+        async with deadline(timeout):
             async for event in events:
                 if isinstance(event, PortOwner):
                     seen.append(event)

@@ -68,7 +68,7 @@ def test_stalled_is_three_for_both_modes_and_names_the_budget() -> None:
     s = reduce(loading().evolve(stall_after=30.0), Tick(), 36100.0)  # silent since the last bar (36009)
     assert s.stall is not None
     for mode in ("alive", "ready"):
-        found = probe_verdict(s, mode, 36100.0)  # type: ignore[arg-type]
+        found = probe_verdict(s, mode, 36100.0)
         assert (found.code, found.kind) == (3, "stalled")
         assert found.line.startswith("stalled in loading weights: no progress on any signal for ")
     quiet, budget = quiet_and_budget(s, 36100.0)

@@ -74,7 +74,7 @@ class Kubelet:
 
 
 def kubelet_for(sim: SimServer, tmp_path: Path, *extra: str) -> Kubelet:
-    return Kubelet(tmp_path / "memo", sim.port, sim.log, ("--sim-gpus", str(sim.gpu_state), *extra))
+    return Kubelet(tmp_path / "memo", sim.port, sim.log, extra)
 
 
 def test_alive_passes_all_through_a_slow_start_and_ready_only_once_health_says_200(
@@ -182,7 +182,7 @@ def test_a_corrupt_memo_is_rebuilt_and_the_verdict_stands(sim: Sims, cli: Cli, t
 
 def test_bad_arguments_exit_two_in_one_line(cli: Cli) -> None:
     for args, words in (
-        (("probe", "local", "--alive", "--stall-after", "0"), "--stall-after must be above 0"),
+        (("probe", "local", "--alive", "--stall-after", "0"), "--stall-after: 0 is not above 0 seconds"),
         (("probe", "local", "gpu-2", "--alive"), "give one TARGET"),
         (("probe", "local:notaport", "--ready"), "after local: comes a port"),
         (("probe", "local"), "one of the arguments --ready --alive is required"),

@@ -64,7 +64,7 @@ def test_reducer_fills_gpu_index_and_pid_from_the_mapper(monkeypatch: pytest.Mon
     """Substitute mapper (named as such): checks the wiring independently of the real matching rules."""
     calls: list[tuple[list[str], int | None]] = []
 
-    def substitute(names, snap, tp_size, server_pids=None):  # type: ignore[no-untyped-def]
+    def substitute(names, snap, tp_size, server_pids=None):
         calls.append((list(names), tp_size))
         return {name: (int(name[2:]), 4000 + int(name[2:])) for name in names}
 
@@ -78,7 +78,7 @@ def test_reducer_fills_gpu_index_and_pid_from_the_mapper(monkeypatch: pytest.Mon
 
 
 def test_a_failing_mapper_never_takes_the_model_down(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(names, snap, tp_size):  # type: ignore[no-untyped-def]
+    def broken(names, snap, tp_size):
         raise ValueError("bad snapshot")
 
     monkeypatch.setattr(ranks_module, "map_ranks", broken)

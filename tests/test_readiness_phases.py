@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 from tui.core.events import (
     BarProgress,
     BatchStats,
     ConnectionState,
     ControlResult,
+    Event,
     Failure,
     HealthResult,
     LaunchStarted,
@@ -23,33 +25,39 @@ from tui.core.events import (
 from tui.core.explain import PROCESS_EXITED, evidence
 from tui.core.readiness import FIND_GRACE_S, reduce
 from tui.core.state import Phase, Readiness
+from tui.core.vocab import MilestoneKind
 from tui.core.wording import verdict_line
 
 DAY = "2025-11-29"
 
 
-def at(sec: int) -> dict[str, object]:
+class LogTime(TypedDict):
+    at: str
+    t: float
+
+
+def at(sec: int) -> LogTime:
     """Log time fields for second `sec` after 10:00:00."""
     return {"at": f"{DAY} 10:{sec // 60:02d}:{sec % 60:02d}", "t": 36000.0 + sec}
 
 
-def feed(events: Iterable[object], state: Readiness | None = None, now: float = 36000.0) -> Readiness:
+def feed(events: Iterable[Event], state: Readiness | None = None, now: float = 36000.0) -> Readiness:
     """Reduce events in order; now = the event's log time when it has one, else the last known."""
     s = state or Readiness()
     for ev in events:
         t = getattr(ev, "t", None)
         now = t if t is not None else now
-        s = reduce(s, ev, now)  # type: ignore[arg-type]
+        s = reduce(s, ev, now)
     return s
 
 
-def ranks(kind: str, sec: int, n: int = 2, **fields: float) -> list[Milestone]:
+def ranks(kind: MilestoneKind, sec: int, n: int = 2, **fields: float) -> list[Milestone]:
     return [Milestone(kind, rank=f"TP{i}", fields=tuple(fields.items()), **at(sec)) for i in range(n)]
 
 
-def startup(upto: str = "fired_up") -> list[object]:
+def startup(upto: str = "fired_up") -> list[Event]:
     """A TP2 startup in the log, up to and including the milestone `upto`."""
-    seq: list[tuple[str, list[object]]] = [
+    seq: list[tuple[str, Sequence[Event]]] = [
         ("server_args", [ServerArgs(model="m", tp_size=2, speculative="EAGLE3", **at(0))]),
         ("init_begin", ranks("init_begin", 2)),
         ("load_begin", ranks("load_begin", 4, avail_mem_gb=138.0)),
@@ -62,7 +70,7 @@ def startup(upto: str = "fired_up") -> list[object]:
         ("uvicorn_running", [Milestone("uvicorn_running", **at(18))]),
         ("fired_up", [Milestone("fired_up", **at(20))]),
     ]
-    out: list[object] = []
+    out: list[Event] = []
     for name, events in seq:
         out += events
         if name == upto:

@@ -9,6 +9,7 @@ from tui.core.events import (
     BarProgress,
     ConnectionState,
     ControlResult,
+    Event,
     GpuInfo,
     GpuSnapshot,
     HealthResult,
@@ -38,9 +39,9 @@ def ready_server() -> Readiness:
     return s
 
 
-def new_launch(sec: int) -> list[object]:
+def new_launch(sec: int) -> list[Event]:
     """The new launch's first lines in a fresh file: no LaunchStarted (the monitor's parser is a new one)."""
-    return [ServerArgs(model="m2", tp_size=2, **at(sec))] + ranks("init_begin", sec + 2)
+    return [ServerArgs(model="m2", tp_size=2, **at(sec)), *ranks("init_begin", sec + 2)]
 
 
 def test_a_truncated_log_starts_over_and_keeps_host_facts() -> None:

@@ -10,12 +10,13 @@ from tui.core.names import phase_words
 from tui.core.readiness import reduce
 from tui.core.stall import BEFORE_FIRST_SHARD, limit_for, stall_for
 from tui.core.state import Phase, Readiness
+from tui.core.vocab import MilestoneKind
 from tui.core.wording import verdict_line
 
 GB = 1 << 30
 
 
-def enter(kind: str, now: float = 0.0, state: Readiness | None = None) -> Readiness:
+def enter(kind: MilestoneKind, now: float = 0.0, state: Readiness | None = None) -> Readiness:
     return reduce(state or Readiness(), Milestone(kind, rank="TP0"), now)
 
 
@@ -40,7 +41,7 @@ def gpus(used_gb: float) -> GpuSnapshot:
         ("uvicorn_running", Phase.WARMUP, 600.0),
     ],
 )
-def test_stall_after_the_phase_limit_on_ticks(kind: str, phase: Phase, limit: float) -> None:
+def test_stall_after_the_phase_limit_on_ticks(kind: MilestoneKind, phase: Phase, limit: float) -> None:
     s = enter(kind)
     assert s.phase is phase and limit_for(s) == limit
     s = reduce(s, Tick(), limit)
@@ -95,7 +96,7 @@ def test_a_stall_with_a_live_process_stays_a_stall() -> None:
 
 
 @pytest.mark.parametrize("kind", ["fired_up"])
-def test_never_stalled_in_ready_serving_or_failed(kind: str) -> None:
+def test_never_stalled_in_ready_serving_or_failed(kind: MilestoneKind) -> None:
     s = reduce(enter("uvicorn_running"), Milestone(kind), 1.0)
     assert s.phase is Phase.READY
     assert reduce(s, Tick(), 1e6).stall is None

@@ -136,7 +136,7 @@ def test_no_health_by_choice_is_ready_from_the_log_with_a_live_process() -> None
 def test_an_unseen_process_is_never_dead() -> None:
     s = feed(startup("load_begin"), PROBED)
     later = 36000.0 + FIND_GRACE_S + 60
-    s = reduce(s, ServerProcess(alive=None, detail="cannot see"), later)  # type: ignore[arg-type]
+    s = reduce(s, ServerProcess(alive=None, detail="cannot see"), later)
     assert s.phase is Phase.LOADING_WEIGHTS and s.process_alive is None
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import gc
 import sys
-from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.processes import Cli, Sims
 from tests.helpers.sim import wait_for_log
+from tui.commands.options import WatchOptions
 from tui.commands.watch import build_app
+from tui.core.config import Target, WatchConfig
 from tui.core.wording import verdict_line
 from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
@@ -20,11 +21,10 @@ from tui.sources.procwatch import ProcessWatch
 from tui.ui.panes.header import HeaderPane
 
 
-def _args(sim_log: Path, port: int, gpus: Path, *, read_only: bool) -> Namespace:
-    return Namespace(
-        log=str(sim_log), port=port, remote_python=sys.executable, sim_gpus=str(gpus), read_only=read_only,
-        launch="sleep 60", cwd=None, stall_after=None,
-    )  # fmt: skip
+def _args(sim_log: Path, port: int, gpus: Path, *, read_only: bool) -> WatchOptions:
+    server = WatchConfig(port=port, log=str(sim_log), remote_python=sys.executable, sim_gpus=str(gpus),
+                         read_only=read_only, launch="sleep 60")  # fmt: skip
+    return WatchOptions(Target(("local",)), server)
 
 
 def _controllers() -> list[ServerControl]:

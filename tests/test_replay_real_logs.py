@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,11 @@ def test_real_log_matches_expected(real_logs_dir: Path | None, name: str, cli: C
     proc = cli("replay", real_logs_dir / name, "--json", timeout=60)
     assert proc.returncode == 0, f"{name}: {proc.stderr}"
     got = json.loads(proc.stdout)
-    mismatches = [f"{field}: {problem}" for field, problem in _compare(got, entry["expect"])]  # type: ignore[arg-type]
+    mismatches = [f"{field}: {problem}" for field, problem in _compare(got, entry["expect"])]
     assert not mismatches, f"{name}:\n" + "\n".join(mismatches)
 
 
-def _compare(got: dict[str, object], expect: dict[str, object]) -> list[tuple[str, str]]:
+def _compare(got: Mapping[str, object], expect: Mapping[str, object]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for key in ("phase", "shards", "tp_size", "speculative"):
         if got[key] != expect[key]:

@@ -112,10 +112,9 @@ async def demo_run(fault: str | None = None, size: tuple[int, int] = SIZE) -> As
     """`sglang-tui demo [--fault F]` as `commands/demo.py` runs it, the app under Pilot instead of a terminal."""
     running = await start_demo(SPEED, fault)
     try:
-        args = running.watch_args(False, demo_stall_after(SPEED, None))
-        args.settings = None
+        opts = running.watch_options(False, demo_stall_after(SPEED, None))
         initial = reduce(Readiness(), running.launched, time.time())
-        app, session = build_app(running.host, args, host_label=DEMO_HOST, initial=initial, control=running.control)
+        app, session = build_app(running.host, opts, host_label=DEMO_HOST, initial=initial, control=running.control)
         try:
             async with app.run_test(size=size, notifications=True) as pilot:
                 run = Run(app, pilot, [])

@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app, until
+from tui.commands.settings import config_path, parse, save_theme
+from tui.core.settings import Given, SettingsError, with_theme
 from tui.ui.panes.keybar import KeyBar
 from tui.ui.screens.confirm import ConfirmScreen
-from tui.ui.settings import SettingsError, config_path, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_parse_reads_keys_theme_and_defaults() -> None:
     s = parse('theme = "nord"\n[defaults]\nport = 31000\nremote_python = "/opt/py"\n[keys]\nkill-server = "ctrl+k"\n')
     assert s.theme == "nord" and s.keys == {"kill-server": "ctrl+k"}
-    assert s.defaults == {"port": 31000, "remote_python": "/opt/py"}
+    assert s.defaults == Given(port=31000, remote_python="/opt/py")
     assert config_path({"XDG_CONFIG_HOME": "/x"}) == Path("/x/sglang-tui/config.toml")
 
 
@@ -76,7 +78,7 @@ def test_cli_says_one_line_for_a_bad_config_and_uses_defaults(tmp_path: Path, cl
             (
                 "import sys, tui.cli as c\n"
                 "import tui.commands.wait as w\n"
-                "w.run = lambda args: print('port', args.port) or 0\n"
+                "w.run = lambda opts: print('port', opts.server.port) or 0\n"
                 "sys.exit(c.main(['wait', 'local']))\n"
             ),
         ],
@@ -152,12 +154,10 @@ def test_desktop_notifications_pick_the_terminals_escape_and_strip_log_escapes()
 
 
 def test_with_theme_replaces_or_adds_the_top_level_key_and_keeps_the_rest() -> None:
-    from tui.ui.settings import with_theme
-
     text = 'theme = "nord"\n[defaults]\nport = 31000\n[keys]\nkill-server = "ctrl+k"\n'
     assert with_theme(text, "gruvbox") == text.replace('"nord"', '"gruvbox"')
     added = with_theme("[defaults]\nport = 31000\n", "dracula")
-    assert added.startswith('theme = "dracula"\n') and parse(added).defaults == {"port": 31000}
+    assert added.startswith('theme = "dracula"\n') and parse(added).defaults == Given(port=31000)
     assert parse(with_theme("", 'odd"name')).theme == 'odd"name'  # quoted as TOML
 
 
@@ -167,14 +167,14 @@ async def test_a_theme_chosen_in_the_app_sticks_in_the_config_file(tmp_path: Pat
     path = tmp_path / "sglang-tui" / "config.toml"
     path.parent.mkdir()
     path.write_text('[defaults]\nport = 31000\n[keys]\nkill-server = "ctrl+k"\n', encoding="utf-8")
-    app = make_app(FakeBatchSource(), control=FakeControl(), theme_file=path)
+    app = make_app(FakeBatchSource(), control=FakeControl(), keep_theme=partial(save_theme, path=path))
     async with app.run_test() as pilot:
         chosen = next(name for name in app.available_themes if name != app.theme)
         app.theme = chosen
         await until(pilot, lambda: chosen in path.read_text(encoding="utf-8"), what="the theme in the config file")
     settings = parse(path.read_text(encoding="utf-8"))
     assert settings.theme == chosen
-    assert settings.defaults == {"port": 31000} and settings.keys == {"kill-server": "ctrl+k"}
+    assert settings.defaults == Given(port=31000) and settings.keys == {"kill-server": "ctrl+k"}
 
 
 async def test_without_a_theme_file_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,7 +191,7 @@ def _args_seen(spawn: Spawner, env: dict[str, str], argv: list[str]) -> str:
     code = (
         "import sys, tui.cli as c\n"
         "import tui.commands.wait as w\n"
-        "w.run = lambda args: print('seen', args.log, args.port, args.remote_python) or 0\n"
+        "w.run = lambda opts: print('seen', opts.server.log, opts.server.port, opts.server.remote_python) or 0\n"
         f"sys.exit(c.main({argv!r}))\n"
     )
     done = spawn.run([sys.executable, "-c", code], cwd=ROOT, env=env, timeout=60)

@@ -12,8 +12,9 @@ import pytest
 
 from tests.helpers.processes import Cli, Sims
 from tests.helpers.sim import SimServer, wait_ready
+from tui.commands.settings import load, parse
 from tui.core.limits import SETTINGS_MAX
-from tui.ui.settings import SettingsError, load, parse
+from tui.core.settings import SettingsError
 
 BROKEN = {
     "not UTF-8": (b'theme = "\xff\xfe"\n', "not UTF-8 (byte 0xff at offset 9); save it as UTF-8"),

@@ -79,7 +79,7 @@ def test_sigterm_on_node0_stops_every_node(tmp_path: Path, sim: Sims) -> None:
     nodes = sim.nodes(tmp_path, shards=8, speculative="none")
     _until(lambda: _health(nodes[0].port) == 200)
     assert nodes[0].proc is not None
-    nodes[1].proc.send_signal(15)  # type: ignore[union-attr]
+    nodes[1].proc.send_signal(15)
     _until(lambda: "waiting for the rank-0 ShutdownReq" in _text(nodes[1]))
     assert nodes[1].alive()  # a non-zero node does not stop on its own
     nodes[0].proc.send_signal(15)

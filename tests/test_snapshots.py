@@ -8,6 +8,6 @@ from tests.helpers.ui_fakes import SCENES, scene_app
 
 
 @pytest.mark.parametrize("scene", SCENES, ids=[s.name for s in SCENES])
-def test_screen(scene, snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_screen(scene, snap_compare) -> None:
     app, run_before = scene_app(scene)
     assert snap_compare(app, terminal_size=scene.size, run_before=run_before)

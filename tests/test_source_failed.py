@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.helpers.ui_fakes import FakeBatchSource, FakeClock, Step, make_app, play, startup_to_ready
-from tui.core.events import HealthResult, ServerProcess, SourceFailed, Tick
+from tui.core.events import Event, HealthResult, ServerProcess, SourceFailed, Tick
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.ui.panes.health import HealthPane
@@ -13,7 +13,8 @@ SIZE = (160, 50)
 
 def _ready_state() -> Readiness:
     s = Readiness()
-    for i, event in enumerate([ServerProcess(True, (42,)), HealthResult("/health", "ok", 200, 0.01)]):
+    events: list[Event] = [ServerProcess(True, (42,)), HealthResult("/health", "ok", 200, 0.01)]
+    for i, event in enumerate(events):
         s = reduce(s, event, 10.0 + i)
     return s
 

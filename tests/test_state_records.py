@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_readiness_property import events
-from tui.core.events import BarProgress, HealthResult, Milestone, ServerArgs, Tick
+from tui.core.events import BarProgress, Event, HealthResult, Milestone, ServerArgs, Tick
 from tui.core.explain import evidence
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
@@ -18,9 +18,12 @@ from tui.core.wording import verdict_line
 
 def _loading() -> Readiness:
     s = Readiness()
-    for i, ev in enumerate(
-        [ServerArgs(model="m", tp_size=2), Milestone("load_begin", rank="TP0"), BarProgress("weights", 3, 8)]
-    ):
+    events: list[Event] = [
+        ServerArgs(model="m", tp_size=2),
+        Milestone("load_begin", rank="TP0"),
+        BarProgress("weights", 3, 8),
+    ]
+    for i, ev in enumerate(events):
         s = reduce(s, ev, 100.0 + i)
     return s
 
@@ -59,7 +62,7 @@ def test_an_event_rebuilds_only_the_records_it_touches() -> None:
 
 def test_unknown_facts_are_refused() -> None:
     try:
-        Readiness.of(no_such_fact=1)
+        Readiness.of(no_such_fact=1)  # type: ignore[call-arg]
     except TypeError as err:
         assert "no_such_fact" in str(err)
     else:

@@ -120,7 +120,8 @@ def test_a_port_outside_1_65535_is_one_line_and_exit_2(stop) -> None:
     for port in ("0", "70000"):
         run = stop("local", "--port", port)
         assert run.returncode == 2, run.stderr
-        assert run.stderr == f"sglang-tui stop: --port {port} is not a TCP port (1-65535)\n" and run.stdout == ""
+        said = f"--port: {port} is not a TCP port (1-65535) (try sglang-tui stop --help)"
+        assert run.stderr == f"sglang-tui stop: {said}\n" and run.stdout == ""
 
 
 def test_unconfirmed_gpu_memory_is_exit_1(scene: dict, tmp_path: Path, stop) -> None:

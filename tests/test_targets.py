@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from tui.commands.targets import Target, parse_target
+from tui.commands.targets import ServerTarget, parse_target
 
 
 @pytest.mark.parametrize(
     ("text", "port", "log", "want"),
     [
-        ("local", None, None, Target("local", "local", 30000, None)),
-        ("local", 8000, "/l.log", Target("local", "local", 8000, "/l.log")),
-        ("gpu1:30001", None, "/l.log", Target("gpu1:30001", "gpu1", 30001, "/l.log")),
+        ("local", None, None, ServerTarget("local", "local", 30000, None)),
+        ("local", 8000, "/l.log", ServerTarget("local", "local", 8000, "/l.log")),
+        ("gpu1:30001", None, "/l.log", ServerTarget("gpu1:30001", "gpu1", 30001, "/l.log")),
         (
             "me@gpu1:30001:/var/log/s.log",
             9,
             None,
-            Target("me@gpu1:30001:/var/log/s.log", "me@gpu1", 30001, "/var/log/s.log"),
+            ServerTarget("me@gpu1:30001:/var/log/s.log", "me@gpu1", 30001, "/var/log/s.log"),
         ),
-        ("gpu1:/var/log/s.log", 8000, None, Target("gpu1:/var/log/s.log", "gpu1", 8000, "/var/log/s.log")),
-        ("[::1]:8000", None, None, Target("[::1]:8000", "::1", 8000, None)),
-        ("[fe80::1]:8000:/a b.log", None, None, Target("[fe80::1]:8000:/a b.log", "fe80::1", 8000, "/a b.log")),
+        ("gpu1:/var/log/s.log", 8000, None, ServerTarget("gpu1:/var/log/s.log", "gpu1", 8000, "/var/log/s.log")),
+        ("[::1]:8000", None, None, ServerTarget("[::1]:8000", "::1", 8000, None)),
+        ("[fe80::1]:8000:/a b.log", None, None, ServerTarget("[fe80::1]:8000:/a b.log", "fe80::1", 8000, "/a b.log")),
     ],
 )
-def test_each_form(text: str, port: int | None, log: str | None, want: Target) -> None:
+def test_each_form(text: str, port: int | None, log: str | None, want: ServerTarget) -> None:
     assert parse_target(text, port=port, log=log) == want
 
 

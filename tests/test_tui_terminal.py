@@ -221,7 +221,7 @@ def test_a_failure_during_a_dialog_is_on_its_line_and_e_lands_on_its_cause(
 def test_restart_without_launch_is_neither_shown_nor_run(
     tmux: Tmux, sim: object, tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    server: SimServer = sim(speed=50)  # type: ignore[operator]
+    server: SimServer = sim(speed=50)
     pane = TuiPane(tmux, tmp_path, size).start("local", "--log", str(server.log), "--port", str(server.port))
     try:
         footer = pane.until(lambda s: " K kill" in s.split("\n")[-1], "T and K in the footer").split("\n")[-1]
@@ -296,6 +296,6 @@ def test_copy_reaches_tmux_through_set_clipboard_or_passthrough(tmux: Tmux, spaw
 
 def test_the_settings_file_is_named_in_help(cli: object, tmp_path: Path) -> None:
     for args in (("--help",), ("watch", "--help")):
-        done = cli(*args, env={"XDG_CONFIG_HOME": str(tmp_path)})  # type: ignore[operator]
+        done = cli(*args, env={"XDG_CONFIG_HOME": str(tmp_path)})
         assert done.returncode == 0
         assert f"settings: {tmp_path}/sglang-tui/config.toml" in " ".join(done.stdout.split()), done.stdout

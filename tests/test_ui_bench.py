@@ -50,7 +50,7 @@ def _text(app: SglangTui) -> str:
     return "\n".join([str(w.render()) for w in screen.query(Label)] + [str(w.render()) for w in screen.query(Static)])
 
 
-async def _until(pilot: object, condition, tries: int = 600) -> None:  # type: ignore[no-untyped-def]
+async def _until(pilot: object, condition, tries: int = 600) -> None:
     import asyncio
 
     for _ in range(tries):
@@ -61,7 +61,7 @@ async def _until(pilot: object, condition, tries: int = 600) -> None:  # type: i
     raise AssertionError("condition never held")
 
 
-async def _until_gone(condition, tries: int = 1500) -> None:  # type: ignore[no-untyped-def]
+async def _until_gone(condition, tries: int = 1500) -> None:
     """As _until, once the app has exited (no pilot left to pause)."""
     import asyncio
 

@@ -44,7 +44,7 @@ async def test_c_and_shift_c_say_what_was_sent_and_where_it_was_saved(
         await play(pilot, source, clock, startup_failed_oom())
         await pilot.press("c")
         path = tmp_path / "state" / "sglang-tui" / "copied-gpu-node-7.txt"
-        assert app.last_copied == path and path.read_text() == app.clipboard == app.state.error.line  # type: ignore[union-attr]
+        assert app.last_copied == path and path.read_text() == app.clipboard == app.state.error.line
         via = "OSC 52, through tmux" if tmux else "OSC 52"
         assert app.notices[-1].startswith(
             f"sent the error line ({len(app.clipboard)} chars) to the terminal's clipboard ({via}); saved to {path}"

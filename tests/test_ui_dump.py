@@ -11,13 +11,13 @@ from tui.ui.app import SglangTui, UiSources
 SIZE = (140, 40)
 
 
-def _app(dump, read_only: bool = False) -> SglangTui:  # type: ignore[no-untyped-def]
+def _app(dump, read_only: bool = False) -> SglangTui:
     source = FakeBatchSource()
     sources = UiSources(batches=source.batches, host_label=HOST, port=30000, dump=dump)
     return SglangTui(sources, read_only=read_only, clock=FakeClock())
 
 
-async def _notices(app: SglangTui, pilot, needle: str) -> list[str]:  # type: ignore[no-untyped-def]
+async def _notices(app: SglangTui, pilot, needle: str) -> list[str]:
     def found() -> list[str]:
         return [str(n.message) for n in app._notifications if needle in str(n.message)]
 

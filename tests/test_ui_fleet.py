@@ -4,7 +4,6 @@ server's full view with its log and Esc coming back, `?` the keys."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 
@@ -13,7 +12,8 @@ from textual.widgets import DataTable
 from tests.helpers.processes import Sims
 from tui.commands.fleet_board import board_app
 from tui.commands.fleet_watch import Fleet
-from tui.commands.targets import Target
+from tui.commands.options import FleetOptions
+from tui.commands.targets import ServerTarget
 from tui.core.state import Phase
 from tui.sources.hostpool import HostPool
 from tui.ui.app import ServerScreen
@@ -23,11 +23,8 @@ from tui.ui.screens.confirm import ConfirmScreen
 from tui.ui.screens.fleet_help import FleetHelpScreen
 
 
-def _args(sim_gpus: str) -> argparse.Namespace:
-    return argparse.Namespace(
-        hosts=[], port=None, log=None, remote_python=sys.executable, sim_gpus=sim_gpus, read_only=False,
-        no_health=False, stall_after=None, history=None, no_history=True, settings=None,
-    )  # fmt: skip
+def _args(sim_gpus: str) -> FleetOptions:
+    return FleetOptions(remote_python=sys.executable, sim_gpus=sim_gpus)  # no history: none recorded
 
 
 def _names(app: FleetApp) -> list[str]:
@@ -50,7 +47,7 @@ async def test_board_sorts_filters_opens_and_comes_back(sim: Sims) -> None:
     servers = {"alpha": (alpha, "prod"), "beta": (beta, "canary"), "gamma": (gamma, "prod")}
     args = _args(",".join(str(s.gpu_state) for s, _ in servers.values()))
     fleet = Fleet(args, HostPool(remote_python=sys.executable))
-    await fleet.open([(Target(n, "local", s.port, str(s.log)), n, g) for n, (s, g) in servers.items()])
+    await fleet.open([(ServerTarget(n, "local", s.port, str(s.log)), n, g) for n, (s, g) in servers.items()])
     fleet.start()
     app = board_app(args, fleet)
     try:

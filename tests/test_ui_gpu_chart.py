@@ -49,7 +49,7 @@ async def test_maximized_gpus_show_the_chart_and_redraw_only_on_a_new_sample() -
         assert "100% ┤" in shown and "now" in shown and "-8.0s" in shown
         drawn = []
         original = chart_pane.update
-        chart_pane.update = lambda *a, **k: (drawn.append(1), original(*a, **k))[1]  # type: ignore[method-assign]
+        chart_pane.update = lambda *a, **k: (drawn.append(1), original(*a, **k))[1]
         clock.t += 1
         app.view = app.view._replace(now=clock.t)  # a clock tick alone: nothing to draw
         await pilot.pause()

@@ -3,10 +3,10 @@ the environment, in a thread worker (the screen keeps folding batches while the 
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from pathlib import Path
 
+from tests.helpers.options import options_of
 from tests.helpers.processes import Spawner
 from tests.helpers.ui_fakes import (
     HOST,
@@ -18,17 +18,18 @@ from tests.helpers.ui_fakes import (
     startup_failed_oom,
     startup_to_ready,
 )
-from tui.cli import build_parser
+from tui.commands.options import WatchOptions
 from tui.commands.wait import tui_hook
 from tui.ui.app import SglangTui, UiSources
 
 
-def _app(source: FakeBatchSource, clock: FakeClock, args: argparse.Namespace) -> SglangTui:
-    sources = UiSources(batches=source.batches, host_label=HOST, port=30000, verdict_hook=tui_hook(args))
+def _app(source: FakeBatchSource, clock: FakeClock, opts: WatchOptions) -> SglangTui:
+    hook = tui_hook(opts.hooks, opts.target.host, opts.server.port)
+    sources = UiSources(batches=source.batches, host_label=HOST, port=30000, verdict_hook=hook)
     return SglangTui(sources, clock=clock)
 
 
-async def _until(pilot: object, condition, tries: int = 3000) -> None:  # type: ignore[no-untyped-def]
+async def _until(pilot: object, condition, tries: int = 3000) -> None:
     for _ in range(tries):
         if condition():
             return
@@ -36,17 +37,16 @@ async def _until(pilot: object, condition, tries: int = 3000) -> None:  # type: 
     raise AssertionError("condition not met")
 
 
-def _args(tmp_path: Path, **hooks: str) -> argparse.Namespace:
+def _args(tmp_path: Path, **hooks: str) -> WatchOptions:
     argv = ["watch", "gpu-node-7", "--port", "30000"]
     for name, cmd in hooks.items():
         argv += [f"--{name.replace('_', '-')}", cmd]
-    args = build_parser().parse_args(argv)
-    args.host = args.host[0]  # as cli.main leaves it for one HOST
-    return args
+    return options_of(WatchOptions, *argv)
 
 
 def test_no_hook_without_the_options(tmp_path: Path) -> None:
-    assert tui_hook(_args(tmp_path)) is None
+    opts = _args(tmp_path)
+    assert tui_hook(opts.hooks, opts.target.host, opts.server.port) is None
 
 
 async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen(
@@ -82,4 +82,4 @@ async def test_on_fail_runs_on_a_failure_and_a_failing_hook_is_said(tmp_path: Pa
         await _until(pilot, lambda: any("exited 3" in n.message for n in app._notifications))
     env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert env["SGLANG_TUI_VERDICT"] == "failed" and env["SGLANG_TUI_EXIT"] == "1"
-    assert "(out of memory)" in env["SGLANG_TUI_REASON"]
+    assert "(out of memory)" in env["SGLANG_TUI_REASON"]  # the verdict line, worded once (tui.core.wording)

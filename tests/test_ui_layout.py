@@ -11,7 +11,7 @@ from tui.ui.panes.keybar import KeyBar, fit, hints
 SIZES = [(80, 24), (100, 30), (120, 40), (160, 45), (200, 50)]
 
 
-def screen_text(app) -> str:  # type: ignore[no-untyped-def]
+def screen_text(app) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
@@ -104,9 +104,9 @@ async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> N
         assert len(rows) < len(visible_actions(False))  # n/N, e/E and 1-4 share rows
         box = app.screen.query_one(VerticalScroll)
         assert box.region.y >= app.screen_stack[0].query_one(HeaderPane).region.bottom  # the verdict stays in view
-        assert "…" not in app.screen.shown  # type: ignore[attr-defined]  # nothing cut: the words wrap
+        assert "…" not in app.screen.shown  # nothing cut: the words wrap
         if size == (80, 24):  # one column: every key's whole words, on screen or a scroll away (it scrolls)
-            shown = " ".join(app.screen.shown.split())  # type: ignore[attr-defined]
+            shown = " ".join(app.screen.shown.split())
             for _keys, words, _ in rows:
                 assert " ".join(words.split()) in shown, words
         else:  # two columns, all of it on screen at once, and the legend too
@@ -115,10 +115,10 @@ async def test_help_fits_lists_every_key_and_filters(size: tuple[int, int]) -> N
             assert "legend" in text and "■" in text
         await pilot.press("slash", "k", "i", "l", "l")
         await pilot.pause()
-        shown = app.screen.shown  # type: ignore[attr-defined]
+        shown = app.screen.shown
         assert "Kill the server" in shown and "Follow the log" not in shown
         await pilot.press("escape")  # clears the filter first
-        assert isinstance(app.screen, HelpScreen) and "Follow the log" in app.screen.shown  # type: ignore[attr-defined]
+        assert isinstance(app.screen, HelpScreen) and "Follow the log" in app.screen.shown
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -153,7 +153,7 @@ async def test_search_counts_takes_a_regex_filters_and_esc_clears() -> None:
         assert view.search_term is None and not view.only_matches
         assert sum(1 for t in view.visible_texts() if t.startswith("[")) == 12
         await pilot.press("e")
-        assert view.selected_text() is not None and "WARNING" in view.selected_text()  # type: ignore[operator]
+        assert view.selected_text() is not None and "WARNING" in view.selected_text()
 
 
 async def test_once_ready_the_clock_texts_can_step_every_few_ticks() -> None:

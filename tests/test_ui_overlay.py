@@ -15,7 +15,7 @@ SIZES = [(80, 24), (120, 40), (200, 50)]
 IDS = [f"{w}x{h}" for w, h in SIZES]
 
 
-def _header_bottom(app) -> int:  # type: ignore[no-untyped-def]
+def _header_bottom(app) -> int:
     return app.screen_stack[0].query_one(HeaderPane).region.bottom
 
 

@@ -73,7 +73,7 @@ async def test_gpu_pane_shows_any_number_of_gpus_and_updates_in_place() -> None:
         assert table.row_count == 16 and "2.0 / 133.9" in table.get_row("gpu15")[3].plain
         updates: list[object] = []
         original = table.update_cell
-        table.update_cell = lambda *a, **k: (updates.append(a), original(*a, **k))  # type: ignore[method-assign]
+        table.update_cell = lambda *a, **k: (updates.append(a), original(*a, **k))  # type: ignore[method-assign, assignment]
         await play(pilot, source, clock, [Step(T0 + 1, [gpus([2.0] * 15 + [9.0], n=16)])])
         changed = {(str(a[0]), str(a[1])) for a in updates}
         # only the GPU whose memory moved gets new figures; the others only grow their history sparkline
@@ -101,7 +101,7 @@ async def test_a_pane_does_not_redraw_when_its_slice_did_not_change() -> None:
         shards = app.query_one(ShardsPane)
         health = app.query_one(HealthPane)
         drawn: list[str] = []
-        shards.update = lambda content="", **kw: drawn.append("shards")  # type: ignore[method-assign,assignment]
+        shards.update = lambda content="", **kw: drawn.append("shards")  # type: ignore[method-assign]
         original = health.update
         health.update = lambda content="", **kw: (drawn.append("health"), original(content, **kw))  # type: ignore[method-assign,assignment]
         await play(pilot, source, clock, [Step(clock.t, [HealthResult("/health", "starting", 503, 0.01)])])

@@ -13,7 +13,9 @@ import pytest
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sshd import free_port
 from tui.commands.demo import start_demo, stop_demo
+from tui.commands.options import WatchOptions
 from tui.commands.watch import build_app
+from tui.core.config import Target, WatchConfig
 from tui.core.state import Phase
 from tui.core.wording import verdict_line
 from tui.sources.control_cmds import pidfile_for
@@ -33,12 +35,14 @@ def test_the_tui_refuses_a_port_outside_1_65535_in_one_line(_sglang_tui) -> None
     """QA pass: `sglang-tui local --port 0` opened the TUI and probed port 0 forever."""
     run = _sglang_tui("local", "--port", "0")
     assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr == "sglang-tui: --port 0 is not a TCP port (1-65535)\n"
-    run = _sglang_tui("local", "--stall-after", "-5")
-    assert run.returncode == 2 and run.stderr == "sglang-tui: --stall-after must be above 0 seconds\n"
+    assert run.stderr == "sglang-tui watch: --port: 0 is not a TCP port (1-65535) (try sglang-tui watch --help)\n"
+    for value, said in (("-5", "not 0 or more seconds: '-5'"), ("0", "0 is not above 0 seconds")):
+        run = _sglang_tui("local", "--stall-after", value)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr == f"sglang-tui watch: --stall-after: {said} (try sglang-tui watch --help)\n"
 
 
-def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
+def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -61,7 +65,7 @@ def test_auth_failure_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type
     )
 
 
-def test_nothing_listening_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_listening_is_one_line_and_exit_4(sshd, _sglang_tui) -> None:
     done = _sglang_tui(
         "127.0.0.1",
         "--ssh-port",
@@ -100,7 +104,7 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys(spawn: Spa
         pgid = int(Path(pidfile_for(str(demo.log))).read_text().strip())
         assert _group_members(pgid)
         app, monitor = build_app(
-            demo.host, demo.watch_args(read_only=False), host_label="local demo", control=demo.control
+            demo.host, demo.watch_options(read_only=False), host_label="local demo", control=demo.control
         )
         try:
             async with app.run_test(size=(160, 48)) as pilot:
@@ -139,8 +143,6 @@ async def test_demo_server_watched_to_ready_then_killed_from_the_keys(spawn: Spa
 
 async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: Path, spawn: Spawner) -> None:
     """`sglang-tui local --launch CMD` with nothing on the port: the app launches the real simulator itself."""
-    from argparse import Namespace
-
     from tests.helpers.sim import SimServer
     from tui.sources.local import LocalHost
 
@@ -160,16 +162,10 @@ async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: 
         str(gpu_dir),
     ]
     launch = SimServer(log, port, gpu_dir, 0, argv, "").launch_command()  # not started: only its command line
-    args = Namespace(
-        log=str(log),
-        port=port,
-        remote_python=sys.executable,
-        sim_gpus=str(gpu_dir),
-        read_only=False,
-        launch=launch,
-        cwd=str(ROOT),
-        stall_after=None,
+    server = WatchConfig(
+        port=port, log=str(log), remote_python=sys.executable, sim_gpus=str(gpu_dir), launch=launch, cwd=str(ROOT)
     )
+    args = WatchOptions(Target(("local",)), server)
     host = LocalHost()
     await host.connect()
     app, monitor = build_app(host, args, host_label="local")
@@ -198,7 +194,7 @@ async def test_launch_when_absent_starts_the_simulator_and_watches_it(tmp_path: 
             assert "last action: launch done: started pid" in header and "process: alive" in header
     finally:
         await monitor.close()
-        stopped = await control.kill()  # type: ignore[attr-defined]
+        stopped = await control.kill()
         await host.close()
     assert stopped.ok and stopped.survivors == ()
     assert pgid is not None and _group_members(pgid) == []

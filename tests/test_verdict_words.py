@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import AsyncIterator, Callable
+from typing import TypedDict
 
 import pytest
 
@@ -40,7 +41,14 @@ ALIVE = ServerProcess(alive=True, pids=(7,))
 PROBED = Readiness.of(health_probed=True, health_port=30000, log_watched=True, process_watched=True)
 
 
-def _at(sec: int) -> dict[str, object]:
+class _Stamp(TypedDict):
+    """A log line's time, as BatchStats keeps it."""
+
+    at: str
+    t: float
+
+
+def _at(sec: int) -> _Stamp:
     return {"at": f"2025-11-29 10:{sec // 60:02d}:{sec % 60:02d}", "t": 36000.0 + sec}
 
 

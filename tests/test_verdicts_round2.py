@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from tests.helpers.sshd import Sshd, free_port
 from tests.helpers.verdicts import MODEL, finished_log
 
 NOT_READY = {"ready", "serving"}
-FAST = {"speed": 400.0, "tp": 2, "shards": 4}
+FAST: dict[str, Any] = {"speed": 400.0, "tp": 2, "shards": 4}
 
 
 def follow(proc: subprocess.Popen[str], until: Callable[[dict[str, object]], bool], limit: int = 4000) -> list[dict]:
@@ -95,7 +96,7 @@ def test_a_dead_node1_is_never_ready_and_the_verdict_names_it(sim: Sims, cli: Cl
     seen = follow(proc, lambda s: s["phase"] == "failed")  # the deciding line: node 1's processes are gone
     code, seen, verdict = finish(proc, seen)
     assert code == 1 and not {s["phase"] for s in seen} & NOT_READY, verdict
-    members = {m["name"]: m for m in seen[-1]["members"]}  # type: ignore[union-attr]
+    members = {m["name"]: m for m in seen[-1]["members"]}
     assert members["node1"]["phase"] == "failed" and members["node0"]["phase"] == "ready", members
     assert verdict == (
         "sglang-tui wait: node1 failed: server process exited (no process of the server is left), with no failure line"
@@ -119,7 +120,7 @@ def test_a_new_launch_appended_to_a_running_servers_log_is_not_ready_until_it_is
     wait_for_log(second, b"Load weight begin", timeout=30)
     proc = cli.popen("wait", "local", "--log", str(first.log), "--port", str(first.port), "--json", "--timeout",
                      "120", "--sim-gpus", str(second.gpu_state))  # fmt: skip
-    seen = follow(proc, lambda s: s["shards"] is not None and s["shards"]["total"] == 8  # type: ignore[index]
+    seen = follow(proc, lambda s: s["shards"] is not None and s["shards"]["total"] == 8
                   and "an earlier launch in the same log" in str(s["reason"]))  # fmt: skip
     assert http_get(first.port, "/health")[0] == 200  # the earlier server still answers: the deciding fact
     assert f"something else answers on port {first.port}: PID {first.pid} " in str(seen[-1]["reason"])

@@ -175,8 +175,9 @@ def test_a_stall_after_of_zero_or_less_is_one_line_and_exit_2(tmp_path: Path, cl
     for value in ("-5", "0"):
         out = run_wait(cli, None, "--log", str(tmp_path / "x.log"), "--port", str(free_port()), "--stall-after", value,
                        "--timeout", "30")  # fmt: skip
+        said = "not 0 or more seconds: '-5'" if value == "-5" else "0 is not above 0 seconds"
         assert out.code == 2 and out.stdout == ""
-        assert out.stderr == "sglang-tui wait: --stall-after must be above 0 seconds\n"
+        assert out.stderr == f"sglang-tui wait: --stall-after: {said} (try sglang-tui wait --help)\n"
 
 
 def _one_clear_line(out: Outcome) -> str:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from tui.core import stacks
-from tui.core.events import Failure, WatchdogDump
+from tui.core.events import Event, Failure, WatchdogDump
 from tui.core.explain import evidence
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
@@ -46,7 +46,7 @@ def _log() -> bytes:
     return "".join(lines).encode()
 
 
-def _events() -> list[object]:
+def _events() -> list[Event]:
     parser = LogParser()
     data = _log()
     events = []
@@ -72,7 +72,7 @@ def test_dumps_become_events_under_their_rank_and_are_not_errors() -> None:
 def test_folded_per_rank_and_shown_like_dump() -> None:
     state = Readiness()
     for i, event in enumerate(_events()):
-        state = reduce(state, event, float(i))  # type: ignore[arg-type]
+        state = reduce(state, event, float(i))
     assert [s.name for s in state.watchdog_stacks] == ["TP0", "TP1", "TP2", "TP3"]
     grouping = stacks.group(list(state.watchdog_stacks))
     assert grouping.odd == ("TP3",)

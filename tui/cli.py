@@ -1,10 +1,12 @@
-"""Command line: argument parsing and wiring only. Each subcommand lives in tui/commands/<name>.py as
-`run(args: argparse.Namespace) -> int` and is imported only when used, so `replay` never loads Textual."""
+"""Command line: argument parsing and wiring only. The Namespace becomes one frozen value per command in
+tui/commands/options.py (the one place that reads it); each subcommand lives in tui/commands/<name>.py as
+`run(options) -> int` and is imported only when used, so `replay` never loads Textual."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from typing import NoReturn
@@ -15,6 +17,8 @@ from tui.sim.params import FAULTS
 SUBCOMMANDS = (
     "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
 )  # fmt: skip
+# argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
+_TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
 
 
 class _Version(argparse.Action):
@@ -28,10 +32,6 @@ class _Version(argparse.Action):
 
         print(f"{parser.prog} {__version__}")  # to stdout, as argparse's own version action
         parser.exit()
-
-
-# argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
-_TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,11 +49,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def port_number(text: str) -> int:
-    """A port given on the command line: a whole number (the range is checked by each command)."""
+    """A TCP port given on the command line: a whole number from 1 to 65535."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535)")
+    return value
 
 
 def seconds(text: str) -> float:
@@ -61,20 +64,70 @@ def seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or math.isinf(value):  # NaN too
         raise argparse.ArgumentTypeError(f"not 0 or more seconds: {text!r}")
     return value
 
 
-def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
-    """The host and SSH options; `watching=False` (stop) leaves out what only a watch means."""
+def positive_seconds(text: str) -> float:
+    """A duration in seconds above 0 (a limit of 0 would decide at once)."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0 seconds")
+    return value
+
+
+def _factor(text: str) -> float:
+    """A time factor above 0 (10: a 10-minute startup in a minute)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text} is not above 0 (10 plays a 10-minute startup in a minute)")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: use 1 or more")
+    return value
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"{text}: use 0 to 2")
+    return value
+
+
+def _hosts(p: argparse.ArgumentParser) -> None:
+    """HOSTs (the nodes of one server, or a Slurm job) or a deployment file: watch, wait and stop."""
     p.add_argument("host", metavar="HOST", nargs="*",
                    help="user@host, an ~/.ssh/config alias, or `local` (no SSH); several: the nodes of one "
                         "multi-node server, node 0 first, each HOST or HOST:/abs/log/path; slurm:JOBID (or "
                         "LOGIN/slurm:JOBID through a login node): a Slurm job's nodes, reached with srun")  # fmt: skip
     p.add_argument("--deployment", metavar="FILE",
                    help="a TOML file listing the members (PD prefill/decode servers, a router, nodes)")  # fmt: skip
+
+
+def _one_host(p: argparse.ArgumentParser) -> None:
+    """One HOST: dump and bench reach one server."""
+    p.add_argument("host", metavar="HOST", help="user@host, an ~/.ssh/config alias, or `local` (no SSH)")
+
+
+def _server_options(p: argparse.ArgumentParser, *, python: bool = True) -> None:
+    """The server's log and port on the host, and how to reach the host; `python`: the host's interpreter
+    (the GPU probe, py-spy), for the commands that run one there."""
     p.add_argument("--log", metavar="PATH", help="the server's log file on the host")
     p.add_argument("--port", type=port_number, default=None,
                    help="the server's port on the host (default 30000; with neither --port nor --log, `watch` and "
@@ -84,19 +137,32 @@ def _host_options(p: argparse.ArgumentParser, *, watching: bool = True) -> None:
     p.add_argument("--identity", metavar="FILE", help="SSH private key")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify the host key against")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
-    p.add_argument("--remote-python", metavar="PATH", default="python3", help="interpreter for the GPU probe")
+    if python:
+        p.add_argument("--remote-python", metavar="PATH", help="interpreter for the GPU probe (default python3)")
+
+
+def _sim_gpus(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sim-gpus", metavar="PATH", help=argparse.SUPPRESS)  # simulator GPU state (demo, tests)
-    if not watching:
-        return
+
+
+def _targets(p: argparse.ArgumentParser, what: str) -> None:
+    """TARGETs as probe and export take them (tui/commands/targets.py reads each)."""
+    p.add_argument("host", metavar="TARGET", nargs="*", help=what)
+
+
+def _stall_after(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stall-after", type=positive_seconds, metavar="S",
+                   help="call it stalled after S s with no progress (default: per phase)")  # fmt: skip
+
+
+def _watching_options(p: argparse.ArgumentParser) -> None:
+    """How one server is watched, and what runs at the verdict: watch and wait."""
     p.add_argument("--launch", metavar="CMD", help="command that starts the server (enables launch/restart)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for --launch")
     p.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
-    p.add_argument(
-        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
-    )
+    _stall_after(p)
     p.add_argument("--no-health", action="store_true",
                    help="do not probe /health: ready rests on the log's fired-up line (and a live process) alone")  # fmt: skip
-    _history_options(p)
 
 
 def _accept_len_arg(text: str) -> str:
@@ -119,7 +185,7 @@ def _history_options(p: argparse.ArgumentParser) -> None:
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--speed", type=float, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
+    p.add_argument("--speed", type=_factor, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
     p.add_argument("--fault", choices=FAULTS, help="inject a failure")
     p.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
                    help="mean speculative acceptance length, 1 to 4 (default 3.2: a drafter that works); "
@@ -128,7 +194,7 @@ def _sim_options(p: argparse.ArgumentParser) -> None:
 
 def settings_line() -> str:
     """Where the settings file is, for --help (XDG_CONFIG_HOME moves it)."""
-    from tui.ui.settings import config_path
+    from tui.commands.settings import config_path
 
     return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
 
@@ -146,7 +212,11 @@ def build_parser() -> Parser:
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    _host_options(watch)
+    _hosts(watch)
+    _server_options(watch)
+    _sim_gpus(watch)
+    _watching_options(watch)
+    _history_options(watch)
     watch.add_argument(
         "--on-ready",
         metavar="CMD",
@@ -155,8 +225,12 @@ def build_parser() -> Parser:
     watch.add_argument("--on-fail", metavar="CMD", help="run CMD locally once, when it fails or stalls")
 
     wait = sub.add_parser("wait", help="headless: wait until the server is ready, failed or stalled")
-    _host_options(wait)
-    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (exit 7)")
+    _hosts(wait)
+    _server_options(wait)
+    _sim_gpus(wait)
+    _watching_options(wait)
+    _history_options(wait)
+    wait.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds (exit 7)")
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument(
         "--missing-log-grace",
@@ -183,28 +257,35 @@ def build_parser() -> Parser:
     )
 
     stop = sub.add_parser("stop", help="headless terminate (or kill) of the server on --port")
-    _host_options(stop, watching=False)
+    _hosts(stop)
+    _server_options(stop)
+    _sim_gpus(stop)
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
-    stop.add_argument("--grace", type=float, default=30.0, metavar="S",
+    stop.add_argument("--grace", type=seconds, default=30.0, metavar="S",
                       help="seconds from TERM to KILL, for SGLang's drain (default 30)")  # fmt: skip
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
-    _host_options(dump)
+    _one_host(dump)
+    _server_options(dump)
     dump.add_argument("--json", action="store_true", help="print the ranks, their groups and the odd ones as JSON")
     dump.add_argument(
         "--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)"
     )
 
     bench = sub.add_parser("bench", help="measure a ready server: TTFT, output tok/s, speculative acceptance length")
-    _host_options(bench)
+    _one_host(bench)
+    _server_options(bench, python=False)
+    _history_options(bench)
     bench.add_argument("--requests", type=int, default=16, metavar="N", help="requests in all (the cap; default 16)")
     bench.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests at a time (default 4)")
     bench.add_argument("--max-tokens", type=int, default=256, metavar="N", help="new tokens per request (default 256)")
     bench.add_argument(
         "--prompts", metavar="FILE", help='JSONL, one {"text": "…"} per line (default: the built-in set)'
     )
-    bench.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop after S seconds (default 300)")
-    bench.add_argument("--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (default 0)")
+    bench.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="S",
+                       help="stop after S seconds (default 300)")  # fmt: skip
+    bench.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
+                       help="sampling temperature, 0 to 2 (default 0)")  # fmt: skip
     bench.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     _probe_parser(sub)
@@ -229,7 +310,7 @@ def build_parser() -> Parser:
     history.add_argument("host", nargs="?", metavar="HOST", help="only the launches on this host")
     history.add_argument("--json", action="store_true", help="print one JSON object")
     history.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="two launches side by side, by id")
-    history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N launches (default 20)")
+    history.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N launches (default 20)")
     _history_options(history)
 
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
@@ -237,14 +318,14 @@ def build_parser() -> Parser:
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
     demo.add_argument(
         "--stall-after",
-        type=float,
+        type=positive_seconds,
         metavar="S",
         help="call it stalled after S real seconds with no progress (default: 5 simulated minutes / --speed)",
     )
 
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
-    simulate.add_argument("--port", type=int, required=True)
+    simulate.add_argument("--port", type=port_number, required=True)
     simulate.add_argument("--host", default="127.0.0.1", help="where HTTP listens, as SGLang's (e.g. ::1)")
     simulate.add_argument("--tp", type=int, default=8)
     simulate.add_argument("--shards", type=int, default=64)
@@ -296,16 +377,15 @@ def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         "the log bytes written since the last one (a memo under $XDG_STATE_HOME/sglang-tui/probe) and asks /health "
         "once.",
     )  # fmt: skip
-    _host_options(probe, watching=False)
+    _targets(probe, "one server: HOST, HOST:PORT or HOST:PORT:LOG (HOST: user@host, an ~/.ssh/config alias, `local`)")
+    _server_options(probe, python=False)
     mode = probe.add_mutually_exclusive_group(required=True)
     mode.add_argument("--ready", action="store_true", help="exit 0 only when ready (this server's /health 200)")
     mode.add_argument("--alive", action="store_true",
                       help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
     probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
-    probe.add_argument(
-        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
-    )
-    probe.add_argument("--timeout", type=float, default=1.0, metavar="S",
+    _stall_after(probe)
+    probe.add_argument("--timeout", type=positive_seconds, default=1.0, metavar="S",
                        help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
     probe.add_argument("--no-health", action="store_true",
                        help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
@@ -318,13 +398,14 @@ def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
         "serve the readiness model at http://ADDR/metrics.",
     )  # fmt: skip
-    _host_options(export, watching=False)
+    _targets(export, "HOST, HOST:PORT or HOST:PORT:LOG, one server each")
+    export.add_argument("--deployment", metavar="FILE", help="a TOML file listing the members (as `wait` takes it)")
+    _server_options(export)
+    _sim_gpus(export)
     export.add_argument("--listen", metavar="ADDR", help="serve /metrics at HOST:PORT (`:PORT`: every interface)")
     export.add_argument("--textfile", metavar="DIR",
                         help="also write DIR/sglang-tui.prom for node_exporter's textfile collector (atomically)")  # fmt: skip
-    export.add_argument(
-        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
-    )
+    _stall_after(export)
     export.add_argument("--no-health", action="store_true", help="do not probe /health")
     _history_options(export)
 
@@ -337,26 +418,26 @@ def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         "server). Servers on one SSH host share one connection. On a terminal: the board (/ filter, s sort, Enter "
         "opens the server, Esc back, ? help).",
     )  # fmt: skip
-    _host_options(fleet, watching=False)
+    _targets(fleet, "HOST (every SGLang server found running there), HOST:PORT, HOST:PORT:LOG, slurm:JOBID, slurm:")
+    _server_options(fleet)
+    _sim_gpus(fleet)
     fleet.add_argument(
         "--inventory", metavar="FILE", help="a TOML file of [[server]] tables (name, target, port, log, group)"
     )
     fleet.add_argument("--once", action="store_true", help="print the table once and exit with the worst row's code")
     fleet.add_argument("--json", action="store_true",
                        help='one JSON line per server state change (the `wait --json` object plus "name")')  # fmt: skip
-    fleet.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    fleet.add_argument("--timeout", type=positive_seconds, default=30.0, metavar="S",
                        help="--once: wait at most S s for every row's first state (default 30)")  # fmt: skip
     fleet.add_argument("--read-only", action="store_true", help="watch only: no restart, terminate or kill")
-    fleet.add_argument(
-        "--stall-after", type=float, metavar="S", help="call it stalled after S s with no progress (default: per phase)"
-    )
+    _stall_after(fleet)
     fleet.add_argument("--no-health", action="store_true", help="do not probe /health")
     _history_options(fleet)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """Each subcommand's parser by name: main sets the settings' defaults on them, and the README tests read the
-    options each one accepts (argparse offers no public way to reach them)."""
+    """Each subcommand's parser by name: the README tests read the options each one accepts (argparse offers no
+    public way to reach them)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -398,23 +479,6 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
 
 
-def _slurm_target_problem(args: argparse.Namespace, hosts: list[str]) -> str | None:
-    """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
-    from tui.core.slurmjob import is_slurm_target
-
-    if args.command == "fleet" or not any(is_slurm_target(h) for h in hosts):
-        return None  # the fleet reads each TARGET itself
-    if len(hosts) > 1 or getattr(args, "deployment", None):
-        return (
-            "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
-        )
-    if args.command in ("dump", "bench"):
-        return f"{args.command} does not reach Slurm jobs yet: give a node's HOST (its sshd), or watch with wait slurm:JOBID"
-    if getattr(args, "launch", None):
-        return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.safe_output import safe_output
@@ -434,62 +498,29 @@ def _main(argv: list[str]) -> int:
             return EXIT_BAD_ARGS
         argv.insert(0, "watch")
     parser = build_parser()
-    try:
-        from tui.ui.settings import SettingsError, load
+    from tui.commands.settings import load
+    from tui.core.settings import SettingsError
 
+    try:
         settings = load()
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    for sub in subcommand_parsers(parser).values():
-        known = {a.dest for a in sub._actions}
-        sub.set_defaults(**{k: v for k, v in settings.defaults.items() if k in known})
     if argv and argv[0] in ("watch", *SUBCOMMANDS):
         parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
-    args = parser.parse_args(argv)
-    args.settings = settings
-    if not args.command:
+    namespace = parser.parse_args(argv)  # a bad command line: one line, SystemExit(2) (Parser.error)
+    if not namespace.command:
         parser.print_help()
         return EXIT_BAD_ARGS
-    if getattr(args, "launch", None) and getattr(args, "read_only", False):
-        # read-only promises the server is never changed; a launch changes it: say so rather than pick one
-        print(f"sglang-tui {args.command}: --launch starts a server and --read-only never changes one; drop one of them",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_BAD_ARGS
-    if hasattr(args, "host") and isinstance(args.host, list):
-        hosts = args.host
-        if not hosts and not getattr(args, "deployment", None) and not getattr(args, "inventory", None):
-            if args.command == "fleet":
-                parser.error("give TARGETs (HOST, HOST:PORT[:LOG], slurm:JOBID), or --inventory FILE.toml")
-            parser.error("give a HOST (or several, node 0 first), or --deployment FILE")
-        # one HOST behaves exactly as before; several (or a deployment file) go to the deployment commands
-        args.hosts = hosts
-        args.host = hosts[0] if hosts else None
-        problem = _slurm_target_problem(args, hosts)
-        if problem:
-            print(f"sglang-tui {args.command}: {problem}", file=sys.stderr)
-            return EXIT_BAD_ARGS
-    if hasattr(args, "host"):
-        from tui.ui.settings import host_overrides
+    from tui.commands.options import OptionsError, from_namespace
 
-        one = args.host if isinstance(args.host, str) and len(getattr(args, "hosts", [args.host])) == 1 else None
-        for key, value in host_overrides(settings, one, argv).items():
-            if hasattr(args, key):  # an option this command has
-                setattr(args, key, value)
-    if hasattr(args, "port") and args.command != "simulate" and args.port is None:
-        # neither --port nor a settings default: watch/wait of one HOST without --log find the server there
-        args.discover = (
-            args.command in ("watch", "wait")
-            and len(args.hosts) == 1
-            and not args.log
-            and not getattr(args, "deployment", None)
-            and not getattr(args, "launch", None)
-        )
-        args.port = 30000
-        args.port_defaulted = True  # nobody asked for this port: it need not agree with --log (stop)
-    module = importlib.import_module(f"tui.commands.{args.command}")
     try:
-        return int(module.run(args))
+        options = from_namespace(namespace, settings)
+    except OptionsError as err:  # options that cannot go together: the same one line, before anything is reached
+        parser.error(str(err))
+    module = importlib.import_module(f"tui.commands.{namespace.command}")
+    try:
+        return int(module.run(options))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 

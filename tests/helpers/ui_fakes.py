@@ -25,6 +25,7 @@ from tui.core.events import (
 )
 from tui.core.logparse import LogParser
 from tui.core.state import Readiness
+from tui.core.vocab import ControlAction
 from tui.ui.app import SglangTui, UiSources
 
 T0 = 1764410400.0  # 2025-11-29 10:00:00, naive log time read as UTC (as the parser does)
@@ -129,7 +130,7 @@ class FakeControl:
             command=LAUNCH_LINE,
         )
 
-    async def _act(self, action: str) -> ControlResult:
+    async def _act(self, action: ControlAction) -> ControlResult:
         self.calls.append(action)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
@@ -378,7 +379,7 @@ def startup_disconnected() -> list[Step]:
 
 
 def make_app(
-    source: object,
+    source: Any,
     *,
     control: FakeControl | None = None,
     read_only: bool = False,
@@ -392,7 +393,7 @@ def make_app(
         batches=source.batches,
         control=control,
         host_label=HOST,
-        port=30000,  # type: ignore[attr-defined]
+        port=30000,
         launch_if_absent=launch_if_absent,
     )
     return SglangTui(sources, read_only=read_only, clock=clock or FakeClock(), initial=initial, **kwargs)  # type: ignore[arg-type]
@@ -474,7 +475,7 @@ def scene_app(scene: Scene) -> tuple[SglangTui, object]:
     app.notify = lasting  # type: ignore[method-assign]
 
     async def run_before(pilot: object) -> None:
-        await play(pilot, source, clock, scene.steps())  # type: ignore[operator]
+        await play(pilot, source, clock, scene.steps())
         if scene.press:
             await pilot.press(*scene.press)  # type: ignore[attr-defined]
             await pilot.pause()  # type: ignore[attr-defined]
@@ -485,6 +486,6 @@ def scene_app(scene: Scene) -> tuple[SglangTui, object]:
             while not app.control_results:
                 assert time.monotonic() < deadline, f"{scene.name}: the {scene.press} action never finished"
                 await pilot.pause(0.01)  # type: ignore[attr-defined]
-            await play(pilot, source, clock, scene.after())  # type: ignore[operator]
+            await play(pilot, source, clock, scene.after())
 
     return app, run_before

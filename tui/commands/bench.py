@@ -9,14 +9,14 @@ interrupted (Ctrl-C), with every open stream closed so no request is left runnin
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import signal
 import sys
 import time
+from pathlib import Path
 
-from tui.commands.config import host_spec
+from tui.commands.options import BenchOptions
 from tui.core.benchprompts import BUILTIN, PromptsError, parse_jsonl
 from tui.core.benchstats import BenchResult, compare, render
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT
@@ -32,23 +32,23 @@ def _say(line: str) -> None:
     print(f"sglang-tui bench: {line}", file=sys.stderr, flush=True)
 
 
-def plan_from_args(args: argparse.Namespace) -> BenchPlan:
+def plan_for(opts: BenchOptions) -> BenchPlan:
     """The plan; PromptsError (one line) for a bad --prompts file."""
     prompts, source = BUILTIN, "built-in"
-    if args.prompts:
+    if opts.prompts:
         try:
-            with open(args.prompts, "rb") as f:
+            with open(opts.prompts, "rb") as f:
                 data = f.read(PROMPTS_MAX + 1)
         except OSError as err:
-            raise PromptsError(f"--prompts {args.prompts}: cannot read it ({err.strerror})") from None
+            raise PromptsError(f"--prompts {opts.prompts}: cannot read it ({err.strerror})") from None
         if len(data) > PROMPTS_MAX:
             raise PromptsError(
-                f"--prompts {args.prompts}: over {size_words(PROMPTS_MAX)}; a bench needs far fewer prompts"
+                f"--prompts {opts.prompts}: over {size_words(PROMPTS_MAX)}; a bench needs far fewer prompts"
             )
-        prompts, source = parse_jsonl(data, args.prompts), args.prompts
-    return BenchPlan(requests=args.requests, concurrency=args.concurrency, max_new_tokens=args.max_tokens,
-                     timeout_s=args.timeout, prompts=prompts, prompts_from=source,
-                     temperature=args.temperature)  # fmt: skip
+        prompts, source = parse_jsonl(data, opts.prompts), opts.prompts
+    return BenchPlan(requests=opts.requests, concurrency=opts.concurrency, max_new_tokens=opts.max_tokens,
+                     timeout_s=opts.timeout, prompts=prompts, prompts_from=source,
+                     temperature=opts.temperature)  # fmt: skip
 
 
 async def _progress(runner: BenchRunner, started: float) -> None:
@@ -72,20 +72,19 @@ def _stop_on_signals() -> None:
             pass
 
 
-def against_history(args: argparse.Namespace, result: BenchResult) -> str | None:
+def against_history(history: Path | None, host: str, result: BenchResult) -> str | None:
     """Store the result with the host's newest launch in the history (issue 9's store); the change against the
     last bench of that launch's key ("accept len 1.52, last launch 3.10; …"), None with no earlier bench.
     Called once the result is printed: whatever the file does (locked, read-only, an odd row) is one line."""
-    from tui.history.paths import history_path
     from tui.history.store import WATCH_BUSY_S, HistoryError, HistoryStore
 
-    path = history_path(args)
+    path = history
     if path is None or result.ok == 0:
         return None
     previous: BenchResult | None = None
     try:
         with HistoryStore(path, busy_timeout_s=WATCH_BUSY_S) as store:
-            newest = store.newest(args.host)
+            newest = store.newest(host)
             if newest is None:
                 return None
             launch_id, key = newest
@@ -100,31 +99,32 @@ def against_history(args: argparse.Namespace, result: BenchResult) -> str | None
     return compare(previous, result) if previous is not None else None
 
 
-async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
+async def bench(opts: BenchOptions, plan: BenchPlan) -> int:
     _stop_on_signals()
-    host = make_host(host_spec(args))
+    where, port = opts.target.host, opts.server.port
+    host = make_host(opts.target.spec())
     try:
         try:
             await asyncio.wait_for(host.connect(), 60)
         except (HostError, OSError, asyncio.TimeoutError) as exc:
-            _say(f"cannot connect to {args.host}: {str(exc) or 'timed out'}")
+            _say(f"cannot connect to {where}: {str(exc) or 'timed out'}")
             return EXIT_CONNECT
-        runner = BenchRunner(host, args.port, plan, log_path=args.log)
+        runner = BenchRunner(host, port, plan, log_path=opts.server.log)
         try:
             await runner.check_ready()
         except NotReady as exc:
-            _say(f"{exc}; wait for it first: sglang-tui wait {args.host} --port {args.port}")
+            _say(f"{exc}; wait for it first: sglang-tui wait {where} --port {port}")
             return EXIT_FAILED
         except HostError as exc:
-            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            _say(f"cannot reach port {port} on {where}: {exc}")
             return EXIT_CONNECT
-        _say("sending " + plan.describe(f"{args.host} port {args.port}"))
+        _say("sending " + plan.describe(f"{where} port {port}"))
         started = time.monotonic()
         ticker = asyncio.ensure_future(_progress(runner, started))
         try:
             result = await runner.run()
         except HostError as exc:  # the forward could not be opened, or the link went for good
-            _say(f"cannot reach port {args.port} on {args.host}: {exc}")
+            _say(f"cannot reach port {port} on {where}: {exc}")
             return EXIT_CONNECT
         except asyncio.CancelledError:
             p = runner.progress
@@ -133,13 +133,13 @@ async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
             raise
         finally:
             ticker.cancel()
-        if args.json:
+        if opts.json:
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
             for note in result.notes:  # in the text, they are its last lines
                 _say(note)
         else:
             print("\n".join(render(result)), flush=True)
-        change = against_history(args, result)  # after the result: the history can only add a line
+        change = against_history(opts.history, where, result)  # after the result: the history can only add a line
         if change:
             _say(change)
         if result.ok == 0:
@@ -151,21 +151,17 @@ async def bench(args: argparse.Namespace, plan: BenchPlan) -> int:
         await host.close()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(opts: BenchOptions) -> int:
     try:
-        plan = plan_from_args(args)
+        plan = plan_for(opts)
     except PromptsError as err:
         _say(str(err))
         return EXIT_BAD_ARGS
     problem = plan.check()
-    if problem is None and not 0 < args.port < 65536:
-        problem = f"--port {args.port} is not a TCP port (1-65535)"
-    if problem is None and not 0.0 <= args.temperature <= 2.0:
-        problem = f"--temperature {args.temperature:g}: use 0 to 2"
     if problem is not None:
         _say(problem)
         return EXIT_BAD_ARGS
     try:
-        return asyncio.run(bench(args, plan))
+        return asyncio.run(bench(opts, plan))
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (the handlers cancel the main task)
         return EXIT_INTERRUPTED

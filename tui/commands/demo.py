@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import shutil
 import socket
@@ -14,10 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tui
+from tui.commands.options import DemoOptions, WatchOptions
 from tui.commands.simulate import command_line
+from tui.core.config import Target, WatchConfig
 from tui.core.events import ControlResult
-from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_FAILED
+from tui.core.exitcodes import EXIT_FAILED
 from tui.core.past import OddRow
+from tui.core.settings import Settings
 from tui.history.paths import default_path
 from tui.history.store import HistoryError, HistoryStore
 from tui.sources.control import ServerControl
@@ -88,20 +90,22 @@ class Demo:
     control: ServerControl
     launched: ControlResult
 
-    def watch_args(self, read_only: bool, stall_after: float | None = None) -> argparse.Namespace:
+    def watch_options(
+        self, read_only: bool, stall_after: float | None = None, settings: Settings | None = None
+    ) -> WatchOptions:
         """The options `sglang-tui local …` would take to watch it, with the demo's own history."""
-        return argparse.Namespace(
-            history=str(demo_history_path()),
-            no_history=False,
-            log=str(self.log),
+        server = WatchConfig(
             port=self.port,
+            log=str(self.log),
             remote_python=sys.executable,
             sim_gpus=str(self.gpu_dir),
-            read_only=read_only,
             launch=self.launch,
             cwd=PROJECT_ROOT,
+            read_only=read_only,
             stall_after=stall_after,
-            demo=True,  # the help says that quitting the demo stops its simulated server
+        )
+        return WatchOptions(
+            Target(("local",)), server, history=demo_history_path(), settings=settings or Settings(), demo=True
         )
 
 
@@ -167,33 +171,25 @@ async def stop_demo(demo: Demo) -> ControlResult:
     return stopped
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(demo(args))
+def run(opts: DemoOptions) -> int:
+    return asyncio.run(demo(opts))
 
 
-async def demo(args: argparse.Namespace) -> int:
+async def demo(opts: DemoOptions) -> int:
     from tui.commands.watch import run_tui
     from tui.core.readiness import reduce
     from tui.core.state import Readiness
     from tui.ui.labels import control_summary
 
-    if args.speed <= 0:
-        print("sglang-tui demo: --speed must be above 0 (10 plays a 10-minute startup in a minute)", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    stall_after = getattr(args, "stall_after", None)
-    if stall_after is not None and stall_after <= 0:
-        print("sglang-tui demo: --stall-after must be above 0 seconds", file=sys.stderr)
-        return EXIT_BAD_ARGS
     try:
-        running = await start_demo(args.speed, args.fault, getattr(args, "accept_len", None))
+        running = await start_demo(opts.speed, opts.fault, opts.accept_len)
     except DemoError as err:
         print(f"sglang-tui demo: {err}", file=sys.stderr)
         return EXIT_FAILED
     try:
         initial = reduce(Readiness(), running.launched, time.time())
-        watch_args = running.watch_args(args.read_only, demo_stall_after(args.speed, stall_after))
-        watch_args.settings = getattr(args, "settings", None)
-        return await run_tui(running.host, watch_args, host_label=DEMO_HOST, initial=initial, control=running.control)
+        watching = running.watch_options(opts.read_only, demo_stall_after(opts.speed, opts.stall_after), opts.settings)
+        return await run_tui(running.host, watching, host_label=DEMO_HOST, initial=initial, control=running.control)
     finally:
         # nothing of the demo server may outlive the demo: q, ctrl+q, and SIGHUP (the terminal closed), SIGTERM and
         # SIGINT all come here (run_tui turns the signals into a clean exit); shielded so a second signal cannot cut it

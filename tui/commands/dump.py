@@ -10,7 +10,6 @@ refused: one line says what to do) or a process exited during the dump (the line
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
@@ -18,12 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-from tui.commands.config import host_spec
+from tui.commands.options import DumpOptions
 from tui.core import stacks
-from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
+from tui.core.exitcodes import EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.history.paths import state_dir
 from tui.sources import pyspy
 from tui.sources.connect import make_host
+from tui.sources.control import watch_only
 from tui.sources.host import Host, HostError
 from tui.sources.procwatch import ProcessWatch
 
@@ -71,19 +71,22 @@ async def dump_and_save(
     return result, save(report_text(result, where), Path(out) if out else default_path(where))
 
 
-async def _main(args: argparse.Namespace) -> int:
-    host = make_host(host_spec(args))
+async def _main(opts: DumpOptions) -> int:
+    host = make_host(opts.target.spec())
     try:
         await host.connect()
     except HostError as exc:
-        print(f"sglang-tui dump: cannot connect to {args.host}: {exc}", file=sys.stderr)
+        print(f"sglang-tui dump: cannot connect to {opts.target.host}: {exc}", file=sys.stderr)
         return EXIT_CONNECT
-    where = f"{args.host} port {args.port}"
+    where = f"{opts.target.host} port {opts.server.port}"
     try:
-        watch = ProcessWatch(host, port=args.port, log_path=args.log)
         try:
             result, path = await dump_and_save(
-                host, watch, remote_python=args.remote_python, where=args.host, out=args.out
+                host,
+                watch_only(host, opts.server),
+                remote_python=opts.server.remote_python,
+                where=opts.target.host,
+                out=opts.out,
             )
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui dump: {where}: {exc}", file=sys.stderr)
@@ -93,7 +96,7 @@ async def _main(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     finally:
         await host.close()
-    printed, lines, code = outcome(result, path, json_out=args.json)
+    printed, lines, code = outcome(result, path, json_out=opts.json)
     if printed is not None:
         print(printed)
     for line in lines:
@@ -114,8 +117,5 @@ def outcome(result: pyspy.DumpResult, path: Path | None, *, json_out: bool) -> t
     return printed, lines, EXIT_FAILED if result.grouping.exited else EXIT_OK
 
 
-def run(args: argparse.Namespace) -> int:
-    if not 0 < args.port < 65536:
-        print(f"sglang-tui dump: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    return asyncio.run(_main(args))
+def run(opts: DumpOptions) -> int:
+    return asyncio.run(_main(opts))

@@ -12,22 +12,20 @@ history as `wait` records them, so "× usual" grows with use. Runs until SIGINT 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from tui.commands.config import host_spec
+from tui.commands.options import ExportOptions
 from tui.commands.probe_file import write as write_atomically
-from tui.commands.targets import Target, parse_target
-from tui.core.config import WatchConfig
+from tui.commands.targets import ServerTarget
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.metrics import CONTENT_TYPE, Exported, exposition
 from tui.core.state import Readiness
-from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
@@ -39,40 +37,15 @@ TEXTFILE_NAME = "sglang-tui.prom"
 REQUEST_TIMEOUT_S = 10.0
 
 
-def run(args: argparse.Namespace) -> int:
-    if not args.listen and not args.textfile:
-        return _bad("give --listen ADDR (e.g. :9464) or --textfile DIR, or both")
-    if args.stall_after is not None and args.stall_after <= 0:
-        return _bad("--stall-after must be above 0 seconds")
-    if args.deployment and args.hosts:
-        return _bad("give TARGETs or --deployment FILE, not both")
-    try:
-        listen = parse_listen(args.listen) if args.listen else None
-        targets = [] if args.deployment else [parse_target(t, port=args.port, log=args.log) for t in args.hosts]
-    except ValueError as err:
-        return _bad(str(err))
-    names = [t.name for t in targets]
-    if len(set(names)) != len(names):
-        return _bad("a TARGET is given twice")
-    if args.textfile and not Path(args.textfile).is_dir():
-        return _bad(f"--textfile {args.textfile}: not a directory (node_exporter's --collector.textfile.directory)")
-    return asyncio.run(_main(args, targets, listen))
+def run(opts: ExportOptions) -> int:
+    if opts.textfile and not Path(opts.textfile).is_dir():
+        return _bad(f"--textfile {opts.textfile}: not a directory (node_exporter's --collector.textfile.directory)")
+    return asyncio.run(_main(opts))
 
 
 def _bad(line: str) -> int:
     print(f"sglang-tui export: {line}", file=sys.stderr)
     return EXIT_BAD_ARGS
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """ADDR as HOST:PORT, [V6]:PORT, :PORT (every interface) or PORT; ValueError with one line."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "", text
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"--listen {text}: give HOST:PORT, :PORT or PORT (e.g. :9464)")
-    return host or "0.0.0.0", int(port)
 
 
 class Board:
@@ -89,7 +62,8 @@ class Board:
         return exposition(entries, time.time() if now is None else now)
 
 
-async def _main(args: argparse.Namespace, targets: list[Target], listen: tuple[str, int] | None) -> int:
+async def _main(opts: ExportOptions) -> int:
+    listen = opts.listen
     board = Board()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -101,17 +75,17 @@ async def _main(args: argparse.Namespace, targets: list[Target], listen: tuple[s
         try:
             server = await asyncio.start_server(lambda r, w: serve(r, w, board), listen[0], listen[1])
         except OSError as err:
-            return _bad(f"--listen {args.listen}: cannot listen there ({err.strerror or err})")
+            return _bad(f"--listen {opts.listen_text}: cannot listen there ({err.strerror or err})")
         bound = server.sockets[0].getsockname()
         print(
             f"sglang-tui export: serving http://{_url_host(bound[0])}:{bound[1]}/metrics", file=sys.stderr, flush=True
         )
     try:
-        writer = asyncio.ensure_future(textfile_loop(Path(args.textfile), board, stop)) if args.textfile else None
+        writer = asyncio.ensure_future(textfile_loop(Path(opts.textfile), board, stop)) if opts.textfile else None
         try:
-            if args.deployment:
-                return await watch_deployment(args, board, stop)
-            return await watch_targets(args, targets, board, stop)
+            if opts.target.deployment:
+                return await watch_deployment(opts, board, stop)
+            return await watch_targets(opts, board, stop)
         finally:
             if writer is not None:
                 writer.cancel()
@@ -126,32 +100,29 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-async def watch_targets(args: argparse.Namespace, targets: list[Target], board: Board, stop: asyncio.Event) -> int:
+async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
     """One Session per target, one Host per distinct host (connected once before the sessions start)."""
     hosts: dict[str, Host] = {}
-    for target in targets:
+    for target in opts.servers:
         if target.host not in hosts:
-            hosts[target.host] = make_host(host_spec(args, target.host))
+            hosts[target.host] = make_host(opts.target.spec(target.host))
     for name, host in hosts.items():
         try:
             await host.connect()
         except HostError as err:  # its Monitors keep trying; the metrics say it is not connected
             print(f"sglang-tui export: cannot connect to {name} yet: {err}", file=sys.stderr)
-    sessions: list[tuple[Target, Session, Recorder]] = []
-    for target in targets:
+    sessions: list[tuple[ServerTarget, Session, Recorder]] = []
+    for target in opts.servers:
         host = hosts[target.host]
-        config = WatchConfig(
-            port=target.port, log=target.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
-            read_only=True, health=not args.no_health, stall_after=args.stall_after,
-        )  # fmt: skip
-        recorder = Recorder(history_path(args), target.host, "export")
+        config = replace(opts.watch, port=target.port, log=target.log)
+        recorder = Recorder(opts.history, target.host, "export")
         session = Session.open(
             host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
         )
         board.put(target.name, session.state)
         sessions.append((target, session, recorder))
 
-    async def follow(target: Target, session: Session) -> None:
+    async def follow(target: ServerTarget, session: Session) -> None:
         async for state, _ in session.states():
             board.put(target.name, state)
 
@@ -169,18 +140,18 @@ async def watch_targets(args: argparse.Namespace, targets: list[Target], board: 
     return EXIT_OK
 
 
-async def watch_deployment(args: argparse.Namespace, board: Board, stop: asyncio.Event) -> int:
+async def watch_deployment(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
     """The deployment's members (as `wait --deployment` folds them): each under `member`, the whole without."""
     from tui.commands.members import with_members
     from tui.core import deployment as dm
     from tui.sources.deployment import MemberSpec
     from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 
-    name = Path(args.deployment).stem
+    name = Path(opts.target.deployment or "").stem
 
     async def body(specs: list[MemberSpec], hosts: list[Host]) -> int:
-        monitor = deployment_monitor(specs, hosts, args.remote_python)
-        dep = deployment_of(specs, args.stall_after)
+        monitor = deployment_monitor(specs, hosts, opts.watch.remote_python)
+        dep = deployment_of(specs, opts.watch.stall_after)
         folder = MemberFolder(dep, monitor.set_phase)
 
         def show(dep: dm.Deployment) -> None:
@@ -205,7 +176,9 @@ async def watch_deployment(args: argparse.Namespace, board: Board, stop: asyncio
             await monitor.close()
         return EXIT_OK
 
-    return await with_members(args, lambda line: print(f"sglang-tui export: {line}", file=sys.stderr), body)
+    return await with_members(
+        opts.target, opts.watch, lambda line: print(f"sglang-tui export: {line}", file=sys.stderr), body
+    )
 
 
 async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> None:

@@ -3,55 +3,49 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
+from tui.core.config import WatchConfig
 from tui.core.discovery import DEFAULT_PORT, FoundServer, several_line
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.sources.discover import discover
 from tui.sources.host import Host, HostError
 
 
-def wants_discovery(args: argparse.Namespace) -> bool:
-    """Set by cli.main: one HOST, no --log, no --port (nor one from the settings), no --launch."""
-    return bool(getattr(args, "discover", False))
-
-
-def adopt(args: argparse.Namespace, server: FoundServer) -> str:
-    """Watch this server: its port, and its log when it has one. Returns the line that says so."""
-    args.port = server.port
-    args.log = server.log
-    return f"found an SGLang server: {server.summary()}"
+def adopt(config: WatchConfig, server: FoundServer) -> tuple[WatchConfig, str]:
+    """Watch this server: its port, and its log when it has one; and the line that says so."""
+    return replace(config, port=server.port, log=server.log), f"found an SGLang server: {server.summary()}"
 
 
 async def find(
     host: Host,
-    args: argparse.Namespace,
+    config: WatchConfig,
+    where: str,
     *,
     say: Callable[[str], None],
     choose: Callable[[list[FoundServer]], FoundServer | None] | None = None,
-) -> int | None:
-    """Resolve args.port/args.log from the servers on the host; None to go on, else an exit code (2: several
-    and no choice made). `choose` picks one of several (the TUI's prompt); without it several is exit 2."""
-    args.port = DEFAULT_PORT
+) -> WatchConfig | int:
+    """The options with the port and log of the server running on the host (`where` names it), else with the
+    default port; an exit code (EXIT_BAD_ARGS: several, and no choice made) to stop. `choose` picks one of several (the
+    TUI's prompt); without it several is exit 2."""
+    config = replace(config, port=DEFAULT_PORT)
     try:
         found = await discover(host)
     except (HostError, TimeoutError, OSError) as err:
         say(f"cannot look for SGLang servers ({err}): watching port {DEFAULT_PORT}")
-        return None
+        return config
     if not found:
-        say(f"no SGLang server found running on {args.host}: watching port {DEFAULT_PORT} (give --port or --log)")
-        return None
-    if len(found) == 1:
-        say(adopt(args, found[0]))
-        return None
-    picked = choose(found) if choose is not None else None
+        say(f"no SGLang server found running on {where}: watching port {DEFAULT_PORT} (give --port or --log)")
+        return config
+    picked = found[0] if len(found) == 1 else choose(found) if choose is not None else None
     if picked is None:
         say(several_line(found))
         return EXIT_BAD_ARGS
-    say(adopt(args, picked))
-    return None
+    config, line = adopt(config, picked)
+    say(line)
+    return config
 
 
 def ask_on_terminal(found: list[FoundServer]) -> FoundServer | None:

@@ -12,7 +12,6 @@ The servers are watched by tui/commands/fleet_watch.py (one connection per SSH h
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -21,6 +20,7 @@ import sys
 
 from tui.commands.fleet_watch import Fleet, targets_of
 from tui.commands.inventory import InventoryEntry, load
+from tui.commands.options import FleetOptions
 from tui.commands.targets import FleetTarget
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.fleet import exit_code, first_state_said, worst
@@ -28,24 +28,20 @@ from tui.core.report import to_json
 from tui.sources.hostpool import HostPool
 
 
-def run(args: argparse.Namespace) -> int:
-    if getattr(args, "deployment", None):
-        return _bad("a deployment is one server: give its members as TARGETs, or watch it with --deployment alone")
-    if args.timeout <= 0:
-        return _bad("--timeout must be above 0 seconds")
+def run(opts: FleetOptions) -> int:
     try:
-        inventory: list[InventoryEntry] = load(args.inventory) if args.inventory else []
-        targets = targets_of(args, inventory)
+        inventory: list[InventoryEntry] = load(opts.inventory) if opts.inventory else []
+        targets = targets_of(opts, inventory)
     except ValueError as err:
         return _bad(str(err))
     if not targets:
         return _bad("give TARGETs (HOST, HOST:PORT[:LOG]) or --inventory FILE.toml")
-    if args.once or args.json:
-        return asyncio.run(_headless(args, targets))
+    if opts.once or opts.json:
+        return asyncio.run(_headless(opts, targets))
     from tui.commands.fleet_board import run_board
 
     try:
-        return run_board(args, targets)
+        return run_board(opts, targets)
     except ValueError as err:
         return _bad(str(err))
 
@@ -61,25 +57,25 @@ def object_of(fleet: Fleet, index: int) -> dict[str, object]:
     return {"name": entry.name, **to_json(entry.state)}
 
 
-async def _headless(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:
-    fleet = Fleet(args, HostPool(remote_python=args.remote_python))
+async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, str]]) -> int:
+    fleet = Fleet(opts, HostPool(remote_python=opts.remote_python))
     try:
         try:
             await fleet.open(targets)
         except ValueError as err:
             return _bad(str(err))
         fleet.start()
-        if args.once:
-            return await _once(fleet, args)
+        if opts.once:
+            return await _once(fleet, opts)
         return await _stream(fleet)
     finally:
         await fleet.close()
 
 
-async def _once(fleet: Fleet, args: argparse.Namespace) -> int:
+async def _once(fleet: Fleet, opts: FleetOptions) -> int:
     """Wait for every row's first state (tui.core.fleet.first_state_said), print them, exit the worst code."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + args.timeout
+    deadline = loop.time() + opts.timeout
     while not all(first_state_said(e) for e in fleet.entries):
         left = deadline - loop.time()
         if left <= 0:
@@ -87,7 +83,7 @@ async def _once(fleet: Fleet, args: argparse.Namespace) -> int:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(fleet.changes.get(), left)
     entries = fleet.entries
-    if args.json:
+    if opts.json:
         for i in range(len(entries)):
             _print(json.dumps(object_of(fleet, i), ensure_ascii=False))
     else:

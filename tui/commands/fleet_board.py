@@ -4,7 +4,6 @@ terminate, kill through the row's ServerControl, dump, bench), over the state th
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
@@ -13,13 +12,14 @@ from typing import Any
 from textual.screen import Screen
 
 from tui.commands.fleet_watch import Fleet, JobWatch, Watched
+from tui.commands.options import FleetOptions
 from tui.commands.targets import FleetTarget
 from tui.core.events import Event
 from tui.sources.hostpool import HostPool
 from tui.ui.fleet_app import BoardSources, FleetApp
 
 
-def server_screen(args: argparse.Namespace, watched: Watched) -> Screen[Any] | None:
+def server_screen(opts: FleetOptions, watched: Watched) -> Screen[Any] | None:
     """The row's full view (a ServerScreen), or None for a row with nothing to watch."""
     from tui.commands.watch import _bench_runner, _dumper
     from tui.ui.app import READY_CLOCK_TICKS, ServerScreen, UiSources
@@ -37,16 +37,15 @@ def server_screen(args: argparse.Namespace, watched: Watched) -> Screen[Any] | N
         host_label=watched.entry.name,
         port=watched.port,
         fold=watched.mirror_fold(),
-        dump=_dumper(watched.host, watch, args.remote_python, watched.entry.name),
+        dump=_dumper(watched.host, watch, opts.remote_python, watched.entry.name),
         bench=partial(_bench_runner, watched.host, port, log),
     )
-    settings = getattr(args, "settings", None)
     return ServerScreen(
         sources,
-        read_only=bool(args.read_only) or watched.control is None,
+        read_only=opts.read_only or watched.control is None,
         initial=watched.entry.state,
         ready_clock_ticks=READY_CLOCK_TICKS,
-        keymap=settings.keys if settings else None,
+        keymap=dict(opts.settings.keys),
     )
 
 
@@ -65,7 +64,7 @@ def job_screen(watched: Watched, job: JobWatch) -> Screen[Any]:
     return DeploymentScreen(sources, job.dep, watched.tee.batches, lambda dep, name, items, now: job.dep)
 
 
-def board_app(args: argparse.Namespace, fleet: Fleet) -> FleetApp:
+def board_app(opts: FleetOptions, fleet: Fleet) -> FleetApp:
     async def changes() -> AsyncIterator[int]:
         while True:
             yield await fleet.changes.get()
@@ -74,24 +73,24 @@ def board_app(args: argparse.Namespace, fleet: Fleet) -> FleetApp:
         BoardSources(
             entries=lambda: fleet.entries,
             changes=changes,
-            open_view=lambda i: server_screen(args, fleet.rows[i]),
+            open_view=lambda i: server_screen(opts, fleet.rows[i]),
             clock=fleet.clock,
-            read_only=bool(args.read_only),
+            read_only=opts.read_only,
         )
     )
 
 
-def run_board(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:
-    return asyncio.run(_board(args, targets))
+def run_board(opts: FleetOptions, targets: list[tuple[FleetTarget, str, str]]) -> int:
+    return asyncio.run(_board(opts, targets))
 
 
-async def _board(args: argparse.Namespace, targets: list[tuple[FleetTarget, str, str]]) -> int:
+async def _board(opts: FleetOptions, targets: list[tuple[FleetTarget, str, str]]) -> int:
     from tui.commands.watch import run_app
 
-    fleet = Fleet(args, HostPool(remote_python=args.remote_python))
+    fleet = Fleet(opts, HostPool(remote_python=opts.remote_python))
     try:
         await fleet.open(targets)  # a target it cannot take: ValueError, said by the command in one line
         fleet.start()
-        return await run_app(board_app(args, fleet))
+        return await run_app(board_app(opts, fleet))
     finally:
         await fleet.close()

@@ -10,7 +10,6 @@ state folded here, it does not fold a second one (MirrorFold).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import time
@@ -18,19 +17,19 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from tui.commands.config import host_spec
 from tui.commands.inventory import InventoryEntry
+from tui.commands.options import FleetOptions
 from tui.commands.slurm_members import SlurmMembers
-from tui.commands.targets import FleetTarget, HostTarget, JobTarget, Target
+from tui.commands.targets import FleetTarget, HostTarget, JobTarget, ServerTarget
 from tui.core import deployment as dm
 from tui.core.answerer import printable
-from tui.core.config import WatchConfig
+from tui.core.config import Target, WatchConfig
+from tui.core.discovery import DEFAULT_PORT
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset
 from tui.core.fleet import FleetEntry
 from tui.core.fold import Fold
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
-from tui.history.paths import history_path
 from tui.history.recorder import Recorder
 from tui.sources.control import ServerControl, process_watch
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
@@ -148,8 +147,8 @@ class MirrorFold(Fold):
 class Fleet:
     """Every server of the fleet, watched; `changed` is told the index of each row whose state moved."""
 
-    def __init__(self, args: argparse.Namespace, pool: HostPool) -> None:
-        self.args = args
+    def __init__(self, opts: FleetOptions, pool: HostPool) -> None:
+        self.opts = opts
         self.pool = pool
         self.rows: list[Watched] = []
         self.clock: Callable[[], float] = time.time
@@ -162,7 +161,7 @@ class Fleet:
 
     async def open(self, targets: list[tuple[FleetTarget, str, str]]) -> None:
         """(target, name, group) in the order given: one row per server (discovery first, one host at a time)."""
-        sims = (self.args.sim_gpus or "").split(",") if getattr(self.args, "sim_gpus", None) else []
+        sims = self.opts.sim_gpus.split(",") if self.opts.sim_gpus else []
         for target, name, group in targets:
             if isinstance(target, HostTarget):
                 await self._open_discovered(target, name, group)
@@ -173,16 +172,16 @@ class Fleet:
                 self._open_server(target, name, group, sim)
 
     def _host(self, name: str) -> Host:
-        return self.pool.host(host_spec(self.args, name))
+        return self.pool.host(self.opts.target.spec(name))
 
-    def _open_server(self, target: Target, name: str, group: str, sim_gpus: str | None) -> None:
+    def _open_server(self, target: ServerTarget, name: str, group: str, sim_gpus: str | None) -> None:
         host = self._host(target.host)
+        opts = self.opts
         config = WatchConfig(
-            port=target.port, log=target.log, remote_python=self.args.remote_python, sim_gpus=sim_gpus,
-            read_only=bool(getattr(self.args, "read_only", False)), health=not self.args.no_health,
-            stall_after=self.args.stall_after,
+            port=target.port, log=target.log, remote_python=opts.remote_python, sim_gpus=sim_gpus,
+            read_only=opts.read_only, health=opts.health, stall_after=opts.stall_after,
         )  # fmt: skip
-        recorder = Recorder(history_path(self.args), target.host, "fleet", warn=False)
+        recorder = Recorder(opts.history, target.host, "fleet", warn=False)
         watch = process_watch(host, config, None)  # under --read-only a ProcessWatch alone: nothing can signal
         session = Session.open(
             host, config, process_watch=watch, initial=config.first_state(),
@@ -208,7 +207,7 @@ class Fleet:
             return
         for server in found:
             each = f"{name}:{server.port}" if len(found) > 1 or name == target.host else name
-            self._open_server(Target(each, target.host, server.port, server.log), each, group, None)
+            self._open_server(ServerTarget(each, target.host, server.port, server.log), each, group, None)
 
     async def _open_jobs(self, target: JobTarget, name: str, group: str) -> None:
         """`slurm:JOBID` (or through a login node): one row, the job's nodes as one server, node 0 first;
@@ -220,27 +219,30 @@ class Fleet:
         said: list[str] = []
         job_ids: list[str | None] = [target.slurm.job_id]
         if target.slurm.job_id is None:
-            found = await slurm_members.sglang_jobs(self._job_args(target, None), said.append)
+            found = await slurm_members.sglang_jobs(*self._job(target, None), said.append)
             if isinstance(found, int):
                 self._nothing_or_unreachable(name, target.name, group, found, said)
                 return
             job_ids = list(found)
         for job_id in job_ids:
             each = name if target.slurm.job_id is not None else f"{name}{job_id}"
-            args = self._job_args(target, job_id)
-            members = await slurm_members.resolve(args, said.append)
+            members = await slurm_members.resolve(*self._job(target, job_id), said.append)
             if isinstance(members, int):
                 self._nothing_or_unreachable(each, target.name, group, members, said)
                 continue
-            self._open_job(members, args, each, group)
+            self._open_job(members, each, group)
 
-    def _job_args(self, target: JobTarget, job_id: str | None) -> argparse.Namespace:
-        """The options slurm_members reads, for one job of this target (its port: the target's, else found)."""
+    def _job(self, target: JobTarget, job_id: str | None) -> tuple[Target, WatchConfig]:
+        """What slurm_members reads, for one job of this target (its port: the target's, else found on node 0)."""
+        opts = self.opts
         login = f"{target.slurm.login}/" if target.slurm.login else ""
         text = f"{login}slurm:{job_id or ''}" + (f":{target.slurm.log}" if target.slurm.log and job_id else "")
-        given = dict(vars(self.args))
-        given.update(host=text, port=target.port or 30000, discover=target.port is None, sim_gpus=None, log=None)
-        return argparse.Namespace(**given)
+        where = Target((text,), ssh=opts.ssh, port_named=target.port is not None, discover=target.port is None)
+        config = WatchConfig(
+            port=target.port or DEFAULT_PORT, remote_python=opts.remote_python, read_only=opts.read_only,
+            health=opts.health, stall_after=opts.stall_after,
+        )  # fmt: skip
+        return where, config
 
     def _nothing_or_unreachable(self, name: str, where: str, group: str, code: int, said: list[str]) -> None:
         from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT
@@ -255,7 +257,7 @@ class Fleet:
         entry = FleetEntry(name, where, Readiness(), kind="nothing", group=group, note=line, order=len(self.rows))
         self.rows.append(Watched(entry, None))
 
-    def _open_job(self, members: SlurmMembers, args: argparse.Namespace, name: str, group: str) -> None:
+    def _open_job(self, members: SlurmMembers, name: str, group: str) -> None:
         from tui.sources.slurm_procs import SlurmProcessWatch
 
         job_id = members.job_id
@@ -263,8 +265,8 @@ class Fleet:
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
-        monitor = deployment_monitor(members.specs, list(members.hosts), args.remote_python, watch)
-        dep = deployment_of(members.specs, args.stall_after)
+        monitor = deployment_monitor(members.specs, list(members.hosts), self.opts.remote_python, watch)
+        dep = deployment_of(members.specs, self.opts.stall_after)
         job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
         where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
         parts = tuple(m.state for m in dep.members)
@@ -315,14 +317,13 @@ class Fleet:
         await self.pool.close()
 
 
-def targets_of(args: argparse.Namespace, inventory: list[InventoryEntry]) -> list[tuple[FleetTarget, str, str]]:
+def targets_of(opts: FleetOptions, inventory: list[InventoryEntry]) -> list[tuple[FleetTarget, str, str]]:
     """The command line's TARGETs, then the inventory's servers: (target, name, group); ValueError with one line
     (a bad target, a name given twice)."""
     from tui.commands.targets import fleet_target
 
-    port = None if getattr(args, "port_defaulted", False) else args.port
     out: list[tuple[FleetTarget, str, str]] = [
-        (fleet_target(text, port=port, log=args.log), text, "") for text in args.hosts
+        (fleet_target(text, port=opts.port, log=opts.log), text, "") for text in opts.targets
     ]
     out += [(e.target, e.name, e.group) for e in inventory]
     names = [name for _, name, _ in out]

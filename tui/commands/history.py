@@ -8,25 +8,22 @@ Exit codes from the one table (tui/core/exitcodes.py): 0 shown, 2 bad arguments 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from typing import Any
 
+from tui.commands.options import HistoryOptions
 from tui.core import fmt
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_NOTHING, EXIT_OK
 from tui.core.past import OddRow, odd_rows
-from tui.history.paths import history_path
-from tui.history.store import HistoryError, HistoryStore
+from tui.history.store import HistoryError, HistoryStore, LaunchRow
 
 MAIN_ORDER = ("starting", "init", "loading_weights", "kv_cache", "cuda_graph", "warmup")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        print(f"sglang-tui history: --limit {args.limit}: use 1 or more launches", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    path = history_path(args)
+def run(opts: HistoryOptions) -> int:
+    path = opts.history
     if path is None:
         print("sglang-tui history: --no-history leaves nothing to show; drop it", file=sys.stderr)
         return EXIT_BAD_ARGS
@@ -36,24 +33,24 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOTHING
     try:
         with HistoryStore(path) as store:
-            if args.compare:
-                return _compare(store, args, path)
-            rows, skipped = store.listing(args.host, limit=args.limit)
+            if opts.compare:
+                return _compare(store, opts.compare, opts.json, path)
+            rows, skipped = store.listing(opts.host, limit=opts.limit)
     except HistoryError as err:
         print(f"sglang-tui history: {err}", file=sys.stderr)
         return EXIT_BAD_ARGS
     if skipped:  # odd rows (another tool's, a hand edit): named, the rest shown
         print(f"sglang-tui history: not shown: {odd_rows(skipped)}", file=sys.stderr)
-    if not rows and args.host and not args.json:  # launches of other hosts may be there: name the host
-        print(f"history: no launches recorded for {args.host}")
+    if not rows and opts.host and not opts.json:  # launches of other hosts may be there: name the host
+        print(f"history: no launches recorded for {opts.host}")
         return EXIT_NOTHING
-    shown = _print({"launches": rows} if args.json else None, format_launches(rows))
+    shown = _print({"launches": rows} if opts.json else None, format_launches(rows))
     return shown if rows else EXIT_NOTHING  # an empty listing is printed all the same (`{"launches": []}`)
 
 
-def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int:
+def _compare(store: HistoryStore, ids: tuple[int, int], as_json: bool, path: object) -> int:
     found: list[dict[str, object]] = []
-    for launch_id in args.compare:
+    for launch_id in ids:
         try:
             row = store.launch(launch_id)
         except OddRow as odd:
@@ -66,7 +63,7 @@ def _compare(store: HistoryStore, args: argparse.Namespace, path: object) -> int
             return EXIT_NOTHING
         found.append(row)
     a, b = found
-    return _print(compare_json(a, b) if args.json else None, format_compare(a, b))
+    return _print(compare_json(a, b) if as_json else None, format_compare(a, b))
 
 
 def _print(obj: dict[str, object] | None, text: str) -> int:
@@ -82,10 +79,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a if a and b is not None else None
 
 
-def main_phases(launch: dict[str, object]) -> dict[str, float | None]:
+def main_phases(launch: LaunchRow) -> dict[str, float | None]:
     """Seconds per main phase (summed when a phase appears twice)."""
     out: dict[str, float | None] = {}
-    for p in launch["phases"]:  # type: ignore[attr-defined]
+    for p in launch["phases"]:
         if p["model"] != "main":
             continue
         d = p["duration_s"]
@@ -109,14 +106,14 @@ def _key_words(key: dict[str, object]) -> str:
     return " · ".join(parts)
 
 
-def _outcome(launch: dict[str, object]) -> str:
+def _outcome(launch: LaunchRow) -> str:
     error = launch.get("error")
     if launch["outcome"] == "failed" and isinstance(error, dict) and error.get("kind"):
         return f"failed ({error['kind']})"
     return str(launch["outcome"])
 
 
-def format_launches(rows: list[dict[str, object]]) -> str:
+def format_launches(rows: list[LaunchRow]) -> str:
     if not rows:
         return "history: no launches recorded"
     header = ("ID", "HOST", "START", "OUTCOME", "TOTAL", *(p.replace("loading_weights", "weights") for p in MAIN_ORDER))
@@ -126,10 +123,10 @@ def format_launches(rows: list[dict[str, object]]) -> str:
         phases = main_phases(launch)
         start = str(launch["start"]).removeprefix("log ").removeprefix("clock ")
         table.append((
-            str(launch["id"]), str(launch["host"]), start, _outcome(launch), fmt.duration(launch["total_s"]),  # type: ignore[arg-type]
+            str(launch["id"]), str(launch["host"]), start, _outcome(launch), fmt.duration(launch["total_s"]),
             *(fmt.duration(phases.get(p)) for p in MAIN_ORDER),
         ))  # fmt: skip
-        words = _key_words(launch["key"])  # type: ignore[arg-type]
+        words = _key_words(launch["key"])
         if words not in keys:
             keys.append(words)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -139,7 +136,7 @@ def format_launches(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def compare_json(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
+def compare_json(a: LaunchRow, b: LaunchRow) -> dict[str, Any]:
     pa, pb = main_phases(a), main_phases(b)
     phases = [p for p in MAIN_ORDER if p in pa or p in pb]
     return {
@@ -155,17 +152,17 @@ def compare_json(a: dict[str, object], b: dict[str, object]) -> dict[str, object
     }  # fmt: skip
 
 
-def format_compare(a: dict[str, object], b: dict[str, object]) -> str:
+def format_compare(a: LaunchRow, b: LaunchRow) -> str:
     data = compare_json(a, b)["compare"]
     rows = [("PHASE", f"#{a['id']}", f"#{b['id']}", "B/A")]
-    for p in data["phases"]:  # type: ignore[index]
+    for p in data["phases"]:
         ratio = f"{p['ratio']:.2f}×" if p["ratio"] is not None else "-"
         rows.append((p["phase"], fmt.duration(p["a_s"]), fmt.duration(p["b_s"]), ratio))
-    rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))  # type: ignore[arg-type]
+    rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-    if not data["same_key"]:  # type: ignore[index]
+    if not data["same_key"]:
         lines.append("")
-        lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")  # type: ignore[arg-type]
-        lines.append(f"             #{b['id']} {_key_words(b['key'])}")  # type: ignore[arg-type]
+        lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")
+        lines.append(f"             #{b['id']} {_key_words(b['key'])}")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from tui.commands.deployment_file import _hint
-from tui.commands.targets import FleetTarget, JobTarget, Target, fleet_target
+from tui.commands.targets import FleetTarget, JobTarget, ServerTarget, fleet_target
 from tui.core.slurmjob import is_slurm_target
 
 if sys.version_info >= (3, 11):
@@ -92,7 +92,7 @@ def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
             target = fleet_target(target_text, port=port, log=log)
         except ValueError as err:
             raise ValueError(f"{at}: {err}") from None
-        if isinstance(target, Target):
+        if isinstance(target, ServerTarget):
             for key, given, used in (("port", port, target.port), ("log", log, target.log)):
                 if given is not None and given != used:
                     raise ValueError(f"{at}: {key} is given twice (the target {target_text} says {used})")

@@ -2,42 +2,37 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from tui.commands.config import host_spec
+from tui.core.config import Target, WatchConfig
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec, connect_members, node_specs
 from tui.sources.host import Host
 
 
-def specs_from_args(args: argparse.Namespace) -> list[MemberSpec]:
+def member_specs(target: Target, server: WatchConfig) -> list[MemberSpec]:
     """The members named on the command line or in --deployment; ValueError with one line for bad input."""
-    if getattr(args, "deployment", None):
+    if target.deployment:
         from tui.commands.deployment_file import load
 
-        return load(args.deployment, sim_gpus=args.sim_gpus)
-    return node_specs(list(args.hosts), log=args.log, port=args.port, sim_gpus=args.sim_gpus)
-
-
-def make_member_host(args: argparse.Namespace, host: str) -> Host:
-    return make_host(host_spec(args, host))
+        return load(target.deployment, sim_gpus=server.sim_gpus)
+    return node_specs(list(target.hosts), log=server.log, port=server.port, sim_gpus=server.sim_gpus)
 
 
 async def connect_all(
-    args: argparse.Namespace, say: Callable[[str], None], *, timeout: float | None = None
+    target: Target, server: WatchConfig, say: Callable[[str], None], *, timeout: float | None = None
 ) -> tuple[list[MemberSpec], list[Host]] | int:
     """The members and their connected hosts (close them with close_all), or the exit code after one line
     said: 2 for a bad member list or deployment file, 7 for no connection within `timeout`, 4 when a member's
     host cannot be reached."""
     try:
-        specs = specs_from_args(args)
+        specs = member_specs(target, server)
     except ValueError as err:
         say(str(err))
         return EXIT_BAD_ARGS
-    hosts = [make_member_host(args, spec.host) for spec in specs]
+    hosts = [make_host(target.spec(spec.host)) for spec in specs]
     try:
         problem = await asyncio.wait_for(connect_members(specs, hosts), timeout)
     except asyncio.TimeoutError:
@@ -55,7 +50,8 @@ async def connect_all(
 
 
 async def with_members(
-    args: argparse.Namespace,
+    target: Target,
+    server: WatchConfig,
     say: Callable[[str], None],
     body: Callable[[list[MemberSpec], list[Host]], Awaitable[int]],
     *,
@@ -63,7 +59,7 @@ async def with_members(
 ) -> int:
     """Connect every member (connect_all), run `body` on them and close their hosts; its exit code, or
     connect_all's when they could not be read or reached."""
-    found = await connect_all(args, say, timeout=timeout)
+    found = await connect_all(target, server, say, timeout=timeout)
     if isinstance(found, int):
         return found
     specs, hosts = found

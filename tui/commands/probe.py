@@ -14,7 +14,6 @@ Exit codes (the one table): 0 ready (--ready) / progressing or ready (--alive), 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -24,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.commands import probe_file
-from tui.commands.targets import Target, parse_target
+from tui.commands.options import ProbeOptions
+from tui.commands.targets import ServerTarget
 from tui.core.config import WatchConfig
 from tui.core.events import ConnectionState, Event, LogReset
 from tui.core.fold import Fold, StateStep
@@ -52,19 +52,8 @@ MARGIN_S = 0.15  # kept for the fold, the memo and the exit after the last answe
 HISTORY_BUSY_S = 0.2  # a history another process holds longer than this is read by a later call
 
 
-def run(args: argparse.Namespace) -> int:
-    hosts = list(getattr(args, "hosts", None) or ([args.host] if args.host else []))
-    if len(hosts) != 1 or getattr(args, "deployment", None):
-        return _bad("give one TARGET (HOST, HOST:PORT or HOST:PORT:LOG); a probe judges one server")
-    if args.stall_after is not None and args.stall_after <= 0:
-        return _bad("--stall-after must be above 0 seconds")
-    if args.timeout <= 0:
-        return _bad("--timeout must be a positive number of seconds")
-    try:
-        target = parse_target(hosts[0], port=args.port, log=args.log)
-    except ValueError as err:
-        return _bad(str(err))
-    return asyncio.run(probe(args, target, "ready" if args.ready else "alive"))
+def run(opts: ProbeOptions) -> int:
+    return asyncio.run(probe(opts, "ready" if opts.ready else "alive"))
 
 
 def _bad(line: str) -> int:
@@ -72,14 +61,10 @@ def _bad(line: str) -> int:
     return EXIT_BAD_ARGS
 
 
-def config_of(args: argparse.Namespace, target: Target) -> WatchConfig:
+def config_of(opts: ProbeOptions) -> WatchConfig:
+    target = opts.server
     return WatchConfig(
-        port=target.port,
-        log=target.log,
-        remote_python=args.remote_python,
-        read_only=True,
-        health=not args.no_health,
-        stall_after=args.stall_after,
+        port=target.port, log=target.log, read_only=True, health=opts.health, stall_after=opts.stall_after
     )
 
 
@@ -96,19 +81,20 @@ def started_ago() -> float:
         return 0.0
 
 
-async def probe(args: argparse.Namespace, target: Target, mode: Mode) -> int:
-    deadline = time.monotonic() + args.timeout - started_ago()
-    config = config_of(args, target)
+async def probe(opts: ProbeOptions, mode: Mode) -> int:
+    deadline = time.monotonic() + opts.timeout - started_ago()
+    config = config_of(opts)
+    target = opts.server
     key = probe_file.memo_key(target.host, target.port, target.log)
     path = probe_file.memo_path(key)
     unsafe = probe_file.not_private(path.parent)
     if unsafe is not None:
         return _bad(f"{unsafe}: set SGLANG_TUI_PROBE_DIR to a directory of your own")
-    with probe_file.MemoLock(path, wait_s=args.timeout * 0.6) as lock:
+    with probe_file.MemoLock(path, wait_s=opts.timeout * 0.6) as lock:
         memo = load(path, key, config)
         if lock.problem is None and not lock.held:  # another call folds now: answer from its memo, look at nothing
-            return say(args, mode, memo, probe_verdict(memo.state, mode, time.time()), time.time(), 0)
-        memo, unread = await look_and_fold(args, target, config, memo, deadline)
+            return say(opts.json, mode, memo, probe_verdict(memo.state, mode, time.time()), time.time(), 0)
+        memo, unread = await look_and_fold(opts, config, memo, deadline)
         now = time.time()
         try:
             if lock.problem is not None:
@@ -116,7 +102,7 @@ async def probe(args: argparse.Namespace, target: Target, mode: Mode) -> int:
             probe_file.write(path, encode(memo, code_stamp()))
         except OSError as err:  # a read-only state dir: the next call starts over, this one still answers
             print(f"sglang-tui probe: cannot keep the probe's memo ({err}); set SGLANG_TUI_PROBE_DIR", file=sys.stderr)
-    return say(args, mode, memo, probe_verdict(memo.state, mode, now, unread=unread), now, unread)
+    return say(opts.json, mode, memo, probe_verdict(memo.state, mode, now, unread=unread), now, unread)
 
 
 def code_stamp() -> str:
@@ -148,13 +134,14 @@ def load(path: Path, key: str, config: WatchConfig) -> ProbeMemo:
 
 
 async def look_and_fold(
-    args: argparse.Namespace, target: Target, config: WatchConfig, memo: ProbeMemo, deadline: float
+    opts: ProbeOptions, config: WatchConfig, memo: ProbeMemo, deadline: float
 ) -> tuple[ProbeMemo, int]:
-    from tui.commands.config import host_spec
+    from tui.core.config import HostSpec
     from tui.sources import probe_look
     from tui.sources.connect import make_host
 
-    host = make_host(host_spec(args, target.host))
+    target: ServerTarget = opts.server
+    host = make_host(HostSpec(target.host, opts.ssh))
     answers: list[Event] = []
     look: FileLook | None = None
     found = memo.found
@@ -173,14 +160,14 @@ async def look_and_fold(
             answers.extend((process, owner) if owner is not None else (process,))
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui probe: the process look failed: {exc}", file=sys.stderr)
-        if config.health and wants_health(memo.state, args.ready, time.time()):
+        if config.health and wants_health(memo.state, opts.ready, time.time()):
             left = max(0.05, deadline - time.monotonic() - MARGIN_S)
             answers.extend(
                 await probe_look.health(host, target.port, timeout=left, identify=wants_identity(memo.state))
             )
     finally:
         await host.close()
-    fold = Fold(steps=past_steps(args, target.host))
+    fold = Fold(steps=past_steps(opts.history, target.host))
     memo, unread = fold_call(memo, plan, look, target.log, start, data, answers, time.time(), fold=fold)
     return replace(memo, found=found), unread
 
@@ -225,13 +212,10 @@ def wants_identity(state: Readiness) -> bool:
     return asked is None or asked < state.health_ok_since
 
 
-def past_steps(args: argparse.Namespace, host: str) -> tuple[StateStep, ...]:
+def past_steps(path: Path | None, host: str) -> tuple[StateStep, ...]:
     """The history's past of this launch's key, read once per memo (never recorded: a probe is no watcher), as
     the recorder loads it (its version presumed from the host's newest launch while none is known); a history
     that is busy or broken is passed over (the budgets are then the phases' own)."""
-    from tui.history.paths import history_path
-
-    path = history_path(args)
     if path is None or not path.exists():
         return ()
 
@@ -256,9 +240,9 @@ def past_steps(args: argparse.Namespace, host: str) -> tuple[StateStep, ...]:
     return (step,)
 
 
-def say(args: argparse.Namespace, mode: Mode, memo: ProbeMemo, found: ProbeVerdict, now: float, unread: int) -> int:
+def say(as_json: bool, mode: Mode, memo: ProbeMemo, found: ProbeVerdict, now: float, unread: int) -> int:
     """The verdict line (or the `wait --json` object, with a "probe" key), and the exit code."""
-    if args.json:
+    if as_json:
         from tui.core.report import to_json  # only for --json: the ETA and cross-check modules it loads
 
         quiet, budget = quiet_and_budget(memo.state, now)

@@ -4,14 +4,15 @@ the result. Several logs are the nodes of one multi-node server, node 0 first: e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import BinaryIO
 
+from tui.commands.options import ReplayOptions
 from tui.core.clockmap import LOG_IS_CLOCK
 from tui.core.events import Event
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
@@ -29,23 +30,23 @@ class ReplayError(Exception):
     """Bad input: str() is the one line to print."""
 
 
-def run(args: argparse.Namespace) -> int:
-    paths = args.logfile if isinstance(args.logfile, list) else [args.logfile]
+def run(opts: ReplayOptions) -> int:
+    paths = list(opts.logfiles)
     if len(paths) > 1:
-        return _run_members(paths, bool(args.json))
+        return _run_members(paths, opts.json)
     path = paths[0]
     try:
         state = replay_file(path)
     except ReplayError as err:
         print(f"sglang-tui replay: {err}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    if getattr(args, "record", None):
-        problem = record(state, args, path)
+    if opts.record:
+        problem = record(state, opts.record, opts.history, path)
         if problem:
             print(f"sglang-tui replay: {problem}", file=sys.stderr)
             return EXIT_BAD_ARGS
     try:
-        if args.json:
+        if opts.json:
             print(json.dumps(to_json(state), ensure_ascii=False))
         else:
             print(format_report(state))
@@ -55,16 +56,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def record(state: Readiness, args: argparse.Namespace, logfile: str) -> str | None:
-    """`--record HOST`: add the log's (last) launch to the history; the problem as one line, or None."""
-    from tui.history.paths import history_path
+def record(state: Readiness, host: str, path: Path | None, logfile: str) -> str | None:
+    """`--record HOST`: add the log's (last) launch to the history at `path` (None: --no-history); the problem as
+    one line, or None."""
     from tui.history.record import to_record
     from tui.history.store import HistoryError, HistoryStore
 
-    path = history_path(args)
     if path is None:
         return "--record and --no-history contradict each other; drop one"
-    rec = to_record(state, args.record, "replay")
+    rec = to_record(state, host, "replay")
     if rec is None:
         return f"{logfile}: no server_args line, so no launch key to record it under"
     try:

@@ -8,15 +8,14 @@ reached, 6 no such running job (or none of yours runs SGLang).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from tui.commands.config import host_spec
 from tui.core import slurmjob as sj
 from tui.core.answerer import printable
+from tui.core.config import Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.sources.connect import make_host
@@ -92,11 +91,11 @@ async def _runs_sglang(cli: SlurmCli, base: Host, job: sj.SlurmJob, remote_pytho
     return any(line.startswith("sglang::") for line in result.stdout.decode("utf-8", "replace").splitlines())
 
 
-async def sglang_jobs(args: argparse.Namespace, say: Callable[[str], None]) -> tuple[str, ...] | int:
+async def sglang_jobs(where: Target, server: WatchConfig, say: Callable[[str], None]) -> tuple[str, ...] | int:
     """`slurm:` for the fleet: every running job of the user that runs SGLang (their ids), else the exit code
     after one line (6: none; 4: the login node or Slurm cannot be reached)."""
-    target = sj.parse_target(args.host)
-    base = make_host(host_spec(args, target.login or "local"))
+    target = sj.parse_target(where.host)
+    base = make_host(where.spec(target.login or "local"))
     try:
         try:
             await base.connect()
@@ -104,7 +103,7 @@ async def sglang_jobs(args: argparse.Namespace, say: Callable[[str], None]) -> t
             say(f"cannot connect to the login node {target.login}: {exc}")
             return EXIT_CONNECT
         try:
-            found, jobs = await _sglang_jobs(SlurmCli(base), base, args.remote_python)
+            found, jobs = await _sglang_jobs(SlurmCli(base), base, server.remote_python)
         except SlurmError as exc:
             say(str(exc))
             return EXIT_CONNECT
@@ -148,16 +147,16 @@ async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable
     return found[0].job_id
 
 
-async def resolve(args: argparse.Namespace, say: Callable[[str], None]) -> SlurmMembers | int:
-    """The job of args.host as members and connected-on-use hosts, or the exit code after one line was said."""
+async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None]) -> SlurmMembers | int:
+    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said."""
     try:
-        target = sj.parse_target(args.host)
+        job_target = sj.parse_target(target.host)
     except sj.SlurmTargetError as err:
         say(str(err))
         return EXIT_BAD_ARGS
-    base = make_host(host_spec(args, target.login or "local"))
+    base = make_host(target.spec(job_target.login or "local"))
     try:
-        found = await _resolve(args, target, base, say)
+        found = await _resolve(server, target.discover, job_target, base, say)
     except BaseException:
         await base.close()
         raise
@@ -167,7 +166,7 @@ async def resolve(args: argparse.Namespace, say: Callable[[str], None]) -> Slurm
 
 
 async def _resolve(
-    args: argparse.Namespace, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
+    server: WatchConfig, discover: bool, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
 ) -> SlurmMembers | int:
     try:
         await base.connect()
@@ -176,7 +175,7 @@ async def _resolve(
         return EXIT_CONNECT
     cli = SlurmCli(base)
     try:
-        job_id = target.job_id or await _pick_job(cli, base, args.remote_python, say)
+        job_id = target.job_id or await _pick_job(cli, base, server.remote_python, say)
         if isinstance(job_id, int):
             return job_id
         job = await cli.job(job_id)
@@ -187,7 +186,7 @@ async def _resolve(
             why = f" ({job.reason})" if job.reason else ""
             say(f"slurm job {job_id} is {job.state or 'not running'}{why}: nothing runs in it now")
             return EXIT_NOTHING
-        pattern = target.log or args.log
+        pattern = target.log or server.log
         nodes = await cli.job_nodes(job, hostnames="%N" in (pattern or job.std_out))
     except SlurmError as exc:
         say(str(exc))
@@ -196,21 +195,21 @@ async def _resolve(
         say(f"slurm job {job_id} has no nodes yet: nothing runs in it now")
         return EXIT_NOTHING
     gpus = sj.gpus_per_node(job.tres_per_node)
-    hosts = [SrunHost(base, job_id, n, remote_python=args.remote_python, gpus=gpus) for n in nodes.nodes]
+    hosts = [SrunHost(base, job_id, n, remote_python=server.remote_python, gpus=gpus) for n in nodes.nodes]
     logs, where = node_logs(nodes, pattern)
-    sims = (args.sim_gpus or "").split(",") if args.sim_gpus else []
+    sims = server.sim_gpus.split(",") if server.sim_gpus else []
     specs = [
-        MemberSpec(f"node{i}", "node", n, args.port, logs[i], i,
+        MemberSpec(f"node{i}", "node", n, server.port, logs[i], i,
                    sim_gpus=(sims[i] if i < len(sims) else sims[-1]) if sims else None)
         for i, n in enumerate(nodes.nodes)
     ]  # fmt: skip
     members = SlurmMembers(target, nodes, specs, hosts, base, cli, [where])
-    if getattr(args, "discover", False):
-        members.notes.append(await _find_port(members, args))
+    if discover:
+        members.notes.append(await _find_port(members))
     return members
 
 
-async def _find_port(members: SlurmMembers, args: argparse.Namespace) -> str:
+async def _find_port(members: SlurmMembers) -> str:
     """No --port: the port of the SGLang server on node 0 (its argv), else SGLang's default."""
     try:
         found = await discover(members.hosts[0])
@@ -219,31 +218,31 @@ async def _find_port(members: SlurmMembers, args: argparse.Namespace) -> str:
     ports = sorted({s.port for s in found})
     if len(ports) != 1:
         return f"port: {DEFAULT_PORT} (give --port: {len(ports)} SGLang ports found on {members.specs[0].host})"
-    args.port = ports[0]
     for spec in members.specs:
         spec.port = ports[0]
     return f"port: {ports[0]} (the SGLang server's on {members.specs[0].host})"
 
 
 async def with_job(
-    args: argparse.Namespace,
+    target: Target,
+    server: WatchConfig,
     say: Callable[[str], None],
     body: Callable[[SlurmMembers], Awaitable[int]],
     *,
+    timeout: float | None = None,
     notes: bool = True,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
-    every host; body's exit code or resolve's. Every line said is made printable: job names and paths come
-    from the cluster."""
-    timeout = getattr(args, "timeout", None)
+    every host; body's exit code or resolve's (EXIT_TIMEOUT when `timeout` runs out first). Every line said is
+    made printable: job names and paths come from the cluster."""
 
     def clean(line: str) -> None:
         say(printable(line, 600))
 
     try:
-        found = await asyncio.wait_for(resolve(args, clean), timeout)
+        found = await asyncio.wait_for(resolve(target, server, clean), timeout)
     except asyncio.TimeoutError:
-        clean(f"timed out reading the Slurm job {args.host}")
+        clean(f"timed out reading the Slurm job {target.host}")
         return EXIT_TIMEOUT
     if isinstance(found, int):
         return found

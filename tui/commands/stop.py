@@ -15,69 +15,58 @@ anything is signalled, and the same arguments can never succeed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 
-from tui.commands.config import host_spec
-from tui.commands.stop_report import port_named, report
+from tui.commands.options import StopOptions
+from tui.commands.stop_report import report
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.sources.connect import make_host
-from tui.sources.control import ServerControl
+from tui.sources.control import controller
 from tui.sources.host import HostError
 
 
-async def stop(args: argparse.Namespace) -> int:
-    host = make_host(host_spec(args))
+async def stop(opts: StopOptions) -> int:
+    where, port, log = opts.target.host, opts.server.port, opts.server.log
+    host = make_host(opts.target.spec())
     try:
         await host.connect()
     except HostError as exc:
-        print(f"sglang-tui stop: cannot connect to {args.host}: {exc}", file=sys.stderr)
+        print(f"sglang-tui stop: cannot connect to {where}: {exc}", file=sys.stderr)
         return EXIT_CONNECT
     try:
-        control = ServerControl(
-            host, port=args.port, log_path=args.log, remote_python=args.remote_python, sim_gpus=args.sim_gpus,
-            grace_s=args.grace,
-        )  # fmt: skip
+        control = controller(host, opts.server, grace_s=opts.grace)
         try:
-            disagree = await control.disagreement() if port_named(args) else None
+            disagree = await control.disagreement() if opts.target.port_named else None
         except (HostError, TimeoutError) as exc:
-            print(f"sglang-tui stop: cannot look for the server on {args.host}: {exc}", file=sys.stderr)
+            print(f"sglang-tui stop: cannot look for the server on {where}: {exc}", file=sys.stderr)
             return EXIT_CONNECT
         if disagree is not None:
             print(f"sglang-tui stop: {disagree}; nothing stopped (give the port and the log of one server)",
                   file=sys.stderr)  # fmt: skip
             return EXIT_BAD_ARGS
-        result = await (control.kill() if args.force else control.terminate())
+        result = await (control.kill() if opts.force else control.terminate())
     finally:
         await host.close()
-    where = f"{args.host} port {args.port}" if port_named(args) or not args.log else f"{args.host} log {args.log}"
     if result.found == "nothing":
-        log = f" / log {args.log}" if args.log else ""
-        print(f"sglang-tui stop: no server found on port {args.port}{log}: nothing stopped", file=sys.stderr)
+        also = f" / log {log}" if log else ""
+        print(f"sglang-tui stop: no server found on port {port}{also}: nothing stopped", file=sys.stderr)
         return EXIT_NOTHING
     if result.found == "cannot_see":
         print(f"sglang-tui stop: {result.detail}: nothing stopped", file=sys.stderr)
         return EXIT_CANNOT_SEE
-    print(report(result, where, args.force), file=sys.stdout if result.ok else sys.stderr)
+    named = f"{where} port {port}" if opts.target.port_named or not log else f"{where} log {log}"
+    print(report(result, named, opts.force), file=sys.stdout if result.ok else sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.port is not None and not 0 < args.port < 65536:
-        print(f"sglang-tui stop: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    if getattr(args, "grace", 0.0) < 0:
-        print(f"sglang-tui stop: --grace {args.grace:g} is below 0 seconds", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    from tui.core.slurmjob import is_slurm_target
-
-    if isinstance(args.host, str) and is_slurm_target(args.host):
+def run(opts: StopOptions) -> int:
+    if opts.target.slurm:
         from tui.commands import stop_slurm  # inside the job's allocation, then scancel
 
-        return stop_slurm.run(args)
-    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
+        return stop_slurm.run(opts)
+    if opts.target.several:
         from tui.commands import stop_deployment  # every node / member, each confirmed
 
-        return stop_deployment.run(args)
-    return asyncio.run(stop(args))
+        return stop_deployment.run(opts)
+    return asyncio.run(stop(opts))

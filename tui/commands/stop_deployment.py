@@ -12,13 +12,13 @@ stopped), 4 when a host cannot be reached, 5 when it is only because a member's 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from functools import partial
 
 from tui.commands.members import with_members
-from tui.commands.stop_report import port_named, report, stop_order
+from tui.commands.options import StopOptions
+from tui.commands.stop_report import report, stop_order
 from tui.core.events import ControlResult
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.sources.control import ServerControl
@@ -26,25 +26,27 @@ from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
 
 
-async def _stop(args: argparse.Namespace) -> int:
-    return await with_members(
-        args, lambda line: print(f"sglang-tui stop: {line}", file=sys.stderr), partial(_stop_members, args)
-    )
+def _say(line: str) -> None:
+    print(f"sglang-tui stop: {line}", file=sys.stderr)
 
 
-async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts: list[Host]) -> int:
+async def _stop(opts: StopOptions) -> int:
+    return await with_members(opts.target, opts.server, _say, partial(_stop_members, opts))
+
+
+async def _stop_members(opts: StopOptions, specs: list[MemberSpec], hosts: list[Host]) -> int:
     controls = [
         ServerControl(
             h,
             port=s.process_port,
             log_path=s.log,
-            remote_python=args.remote_python,
+            remote_python=opts.server.remote_python,
             sim_gpus=s.sim_gpus,
-            grace_s=args.grace,
+            grace_s=opts.grace,
         )  # fmt: skip
         for s, h in zip(specs, hosts, strict=True)
     ]
-    named = port_named(args) or bool(getattr(args, "deployment", None))  # a deployment file names each port
+    named = opts.target.port_named or opts.target.deployment is not None  # a deployment file names each port
     disagree = await asyncio.gather(*(c.disagreement() for c in controls if named), return_exceptions=True)
     lines = [f"{s.name} ({s.host}): {d}" for s, d in zip(specs, disagree, strict=False) if isinstance(d, str)]
     if lines:  # a member whose port and log name two servers: which one to stop is unknown, so none is
@@ -57,7 +59,7 @@ async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts
     results: dict[int, ControlResult] = {}
     for i in stop_order(specs):
         control = controls[i]
-        results[i] = await (control.kill() if args.force else control.terminate())
+        results[i] = await (control.kill() if opts.force else control.terminate())
     for i, spec in enumerate(specs):
         before = found[i]
         seen = "" if isinstance(before, BaseException) or not before.alive else f" ({len(before.pids)} processes found)"
@@ -70,7 +72,7 @@ async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts
             print(f"sglang-tui stop: no server found on {spec.name} ({spec.host} port {spec.port}{log}): "
                   "nothing stopped", file=sys.stderr)  # fmt: skip
             continue
-        print(report(results[i], where, args.force), file=sys.stdout if results[i].ok else sys.stderr)
+        print(report(results[i], where, opts.force), file=sys.stdout if results[i].ok else sys.stderr)
     if any(not r.ok and r.found != "cannot_see" for r in results.values()):
         return EXIT_FAILED
     if any(r.found == "cannot_see" for r in results.values()):
@@ -82,5 +84,5 @@ async def _stop_members(args: argparse.Namespace, specs: list[MemberSpec], hosts
     return EXIT_OK
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_stop(args))
+def run(opts: StopOptions) -> int:
+    return asyncio.run(_stop(opts))

@@ -1,9 +1,7 @@
 """What `stop` says and decides for every kind of target (one server, a deployment, a Slurm job): the lines of a
-stop's result, whether the port was asked for, the order members stop in."""
+stop's result and the order members stop in (whether the port was asked for is the options' Target.port_named)."""
 
 from __future__ import annotations
-
-import argparse
 
 from tui.core.events import ControlResult
 from tui.sources.deployment import MemberSpec
@@ -22,12 +20,6 @@ def report(result: ControlResult, where: str, forced: bool = False) -> str:
     if not result.ok:
         lines.append("inspect the pids above on the host" + ("" if forced else ", or try again with --force"))
     return "\n".join(lines)
-
-
-def port_named(args: argparse.Namespace) -> bool:
-    """The port was asked for (typed, or set in config.toml), not the built-in default: it must then name
-    the same server as the log."""
-    return not getattr(args, "port_defaulted", False)
 
 
 def stop_order(specs: list[MemberSpec]) -> list[int]:

@@ -15,12 +15,12 @@ in it (nothing stopped, the job left as it was).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import shlex
 import sys
 
 from tui.commands import slurm_members
+from tui.commands.options import StopOptions
 from tui.commands.stop_report import report, stop_order
 from tui.core.answerer import printable
 from tui.core.events import ControlResult, ServerProcess
@@ -35,11 +35,11 @@ def _say(line: str) -> None:
     print(f"sglang-tui stop: {printable(line, 600)}", file=sys.stderr)
 
 
-async def _stop_job(args: argparse.Namespace, members: slurm_members.SlurmMembers) -> int:
+async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> int:
     job_id = members.job_id
     controls = [
-        SlurmControl(h, job_id=job_id, node=s.host, port=s.process_port, remote_python=args.remote_python,
-                     sim_gpus=s.sim_gpus, grace_s=getattr(args, "grace", None))
+        SlurmControl(h, job_id=job_id, node=s.host, port=s.process_port, remote_python=opts.server.remote_python,
+                     sim_gpus=s.sim_gpus, grace_s=opts.grace)
         for s, h in zip(members.specs, members.hosts, strict=True)
     ]  # fmt: skip
     nodes = [s.host for s in members.specs]
@@ -60,11 +60,11 @@ async def _stop_job(args: argparse.Namespace, members: slurm_members.SlurmMember
         return EXIT_NOTHING
     results: dict[int, ControlResult] = {}
     for i in stop_order(members.specs):  # node 0 first: its graceful stop is what stops the other nodes
-        results[i] = await (controls[i].kill() if args.force else controls[i].terminate())
+        results[i] = await (controls[i].kill() if opts.force else controls[i].terminate())
     for i, spec in enumerate(members.specs):
         before = found[i]
         seen = f", {len(before.pids)} processes found" if isinstance(before, ServerProcess) and before.alive else ""
-        print(report(results[i], f"{spec.name} ({spec.host}, slurm job {job_id}{seen})", args.force),
+        print(report(results[i], f"{spec.name} ({spec.host}, slurm job {job_id}{seen})", opts.force),
               file=sys.stdout if results[i].ok else sys.stderr)  # fmt: skip
     left = [(members.specs[i].host, r) for i, r in sorted(results.items()) if not r.ok]
     if left:
@@ -97,9 +97,11 @@ def _kept(job_id: str, left: list[tuple[str, ControlResult]], held: dict[int, in
          f"once they are free: scancel {job_id}")  # fmt: skip
 
 
-async def _main(args: argparse.Namespace) -> int:
-    return await slurm_members.with_job(args, _say, lambda members: _stop_job(args, members), notes=False)
+async def _main(opts: StopOptions) -> int:
+    return await slurm_members.with_job(
+        opts.target, opts.server, _say, lambda members: _stop_job(opts, members), notes=False
+    )
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_main(args))
+def run(opts: StopOptions) -> int:
+    return asyncio.run(_main(opts))

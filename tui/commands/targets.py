@@ -10,7 +10,7 @@ The one place a target's text is read for these commands: Slurm's `slurm:JOB` fo
 the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job. `fleet` reads more
 (fleet_target): a bare HOST (no port, no log anywhere) is every SGLang server found running there, and
 `slurm:JOBID`, `slurm:` and `LOGIN/slurm:JOBID` are Slurm jobs, each one server of its nodes.
-ValueError carries one line for the user.
+ValueError carries one line for the user. Read once, by tui/commands/options.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ DEFAULT_PORT = 30000
 
 
 @dataclass(frozen=True)
-class Target:
+class ServerTarget:
+    """One TARGET, read: the host to reach and the server's port and log there."""
+
     name: str  # as typed: the `server` label of its metrics, the memo's key
     host: str  # what make_host takes (user@host, alias, local)
     port: int
     log: str | None
 
 
-def parse_target(text: str, *, port: int | None = None, log: str | None = None) -> Target:
+def parse_target(text: str, *, port: int | None = None, log: str | None = None) -> ServerTarget:
     """One TARGET; `port` and `log` are the command line's --port / --log (used where the target names none)."""
     if not text or text.strip() != text:
         raise ValueError(f"target {text!r}: give HOST, HOST:PORT or HOST:PORT:LOG")
@@ -54,7 +56,18 @@ def parse_target(text: str, *, port: int | None = None, log: str | None = None) 
     final_port = DEFAULT_PORT if found_port is None else found_port
     if not 0 < final_port < 65536:
         raise ValueError(f"target {text}: port {final_port} is not a TCP port (1-65535)")
-    return Target(text, host, final_port, found_log)
+    return ServerTarget(text, host, final_port, found_log)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """export's --listen ADDR as HOST:PORT, [V6]:PORT, :PORT (every interface) or PORT; ValueError with one line."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"--listen {text}: give HOST:PORT, :PORT or PORT (e.g. :9464)")
+    return host or "0.0.0.0", int(port)
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,7 @@ class JobTarget:
     port: int | None = None  # the server's port in the job (None: found on node 0, else 30000)
 
 
-FleetTarget = Target | HostTarget | JobTarget
+FleetTarget = ServerTarget | HostTarget | JobTarget
 
 
 def fleet_target(text: str, *, port: int | None = None, log: str | None = None) -> FleetTarget:

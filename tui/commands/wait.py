@@ -16,7 +16,6 @@ with the verdict in the environment (SGLANG_TUI_VERDICT, SGLANG_TUI_EXIT, SGLANG
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -25,15 +24,15 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from tui.commands.config import host_spec, watch_config
+from tui.commands.options import WaitOptions
 from tui.core import fmt, wording
 from tui.core.capture import current_capture
+from tui.core.config import Hooks, WatchConfig
 from tui.core.eta import estimate, eta_words, pace
 from tui.core.events import ControlResult
 from tui.core.exitcodes import (
-    EXIT_BAD_ARGS,
     EXIT_CONNECT,
     EXIT_FAILED,
     EXIT_NOTHING,
@@ -47,16 +46,17 @@ from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.core.verdict import decide
 from tui.core.wording import hook_words, verdict_line
-from tui.history.paths import history_path
 from tui.history.recorder import FINISH_WAIT_S, Recorder
 from tui.sources.connect import make_host
-from tui.sources.host import HostError
+from tui.sources.host import Host, HostError
 from tui.sources.session import Session, weights_step
 from tui.sources.waiting import Watched
 from tui.sources.waiting import wait_for as wait_until
 from tui.sources.weightfiles import WeightFilesProbe
 
-MISSING_LOG_GRACE_S = 30.0  # `launch … > log &` makes the file within a second; a few seconds more for a slow shell
+if TYPE_CHECKING:
+    from tui.sources.control import ServerControl
+
 FIRST_LOOK_S = 10.0  # the first progress line waits this long at most for the log's and the port's first look (4.8 s seen on a loaded 2-CPU box)
 HEARTBEAT_S = 15.0  # repeat an unchanged progress line this often, so a long quiet phase still shows life
 COUNT_EVERY_S = 1.0  # a moving bar alone (same phase) prints at most this often
@@ -194,26 +194,28 @@ async def wait_for(
     return Outcome(code, wording.line(found, state, state.updated_at)), state
 
 
-async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
-    grace = getattr(args, "missing_log_grace", MISSING_LOG_GRACE_S)
-    host = make_host(host_spec(args))
+async def _main(opts: WaitOptions, reporter: Reporter) -> int:
+    grace = opts.missing_log_grace
+    where = opts.target.host
+    host = make_host(opts.target.spec())
     started = time.monotonic()
     try:
         try:
-            await asyncio.wait_for(host.connect(), args.timeout)
+            await asyncio.wait_for(host.connect(), opts.timeout)
         except HostError as exc:
-            reporter.say(f"sglang-tui wait: cannot connect to {args.host}: {exc}")
+            reporter.say(f"sglang-tui wait: cannot connect to {where}: {exc}")
             return EXIT_CONNECT
         except asyncio.TimeoutError:
-            reporter.say(f"sglang-tui wait: timed out connecting to {args.host}")
+            reporter.say(f"sglang-tui wait: timed out connecting to {where}")
             return EXIT_TIMEOUT
-        if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
+        config = opts.server
+        if opts.target.discover:  # neither --port nor --log: find the server on the host
             from tui.commands.find_server import find
 
-            code = await find(host, args, say=lambda line: reporter.say(f"sglang-tui wait: {line}"))
-            if code is not None:
-                return code
-        config = watch_config(args)  # after `find`, which names the port and log it found
+            found_on = await find(host, config, where, say=lambda line: reporter.say(f"sglang-tui wait: {line}"))
+            if isinstance(found_on, int):
+                return found_on
+            config = found_on  # the port and log it found
         control = None
         launched: ControlResult | None = None
         if config.launch:
@@ -225,17 +227,17 @@ async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
             if launched is not None and not launched.ok:
                 found = Outcome(EXIT_FAILED, f"failed: launch: {launched.detail or 'the server did not start'}")
                 reporter.say(f"sglang-tui wait: {found.line}")
-                run_hook(args, found)
+                run_hook(opts.hooks, found, where, config.port)
                 return found.code
-        remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
-        recorder = Recorder(history_path(args), args.host, "wait")
+        remaining = None if opts.timeout is None else max(0.0, opts.timeout - (time.monotonic() - started))
+        recorder = Recorder(opts.history, where, "wait")
         initial = config.first_state()
         if launched is not None:  # our own launch, folded first
             initial = reduce(initial, launched, time.time())
         steps = (weights_step(WeightFilesProbe(host)), recorder.step)
         session = Session.open(host, config, process_watch=control, initial=initial, steps=steps)
-        found, state = await wait_for(session, reporter, timeout=remaining, budget=args.timeout, grace=grace)
-        if args.json:
+        found, state = await wait_for(session, reporter, timeout=remaining, budget=opts.timeout, grace=grace)
+        if opts.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
         reporter.say(
@@ -243,20 +245,15 @@ async def _main(args: argparse.Namespace, reporter: Reporter) -> int:
         )  # the file read may not be the server's
         # the verdict is said first; the history's writes get what is left of --timeout (a timeout leaves the
         # launch 'unfinished'), so a locked history file never holds up the exit
-        recorder.finish(state, history_time_left(args.timeout, started))
-        if found.code == EXIT_STALLED and getattr(args, "dump_on_stall", False):
-            await _dump_on_stall(host, args, reporter)
-        if (
-            found.code != EXIT_OK
-            and getattr(args, "stop_on_fail", False)
-            and control is not None
-            and launched is not None
-        ):
+        recorder.finish(state, history_time_left(opts.timeout, started))
+        if found.code == EXIT_STALLED and opts.dump_on_stall:
+            await _dump_on_stall(host, config, where, reporter)
+        if found.code != EXIT_OK and opts.stop_on_fail and control is not None and launched is not None:
             stopped = await control.terminate()
             reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
             if not stopped.ok or stopped.survivors or stopped.gpu_held:
                 found = Outcome(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
-        run_hook(args, found)
+        run_hook(opts.hooks, found, where, config.port)
         return found.code
     finally:
         await host.close()
@@ -270,14 +267,15 @@ def history_time_left(timeout: float | None, started: float) -> float:
     return max(HISTORY_GRACE_S, timeout - (time.monotonic() - started))
 
 
-async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Reporter) -> None:
+async def _dump_on_stall(host: Host, config: WatchConfig, where: str, reporter: Reporter) -> None:
     """`--dump-on-stall`: py-spy every process of the stalled server (issue 13); the exit code stays 3."""
     from tui.commands.dump import dump_and_save
-    from tui.sources.procwatch import ProcessWatch
+    from tui.sources.control import watch_only
 
-    watch = ProcessWatch(host, port=args.port, log_path=args.log)  # type: ignore[arg-type]
     try:
-        result, path = await dump_and_save(host, watch, remote_python=args.remote_python, where=args.host)  # type: ignore[arg-type]
+        result, path = await dump_and_save(
+            host, watch_only(host, config), remote_python=config.remote_python, where=where
+        )
     except (HostError, TimeoutError, OSError) as exc:
         reporter.say(f"sglang-tui wait: no dump: {exc}")
         return
@@ -289,17 +287,17 @@ async def _dump_on_stall(host: object, args: argparse.Namespace, reporter: Repor
         reporter.say(f"sglang-tui wait: dump saved to {path}")
 
 
-async def launch_if_absent(control: object) -> tuple[ControlResult | None, str]:
+async def launch_if_absent(control: ServerControl) -> tuple[ControlResult | None, str]:
     """Launch the server unless a process of it runs already (then it is only waited for)."""
     try:
-        found = await control.process_state_now()  # type: ignore[attr-defined]
+        found = await control.process_state_now()
     except Exception as err:  # an unknown state is no licence to launch a second server
         return ControlResult(
             "launch", False, f"process state unknown ({type(err).__name__}: {err}): not launching"
         ), "not launching"
     if found.alive:
         return None, f"a server process runs already ({len(found.pids)} pid(s)): waiting for it, not launching"
-    result = await control.launch()  # type: ignore[attr-defined]
+    result = await control.launch()
     return result, (f"launched: {result.detail}" if result.ok else f"launch failed: {result.detail}")
 
 
@@ -310,30 +308,38 @@ def stop_words(result: ControlResult) -> str:
     return control_summary(result)
 
 
-def hook_env(args: argparse.Namespace, found: Outcome) -> dict[str, str]:
+def hook_env(found: Outcome, host: str, port: int) -> dict[str, str]:
     """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
     return dict(
         os.environ,
         SGLANG_TUI_VERDICT=hook_words(found.code),
         SGLANG_TUI_EXIT=str(found.code),
         SGLANG_TUI_REASON=found.line,
-        SGLANG_TUI_HOST=str(args.host),
-        SGLANG_TUI_PORT=str(args.port),
+        SGLANG_TUI_HOST=host,
+        SGLANG_TUI_PORT=str(port),
     )
 
 
 def run_hook(
-    args: argparse.Namespace, found: Outcome, *, say: Callable[[str], None] | None = None, quiet: bool = False
+    hooks: Hooks,
+    found: Outcome,
+    host: str,
+    port: int,
+    *,
+    say: Callable[[str], None] | None = None,
+    quiet: bool = False,
 ) -> None:
-    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell; its failure is said
-    (to stderr, or to `say`). quiet: its stdin, stdout and stderr on /dev/null (the TUI owns the terminal)."""
-    command = getattr(args, "on_ready", None) if found.code == EXIT_OK else getattr(args, "on_fail", None)
+    """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell, with the verdict and
+    where (`host`, `port`) in its environment; its failure is said (to stderr, or to `say`). quiet: its stdin,
+    stdout and stderr on /dev/null (the TUI owns the terminal)."""
+    command = hooks.on_ready if found.code == EXIT_OK else hooks.on_fail
     if not command:
         return
     tell = say or (lambda line: print(f"sglang-tui wait: {line}", file=sys.stderr))
-    io = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if quiet else {}
+    quietly = subprocess.DEVNULL if quiet else None
     try:
-        done = subprocess.run(command, shell=True, env=hook_env(args, found), check=False, **io)  # type: ignore[call-overload]
+        done = subprocess.run(command, shell=True, env=hook_env(found, host, port), check=False,
+                              stdin=quietly, stdout=quietly, stderr=quietly)  # fmt: skip
     except OSError as err:
         tell(f"could not run {command!r}: {err}")
         return
@@ -341,10 +347,10 @@ def run_hook(
         tell(f"{command!r} exited {done.returncode}")
 
 
-def tui_hook(args: argparse.Namespace) -> Callable[[Readiness], str | None] | None:
+def tui_hook(hooks: Hooks, host: str, port: int) -> Callable[[Readiness], str | None] | None:
     """--on-ready / --on-fail for the TUI: runs the one its state's verdict calls for (blocking: the app runs it
     in a thread worker) and returns what went wrong, or None. None when neither option is given."""
-    if not (getattr(args, "on_ready", None) or getattr(args, "on_fail", None)):
+    if not hooks:
         return None
 
     def hook(state: Readiness) -> str | None:
@@ -352,31 +358,19 @@ def tui_hook(args: argparse.Namespace) -> Callable[[Readiness], str | None] | No
         if found.code is None:
             return None
         said: list[str] = []
-        run_hook(args, Outcome(found.code, verdict_line(state)), say=said.append, quiet=True)
+        run_hook(hooks, Outcome(found.code, verdict_line(state)), host, port, say=said.append, quiet=True)
         return "; ".join(said) or None
 
     return hook
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.timeout is not None and args.timeout <= 0:
-        print("sglang-tui wait: --timeout must be a positive number of seconds", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    if args.port is not None and not 0 < args.port < 65536:
-        print(f"sglang-tui wait: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
-        print("sglang-tui wait: --stall-after must be above 0 seconds", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None):
+def run(opts: WaitOptions) -> int:
+    if opts.target.several:
         from tui.commands import wait_deployment  # several nodes, or PD members: the deployment model
 
-        return wait_deployment.run(args, Reporter(bool(args.json)))
-    from tui.core.slurmjob import is_slurm_target
-
-    if is_slurm_target(args.host):
+        return wait_deployment.run(opts, Reporter(opts.json))
+    if opts.target.slurm:
         from tui.commands import wait_slurm  # a Slurm job: its nodes as a deployment, inside its allocation
 
-        return wait_slurm.run(args, Reporter(bool(args.json)))
-    grace = getattr(args, "missing_log_grace", MISSING_LOG_GRACE_S)
-    return asyncio.run(_main(args, Reporter(bool(args.json), grace=grace)))
+        return wait_slurm.run(opts, Reporter(opts.json))
+    return asyncio.run(_main(opts, Reporter(opts.json, grace=opts.missing_log_grace)))

@@ -8,7 +8,6 @@ With --json every change is one line carrying the `replay --json` keys plus "mem
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from functools import partial
 from typing import Protocol
 
 from tui.commands.members import with_members
+from tui.commands.options import WaitOptions
 from tui.core import wording
 from tui.core.control import ProcessWatchLike
 from tui.core.exitcodes import EXIT_TIMEOUT
@@ -37,7 +37,7 @@ class Reporting(Protocol):
 
 
 async def wait_members(
-    args: argparse.Namespace,
+    opts: WaitOptions,
     reporter: Reporting,
     started: float,
     specs: list[MemberSpec],
@@ -45,31 +45,32 @@ async def wait_members(
     process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
 ) -> int:
     """Watch the connected members until the deployment's verdict (or --timeout, counted from `started`)."""
-    monitor = deployment_monitor(specs, hosts, args.remote_python, process_watch)
-    session = DeploymentSession(monitor, deployment_of(specs, args.stall_after))
-    remaining = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - started))
+    monitor = deployment_monitor(specs, hosts, opts.server.remote_python, process_watch)
+    session = DeploymentSession(monitor, deployment_of(specs, opts.server.stall_after))
+    remaining = None if opts.timeout is None else max(0.0, opts.timeout - (time.monotonic() - started))
     found, state = await wait_for(
         session,
         reporter.update,
         timeout=remaining,
         say=lambda line: reporter.say(f"sglang-tui wait: {line}"),
-        budget=args.timeout,
+        budget=opts.timeout,
     )
-    if args.json:
+    if opts.json:
         reporter.emit_json(state, force=True)
     reporter.say(f"sglang-tui wait: {wording.line(found, state, state.updated_at)}")
     return found.code if found.code is not None else EXIT_TIMEOUT
 
 
-async def _main(args: argparse.Namespace, reporter: Reporting) -> int:
+async def _main(opts: WaitOptions, reporter: Reporting) -> int:
     started = time.monotonic()
     return await with_members(
-        args,
+        opts.target,
+        opts.server,
         lambda line: reporter.say(f"sglang-tui wait: {line}"),
-        partial(wait_members, args, reporter, started),
-        timeout=args.timeout,
+        partial(wait_members, opts, reporter, started),
+        timeout=opts.timeout,
     )
 
 
-def run(args: argparse.Namespace, reporter: Reporting) -> int:
-    return asyncio.run(_main(args, reporter))
+def run(opts: WaitOptions, reporter: Reporting) -> int:
+    return asyncio.run(_main(opts, reporter))

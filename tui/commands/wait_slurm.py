@@ -4,18 +4,18 @@ verdict and exit codes (tui/commands/wait_deployment.py); 6 when there is no suc
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 
 from tui.commands import slurm_members
+from tui.commands.options import WaitOptions
 from tui.commands.wait_deployment import Reporting, wait_members
 from tui.sources.deployment import MemberSpec
 from tui.sources.host import Host
 from tui.sources.slurm_procs import SlurmProcessWatch
 
 
-async def _main(args: argparse.Namespace, reporter: Reporting) -> int:
+async def _main(opts: WaitOptions, reporter: Reporting) -> int:
     started = time.monotonic()
 
     def say(line: str) -> None:
@@ -27,10 +27,10 @@ async def _main(args: argparse.Namespace, reporter: Reporting) -> int:
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
-        return await wait_members(args, reporter, started, members.specs, list(members.hosts), watch)
+        return await wait_members(opts, reporter, started, members.specs, list(members.hosts), watch)
 
-    return await slurm_members.with_job(args, say, body)
+    return await slurm_members.with_job(opts.target, opts.server, say, body, timeout=opts.timeout)
 
 
-def run(args: argparse.Namespace, reporter: Reporting) -> int:
-    return asyncio.run(_main(args, reporter))
+def run(opts: WaitOptions, reporter: Reporting) -> int:
+    return asyncio.run(_main(opts, reporter))

@@ -4,17 +4,17 @@ With `--launch CMD` (and not `--read-only`) the app launches the server when no 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tui.commands.options import WatchOptions
 from tui.core.benchstats import BenchResult
-from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT
+from tui.core.exitcodes import EXIT_CONNECT
 from tui.core.state import Readiness
-from tui.ui.settings import config_path
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -27,45 +27,38 @@ if TYPE_CHECKING:
     from tui.ui.app import SglangTui
 
 
-def run(args: argparse.Namespace) -> int:
-    if getattr(args, "port", None) is not None and not 0 < args.port < 65536:
-        print(f"sglang-tui: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    if getattr(args, "stall_after", None) is not None and args.stall_after <= 0:
-        print("sglang-tui: --stall-after must be above 0 seconds", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    from tui.core.slurmjob import is_slurm_target
-
-    slurm = isinstance(getattr(args, "host", None), str) and is_slurm_target(args.host)
-    if len(getattr(args, "hosts", None) or ()) > 1 or getattr(args, "deployment", None) or slurm:
+def run(opts: WatchOptions) -> int:
+    if opts.target.several or opts.target.slurm:
         from tui.commands import watch_deployment  # several nodes, PD members, a Slurm job: the deployment's TUI
 
-        return watch_deployment.run(args)
-    return asyncio.run(watch(args))
+        return watch_deployment.run(opts)
+    return asyncio.run(watch(opts))
 
 
-async def watch(args: argparse.Namespace) -> int:
+async def watch(opts: WatchOptions) -> int:
     """Exit 4 with one line when the host cannot be reached or refuses us; else run the app until `q`."""
-    from tui.commands.config import host_spec
+    from dataclasses import replace
+
     from tui.sources.connect import make_host
     from tui.sources.host import HostError
 
+    where = opts.target.host
     try:
-        host = make_host(host_spec(args))
+        host = make_host(opts.target.spec())
         await host.connect()
     except (HostError, OSError, ValueError) as err:
-        print(f"sglang-tui: cannot connect to {args.host}: {err}", file=sys.stderr)
+        print(f"sglang-tui: cannot connect to {where}: {err}", file=sys.stderr)
         return EXIT_CONNECT
     try:
-        if getattr(args, "discover", False):  # neither --port nor --log: find the server on the host
+        if opts.target.discover:  # neither --port nor --log: find the server on the host
             from tui.commands.find_server import ask_on_terminal, find
 
-            code = await find(
-                host, args, say=lambda line: print(f"sglang-tui: {line}", file=sys.stderr), choose=ask_on_terminal
-            )
-            if code is not None:
-                return code
-        return await run_tui(host, args, host_label=args.host)
+            found = await find(host, opts.server, where, say=lambda line: print(f"sglang-tui: {line}", file=sys.stderr),
+                               choose=ask_on_terminal)  # fmt: skip
+            if isinstance(found, int):
+                return found
+            opts = replace(opts, server=found)
+        return await run_tui(host, opts, host_label=where)
     finally:
         await host.close()
 
@@ -79,7 +72,7 @@ def _bench_runner(host: Host, port: int, log: str | None) -> BenchRunner:
 
 def build_app(
     host: Host,
-    args: argparse.Namespace,
+    opts: WatchOptions,
     *,
     host_label: str,
     initial: Readiness | None = None,
@@ -87,9 +80,8 @@ def build_app(
 ) -> tuple[SglangTui, Session]:
     """The app and its Session for a connected host. One process watch serves the Monitor and the keys: a
     ServerControl, or under --read-only a ProcessWatch alone (nothing that can signal a process is built)."""
-    from tui.commands.config import watch_config
+    from tui.commands.settings import save_theme
     from tui.commands.wait import tui_hook
-    from tui.history.paths import history_path
     from tui.history.recorder import Recorder
     from tui.sources.control import ServerControl, process_watch
     from tui.sources.session import Session, weights_step
@@ -97,10 +89,10 @@ def build_app(
     from tui.ui.actions import DEMO_QUIT_WORDS, QUIT_WORDS
     from tui.ui.app import READY_CLOCK_TICKS, SglangTui, UiSources
 
-    config = watch_config(args)
+    config = opts.server
     watch = process_watch(host, config, control)
     start = config.first_state(initial)
-    recorder = Recorder(history_path(args), host_label, "tui")
+    recorder = Recorder(opts.history, host_label, "tui")
     steps = (weights_step(WeightFilesProbe(host)), recorder.step)  # the weights' bytes on the host, then the history
     # the app ticks itself: a Tick through the Monitor's queue too would fold every second twice
     session = Session.open(host, config, process_watch=watch, initial=start, steps=steps, ticks=False)
@@ -115,8 +107,8 @@ def build_app(
         launch_if_absent=bool(config.launch) and controller is not None,
         dump=_dumper(host, watch, config.remote_python, host_label),
         bench=partial(_bench_runner, host, config.port, config.log),
-        verdict_hook=tui_hook(args),
-        quit_words=DEMO_QUIT_WORDS if getattr(args, "demo", False) else QUIT_WORDS,
+        verdict_hook=tui_hook(opts.hooks, opts.target.host, config.port),
+        quit_words=DEMO_QUIT_WORDS if opts.demo else QUIT_WORDS,
     )
 
     def previous_bench() -> BenchResult | None:
@@ -129,21 +121,22 @@ def build_app(
 
     sources.previous_bench = previous_bench
     sources.record_bench = lambda result: recorder.record_bench(result.to_json())
-    settings = getattr(args, "settings", None)
     app = SglangTui(
         sources,
         read_only=config.read_only,
         initial=start,
         ready_clock_ticks=READY_CLOCK_TICKS,
-        keymap=settings.keys if settings else None,
-        theme=settings.theme if settings else None,
-        theme_file=config_path(),
+        keymap=dict(opts.settings.keys),
+        theme=opts.settings.theme,
+        keep_theme=save_theme,
     )
     app.history_recorder = recorder  # type: ignore[attr-defined]  # run_tui records an unfinished launch at quit
     return app, session
 
 
-def _dumper(host: Host, watch: ProcessWatch, remote_python: str, where: str):  # type: ignore[no-untyped-def]
+def _dumper(
+    host: Host, watch: ProcessWatch, remote_python: str, where: str
+) -> Callable[[], Awaitable[tuple[str, str | None]]]:
     """The `d` key's intent: py-spy every process of the server, save it; (one line, saved path or None)."""
     from tui.commands.dump import dump_and_save
 
@@ -157,7 +150,7 @@ def _dumper(host: Host, watch: ProcessWatch, remote_python: str, where: str):  #
 
 async def run_tui(
     host: Host,
-    args: argparse.Namespace,
+    opts: WatchOptions,
     *,
     host_label: str,
     initial: Readiness | None = None,
@@ -165,7 +158,7 @@ async def run_tui(
 ) -> int:
     """Run the app until the user quits or a SIGHUP/SIGTERM/SIGINT comes (the terminal closed, a kill, ctrl+c from
     outside), then close the Monitor; a signal exits 128+signal, after the caller's cleanup (`finally`) has run."""
-    app, session = build_app(host, args, host_label=host_label, initial=initial, control=control)
+    app, session = build_app(host, opts, host_label=host_label, initial=initial, control=control)
     try:
         return await run_app(app)
     finally:

@@ -5,7 +5,6 @@ watch only (stop a deployment with `sglang-tui stop HOST0 HOST1 …`)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from collections.abc import Callable
@@ -13,18 +12,23 @@ from functools import partial
 from typing import Any
 
 from tui.commands.members import with_members
+from tui.commands.options import WatchOptions
 from tui.core.control import ProcessWatchLike
 from tui.sources.deployment import MemberSpec
 from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 from tui.sources.host import Host
 
 
-async def watch(args: argparse.Namespace) -> int:
-    return await with_members(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr), partial(_watch, args))
+def _say(line: str) -> None:
+    print(f"sglang-tui: {line}", file=sys.stderr)
+
+
+async def watch(opts: WatchOptions) -> int:
+    return await with_members(opts.target, opts.server, _say, partial(_watch, opts))
 
 
 async def _watch(
-    args: argparse.Namespace,
+    opts: WatchOptions,
     specs: list[MemberSpec],
     hosts: list[Host],
     process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
@@ -32,8 +36,8 @@ async def _watch(
     from tui.ui.app import UiSources
     from tui.ui.deployment_app import DeploymentTui
 
-    monitor = deployment_monitor(specs, hosts, args.remote_python, process_watch)
-    dep = deployment_of(specs, getattr(args, "stall_after", None))
+    monitor = deployment_monitor(specs, hosts, opts.server.remote_python, process_watch)
+    dep = deployment_of(specs, opts.server.stall_after)
     folder = MemberFolder(dep, monitor.set_phase)  # each member's phase fed back to its own Monitor
     label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
     sources = UiSources(batches=_no_batches, control=None, host_label=label, port=specs[0].port)
@@ -50,7 +54,7 @@ async def _no_batches() -> Any:  # the app reads member batches instead (Deploym
     yield
 
 
-async def watch_slurm(args: argparse.Namespace) -> int:
+async def watch_slurm(opts: WatchOptions) -> int:
     """The TUI over a Slurm job (`sglang-tui slurm:JOBID`): its nodes as a deployment (watch only)."""
     from tui.commands import slurm_members
     from tui.sources.slurm_procs import SlurmProcessWatch
@@ -61,14 +65,12 @@ async def watch_slurm(args: argparse.Namespace) -> int:
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
-        return await _watch(args, members.specs, list(members.hosts), watch)
+        return await _watch(opts, members.specs, list(members.hosts), watch)
 
-    return await slurm_members.with_job(args, lambda line: print(f"sglang-tui: {line}", file=sys.stderr), body)
+    return await slurm_members.with_job(opts.target, opts.server, _say, body)
 
 
-def run(args: argparse.Namespace) -> int:
-    from tui.core.slurmjob import is_slurm_target
-
-    if isinstance(args.host, str) and is_slurm_target(args.host):
-        return asyncio.run(watch_slurm(args))
-    return asyncio.run(watch(args))
+def run(opts: WatchOptions) -> int:
+    if opts.target.slurm:
+        return asyncio.run(watch_slurm(opts))
+    return asyncio.run(watch(opts))

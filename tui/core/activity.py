@@ -65,7 +65,9 @@ def fold(prev: ActivityState | None, ev: HostActivity, now: float, named: str | 
     rate, changed = None, False
     if ev.download_bytes is not None:
         before = prev.download_bytes if prev is not None else None
-        changed = before is None or ev.download_bytes != before or ev.download_files != prev.download_files  # type: ignore[union-attr]
+        changed = (
+            prev is None or before is None or (ev.download_bytes, ev.download_files) != (before, prev.download_files)
+        )
         if before is not None and dt and ev.download_bytes > before:
             rate = (ev.download_bytes - before) / dt
         elif prev is not None:

@@ -1,13 +1,77 @@
-"""The command line's options for one watched server, as a frozen value (built in tui/commands/config.py).
+"""The command line's options for the servers a command reaches, as frozen values (built once from argv by
+tui/commands/options.py, then given new values by the settings and by discovery, never changed in place).
 
-The layers below the commands (tui/sources: the Session, the process watch and control) take this, never an
-argparse Namespace. Pure: a dataclass only."""
+The layers below the commands (tui/sources: the Session, the process watch and control, `make_host`) take these,
+never an argparse Namespace. Pure: dataclasses only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui.core.slurmjob import is_slurm_target
 from tui.core.state import Readiness
+
+
+@dataclass(frozen=True)
+class Ssh:
+    """The SSH options the command line gave (None: from ~/.ssh/config or SSH's defaults)."""
+
+    port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    config: str | None = None
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """Where to connect: `local`, or an SSH destination with its SSH options (`sources/connect.make_host`)."""
+
+    host: str
+    ssh: Ssh = Ssh()
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which server a command reaches and how: its HOSTs (node 0 first) or a deployment file, over SSH."""
+
+    hosts: tuple[str, ...]
+    deployment: str | None = None
+    ssh: Ssh = Ssh()
+    port_named: bool = (
+        True  # the port was typed or set in config.toml (not the built-in default): stop holds it to the log
+    )
+    discover: bool = False  # one HOST and neither --port nor --log (nor a setting): find the server running there
+
+    @property
+    def host(self) -> str:
+        """The one HOST (node 0's with several; empty with only a deployment file, whose members name theirs)."""
+        return self.hosts[0] if self.hosts else ""
+
+    @property
+    def several(self) -> bool:
+        """A deployment: several HOSTs, or a deployment file."""
+        return len(self.hosts) > 1 or self.deployment is not None
+
+    @property
+    def slurm(self) -> bool:
+        """A Slurm job (`slurm:JOBID`), whose nodes Slurm names."""
+        return is_slurm_target(self.host)
+
+    def spec(self, host: str | None = None) -> HostSpec:
+        """Where to connect: `host` (a member's, a login node's), else the one HOST, with the SSH options."""
+        return HostSpec(self.host if host is None else host, self.ssh)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """--on-ready / --on-fail: commands run locally once, at the verdict."""
+
+    on_ready: str | None = None
+    on_fail: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.on_ready or self.on_fail)
 
 
 @dataclass(frozen=True)

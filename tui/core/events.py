@@ -353,10 +353,11 @@ class HostActivity:
 class ServerProcess:
     """What the host says about the server's processes (from the control channel or the probe).
 
-    alive is False when the server's main process (and every process of its group/session) is gone.
+    alive is False when the server's main process (and every process of its group/session) is gone; None when
+    the watch cannot tell (unknown, never dead).
     """
 
-    alive: bool
+    alive: bool | None
     pids: tuple[int, ...] = ()
     detail: str = ""
     # False: the server's processes cannot be seen (another uid's /proc/PID/fd): alive=False then means

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
+from typing import Literal
 
 from tui.core import clocks
 from tui.core.events import (
@@ -12,9 +12,10 @@ from tui.core.events import (
 )
 from tui.core.fold_log import log_seen
 from tui.core.fold_phase import advance
-from tui.core.progress import advance_bar, is_complete, start_bar
+from tui.core.progress import BarWords, advance_bar, is_complete, start_bar
 from tui.core.state import (
     BarState,
+    Facts,
     Phase,
     Readiness,
 )
@@ -25,7 +26,8 @@ from tui.core.timeline import close_draft, open_draft
 BAR_PHASE: dict[str, Phase | None] = {"piecewise": Phase.CUDA_GRAPH, "jit": Phase.KV_CACHE, "warmup": Phase.WARMUP}
 
 
-BAR_FIELDS = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
+OtherBar = Literal["piecewise", "jit", "warmup_bar"]  # the bars other_bar keeps, by their facts' names
+BAR_FIELDS: dict[str, OtherBar] = {"piecewise": "piecewise", "jit": "jit", "warmup": "warmup_bar"}
 
 
 def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
@@ -49,7 +51,7 @@ def on_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
         return other_bar(s, ev, now)
     if ev.bar == "capture":
         old = s.capture
-        extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+        extra: BarWords = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
         fresh = old is None or old.total != ev.total or ev.done < old.done
         bar, _ = framed(s, ev, old, fresh, now, extra, extra)
         s = s.evolve(capture=bar, launched=True)
@@ -63,9 +65,11 @@ def other_bar(s: Readiness, ev: BarProgress, now: float) -> Readiness:
     """Piecewise capture, DeepGEMM JIT and warmup bars: each its own progress (a new bar when the total changes)."""
     name = BAR_FIELDS[ev.bar]
     old: BarState | None = getattr(s, name)
-    extra = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
+    extra: BarWords = {"bs": ev.bs, "avail_mem_gb": ev.avail_mem_gb, "label": ev.label}
     bar, _ = framed(s, ev, old, old is None or old.total != ev.total or ev.done < old.done, now, extra, extra)
-    s = s.evolve(launched=True, **{name: bar})
+    facts: Facts = {"launched": True}
+    facts[name] = bar
+    s = s.evolve(**facts)
     if bar != old:
         s = s.evolve(last_progress=f"{ev.label or ev.bar} {bar.done}/{bar.total}")
     if ev.bar == "jit" and not s.jit_active:
@@ -80,16 +84,18 @@ def framed(
     old: BarState | None,
     fresh: bool,
     now: float,
-    first: Mapping[str, object],
-    every: Mapping[str, object] | None = None,
+    first: BarWords,
+    every: BarWords | None = None,
 ) -> tuple[BarState, float]:
     """(the bar after this frame, when the frame was printed on our clock): a new bar when `fresh` (with the facts
     in `first`), else `old` advanced (with those in `every`)."""
     at, zero = frame_time(s, ev, None if fresh else old, now)
     when, clock = bar_time(ev, at)
+    given = first if fresh or old is None else (every or {})
+    words: BarWords = {**given, "zero_at": zero}
     if fresh or old is None:
-        return start_bar(ev.done, ev.total, when, clock, at, zero_at=zero, **first), at
-    return advance_bar(old, ev.done, when, clock, at, zero_at=zero, **(every or {})), at
+        return start_bar(ev.done, ev.total, when, clock, at, **words), at
+    return advance_bar(old, ev.done, when, clock, at, **words), at
 
 
 def bar_time(ev: BarProgress, at: float) -> tuple[float, str]:

@@ -8,6 +8,7 @@ from tui.core.events import (
 )
 from tui.core.fold_ranks import map_ranks
 from tui.core.state import (
+    Facts,
     Phase,
     Readiness,
 )
@@ -22,7 +23,7 @@ GPU_CHANGE_BYTES = 32 << 20  # less than this is noise, not a sign of loading
 def on_gpus(s: Readiness, ev: GpuSnapshot, now: float) -> Readiness:
     if ev.error is not None or not ev.gpus:
         return s.evolve(gpus=ev, gpus_at=now)
-    changes: dict[str, object] = {"gpus": ev, "gpus_at": now, "gpu_history": gpu_history(s.gpu_history, ev)}
+    changes: Facts = {"gpus": ev, "gpus_at": now, "gpu_history": gpu_history(s.gpu_history, ev)}
     changes["gpu_util_history"] = gpu_util_history(s.gpu_util_history, ev)
     changes["gpu_history_at"] = (s.gpu_history_at + (now,))[-GPU_HISTORY:]
     if memory_moved(s.gpus, ev):

@@ -25,6 +25,7 @@ from tui.core.ranklabels import tp_index
 from tui.core.state import (
     DecodeInfo,
     ErrorInfo,
+    Facts,
     Phase,
     Readiness,
     ServerInfo,
@@ -143,7 +144,7 @@ def log_seen(
 ) -> Readiness:
     """Any parsed log event is progress (it came from new log bytes), at the time the log says (tui.core.clocks),
     and may name a rank."""
-    changes: dict[str, object] = progressed(s, at, t, now, what)
+    changes: Facts = progressed(s, at, t, now, what)
     if at:
         changes["last_log_at"] = at
     if t is not None:
@@ -188,11 +189,11 @@ def log_tp(s: Readiness) -> tuple[int | None, str]:
     return s.server.tp_size, s.tp_inferred
 
 
-def progressed(s: Readiness, at: str | None, t: float | None, now: float, what: str) -> dict[str, object]:
+def progressed(s: Readiness, at: str | None, t: float | None, now: float, what: str) -> Facts:
     """The progress facts a log event gives: when it happened on our clock (and that the log said it).
     An event of the history read at a look never moves the last progress back; a live line teaches the zone
     when no look could."""
-    changes: dict[str, object] = {"last_progress": what}
+    changes: Facts = {"last_progress": what}
     clock = s.clock
     if clock is not None and clock.zone_s is None and t is not None and clocks.live(s):
         s = s.evolve(clock=clocks.learn_live(clock, t, now))
@@ -385,7 +386,7 @@ def comm_facts(s: Readiness, ev: Milestone) -> Readiness:
     """What a distributed-init line says of the TP size: a communicator's size (NCCL INFO), a TP group that spans
     nodes (custom all-reduce off)."""
     n, spans = ev.get("nranks"), ev.get("spans_nodes")
-    changes: dict[str, object] = {}
+    changes: Facts = {}
     if isinstance(n, int) and (s.tp_nranks is None or n > s.tp_nranks):
         changes["tp_nranks"] = n
     if spans is True and not s.tp_spans_nodes:

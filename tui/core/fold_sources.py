@@ -154,7 +154,7 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return s.evolve(process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if ev.alive is None:  # a watch that cannot tell: unknown, never dead
-        return s.evolve(process_alive=None, process_pids=ev.pids)  # type: ignore[unreachable]
+        return s.evolve(process_alive=None, process_pids=ev.pids)
     if not s.process_visible:
         s = s.evolve(process_visible=True, process_owner_uid=None)
     if ev.activity is not None and ev.alive:
@@ -175,8 +175,8 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return maybe_ready(s, None, None, now, logged=False)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
-    if stopped_by_us(s, now):
-        return stopped(s, s.last_control.action, now)  # type: ignore[union-attr]
+    if stopped_by_us(s, now) and s.last_control is not None:
+        return stopped(s, s.last_control.action, now)
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
         return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now, logged=False)
     line = rank_exited_line(lost) if lost else PROCESS_EXITED

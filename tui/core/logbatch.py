@@ -31,7 +31,7 @@ class BatchRun:
     """The current run: per stage, the last line seen (text or raw bytes) and how many lines it stands for."""
 
     def __init__(self) -> None:
-        self._stages: dict[BatchStage, list[object]] = {}  # stage → [last line, count, order of last line]
+        self._stages: dict[BatchStage, tuple[str | bytes, int, int]] = {}  # stage → (last line, count, its order)
         self._order = 0
 
     def __bool__(self) -> bool:
@@ -40,12 +40,7 @@ class BatchRun:
     def add(self, stage: BatchStage, line: str | bytes, count: int = 1) -> None:
         self._order += 1
         entry = self._stages.get(stage)
-        if entry is None:
-            self._stages[stage] = [line, count, self._order]
-        else:
-            entry[0] = line
-            entry[1] = int(entry[1]) + count  # type: ignore[call-overload]
-            entry[2] = self._order
+        self._stages[stage] = (line, count if entry is None else entry[1] + count, self._order)
 
     def add_block(self, decode: bytes | None, n_decode: int, prefill: bytes | None, n_prefill: int,
                   decode_last: bool) -> None:  # fmt: skip
@@ -62,7 +57,7 @@ class BatchRun:
         """The run as events (ordered by each stage's last line), leaving it empty."""
         stages, self._stages = self._stages, {}
         out = []
-        for stage, (line, count, _) in sorted(stages.items(), key=lambda item: item[1][2]):  # type: ignore[arg-type, return-value]
+        for stage, (line, count, _) in sorted(stages.items(), key=lambda item: item[1][2]):
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
             env = split_envelope(strip_ansi(text))
             f = batch_fields(env.msg)
@@ -79,7 +74,7 @@ class BatchRun:
                     rank=env.rank,
                     at=env.at,
                     t=clock.seconds(env.at) if env.at else None,
-                    count=int(count),  # type: ignore[call-overload]
+                    count=count,
                 )
             )
         return out

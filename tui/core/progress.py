@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, TypedDict
 
 from tui.core.state import BarState
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 WINDOW_S = 30.0  # the rate is smoothed over this much recent time
 WINDOW_POINTS = 32  # and over at most this many points
 
 
-def start_bar(done: int, total: int, when: float, clock: str, at: float, **extra: object) -> BarState:
+class BarWords(TypedDict, total=False):
+    """What a frame says of its bar beside the count (BarState's fields of the same names); none given: kept."""
+
+    bs: int | None
+    avail_mem_gb: float | None
+    label: str
+    zero_at: float | None
+
+
+def start_bar(done: int, total: int, when: float, clock: str, at: float, **extra: Unpack[BarWords]) -> BarState:
     """A bar seen for the first time (or restarted): sampled at `when` on its own axis, at `at` on our clock."""
     done = max(0, min(done, total)) if total > 0 else max(0, done)
     return BarState(
@@ -20,16 +33,16 @@ def start_bar(done: int, total: int, when: float, clock: str, at: float, **extra
         updated_at=at,
         samples=((when, done),),
         sample_clock=clock,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 
-def advance_bar(bar: BarState, done: int, when: float, clock: str, at: float, **extra: object) -> BarState:
+def advance_bar(bar: BarState, done: int, when: float, clock: str, at: float, **extra: Unpack[BarWords]) -> BarState:
     """A new frame of the same bar: keep the max done seen, add a sample when it moved, refresh rate and ETA.
     `at`: when the frame was printed, on our clock (tui.core.clocks): the ETA decays with the silence since."""
     done = min(done, bar.total) if bar.total > 0 else done
     if done <= bar.done:
-        return replace(bar, **extra) if extra else bar  # type: ignore[arg-type]
+        return replace(bar, **extra) if extra else bar
     samples = bar.samples if clock == bar.sample_clock else ()
     samples = _trim(samples + ((when, done),))
     rate = window_rate(samples)
@@ -43,7 +56,7 @@ def advance_bar(bar: BarState, done: int, when: float, clock: str, at: float, **
         sample_clock=clock,
         rate_per_s=rate if rate is not None else bar.rate_per_s,
         eta_s=eta if rate is not None else bar.eta_s,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.clockmap import ClockMap
@@ -19,6 +19,9 @@ from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, M
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
 from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 T = TypeVar("T")
 
@@ -506,12 +509,12 @@ class Readiness:
     past = Fact[Past | None]("setup")
 
     @classmethod
-    def of(cls, **facts: object) -> Readiness:
+    def of(cls, **facts: Unpack[Facts]) -> Readiness:
         """A state from facts named flat (`Readiness.of(phase=…, shards=…)`): for the callers' first state
         and for tests."""
         return cls().evolve(**facts)
 
-    def evolve(self, **facts: object) -> Readiness:
+    def evolve(self, **facts: Unpack[Facts]) -> Readiness:
         """This state with the named facts changed: `dataclasses.replace` on each record they belong to."""
         by_record: dict[str, dict[str, object]] = {}
         top: dict[str, object] = {}
@@ -535,6 +538,135 @@ def _replace(record: _R, changes: dict[str, object]) -> _R:
     """`dataclasses.replace` for these records, which have no init=False fields: the constructor runs on all
     fields, without replace's per-field checks (it was two thirds of the reducer's time)."""
     return type(record)(**{**vars(record), **changes})
+
+
+class Facts(TypedDict, total=False):
+    """The keywords of `Readiness.evolve` and `Readiness.of`, typed: each record, and each fact by its flat name with
+    the type its Fact reads (tests/test_state_facts.py holds the two to one another)."""
+
+    launch: LaunchFacts
+    server: ServerInfo
+    logged: LogFacts
+    shape: ShapeFacts
+    bars: BarFacts
+    rankset: RankFacts
+    probes: HealthFacts
+    gpu: GpuFacts
+    link: LinkFacts
+    proc: ProcessFacts
+    control: ControlFacts
+    progress: ProgressFacts
+    setup: WatchSetup
+    updated_at: float
+    phase: Phase
+    phase_since: float
+    phase_since_log: str | None
+    first_seen_at: float | None
+    timeline: tuple[PhaseSpan, ...]
+    launched: bool
+    launches: int
+    log_restart_at: float | None
+    error: ErrorInfo | None
+    shutdown: Milestone | None
+    log_ready: bool
+    log_ready_at: float | None
+    mid_run: MidRun | None
+    launch_line: bool
+    failed_log_offset: int | None
+
+    latest_milestone: Milestone | None
+    milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...]
+    startup_timings: tuple[tuple[str, float], ...]
+    watchdog_stacks: tuple[ProcessStack, ...]
+    decode: DecodeInfo | None
+    decode_history: tuple[tuple[float, float | None, float | None], ...]
+    prefill_lines: int
+    log_health: Milestone | None
+
+    jit_kernels: int
+    jit_active: bool
+    jit_named: str | None
+    http_server: str | None
+    http_workers: int | None
+    pd_bootstrap: bool
+    pd_warmup: str | None
+    eplb_rebalancing: bool
+    eplb_rebalances: int
+    hf_snapshot: str | None
+    weight_cache: WeightCacheInfo | None
+
+    shards: BarState | None
+    draft_shards: BarState | None
+    capture: BarState | None
+    piecewise: BarState | None
+    capture_now: CaptureBar | None
+    jit: BarState | None
+    warmup_bar: BarState | None
+    weights_mem: WeightsMem | None
+    weight_files: tuple[str, int, int] | None
+
+    ranks: tuple[RankState, ...]
+    tp_rank_max: int | None
+    tp_ranks_seen: tuple[int, ...]
+    tp_inferred: str
+    tp_nranks: int | None
+    tp_spans_nodes: bool
+    pp_seen: bool
+
+    health: tuple[HealthResult, ...]
+    health_checked_at: tuple[tuple[str, float], ...]
+    health_reachable: bool
+    health_ready: bool
+    health_ok_since: float | None
+    server_info: ServerInfoOutcome | None
+    startup_time: tuple[tuple[str, float], ...]
+
+    gpus: GpuSnapshot | None
+    gpus_at: float | None
+    gpu_history: tuple[tuple[int, tuple[float, ...]], ...]
+    gpu_util_history: tuple[tuple[int, tuple[float | None, ...]], ...]
+    gpu_history_at: tuple[float, ...]
+
+    connection: ConnectionStatus
+    connection_detail: str
+    connection_since: float | None
+    source_failures: tuple[tuple[str, str, float], ...]
+
+    process_alive: bool | None
+    process_pids: tuple[int, ...]
+    process_visible: bool
+    process_owner_uid: int | None
+    port_owner: PortOwner | None
+    activity: ActivityState | None
+    process_titled: tuple[tuple[int, str], ...]
+    process_checked_at: float | None
+    quiet_writers: tuple[int, ...]
+    quiet_log_size: int | None
+
+    last_control: ControlResult | None
+    last_control_at: float | None
+
+    last_progress_at: float | None
+    last_progress: str
+    last_progress_logged: bool
+    last_progress_log: str | None
+    stall: StallInfo | None
+    last_log_at: str | None
+    last_log_t: float | None
+    clock: ClockMap | None
+    reading_history: bool
+    log_skipped: int
+    log_grew_at: float | None
+    log_read_at: float | None
+    log_offset: int
+    log_file: LogFile | None
+
+    stall_after: float | None
+    health_probed: bool | None
+    health_port: int | None
+    log_watched: bool | None
+    process_watched: bool | None
+    past: Past | None
 
 
 _RECORDS = frozenset(f.name for f in fields(Readiness))

@@ -5,7 +5,7 @@ They stay strings at run time (the JSON contract prints them as they are), and e
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 # a startup milestone of a scheduler or the main process (tui.core.logmilestones, tui.core.logshapes, the parser)
 MilestoneKind = Literal[
@@ -41,17 +41,22 @@ ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 CONTROL_ACTIONS: frozenset[str] = frozenset(get_args(ControlAction))
 
 
+GPU_SOURCES: frozenset[str] = frozenset(get_args(GpuSource))
+
+
+def _is_control_action(word: str) -> TypeGuard[ControlAction]:
+    return word in CONTROL_ACTIONS
+
+
+def _is_gpu_source(word: str) -> TypeGuard[GpuSource]:
+    return word in GPU_SOURCES
+
+
 def control_action(word: str, default: ControlAction = "stop") -> ControlAction:
     """`word` as a ControlAction when it is one, else `default` (text from a log line or a key binding)."""
-    for action in get_args(ControlAction):
-        if action == word:
-            return action  # type: ignore[no-any-return]
-    return default
+    return word if _is_control_action(word) else default
 
 
 def gpu_source(word: str) -> GpuSource:
     """The probe line's `source` as a GpuSource; a word this version does not know is the probe's."""
-    for source in get_args(GpuSource):
-        if source == word:
-            return source  # type: ignore[no-any-return]
-    return "probe"
+    return word if _is_gpu_source(word) else "probe"

@@ -3,7 +3,6 @@ state directory, where the dumps, the saved logs and the copies go too."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -25,9 +24,8 @@ def default_path(env: dict[str, str] | None = None) -> Path:
     return state_dir(env) / FILENAME
 
 
-def history_path(args: argparse.Namespace) -> Path | None:
-    """The history file for these options; None with --no-history (or options without the history flags: the demo)."""
-    if not hasattr(args, "no_history") or args.no_history:
+def history_path(given: str | None = None, *, off: bool = False) -> Path | None:
+    """The history file: --history PATH (`given`), else the default; None with --no-history (`off`)."""
+    if off:
         return None
-    given = getattr(args, "history", None)
     return Path(given).expanduser() if given else default_path()

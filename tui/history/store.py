@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tui.core.past import OddRow, Past, PastLaunch, past_launch, seconds
 
@@ -76,6 +77,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# A launch as `history` shows it and --json prints it: JSON-shaped (its key, phases and error are nested).
+LaunchRow = dict[str, Any]
 
 
 class HistoryError(Exception):
@@ -277,14 +281,14 @@ class HistoryStore:
                     skipped.append(f"launch {launch_id}: {odd}")
         return Past(key=key, launches=tuple(launches), skipped=tuple(skipped))
 
-    def listing(self, host: str | None = None, limit: int = 50) -> tuple[list[dict[str, object]], tuple[str, ...]]:
+    def listing(self, host: str | None = None, limit: int = 50) -> tuple[list[LaunchRow], tuple[str, ...]]:
         """Launches, newest first (of one host when given), each with its key fields and phases; and the odd rows
         left out, named ("launch 7: total 'x' is not a number")."""
         where, params = ("WHERE host = ?", (host, min(limit, MAX_ROWID))) if host else ("", (min(limit, MAX_ROWID),))
         with self._one_line():
             rows = self.db.execute(f"SELECT {_LAUNCH_COLUMNS} FROM launches {where} ORDER BY started_at DESC, id DESC"
                                    " LIMIT ?", params).fetchall()  # fmt: skip
-            found: list[dict[str, object]] = []
+            found: list[LaunchRow] = []
             skipped: list[str] = []
             for row in rows:
                 try:
@@ -293,11 +297,11 @@ class HistoryStore:
                     skipped.append(f"launch {row[0]}: {odd}")
         return found, tuple(skipped)
 
-    def launches(self, host: str | None = None, limit: int = 50) -> list[dict[str, object]]:
+    def launches(self, host: str | None = None, limit: int = 50) -> list[LaunchRow]:
         """The launches of `listing`, without the odd rows."""
         return self.listing(host, limit)[0]
 
-    def launch(self, launch_id: int) -> dict[str, object] | None:
+    def launch(self, launch_id: int) -> LaunchRow | None:
         """One launch (None when there is no such id); OddRow when its row holds figures no launch can have."""
         if not 0 < launch_id <= MAX_ROWID:
             return None
@@ -347,7 +351,7 @@ class HistoryStore:
         except OddRow as odd:
             raise OddRow(f"bench {row[1]}: {odd}") from None
 
-    def _launch_dict(self, row: tuple[object, ...]) -> dict[str, object]:
+    def _launch_dict(self, row: tuple[object, ...]) -> LaunchRow:
         """A launch row as the dict `history` shows; OddRow when a figure in it is none a launch can have."""
         (launch_id, key_json, host, mark, started, source, outcome, kind, line, total, shards, draft, weight,
          timings, startup_time, key) = row  # fmt: skip

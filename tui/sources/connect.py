@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tui.core.config import HostSpec
 from tui.sources.host import Host
 
-
-@dataclass(frozen=True)
-class HostSpec:
-    """Where to connect: `local`, or an SSH destination with the options the command line gave (None: from
-    ~/.ssh/config or SSH's defaults). Built by the command layer (tui/commands/config.py)."""
-
-    host: str
-    ssh_port: int | None = None
-    user: str | None = None
-    identity: str | None = None
-    known_hosts: str | None = None
-    ssh_config: str | None = None
+__all__ = ["HostSpec", "make_host"]
 
 
 def make_host(spec: HostSpec) -> Host:
@@ -30,9 +18,9 @@ def make_host(spec: HostSpec) -> Host:
 
     return SshHost(
         spec.host,
-        port=spec.ssh_port,
-        user=spec.user,
-        identity=spec.identity,
-        known_hosts=spec.known_hosts,
-        ssh_config=spec.ssh_config,
+        port=spec.ssh.port,
+        user=spec.ssh.user,
+        identity=spec.ssh.identity,
+        known_hosts=spec.ssh.known_hosts,
+        ssh_config=spec.ssh.config,
     )

@@ -261,8 +261,9 @@ class ServerControl(ProcessWatch):
         )
 
 
-def controller(host: Host, config: WatchConfig) -> ServerControl:
-    """The ServerControl the options describe (the keys' restart/terminate/kill, `--launch`)."""
+def controller(host: Host, config: WatchConfig, *, grace_s: float = DEFAULT_GRACE_S) -> ServerControl:
+    """The ServerControl the options describe (the keys' restart/terminate/kill, `--launch`, `stop`: TERM to KILL
+    after grace_s)."""
     return ServerControl(
         host,
         port=config.port,
@@ -271,12 +272,18 @@ def controller(host: Host, config: WatchConfig) -> ServerControl:
         cwd=config.cwd,
         remote_python=config.remote_python,
         sim_gpus=config.sim_gpus,
+        grace_s=grace_s,
     )
+
+
+def watch_only(host: Host, config: WatchConfig) -> ProcessWatch:
+    """A ProcessWatch of the server the options name, which cannot signal it (`--read-only`, `dump`)."""
+    return ProcessWatch(host, port=config.port, log_path=config.log)
 
 
 def process_watch(host: Host, config: WatchConfig, given: ServerControl | None = None) -> ProcessWatch:
     """What watches the server's processes: under read_only a ProcessWatch alone (nothing that can signal a
     process is built); else a controller, the one given (the demo's) or one from the options."""
     if config.read_only:
-        return ProcessWatch(host, port=config.port, log_path=config.log)
+        return watch_only(host, config)
     return given if given is not None else controller(host, config)

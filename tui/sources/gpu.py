@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from tui.core.events import GpuSnapshot
@@ -43,7 +43,7 @@ def _last_line(data: bytes) -> str:
 
 async def gpu_snapshots(
     host: Host, *, remote_python: str = "python3", interval: float = 1.0, sim_dir: str | None = None
-) -> AsyncIterator[GpuSnapshot]:
+) -> AsyncGenerator[GpuSnapshot, None]:
     """One GpuSnapshot per probe tick, forever (until the consumer stops iterating)."""
     command = probe_command(remote_python, interval=interval, sim_dir=sim_dir)
     script = probe_script()

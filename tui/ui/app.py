@@ -183,12 +183,12 @@ class ServerView(_Node):
         ready_clock_ticks: int = 1,
         keymap: dict[str, str] | None = None,
         theme: str | None = None,
-        theme_file: Path | None = None,
+        keep_theme: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__()
         self._remaps = dict(keymap or {})  # action id -> keys, from the settings ([keys])
         self._theme_wanted = theme
-        self._theme_file = theme_file  # where a theme chosen from the palette is kept (None: not kept)
+        self._keep_theme_in = keep_theme  # keeps a theme chosen in the palette (None: not kept); a problem as a line
         self._theme_kept: str | None = None
         self.ready_clock_ticks = max(1, ready_clock_ticks)
         """Once ready, the shown clock steps every this many ticks (watch passes READY_CLOCK_TICKS)."""
@@ -275,7 +275,7 @@ class ServerView(_Node):
                         severity="warning",
                         timeout=10,
                     )
-            if self._theme_file is not None:
+            if self._keep_theme_in is not None:
                 self._theme_kept = app.theme
                 app.theme_changed_signal.subscribe(app, self._keep_theme)
         self.log_pane.view.focus()
@@ -831,12 +831,10 @@ class ServerView(_Node):
     def _keep_theme(self, theme: object) -> None:
         """A theme chosen in the app (the palette) sticks: written to the config file, once per change."""
         name = str(getattr(theme, "name", theme))
-        if self._theme_file is None or name == self._theme_kept:
+        if self._keep_theme_in is None or name == self._theme_kept:
             return
-        from tui.ui.settings import save_theme
-
         self._theme_kept = name
-        problem = save_theme(name, self._theme_file)
+        problem = self._keep_theme_in(name)
         if problem:
             self.notify(problem, severity="warning", timeout=10)
 

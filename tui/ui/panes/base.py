@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from rich.text import Text
 from textual import events
@@ -13,6 +13,10 @@ from textual.widgets import Static
 from tui.core.state import Readiness
 from tui.core.termtext import terminal_safe
 from tui.ui.text import safe_text
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 
 def same_facts(a: Readiness, b: Readiness) -> bool:
@@ -54,8 +58,8 @@ class StatePane(Static):
     uses_clock: ClassVar[bool] = True  # False: the pane never shows a time, so ticks never redraw it
     compact: bool = False  # folded for a short terminal (the panes that fold draw less when set)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__(**kwargs)
         self._drawn: Text | None = None
 
     @property

@@ -5,6 +5,8 @@ Drawn only when a new sample arrived, the size changed or it was shown: a clock 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.text import Text
 from textual.reactive import var
@@ -14,6 +16,10 @@ from tui.core.fmt import GIB
 from tui.core.state import Readiness
 from tui.ui.chart import STYLES, Series, chart
 from tui.ui.panes.base import StateAt, set_titles
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 
 def _marker(index: int) -> str:
@@ -55,8 +61,8 @@ class GpuChart(Static):
     view: var[StateAt] = var(StateAt(Readiness(), 0.0), init=False)
     active: var[bool] = var(False, init=False)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__("", **kwargs)
         self._drawn: object = None
         self.shown = ""
         set_titles(self, "GPUs over time", None)

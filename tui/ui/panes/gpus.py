@@ -3,6 +3,8 @@ them), holding process and memory history."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.reactive import var
 from textual.widgets import DataTable
@@ -13,6 +15,10 @@ from tui.core.state import Readiness
 from tui.core.termtext import terminal_safe
 from tui.ui.panes.base import StateAt, set_titles
 from tui.ui.text import bar, sparkline
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 STALE_AFTER_S = 5.0
 BAR_WIDTH = 14
@@ -96,8 +102,8 @@ class GpuPane(DataTable[Text]):
     view: var[StateAt] = var(StateAt(Readiness(), 0.0), init=False)
     """The readiness state and the clock (bound to the app's)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="none", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__(cursor_type="none", zebra_stripes=False, **kwargs)
         self.border_title = "GPUs"
         self._title = "GPUs"
         self._error: str | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import events
 from textual.reactive import var
@@ -22,6 +24,10 @@ from tui.ui.labels import (
     stopped_by_us,
 )
 from tui.ui.panes.base import StatePane
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 STALE_AFTER_S = 5.0  # data older than this (with the link not connected) is labelled stale
 
@@ -61,7 +67,9 @@ class HeaderPane(StatePane):
 
     paused: var[bool] = var(False, init=False)
 
-    def __init__(self, host_label: str, *, read_only: bool = False, port: int | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, host_label: str, *, read_only: bool = False, port: int | None = None, **kwargs: Unpack[WidgetArgs]
+    ) -> None:
         super().__init__(**kwargs)
         self.host_label = host_label
         self.read_only = read_only

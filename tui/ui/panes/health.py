@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from tui.core.fmt import ago
@@ -9,6 +11,10 @@ from tui.core.state import Phase, Readiness
 from tui.ui.labels import control_summary, health_is_old, source_failure
 from tui.ui.panes.base import StatePane, set_titles
 from tui.ui.text import sparkline
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 _OUTCOME_STYLES = {
     "ok": "green",
@@ -29,7 +35,7 @@ class HealthPane(StatePane, can_focus=True):
     HealthPane { width: 48; height: auto; min-height: 6; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
         super().__init__(**kwargs)
         self.border_title = "health · decode"
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
 from tui.ui import actions
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,8 @@ class KeyBar(Static):
     KeyBar { dock: bottom; height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__(**kwargs)
         self._keys_for: tuple[object, ...] | None = None
         self._click_spans: list[tuple[int, int, str]] = []
         self.shown: list[KeyHint] = []

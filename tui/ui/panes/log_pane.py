@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -12,6 +13,10 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from tui.ui.panes.log_view import LogLine, LogView
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 SEVERITY_WORDS = {"warning": "warnings and errors", "error": "errors only"}
 
@@ -33,8 +38,8 @@ class LogPane(Vertical):
     LogPane.-searching > Input { display: block; }
     """
 
-    def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, max_lines: int = 20_000, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__(**kwargs)
         self._max_lines = max_lines
         self._early_lines: list[LogLine] = []
         self._early_live: str | None = None

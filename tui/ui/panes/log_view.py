@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
+from enum import Enum
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -20,12 +22,22 @@ from tui.core.probes import is_probe_line
 from tui.core.ranklabels import sort_key
 from tui.core.termtext import terminal_safe
 from tui.ui.text import wrap_spans
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 # The SGLang envelope `[2025-11-29 10:00:09 DP1 TP3] …`: the rank label, for the rank filter.
 _RANK_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:[A-Z]{2}\d+ ?)+)\]")
 
 
-_UNKNOWN = object()
+class _Unknown(Enum):
+    """Not worked out yet (None is a known answer: no kind, no rank)."""
+
+    UNKNOWN = 0
+
+
+_UNKNOWN = _Unknown.UNKNOWN
 
 
 class LogLine:
@@ -34,7 +46,9 @@ class LogLine:
 
     __slots__ = ("text", "_kind", "_rank")
 
-    def __init__(self, text: str, kind: object = _UNKNOWN, rank: object = _UNKNOWN) -> None:
+    def __init__(
+        self, text: str, kind: str | None | _Unknown = _UNKNOWN, rank: str | None | _Unknown = _UNKNOWN
+    ) -> None:
         self.text = text
         self._kind = kind
         self._rank = rank
@@ -45,7 +59,7 @@ class LogLine:
         (tui.core.loglines.classify_line)."""
         if self._kind is _UNKNOWN:
             self._kind = "probe" if is_probe_line(self.text) else classify_line(self.text)
-        return self._kind  # type: ignore[return-value]
+        return self._kind
 
     @property
     def is_probe(self) -> bool:
@@ -57,7 +71,7 @@ class LogLine:
         if self._rank is _UNKNOWN:
             match = _RANK_PREFIX.match(self.text)
             self._rank = match.group(1).strip() if match else None
-        return self._rank  # type: ignore[return-value]
+        return self._rank
 
     def __repr__(self) -> str:
         return f"LogLine({self.text!r})"
@@ -105,8 +119,8 @@ class LogView(ScrollView, can_focus=True):
     pending: var[int] = var(0)
     """Lines that arrived while the view was not following."""
 
-    def __init__(self, max_lines: int = 20_000, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, max_lines: int = 20_000, **kwargs: Unpack[WidgetArgs]) -> None:
+        super().__init__(**kwargs)
         self.max_lines = max_lines
         self._lines: list[LogLine] = []
         self._base = 0  # absolute number of self._lines[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -13,6 +14,10 @@ from tui.core.state import BarState, Phase, RankState, Readiness
 from tui.ui.labels import MILESTONE_SHORT, stopped_by_tool
 from tui.ui.panes.base import StatePane
 from tui.ui.text import bar
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 FAILED_WORD = "failed"  # the rank whose line says why the launch failed (ErrorInfo.rank)
@@ -161,7 +166,7 @@ class ShardsPane(StatePane, can_focus=True):
         """Ticks redraw the pane only while a bar moves: its ETA decays with the clock, and is withdrawn."""
         return self.state.phase in (Phase.LOADING_WEIGHTS, Phase.CUDA_GRAPH)
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
         super().__init__(**kwargs)
         self.border_title = "weights · cuda graphs · ranks"
         self.compact = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from tui.core import fmt
@@ -11,6 +13,10 @@ from tui.core.state import Phase, Readiness
 from tui.core.timeline import span_duration
 from tui.ui.labels import PHASE_NAMES, draft_label, failed_phase, stopped_by_tool
 from tui.ui.panes.base import StatePane
+from tui.ui.widgetargs import WidgetArgs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from 3.11
 
 STARTUP: tuple[Phase, ...] = (
     Phase.STARTING,
@@ -46,7 +52,7 @@ class TimelinePane(StatePane):
     TimelinePane { width: 50; height: auto; border: round $panel; border-title-color: $text-muted; padding: 0 1; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetArgs]) -> None:
         super().__init__(**kwargs)
         self.border_title = "timeline"
 
