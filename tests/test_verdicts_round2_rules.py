@@ -197,7 +197,7 @@ def test_a_ready_state_is_confirmed_only_by_liveness_after_its_last_fact() -> No
 
 
 def test_a_nonzero_node_is_ready_only_once_its_processes_are_seen_alive() -> None:
-    head = WATCHED.evolve(phase=Phase.READY)
+    head = WATCHED.evolve(phase=Phase.READY, log_ready=True)  # node 0's log said fired up
     node1 = Readiness.of(process_watched=True, phase=Phase.CUDA_GRAPH)
     dep = dm.nodes([("node0", "h0"), ("node1", "h1")]).with_state("node0", head).with_state("node1", node1)
     assert dm.deployment_phase(dep) is Phase.WARMUP
@@ -209,6 +209,8 @@ def test_a_nonzero_node_is_ready_only_once_its_processes_are_seen_alive() -> Non
     assert dm.deployment_phase(alive) is Phase.READY and deployment_line(alive) == "ready: 2 nodes"
     unseen = dep.with_state("node1", node1.evolve(process_visible=False))  # another uid: the log decides
     assert dm.deployment_phase(unseen) is Phase.READY
+    unread = dep.with_state("node0", WATCHED.evolve(phase=Phase.READY))  # /health 200, its log not read yet
+    assert dm.member_phase(unread, unread.member("node0")) is Phase.WARMUP  # ready waits for its ranks and TP
 
 
 def test_a_200_from_an_earlier_launch_that_is_gone_says_nothing_of_what_listens_now() -> None:
