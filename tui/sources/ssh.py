@@ -23,6 +23,7 @@ from asyncssh.listener import create_tcp_forward_listener
 
 from tui.core.events import ConnectionState
 from tui.sources.backoff import backoff_delays
+from tui.sources.bounded import wait_at_most
 from tui.sources.host import CommandResult, Host, HostAuthError, HostError, HostUnreachable, RemoteProcess
 from tui.sources.hostkeys import (
     DEFAULT_KNOWN_HOSTS,
@@ -140,8 +141,8 @@ class SshProcess(RemoteProcess):
             pass
         self._proc.close()
         try:
-            await asyncio.wait_for(self._proc.wait_closed(), 5.0)
-        except (asyncio.TimeoutError, *_LINK_ERRORS):
+            await wait_at_most(self._proc.wait_closed(), 5.0)
+        except _LINK_ERRORS:
             pass
 
 
@@ -408,8 +409,8 @@ class SshHost(Host):
         if conn is not None:
             conn.close()
             try:
-                await asyncio.wait_for(conn.wait_closed(), 5.0)
-            except (asyncio.TimeoutError, *_LINK_ERRORS):
+                await wait_at_most(conn.wait_closed(), 5.0)
+            except _LINK_ERRORS:
                 pass
         self._notify()
 
