@@ -12,27 +12,14 @@ node_rank = 0           # role node only (default: the order of the node entries
 
 from __future__ import annotations
 
-import difflib
-import sys
-
+from tui.commands.toml_tables import entries as table_entries
+from tui.commands.toml_tables import hint, read_toml
 from tui.core.deployment import ROLES
 from tui.sources.deployment import MemberSpec
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover  (Python 3.10)
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-
 
 def load(path: str, *, sim_gpus: str | None = None) -> list[MemberSpec]:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as err:
-        raise ValueError(f"--deployment {path}: cannot read it ({err.strerror or err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"--deployment {path}: not valid TOML ({err})") from None
-    return parse(data, path, sim_gpus=sim_gpus)
+    return parse(read_toml(path, f"--deployment {path}"), path, sim_gpus=sim_gpus)
 
 
 MEMBER_KEYS = ("name", "role", "host", "port", "log", "bootstrap_port", "node_rank")
@@ -43,16 +30,7 @@ def parse(data: dict[str, object], path: str = "FILE", *, sim_gpus: str | None =
     misspelt `port` would have fallen back to 30000 silently), a value of the wrong type (`port = true` is a
     bool, not a port), a key of another role, two nodes with one node_rank."""
     where = f"--deployment {path}"
-    extra = sorted(set(data) - {"member", "members"})
-    if extra:
-        raise ValueError(
-            f"{where}: unknown top-level key {extra[0]!r}{_hint(extra[0], ('member',))}; use [[member]] tables"
-        )
-    if "member" in data and "members" in data:
-        raise ValueError(f"{where}: both [[member]] and [[members]]: use one")
-    entries = data.get("member", data.get("members"))
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{where}: no members; add [[member]] tables with name, role, host, port, log")
+    entries = table_entries(data, where, "member", "name, role, host, port, log")
     gpus = sim_gpus.split(",") if sim_gpus else []
     specs: list[MemberSpec] = []
     ranks: dict[int, str] = {}
@@ -66,7 +44,7 @@ def parse(data: dict[str, object], path: str = "FILE", *, sim_gpus: str | None =
         unknown = sorted(set(entry) - set(MEMBER_KEYS))
         if unknown:
             raise ValueError(
-                f"{at}: unknown key {unknown[0]!r}{_hint(unknown[0], MEMBER_KEYS)}; keys: {', '.join(MEMBER_KEYS)}"
+                f"{at}: unknown key {unknown[0]!r}{hint(unknown[0], MEMBER_KEYS)}; keys: {', '.join(MEMBER_KEYS)}"
             )
         role = entry.get("role", "server")
         if role not in ROLES:
@@ -102,8 +80,3 @@ def _port(entry: dict[str, object], key: str, default: int, at: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536:
         raise ValueError(f"{at}: {key} {value!r} is not a TCP port (1-65535)")
     return value
-
-
-def _hint(key: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -11,17 +11,12 @@ group = "prod"              # free text: shown by `/` and in --json
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
-from tui.commands.deployment_file import _hint
 from tui.commands.targets import FleetTarget, JobTarget, ServerTarget, fleet_target
+from tui.commands.toml_tables import entries as table_entries
+from tui.commands.toml_tables import hint, read_toml
 from tui.core.slurmjob import is_slurm_target
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover  (Python 3.10)
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 SERVER_KEYS = ("name", "target", "port", "log", "group")
 
@@ -34,14 +29,7 @@ class InventoryEntry:
 
 
 def load(path: str) -> list[InventoryEntry]:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as err:
-        raise ValueError(f"--inventory {path}: cannot read it ({err.strerror or err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"--inventory {path}: not valid TOML ({err})") from None
-    return parse(data, path)
+    return parse(read_toml(path, f"--inventory {path}"), path)
 
 
 def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
@@ -49,16 +37,7 @@ def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
     would have watched 30000 silently), a value of the wrong type, a port or log given twice, two entries with one
     name."""
     where = f"--inventory {path}"
-    extra = sorted(set(data) - {"server", "servers"})
-    if extra:
-        raise ValueError(
-            f"{where}: unknown top-level key {extra[0]!r}{_hint(extra[0], ('server',))}; use [[server]] tables"
-        )
-    if "server" in data and "servers" in data:
-        raise ValueError(f"{where}: both [[server]] and [[servers]]: use one")
-    entries = data.get("server", data.get("servers"))
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{where}: no servers; add [[server]] tables with name, target, port, log, group")
+    entries = table_entries(data, where, "server", "name, target, port, log, group")
     out: list[InventoryEntry] = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
@@ -69,7 +48,7 @@ def parse(data: dict[str, object], path: str = "FILE") -> list[InventoryEntry]:
         unknown = sorted(set(entry) - set(SERVER_KEYS))
         if unknown:
             raise ValueError(
-                f"{at}: unknown key {unknown[0]!r}{_hint(unknown[0], SERVER_KEYS)}; keys: {', '.join(SERVER_KEYS)}"
+                f"{at}: unknown key {unknown[0]!r}{hint(unknown[0], SERVER_KEYS)}; keys: {', '.join(SERVER_KEYS)}"
             )
         if not isinstance(target_text, str) or not target_text:
             raise ValueError(
