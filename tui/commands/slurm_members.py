@@ -38,6 +38,7 @@ class SlurmMembers:
     base: Host
     cli: SlurmCli
     notes: list[str] = field(default_factory=list)  # what was decided on the way (said by the command)
+    owns_base: bool = True  # close() closes the base host too (else its opener does)
 
     @property
     def job_id(self) -> str:
@@ -45,7 +46,8 @@ class SlurmMembers:
 
     async def close(self) -> None:
         await asyncio.gather(*(h.close() for h in self.hosts), return_exceptions=True)
-        await self.base.close()
+        if self.owns_base:
+            await self.base.close()
 
 
 def node_logs(job: JobNodes, pattern: str | None) -> tuple[list[str | None], str]:
@@ -147,8 +149,19 @@ async def _pick_job(cli: SlurmCli, base: Host, remote_python: str, say: Callable
     return found[0].job_id
 
 
-async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None]) -> SlurmMembers | int:
-    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said."""
+@dataclass
+class OpenJob:
+    """A job the HOST names, Slurm's commands reached (here, or on the login node: `base`, connected)."""
+
+    target: sj.SlurmTarget
+    job_id: str
+    base: Host
+    cli: SlurmCli
+
+
+async def open_job(target: Target, server: WatchConfig, say: Callable[[str], None]) -> OpenJob | int:
+    """Parse the HOST, connect to where Slurm's commands are, pick the job (`slurm:`: the one running SGLang) and
+    check Slurm knows it; else the exit code after one line was said (2, 4, 6)."""
     try:
         job_target = sj.parse_target(target.host)
     except sj.SlurmTargetError as err:
@@ -156,7 +169,7 @@ async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None
         return EXIT_BAD_ARGS
     base = make_host(target.spec(job_target.login or "local"))
     try:
-        found = await _resolve(server, target.discover, job_target, base, say)
+        found = await _open(server, job_target, base, say)
     except BaseException:
         await base.close()
         raise
@@ -165,9 +178,7 @@ async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None
     return found
 
 
-async def _resolve(
-    server: WatchConfig, discover: bool, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]
-) -> SlurmMembers | int:
+async def _open(server: WatchConfig, target: sj.SlurmTarget, base: Host, say: Callable[[str], None]) -> OpenJob | int:
     try:
         await base.connect()
     except HostError as exc:
@@ -176,8 +187,36 @@ async def _resolve(
     cli = SlurmCli(base)
     try:
         job_id = target.job_id or await _pick_job(cli, base, server.remote_python, say)
-        if isinstance(job_id, int):
-            return job_id
+    except SlurmError as exc:
+        say(str(exc))
+        return EXIT_CONNECT
+    if isinstance(job_id, int):
+        return job_id
+    return OpenJob(target, job_id, base, cli)
+
+
+async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None]) -> SlurmMembers | int:
+    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said."""
+    opened = await open_job(target, server, say)
+    if isinstance(opened, int):
+        return opened
+    try:
+        found = await members_of(opened, server, target.discover, say)
+    except BaseException:
+        await opened.base.close()
+        raise
+    if isinstance(found, int):
+        await opened.base.close()
+    return found
+
+
+async def members_of(
+    opened: OpenJob, server: WatchConfig, discover: bool, say: Callable[[str], None], *, owns_base: bool = True
+) -> SlurmMembers | int:
+    """The running job's nodes as members (one SrunHost each), or the exit code after one line (6: no such job,
+    or not running). `owns_base`: the members close the base host with theirs."""
+    target, job_id, base, cli = opened.target, opened.job_id, opened.base, opened.cli
+    try:
         job = await cli.job(job_id)
         if job is None:
             say(f"no Slurm job {job_id}" + (f" on {target.login}" if target.login else "") + ": nothing to watch")
@@ -203,7 +242,7 @@ async def _resolve(
                    sim_gpus=(sims[i] if i < len(sims) else sims[-1]) if sims else None)
         for i, n in enumerate(nodes.nodes)
     ]  # fmt: skip
-    members = SlurmMembers(target, nodes, specs, hosts, base, cli, [where])
+    members = SlurmMembers(target, nodes, specs, hosts, base, cli, [where], owns_base=owns_base)
     if discover:
         members.notes.append(await _find_port(members))
     return members

@@ -443,6 +443,23 @@ class WeightFiles:
     files: int = 0
 
 
+@dataclass(frozen=True)
+class SlurmJobState:
+    """The Slurm job the server runs in, as one squeue call said this cycle (tui/sources/slurm.py): its state
+    word (PENDING, RUNNING, CANCELLED, …, or GONE once Slurm no longer knows it), why it waits, how long it has
+    been in the queue and when Slurm expects it to start (seconds, on the Slurm host's own clock at the look),
+    and whether sglang-tui cancelled it (`stop` marks the job before its scancel)."""
+
+    job_id: str
+    state: str
+    reason: str = ""
+    queued_s: float | None = None  # seconds since the (latest) submit, when pending
+    starts_in_s: float | None = None  # Slurm's expected start, seconds from the look (pending, when it gives one)
+    nodes: str = ""
+    ours: bool = False  # cancelled by sglang-tui (its mark on the job)
+    restarts: int = 0
+
+
 Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line addition)
     ServerArgs,
     Milestone,
@@ -469,6 +486,7 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     WatchdogDump,
     JitHint,
     WeightFiles,
+    SlurmJobState,
 ]
 
 __all__ = [
@@ -497,6 +515,7 @@ __all__ = [
     "ServerArgs",
     "ServerInfoAnswer",
     "ServerProcess",
+    "SlurmJobState",
     "SourceFailed",
     "SpeculativeHint",
     "Tick",

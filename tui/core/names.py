@@ -7,6 +7,7 @@ from __future__ import annotations
 from tui.core.state import Phase, Readiness
 
 PHASE_NAMES: dict[Phase, str] = {
+    Phase.QUEUED: "queued",
     Phase.STARTING: "starting",
     Phase.INIT: "init (distributed)",
     Phase.LOADING_WEIGHTS: "loading weights",
@@ -26,6 +27,7 @@ ERROR_KIND_NAMES: dict[str, str] = {
     "model_not_found": "model not found",
     "exception": "exception",
     "other": "error",
+    "slurm_job": "Slurm",
 }
 
 

@@ -36,11 +36,13 @@ from tui.core.events import (
     SpeculativeHint,
     Tick,
     WatchdogDump,
+    SlurmJobState,
     WeightFiles,
 )
 from tui.core.find_grace import FIND_GRACE_S
 from tui.core.fold_bars import BAR_PHASE, on_bar, on_weight_files
 from tui.core.fold_gpus import GPU_HISTORY, on_gpus
+from tui.core.fold_job import on_slurm_job
 from tui.core.fold_launch import on_control, on_launch, on_log_reset
 from tui.core.fold_log import (
     MILESTONE_PHASE,
@@ -153,6 +155,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_source_failed(s, ev, now)
         case WeightFiles():
             return on_weight_files(s, ev, now)
+        case SlurmJobState():
+            return on_slurm_job(s, ev, now)
 
 
 def _finish(s: Readiness, now: float) -> Readiness:

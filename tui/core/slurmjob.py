@@ -8,7 +8,11 @@ Pure: the commands that produce this text run in tui/sources/slurm.py.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
+from datetime import datetime
+
+from tui.core.events import SlurmJobState
 
 PREFIX = "slurm:"
 
@@ -370,3 +374,67 @@ def _fields(job: SlurmJob, index: int, hostname: str, step_id: str | None) -> Pa
         job_id=job.job_id, job_name=job.name, user=job.user, node_index=index, hostname=hostname, task_id=index,
         step_id=step_id, array_job_id=job.array_job_id, array_task_id=job.array_task_id, work_dir=job.work_dir,
     )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ the queue, each cycle
+
+# One squeue line per job: id, long state, reason, submit time, (expected) start time, nodes, comment (last: free
+# text). `-t all` keeps the jobs that ended while Slurm still remembers them (MinJobAge), with their final word.
+QUEUE_FORMAT = "%i|%T|%r|%V|%S|%N|%k"
+QUEUE_NOW = "SGLANG_TUI_NOW"  # the line the look ends with: the Slurm host's clock (Slurm's times are its local time)
+STOP_MARK = "sglang-tui stop"  # the job's Comment while `stop` cancels it: a watcher says "stopped", not "failed"
+
+
+def queue_command(job_ids: tuple[str, ...] | list[str]) -> str:
+    """One look at the queue for every job followed (one squeue call), then the host's clock."""
+    quote = shlex.quote
+    ids = quote(",".join(job_ids))
+    return (
+        f"squeue -h -t all -j {ids} -o {quote(QUEUE_FORMAT)} 2>&1; "
+        f'echo "{QUEUE_NOW} $? $(date +%Y-%m-%dT%H:%M:%S)"'
+    )
+
+
+def _slurm_time(text: str) -> float | None:
+    """`2026-12-06T11:37:18` as seconds (naive: only differences on one host's clock are used); None for N/A."""
+    try:
+        return datetime.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+class QueueLookError(ValueError):
+    """squeue failed for another reason than jobs it no longer knows: str() is its own words."""
+
+
+def parse_queue(text: str, job_ids: tuple[str, ...] | list[str]) -> dict[str, SlurmJobState]:
+    """queue_command's output as job id -> SlurmJobState for each job asked for; a job squeue no longer lists
+    (or calls an invalid id) is GONE. QueueLookError when squeue itself failed (slurmctld down, …)."""
+    lines = text.splitlines()
+    marker = next((line for line in reversed(lines) if line.startswith(QUEUE_NOW + " ")), None)
+    if marker is None:
+        raise QueueLookError("squeue gave no answer")
+    _, code, clock = (marker.split(" ", 2) + ["", ""])[:3]
+    now = _slurm_time(clock)
+    found: dict[str, SlurmJobState] = {}
+    errors = []
+    for line in lines:
+        if line is marker or line.startswith(QUEUE_NOW + " "):
+            continue
+        fields = line.split("|", 6)
+        if len(fields) != 7 or not fields[0].strip():
+            if line.strip():
+                errors.append(line.strip())
+            continue
+        job, state, reason, submit, start, nodes, comment = (f.strip() for f in fields)
+        submitted, starts = _slurm_time(submit), _slurm_time(start)
+        pending = state in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING")
+        found[job] = SlurmJobState(
+            job_id=job, state=state, reason=_null(reason),
+            queued_s=(now - submitted) if pending and now is not None and submitted is not None else None,
+            starts_in_s=(starts - now) if pending and now is not None and starts is not None else None,
+            nodes=_null(nodes), ours=comment == STOP_MARK,
+        )  # fmt: skip
+    if code != "0" and not all("Invalid job id" in e for e in errors):
+        raise QueueLookError("; ".join(errors)[:300] or f"squeue exit status {code}")
+    return {j: found.get(j) or SlurmJobState(job_id=j, state="GONE") for j in job_ids}

@@ -40,7 +40,7 @@ JIT_COMPILE = 20 * MINUTE  # a DeepGEMM JIT session compiles silently between it
 SHARD_INTERVALS = 10.0
 HISTORY_FACTOR = 3.0
 HISTORY_FLOOR_S = 120.0  # a silent phase (warmup, a JIT compile) is never cut shorter than this
-NEVER_STALLED = (Phase.READY, Phase.SERVING, Phase.FAILED)
+NEVER_STALLED = (Phase.QUEUED, Phase.READY, Phase.SERVING, Phase.FAILED)  # a queue is Slurm's wait, no stall
 
 
 def limit_for(state: Readiness) -> float | None:

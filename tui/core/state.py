@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.clockmap import ClockMap
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner, SlurmJobState
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
 from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
@@ -29,6 +29,7 @@ T = TypeVar("T")
 class Phase(str, Enum):
     """Startup phases, in order; FAILED can follow any of them."""
 
+    QUEUED = "queued"  # a Slurm job waiting in the queue: nothing of the server can run yet
     STARTING = "starting"  # launched / attached, nothing from the ranks yet
     INIT = "init"  # torch distributed / parallel init
     LOADING_WEIGHTS = "loading_weights"
@@ -225,6 +226,8 @@ class LaunchFacts:
     mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
     launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
     failed_log_offset: int | None = None  # how far the log was read when it failed (the end of the failure's bytes)
+    slurm_job: SlurmJobState | None = None  # the Slurm job it runs in, as the last look at the queue said
+    slurm_job_at: float | None = None  # clock time of that look (its queued_s and starts_in_s count from it)
 
 
 @dataclass(frozen=True)
@@ -413,6 +416,8 @@ class Readiness:
     mid_run = Fact[MidRun | None]("launch")
     launch_line = Fact[bool]("launch")
     failed_log_offset = Fact[int | None]("launch")
+    slurm_job = Fact[SlurmJobState | None]("launch")
+    slurm_job_at = Fact[float | None]("launch")
 
     latest_milestone = Fact[Milestone | None]("logged")
     milestone_ranks = Fact[tuple[tuple[str, tuple[str, ...]], ...]]("logged")
@@ -573,6 +578,8 @@ class Facts(TypedDict, total=False):
     mid_run: MidRun | None
     launch_line: bool
     failed_log_offset: int | None
+    slurm_job: SlurmJobState | None
+    slurm_job_at: float | None
 
     latest_milestone: Milestone | None
     milestone_ranks: tuple[tuple[str, tuple[str, ...]], ...]

@@ -26,7 +26,8 @@ HealthOutcome = Literal["ok", "starting", "http_error", "garbage", "refused", "t
 ServerInfoOutcome = Literal["ok", "starting", "http_error", "garbage", "refused", "timeout", "error", "foreign"]
 ControlAction = Literal["launch", "restart", "terminate", "kill", "stop"]
 StopAction = Literal["terminate", "kill", "stop", "restart"]  # restart stops first
-ErrorKind = Literal["oom", "nccl", "port_in_use", "model_not_found", "exception", "other"]
+# slurm_job: the Slurm job the server ran in ended (cancelled, failed, timed out, node failure, …): Slurm's word
+ErrorKind = Literal["oom", "nccl", "port_in_use", "model_not_found", "exception", "other", "slurm_job"]
 StoppedBy = Literal["", "sglang-tui", "outside"]  # who stopped it: not a stop, our own, someone else's signal
 BarName = Literal["weights", "draft_weights", "capture", "piecewise", "jit", "warmup"]
 CaptureBar = Literal["capture", "piecewise"]  # the CUDA graph capture bars: the regular one, 0.5.x's piecewise one

@@ -49,6 +49,8 @@ def line(v: Verdict, s: Readiness, now: float) -> str:
     """The words of verdict `v` of state `s` (a deployment's combined state: the deployment's line)."""
     if isinstance(s, dm.Combined) and v.kind not in ENDED_KINDS:
         return deployment_line(s.deployment)
+    if v.kind == "starting" and s.phase is Phase.QUEUED:
+        return queued_words(s, now)
     if v.kind == "starting":
         return progress_words(s, now)
     if v.kind in ("ready", "serving"):
@@ -67,6 +69,19 @@ def line(v: Verdict, s: Readiness, now: float) -> str:
     if v.kind == "bad_arguments" and s.log_file is not None:
         return f"{log_file_line(s.log_file)}; pass the log file inside it"
     return ended_line(v, s)
+
+
+def queued_words(s: Readiness, now: float) -> str:
+    """A Slurm job in the queue: "queued: Resources, 3m10s in queue, Slurm expects it to start in 5m00s"."""
+    job = s.slurm_job
+    if job is None:
+        return "queued"
+    looked = now - s.slurm_job_at if s.slurm_job_at is not None else 0.0
+    why = job.reason if job.reason and job.reason != "None" else job.state.lower()
+    text = f"queued: {why}, {fmt.duration(max(0.0, now - s.phase_since))} in queue"
+    if job.starts_in_s is not None and job.starts_in_s - looked > 0:
+        text += f", Slurm expects it to start in {fmt.duration(job.starts_in_s - looked)}"
+    return text + (f" (slurm job {job.job_id}, restart {job.restarts})" if job.restarts else "")
 
 
 def _up_words(s: Readiness, now: float) -> str:
@@ -119,7 +134,8 @@ def _during(phase: Phase | None) -> str:
     """ " in loading weights", " once ready", " while serving": when a failure came ("" when not known)."""
     if phase is None:
         return ""
-    return {Phase.READY: " once ready", Phase.SERVING: " while serving"}.get(phase, f" in {phase_words(phase)}")
+    during = {Phase.QUEUED: " in the queue", Phase.READY: " once ready", Phase.SERVING: " while serving"}
+    return during.get(phase, f" in {phase_words(phase)}")
 
 
 def _stopped_words(v: Verdict, s: Readiness) -> str:
@@ -156,6 +172,7 @@ def ended_line(v: Verdict, s: Readiness | None = None) -> str:
 # ---------------------------------------------------------------------------------------------- deployment
 
 _DOING = {
+    Phase.QUEUED: "queued in Slurm",
     Phase.STARTING: "not started yet",
     Phase.INIT: "in NCCL init",
     Phase.LOADING_WEIGHTS: "loading weights",

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from tui.core import slurmjob as sj
+from tui.core.events import SlurmJobState
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.muxhost import MuxGone, MuxHost, agent_command
 
@@ -139,6 +140,28 @@ class SlurmCli:
     async def state(self, job_id: str) -> str:
         """The job's state in squeue ("" once it is gone)."""
         return (await self._run(f"squeue -h -j {q(job_id)} -o %T 2>/dev/null || true", "squeue")).strip()
+
+    async def queue(self, job_ids: tuple[str, ...] | list[str]) -> dict[str, SlurmJobState]:
+        """Every followed job's state in one squeue call (tui/core/slurmjob.parse_queue): the look made once a
+        cycle, for all jobs at once."""
+        try:
+            result = await self.host.run(sj.queue_command(job_ids), timeout=self.timeout)
+        except TimeoutError:
+            raise SlurmError(f"squeue: no answer within {self.timeout:g} s (is slurmctld reachable?)") from None
+        try:
+            return sj.parse_queue(result.stdout.decode("utf-8", "replace"), job_ids)
+        except sj.QueueLookError as exc:
+            raise SlurmError(f"squeue on {self.host.name}: {exc}") from None
+
+    async def mark_stopping(self, job_id: str) -> None:
+        """Mark the job as cancelled by sglang-tui (its Comment, when it has none of the user's), so that a `wait`
+        or a board that watches it says "stopped" rather than "failed". Best effort."""
+        try:
+            text = await self._run(f"squeue -h -j {q(job_id)} -o %k", "squeue")
+            if text.strip() in ("", "(null)"):
+                await self._run(f"scontrol update JobId={q(job_id)} Comment={q(sj.STOP_MARK)}", "scontrol update")
+        except SlurmError:
+            pass
 
     async def cancel(self, job_id: str) -> None:
         await self._run(f"scancel {q(job_id)}", f"scancel {job_id}")
