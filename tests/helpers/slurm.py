@@ -330,11 +330,13 @@ def sim_job(
     shards: int = 8,
     speed: float = 100.0,
     env: Mapping[str, str] | None = None,
+    hold: bool = False,
 ) -> SimJob:
     """`sbatch -N2` a script whose one `srun -N2 -n2` task per node runs `python -m tui simulate --nnodes 2
     --node-rank $SLURM_NODEID --dist-init-addr NODE0:PORT --tp 16` (SGLang's multi-node recipe), logging to
     stdout: per node (`srun -o %x_%j_node%n.out`) or, without per_node_logs, all into the batch script's one
-    output file. `faults`: node index -> --fault KIND. Returns once the job runs."""
+    output file. `faults`: node index -> --fault KIND. Returns once the job runs (`hold`: at once, the job held
+    in the queue until `scontrol release`)."""
     import sys
 
     root.mkdir(parents=True, exist_ok=True)
@@ -349,6 +351,8 @@ def sim_job(
     )
     output = f'-o "{root}/{NODE_LOG}" ' if per_node_logs else ""
     script = f"#!/bin/sh\nsrun -N2 -n2 {output}sh -c '{pick}{sim}'\n"
-    job = cluster.sbatch(script, "-N2", "-J", "sgl", "--oversubscribe", cwd=root, env=env)
-    cluster.wait_running(job)
+    held = ("--hold",) if hold else ()
+    job = cluster.sbatch(script, "-N2", "-J", "sgl", "--oversubscribe", *held, cwd=root, env=env)
+    if not hold:
+        cluster.wait_running(job)
     return SimJob(job, port, root)

@@ -96,9 +96,7 @@ async def _queue(opts: WaitOptions, reporter: Reporting, watch: QueueWatch, job_
         await watch.pause()
 
 
-async def _run(
-    opts: WaitOptions, reporter: Reporting, opened: slurm_members.OpenJob, watch: QueueWatch
-) -> int | None:
+async def _run(opts: WaitOptions, reporter: Reporting, opened: slurm_members.OpenJob, watch: QueueWatch) -> int | None:
     """Watch the running job's nodes until the deployment's verdict (its exit code), the job's state folded in
     each cycle; None when the job went back to the queue (requeued)."""
     started = time.monotonic()

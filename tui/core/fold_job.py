@@ -10,6 +10,7 @@ from __future__ import annotations
 from tui.core.events import SlurmJobState
 from tui.core.fold_phase import fail
 from tui.core.state import ErrorInfo, Phase, Readiness
+from tui.core.timeline import enter_phase
 
 # Slurm's words for a job that waits for its nodes (squeue's long state names): the server cannot run yet.
 QUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD"})
@@ -46,6 +47,8 @@ def on_slurm_job(s: Readiness, ev: SlurmJobState, now: float) -> Readiness:
             kind="slurm_job", line=ended_words(ev), root_cause=True,
             stopped_by="sglang-tui" if ev.ours else "", action="stop" if ev.ours else None,
         )  # fmt: skip
+        if s.phase is Phase.QUEUED and not s.timeline:  # it ended in the queue: the failure says so
+            s = s.evolve(timeline=enter_phase((), Phase.QUEUED, None, None, s.phase_since))
         return fail(s, None, None, now, logged=False).evolve(error=error)
     if s.phase is Phase.QUEUED:  # it left the queue: the server can start now
         return s.evolve(phase=Phase.STARTING, phase_since=now)

@@ -32,11 +32,11 @@ from tui.core.events import (
     ServerArgs,
     ServerInfoAnswer,
     ServerProcess,
+    SlurmJobState,
     SourceFailed,
     SpeculativeHint,
     Tick,
     WatchdogDump,
-    SlurmJobState,
     WeightFiles,
 )
 from tui.core.find_grace import FIND_GRACE_S

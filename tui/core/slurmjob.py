@@ -389,10 +389,7 @@ def queue_command(job_ids: tuple[str, ...] | list[str]) -> str:
     """One look at the queue for every job followed (one squeue call), then the host's clock."""
     quote = shlex.quote
     ids = quote(",".join(job_ids))
-    return (
-        f"squeue -h -t all -j {ids} -o {quote(QUEUE_FORMAT)} 2>&1; "
-        f'echo "{QUEUE_NOW} $? $(date +%Y-%m-%dT%H:%M:%S)"'
-    )
+    return f'squeue -h -t all -j {ids} -o {quote(QUEUE_FORMAT)} 2>&1; echo "{QUEUE_NOW} $? $(date +%Y-%m-%dT%H:%M:%S)"'
 
 
 def _slurm_time(text: str) -> float | None:

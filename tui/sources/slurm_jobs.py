@@ -19,6 +19,8 @@ from tui.sources.deployment_session import DeploymentSession
 from tui.sources.host import HostError
 from tui.sources.slurm import SlurmCli, SlurmError
 
+SETTLE_S = 60.0  # a final verdict waits at most this long for a completing job's last word (Slurm's KillWait)
+
 
 class QueueWatch:
     """One look at the queue (one squeue call) for every followed job, every `every` seconds. A look that fails is
@@ -110,18 +112,30 @@ class JobFollowed:
         async for state, now in self.session.states():
             if self.requeued:
                 return
-            if decide(state).kind == "cannot_connect":
-                # a node's link gave up: when the job ended (or went back to the queue), Slurm's word comes first
-                try:
-                    job = (await self.watch.cli.queue([self.job_id]))[self.job_id]
-                except (SlurmError, HostError):
-                    job = None
+            verdict = decide(state)
+            if verdict.final and verdict.kind not in ("ready", "serving"):
+                # a node failed or its link gave up: when the job ended (slurmstepd's `*** STEP … CANCELLED`
+                # line in the log, srun refused) or went back to the queue, Slurm's word comes first
+                job = await self._settled()
                 if job is not None and job_queued(job):
                     self.requeued = True
                     return
                 if job is not None and job_ended(job):
                     state = self._fold_now(job)
             yield state, now
+
+    async def _settled(self) -> SlurmJobState | None:
+        """The job's state once it is no longer completing (at most SETTLE_S): ended, queued again, or running."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_S
+        while True:
+            try:
+                job: SlurmJobState | None = (await self.watch.cli.queue([self.job_id]))[self.job_id]
+            except (SlurmError, HostError):
+                job = None
+            if job is None or job.state != "COMPLETING" or loop.time() >= deadline:
+                return job
+            await asyncio.sleep(min(self.watch.every, 1.0))
 
     async def check_alive(self) -> Readiness:
         return self.session.state
