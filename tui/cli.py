@@ -263,6 +263,8 @@ def build_parser() -> Parser:
     stop.add_argument("--force", action="store_true", help="SIGKILL at once instead of TERM and a grace period")
     stop.add_argument("--grace", type=seconds, default=30.0, metavar="S",
                       help="seconds from TERM to KILL, for SGLang's drain (default 30)")  # fmt: skip
+    stop.add_argument("--cancel-job", action="store_true",
+                      help="slurm: targets: scancel the job even when another server or step still runs in it")  # fmt: skip
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
     _one_host(dump)

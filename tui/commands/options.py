@@ -57,6 +57,7 @@ class StopOptions:
     server: WatchConfig  # the port, the log, the remote python for the GPU check
     force: bool = False
     grace: float = 30.0
+    cancel_job: bool = False  # slurm: scancel even when something else still runs in the job
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
         return _fleet(ns, settings)
     target, server = _reached(ns, settings)
     if command == "stop":
-        return StopOptions(target, server, force=ns.force, grace=ns.grace)
+        return StopOptions(target, server, force=ns.force, grace=ns.grace, cancel_job=ns.cancel_job)
     if command == "dump":
         return DumpOptions(target, server, json=ns.json, out=ns.out)
     if command == "bench":

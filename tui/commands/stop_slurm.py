@@ -1,6 +1,10 @@
 """`sglang-tui stop slurm:JOBID` (and `LOGIN/slurm:JOBID`): stop the server inside the job's allocation, node 0
 first, as `stop` stops any server (TERM its group, --grace, KILL, its group and descendants swept, GPU memory
-confirmed on each node), then `scancel` the job and wait until squeue no longer shows it.
+confirmed on each node), then `scancel` the job and wait until squeue no longer shows it: only when nothing
+else runs in it. A job that runs another SGLang server (two models on one node), or a step the user started
+(a benchmark, a router), is kept running, and the line names what runs there and how to cancel it anyway
+(`--cancel-job`). With --port, only the server on that port is stopped: on each node, the server whose
+port listens there or whose command line names it (tui/sources/slurm_procs.server_target).
 
 Why inside the allocation first (SGLang issue #23627): a scheduler whose parent died outlives the job step's
 tracking and keeps its GPU memory after `scancel`; once the job is gone nothing can reach that node any more.
@@ -8,7 +12,7 @@ So the batch script is paused (SIGSTOP) while the server stops, because a script
 the job, and its allocation with it, before every node is confirmed. When something survives, the job is
 kept (paused) and the line says what is left, where, and how to finish by hand.
 
-Exit 0: every node stopped and free, the job gone. 1: something survived, a GPU is still held, or the job did
+Exit 0: every node stopped and free, the job gone (or kept for what else runs in it). 1: something survived, a GPU is still held, or the job did
 not go. 4: the login node or the job's nodes cannot be reached. 6: no such running job, or no SGLang process
 in it (nothing stopped, the job left as it was).
 """
@@ -60,8 +64,13 @@ async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> i
         return EXIT_NOTHING
     results: dict[int, ControlResult] = {}
     for i in stop_order(members.specs):  # node 0 first: its graceful stop is what stops the other nodes
+        there = found[i]
+        if isinstance(there, ServerProcess) and not there.alive:
+            continue  # the server asked for does not run on this node (another server of the job may)
         results[i] = await (controls[i].kill() if opts.force else controls[i].terminate())
     for i, spec in enumerate(members.specs):
+        if i not in results:
+            continue
         before = found[i]
         seen = f", {len(before.pids)} processes found" if isinstance(before, ServerProcess) and before.alive else ""
         print(report(results[i], f"{spec.name} ({spec.host}, slurm job {job_id}{seen})", opts.force),
@@ -70,8 +79,16 @@ async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> i
     if left:
         _kept(job_id, left, held)
         return EXIT_FAILED
+    if not opts.cancel_job:
+        kept = await _still_running(controls, nodes)
+        if kept:
+            await controls[batch].release_batch(held)
+            print(f"kept slurm job {job_id} running: still in it {kept}; to cancel it anyway: "
+                  f"sglang-tui stop {shlex.quote(str(members.target))} --cancel-job (or scancel {job_id})")  # fmt: skip
+            return EXIT_OK
     await asyncio.gather(*(h.close() for h in members.hosts), return_exceptions=True)  # no step of ours lingers
     try:
+        await members.cli.mark_stopping(job_id)  # a wait or a board watching the job says stopped, not failed
         await members.cli.cancel(job_id)
         state = await members.cli.wait_gone(job_id, GONE_WITHIN_S)
     except (HostError, TimeoutError) as exc:
@@ -83,6 +100,22 @@ async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> i
         return EXIT_FAILED
     print(f"cancelled slurm job {job_id}: every node stopped and free, the job gone from squeue")
     return EXIT_OK
+
+
+async def _still_running(controls: list[SlurmControl], nodes: list[str]) -> str:
+    """What still runs in the job after the stop, on every node ("" when nothing: the job may go):
+    "on sgtn1: pid 123 sglang::scheduler_TP0 (step 1), pid 130 python bench.py (step 2)"."""
+    looked = await asyncio.gather(*(c.still_running() for c in controls), return_exceptions=True)
+    parts = []
+    for node, procs in zip(nodes, looked, strict=True):
+        if isinstance(procs, BaseException):
+            parts.append(f"on {node}: cannot look ({procs})")
+            continue
+        if procs:
+            shown = ", ".join(f"pid {p.proc.pid} {p.cmdline[:60].strip()} (step {p.step})" for p in procs[:4])
+            more = f" and {len(procs) - 4} more" if len(procs) > 4 else ""
+            parts.append(f"on {node}: {shown}{more}")
+    return "; ".join(parts)
 
 
 def _kept(job_id: str, left: list[tuple[str, ControlResult]], held: dict[int, int]) -> None:

@@ -13,10 +13,12 @@ SLURM_JOB_ID (tui/sources/slurm.py takes it out of the agent's environment).
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
 from tui.core.events import ServerProcess
+from tui.core.slurmjob import mentions_sglang
 from tui.sources import control_cmds as cmds
 from tui.sources.control import ServerControl
 from tui.sources.control_cmds import FindResult, Proc
@@ -115,15 +117,30 @@ def _descendants(root: int, job: dict[int, JobProc]) -> set[int]:
     return members
 
 
-def server_target(found: SlurmFound, job_id: str, node: str) -> _Target | None:
+_PORT_ARG = re.compile(r"(?:^|\s)--port(?:=|\s+)(\d+)(?:\s|$)")
+
+
+def argv_port(cmdline: str) -> int | None:
+    """The `--port N` a command line names (SGLang's launch, every node of it), None when it names none."""
+    found = _PORT_ARG.search(cmdline)
+    return int(found.group(1)) if found else None
+
+
+def server_target(found: SlurmFound, job_id: str, node: str, port: int | None = None) -> _Target | None:
     """The server among the job's processes on this node (None: no SGLang process of the job runs here)."""
     live = {pid: jp for pid, jp in found.job.items() if jp.proc.alive}
     listeners = [pid for pid in found.port_pids if pid in live]
     titled = [pid for pid, jp in live.items() if jp.titled]
     roots = {_root(pid, live) for pid in listeners or titled}
+    if (port is not None and len(roots) > 1) or not listeners:
+        # Several servers of one job on one node (or a node that serves no port): the one whose command line
+        # names the port; a server whose command line names another port is never this one.
+        named = {pid: argv_port(live[pid].cmdline) for pid in roots}
+        if port is not None:
+            roots = {pid for pid in roots if named[pid] == port} or {pid for pid in roots if named[pid] is None}
     if not roots:
         return None
-    # Several servers of one job on one node: the port's, else the oldest.
+    # Still several: the oldest.
     main = min((live[pid].proc for pid in roots), key=lambda p: (p.start, p.pid))
     members = _descendants(main.pid, live)
     if live[main.pid].titled:  # its launcher is gone (re-parented schedulers): those of its group are the server
@@ -151,6 +168,26 @@ def batch_roots(found: SlurmFound) -> dict[int, int]:
     }
 
 
+def still_running(found: SlurmFound) -> list[JobProc]:
+    """What still runs in the job on this node besides the batch script: any SGLang process (its `sglang::`
+    titles, or a command line that runs SGLang), and any process of a step the user started (an srun step:
+    another server, a benchmark, a router). The batch script's own processes (and a `sleep` it waits in), the
+    srun clients it runs, and the job's external step are not counted: they end with the job."""
+    job = found.job
+    roots = batch_roots(found)
+    out = []
+    for pid, jp in sorted(job.items()):
+        if not jp.proc.alive or pid in roots:
+            continue
+        words = jp.cmdline.split()
+        program = words[0].rsplit("/", 1)[-1] if words else ""
+        if program == "srun" or jp.step == "extern" or (jp.step == BATCH and program in ("sleep", "wait")):
+            continue
+        if jp.titled or mentions_sglang(jp.cmdline) or jp.step != BATCH:
+            out.append(jp)
+    return out
+
+
 class SlurmFind:
     """The Slurm job's way of finding the server (mixed into ProcessWatch and ServerControl)."""
 
@@ -170,7 +207,7 @@ class SlurmFind:
         self._last_find = found
         if not isinstance(found, SlurmFound):
             return None
-        return server_target(found, self.job_id, self.node)
+        return server_target(found, self.job_id, self.node, self.port)
 
     def _not_found(self) -> ServerProcess:
         return ServerProcess(alive=False, detail=f"no SGLang process of slurm job {self.job_id} on {self.node}")
@@ -214,6 +251,11 @@ class SlurmControl(SlurmFind, ServerControl):
         if roots:
             await self._run(f"{cmds.PROC_FUNCS}\n{cmds.signal_pids_command('STOP', roots)}")
         return roots
+
+    async def still_running(self) -> list[JobProc]:
+        """What still runs in the job on this node (slurm_procs.still_running): what keeps the job alive."""
+        found = self._parse_find(await self._run(job_procs_command(self.job_id)))
+        return still_running(found) if isinstance(found, SlurmFound) else []
 
     async def release_batch(self, held: dict[int, int]) -> None:
         """SIGCONT what hold_batch stopped."""
