@@ -230,7 +230,9 @@ def build_parser() -> Parser:
     _sim_gpus(wait)
     _watching_options(wait)
     _history_options(wait)
-    wait.add_argument("--timeout", type=positive_seconds, metavar="S", help="give up after S seconds (exit 7)")
+    wait.add_argument("--timeout", type=positive_seconds, metavar="S",
+                      help="give up after S seconds (exit 7); slurm: targets count from the job's start, "
+                      "not its time in the queue")  # fmt: skip
     wait.add_argument("--json", action="store_true", help="print each state change as one JSON line")
     wait.add_argument(
         "--missing-log-grace",

@@ -1,0 +1,70 @@
+"""An srtctl job's log directory as srt-slurm c88ef73 writes it (names read from its source: docs/srtctl-layout.md),
+the pure parts: the target, the worker logs as PD members, the recipe's counts, a job's StdOut recognised."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.core import srtlayout as srt
+
+# An example.yaml-shaped recipe (srt-slurm examples/example.yaml), 4P 1D
+RECIPE = """\
+# Minimal srtctl job configuration template
+name: "example-job"
+model:
+  path: "deepseek-r1"
+  precision: "fp8"
+resources:
+  gpu_type: "gb200"  # gb200, h100
+  prefill_nodes: 2     # Number of nodes for prefill workers
+  decode_nodes: 1
+  prefill_workers: 4
+  decode_workers: 1
+  # agg_workers: 4
+  gpus_per_node: 4
+backend:
+  prefill_environment:
+    TORCH_DISTRIBUTED_DEFAULT_TIMEOUT: "1800"
+    decode_workers: 99
+"""
+
+
+def test_targets_parse_and_say_what_to_write_otherwise() -> None:
+    assert srt.parse_target("srt:outputs/4242/logs/") == srt.SrtTarget("outputs/4242/logs")
+    assert srt.parse_target("me@login/srt:/scratch/o/4242/logs") == srt.SrtTarget("/scratch/o/4242/logs", "me@login")
+    assert str(srt.parse_target("me@login/srt:/x/1/logs")) == "me@login/srt:/x/1/logs"
+    assert srt.is_srt_target("srt:/x") and srt.is_srt_target("login/srt:/x") and not srt.is_srt_target("slurm:12")
+    with pytest.raises(srt.SrtTargetError, match="srt:LOGDIR"):
+        srt.parse_target("srt:")
+
+
+def test_the_job_id_comes_from_the_directory() -> None:
+    assert srt.job_id_of("/scratch/outputs/4242/logs") == "4242"
+    assert srt.job_id_of("logs/4242_4P_1D_20260101_120000") == "4242"  # the layout the older docs describe
+    assert srt.job_id_of("/tmp/somewhere") is None
+
+
+def test_worker_logs_are_members_prefill_first_out_before_err() -> None:
+    names = ["log.out", "benchmark.out", "sweep_4242.log", "cn02_decode_w0.out", "cn01_prefill_w1.err",
+             "cn01_prefill_w0.out", "cn01_prefill_w0.err", "cn01_config.json", "cn03_nginx.out",
+             "gb-1_2.x_prefill_w10.out"]  # fmt: skip
+    found = srt.workers(names)
+    assert [(w.name, w.node, w.log) for w in found] == [
+        ("prefill0", "cn01", "cn01_prefill_w0.out"),
+        ("prefill1", "cn01", "cn01_prefill_w1.err"),
+        ("prefill10", "gb-1_2.x", "gb-1_2.x_prefill_w10.out"),
+        ("decode0", "cn02", "cn02_decode_w0.out"),
+    ]
+
+
+def test_the_recipe_gives_roles_and_counts_from_resources_only() -> None:
+    recipe = srt.parse_recipe(RECIPE)
+    assert recipe == srt.Recipe(prefill_workers=4, decode_workers=1, prefill_nodes=2, decode_nodes=1, gpus_per_node=4)
+    assert recipe.disaggregated and recipe.counts() == "4P 1D"
+    assert srt.parse_recipe("resources:\n  agg_workers: 2\n").counts() == "2 agg"
+    assert srt.parse_recipe("name: x\n") == srt.Recipe()
+
+
+def test_a_job_whose_stdout_is_srtctls_sweep_log_is_an_srtctl_job() -> None:
+    assert srt.log_dir_of_stdout("/o/4242/logs/sweep_4242.log") == "/o/4242/logs"
+    assert srt.log_dir_of_stdout("/o/slurm-4242.out") is None

@@ -1,0 +1,151 @@
+"""An srtctl job's log directory (NVIDIA/srt-slurm 2.x), the pure parts: the `srt:LOGDIR` target, the worker
+logs' names as PD members (role, index, node), and the recipe's roles and counts (config.yaml's `resources:`).
+
+Read from srt-slurm's own source at c88ef73 (2026-08-21), not from its docs (docs/srtctl-layout.md cites the
+lines): a worker's log is `{node}_{mode}_w{index}.out` (src/srtctl/cli/mixins/worker_stage.py: one srun per
+worker and node, `--output` that file; mode prefill | decode | agg); older releases and the project's notes
+say `.err`, so both are read. The log directory is `{output_base}/{job_id}/logs/` (src/srtctl/core/runtime.py),
+the batch script's own output `logs/sweep_{job_id}.log` (src/srtctl/templates/job_script_minimal.j2), the
+recipe `config.yaml` beside `logs/` (src/srtctl/cli/submit.py), its counts under `resources:`
+(src/srtctl/core/schema.py ResourceConfig: prefill_workers, decode_workers, agg_workers, *_nodes,
+gpus_per_node). The worker's process name in srtctl is `{mode}_{index}_{node}`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PREFIX = "srt:"
+_TARGET = re.compile(r"^(?:(?P<login>[^/\s:]+)/)?srt:(?P<dir>\S.*)$")
+WORKER_LOG = re.compile(
+    r"^(?P<node>[A-Za-z0-9][A-Za-z0-9._-]*?)_(?P<mode>prefill|decode|agg)_w(?P<index>\d+)\.(?:out|err)$"
+)
+_JOB_DIR = re.compile(r"(?:^|/)(?P<job>\d+)(?:_[^/]*)?/logs/?$")  # {job_id}/logs, or logs/{job_id}_{P}P_{D}D_{ts}
+_LEGACY_DIR = re.compile(r"(?:^|/)(?P<job>\d+)_\d+P_\d+D_[^/]*/?$")
+ROLE_ORDER = {"prefill": 0, "decode": 1, "agg": 2}
+
+
+class SrtTargetError(ValueError):
+    """An `srt:` target that does not parse: str() is one line saying what to write instead."""
+
+
+@dataclass(frozen=True)
+class SrtTarget:
+    """`srt:LOGDIR` (on this machine) or `LOGIN/srt:LOGDIR` (on a login node, over SSH)."""
+
+    log_dir: str
+    login: str | None = None
+
+    def __str__(self) -> str:
+        return (f"{self.login}/" if self.login else "") + PREFIX + self.log_dir
+
+
+def is_srt_target(text: str) -> bool:
+    head = text.split(":", 1)[0]
+    return text.startswith(PREFIX) or ("/" in head and head.rsplit("/", 1)[1] == "srt" and ":" in text)
+
+
+def parse_target(text: str) -> SrtTarget:
+    found = _TARGET.match(text.strip())
+    if found is None or not found.group("dir").strip():
+        raise SrtTargetError(
+            f"{text!r} is no srtctl target: write srt:LOGDIR (an srtctl job's log directory, e.g. "
+            "srt:outputs/4242/logs) or LOGIN/srt:LOGDIR to read it on a login node over SSH"
+        )
+    return SrtTarget(found.group("dir").strip().rstrip("/") or "/", found.group("login"))
+
+
+def job_id_of(log_dir: str) -> str | None:
+    """The Slurm job id a log directory names (`…/4242/logs`, or the older `logs/4242_4P_1D_20260101_…`)."""
+    found = _JOB_DIR.search(log_dir.rstrip("/") + "/") or _LEGACY_DIR.search(log_dir.rstrip("/") + "/")
+    return found.group("job") if found else None
+
+
+@dataclass(frozen=True)
+class SrtWorker:
+    """One worker's log on one node: a PD member (`prefill0`, `decode1`, …; a worker on several nodes has one
+    log per node, its node rank in the order of the node names)."""
+
+    role: str  # prefill | decode | agg
+    index: int
+    node: str
+    log: str  # the file name in the log directory
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}{self.index}"
+
+
+def workers(file_names: list[str] | tuple[str, ...]) -> list[SrtWorker]:
+    """The worker logs among a log directory's file names, prefill first, then decode, then agg, by index and
+    node; where a worker left both a `.out` and an `.err`, the `.out` (what srtctl writes today)."""
+    found: dict[tuple[str, int, str], SrtWorker] = {}
+    for name in file_names:
+        m = WORKER_LOG.match(name)
+        if m is None:
+            continue
+        key = (m.group("mode"), int(m.group("index")), m.group("node"))
+        if key not in found or name.endswith(".out"):
+            found[key] = SrtWorker(key[0], key[1], key[2], name)
+    return sorted(found.values(), key=lambda w: (ROLE_ORDER[w.role], w.index, w.node))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The roles and counts a recipe asks for (None: it does not say)."""
+
+    prefill_workers: int | None = None
+    decode_workers: int | None = None
+    agg_workers: int | None = None
+    prefill_nodes: int | None = None
+    decode_nodes: int | None = None
+    agg_nodes: int | None = None
+    gpus_per_node: int | None = None
+
+    @property
+    def disaggregated(self) -> bool:
+        return bool(self.prefill_workers or self.decode_workers)
+
+    def counts(self) -> str:
+        """`4P 1D` (or `2 agg`), as srtctl names its runs."""
+        if self.disaggregated:
+            return f"{self.prefill_workers or 0}P {self.decode_workers or 0}D"
+        return f"{self.agg_workers or 0} agg"
+
+
+_KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<value>[^#]*?)\s*(?:#.*)?$")
+
+
+def parse_recipe(text: str) -> Recipe:
+    """The `resources:` block of a config.yaml: its integer keys (a YAML subset: `key: 4` lines, comments; the
+    rest of the recipe is not read)."""
+    values: dict[str, int] = {}
+    inside: int | None = None  # the indent of `resources:` while inside its block
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _KEY.match(line)
+        if m is None:
+            continue
+        indent = len(m.group("indent").expandtabs())
+        if inside is not None and indent <= inside:
+            inside = None
+        if m.group("key") == "resources" and not m.group("value"):
+            inside = indent
+            continue
+        value = m.group("value").strip("'\"")
+        if inside is not None and value.isdigit():
+            values.setdefault(m.group("key"), int(value))
+    known = Recipe.__dataclass_fields__
+    return Recipe(**{k: v for k, v in values.items() if k in known})
+
+
+_SWEEP_LOG = re.compile(r"^(?P<dir>.*)/sweep_\d+\.log$")
+
+
+def log_dir_of_stdout(std_out: str) -> str | None:
+    """The srtctl log directory of a job whose StdOut is srtctl's `{output_base}/%j/logs/sweep_%j.log`
+    (src/srtctl/templates/job_script_minimal.j2), None for any other job: `slurm:JOBID` recognises it so."""
+    found = _SWEEP_LOG.match(std_out)
+    return found.group("dir") if found else None
