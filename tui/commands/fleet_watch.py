@@ -258,6 +258,7 @@ class Fleet:
         self.rows.append(Watched(entry, None))
 
     def _open_job(self, members: SlurmMembers, name: str, group: str) -> None:
+        from tui.sources.slurm_jobs import QueueWatch, add_job_feeds
         from tui.sources.slurm_procs import SlurmProcessWatch
 
         job_id = members.job_id
@@ -266,6 +267,8 @@ class Fleet:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
         monitor = deployment_monitor(members.specs, list(members.hosts), self.opts.remote_python, watch)
+        # the job's state each cycle (one squeue call): a job that ends reads as ended, with Slurm's word
+        add_job_feeds(monitor, QueueWatch(members.cli, [job_id]), job_id, [s.name for s in members.specs])
         dep = deployment_of(members.specs, self.opts.stall_after)
         job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
         where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"

@@ -14,7 +14,7 @@ from typing import Any
 from tui.commands.members import with_members
 from tui.commands.options import WatchOptions
 from tui.core.control import ProcessWatchLike
-from tui.sources.deployment import MemberSpec
+from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
 from tui.sources.host import Host
 
@@ -32,11 +32,14 @@ async def _watch(
     specs: list[MemberSpec],
     hosts: list[Host],
     process_watch: Callable[[MemberSpec, Host], ProcessWatchLike] | None = None,
+    more: Callable[[DeploymentMonitor], None] | None = None,
 ) -> int:
     from tui.ui.app import UiSources
     from tui.ui.deployment_app import DeploymentTui
 
     monitor = deployment_monitor(specs, hosts, opts.server.remote_python, process_watch)
+    if more is not None:
+        more(monitor)  # more facts of each member: a Slurm job's state each cycle
     dep = deployment_of(specs, opts.server.stall_after)
     folder = MemberFolder(dep, monitor.set_phase)  # each member's phase fed back to its own Monitor
     label = " ".join(s.host for s in specs) if len({s.host for s in specs}) > 1 else specs[0].host
@@ -57,6 +60,7 @@ async def _no_batches() -> Any:  # the app reads member batches instead (Deploym
 async def watch_slurm(opts: WatchOptions) -> int:
     """The TUI over a Slurm job (`sglang-tui slurm:JOBID`): its nodes as a deployment (watch only)."""
     from tui.commands import slurm_members
+    from tui.sources.slurm_jobs import QueueWatch, add_job_feeds
     from tui.sources.slurm_procs import SlurmProcessWatch
 
     async def body(members: slurm_members.SlurmMembers) -> int:
@@ -65,7 +69,10 @@ async def watch_slurm(opts: WatchOptions) -> int:
         def watch(spec: MemberSpec, host: Host) -> SlurmProcessWatch:
             return SlurmProcessWatch(host, job_id=job_id, node=spec.host, port=spec.process_port)
 
-        return await _watch(opts, members.specs, list(members.hosts), watch)
+        def feeds(monitor: DeploymentMonitor) -> None:
+            add_job_feeds(monitor, QueueWatch(members.cli, [job_id]), job_id, [s.name for s in members.specs])
+
+        return await _watch(opts, members.specs, list(members.hosts), watch, feeds)
 
     return await slurm_members.with_job(opts.target, opts.server, _say, body)
 

@@ -15,6 +15,7 @@ from tui.core.events import SlurmJobState
 from tui.core.fold_job import job_ended, job_queued
 from tui.core.state import Readiness
 from tui.core.verdict import decide
+from tui.sources.deployment import DeploymentMonitor
 from tui.sources.deployment_session import DeploymentSession
 from tui.sources.host import HostError
 from tui.sources.slurm import SlurmCli, SlurmError
@@ -45,6 +46,37 @@ class QueueWatch:
 
     async def pause(self) -> None:
         await asyncio.sleep(self.every)
+
+
+def add_job_feeds(monitor: DeploymentMonitor, watch: QueueWatch, job_id: str, names: list[str]) -> None:
+    """The job's state each cycle into every member of a running job's monitor (the board, the TUI): one look a
+    cycle, made by the first member's stream and handed to the others', so that a job that ends reads as ended
+    with Slurm's word on every member. The looks stop once the job ended, or when the monitor closes."""
+    if not names:
+        return
+    others: dict[str, asyncio.Queue[SlurmJobState]] = {name: asyncio.Queue() for name in names[1:]}
+
+    async def looks() -> AsyncIterator[SlurmJobState]:
+        while True:
+            try:
+                job = (await watch.look())[job_id]
+            except SlurmError:
+                await watch.pause()
+                continue
+            for queue in others.values():
+                queue.put_nowait(job)
+            yield job
+            if job_ended(job):
+                return
+            await watch.pause()
+
+    async def handed(queue: asyncio.Queue[SlurmJobState]) -> AsyncIterator[SlurmJobState]:
+        while True:
+            yield await queue.get()
+
+    monitor.add_stream(names[0], looks())
+    for name, queue in others.items():
+        monitor.add_stream(name, handed(queue))
 
 
 class JobFollowed:
