@@ -158,3 +158,21 @@ def test_only_the_jobs_state_can_say_it_was_cancelled(cluster: SlurmCluster, tmp
     board.wait(30)
     row = json.loads([line for line in rows.text(5).splitlines() if line.startswith("{")][-1])
     assert row["phase"] == "failed" and f"slurm job {sim.job} CANCELLED" in str(row["reason"]), row
+
+
+def test_the_board_row_of_a_job_in_the_queue_is_queued_then_ready(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    sim = sim_job(cluster, tmp_path, hold=True)
+    board = cli.popen("fleet", "--json", f"slurm:{sim.job}", "--port", str(sim.port), "--log", NODE_LOG,
+                      "--remote-python", sys.executable, "--sim-gpus", sim.sim_gpus(), "--no-history")  # fmt: skip
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    rows.wait_for(lambda line: json.loads(line).get("phase") == "queued", timeout=60)
+    first = json.loads(rows.lines[0])
+    assert first["phase"] == "queued" and str(first["reason"]).startswith("queued: JobHeldUser, "), first
+    cluster.run("scontrol", "release", sim.job)
+    rows.wait_for(lambda line: json.loads(line).get("phase") == "ready", timeout=180)
+    board.terminate()
+    board.wait(30)
+    ready = json.loads([line for line in rows.text(5).splitlines() if line.startswith("{")][-1])
+    assert ready["tp_size"] == 16 and [m["host"] for m in ready["members"]] == list(NODES), ready

@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 
 from tui.commands.inventory import InventoryEntry
 from tui.commands.options import FleetOptions
-from tui.commands.slurm_members import SlurmMembers
+from tui.commands.slurm_members import OpenJob, SlurmMembers
 from tui.commands.targets import FleetTarget, HostTarget, JobTarget, ServerTarget
 from tui.core import deployment as dm
 from tui.core.answerer import printable
@@ -28,6 +28,7 @@ from tui.core.discovery import DEFAULT_PORT
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset
 from tui.core.fleet import FleetEntry
 from tui.core.fold import Fold
+from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
@@ -39,6 +40,8 @@ from tui.sources.host import Host, HostError
 from tui.sources.hostpool import HostPool
 from tui.sources.procwatch import ProcessWatch
 from tui.sources.session import Session, weights_step
+from tui.sources.slurm import SlurmError
+from tui.sources.slurm_jobs import QueueWatch, add_job_feeds
 from tui.sources.weightfiles import WeightFilesProbe
 
 KEEP_LOG_BYTES = 4 << 20  # per server: what its full view shows of the log from before it was opened
@@ -100,6 +103,17 @@ class JobWatch:
 
 
 @dataclass
+class QueuedJob:
+    """A named Slurm job still in the queue: its row follows one squeue look a cycle until the job runs, then
+    opens its nodes in place (or stays ended, with Slurm's word)."""
+
+    opened: OpenJob
+    watch: QueueWatch
+    target: Target
+    config: WatchConfig
+
+
+@dataclass
 class Watched:
     """One server of the fleet: its Session (or a Slurm job's members), its row, what its full view needs."""
 
@@ -112,6 +126,7 @@ class Watched:
     recorder: Recorder | None = None
     tee: Tee = field(default_factory=Tee)
     job: JobWatch | None = None  # a Slurm job's row
+    queued: QueuedJob | None = None  # a Slurm job's row while the job waits in the queue
 
     async def view_batches(self) -> AsyncIterator[list[Event]]:
         """A server's full view: its log kept so far, then every batch as it comes."""
@@ -226,6 +241,12 @@ class Fleet:
             job_ids = list(found)
         for job_id in job_ids:
             each = name if target.slurm.job_id is not None else f"{name}{job_id}"
+            if (
+                job_id is not None
+                and target.slurm.job_id is not None
+                and await self._open_queued(target, job_id, each, group)
+            ):
+                continue
             members = await slurm_members.resolve(*self._job(target, job_id), said.append)
             if isinstance(members, int):
                 self._nothing_or_unreachable(each, target.name, group, members, said)
@@ -257,8 +278,30 @@ class Fleet:
         entry = FleetEntry(name, where, Readiness(), kind="nothing", group=group, note=line, order=len(self.rows))
         self.rows.append(Watched(entry, None))
 
-    def _open_job(self, members: SlurmMembers, name: str, group: str) -> None:
-        from tui.sources.slurm_jobs import QueueWatch, add_job_feeds
+    async def _open_queued(self, target: JobTarget, job_id: str, name: str, group: str) -> bool:
+        """A named job that waits in the queue: a row in the `queued` phase, followed until it runs (True);
+        False for a job that runs, ended, or cannot be looked at (resolve says what)."""
+        from tui.commands import slurm_members
+
+        where, config = self._job(target, job_id)
+        opened = await slurm_members.open_job(where, config, lambda _: None)
+        if isinstance(opened, int):
+            return False
+        try:
+            job = (await opened.cli.queue([job_id]))[job_id]
+        except (SlurmError, HostError):
+            job = None
+        if job is None or not job_queued(job):
+            await opened.base.close()
+            return False
+        state = reduce(queue_state(config.stall_after), job, self.clock())
+        entry = FleetEntry(name, f"slurm {job_id}: in the queue", state, kind="job", group=group, order=len(self.rows))
+        self.rows.append(
+            Watched(entry, None, queued=QueuedJob(opened, QueueWatch(opened.cli, [job_id]), where, config))
+        )
+        return True
+
+    def _job_watch(self, members: SlurmMembers, name: str, group: str, order: int) -> tuple[JobWatch, FleetEntry]:
         from tui.sources.slurm_procs import SlurmProcessWatch
 
         job_id = members.job_id
@@ -273,15 +316,52 @@ class Fleet:
         job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
         where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
         parts = tuple(m.state for m in dep.members)
-        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=len(self.rows), parts=parts)
+        entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=order, parts=parts)
+        return job, entry
+
+    def _open_job(self, members: SlurmMembers, name: str, group: str) -> None:
+        job, entry = self._job_watch(members, name, group, len(self.rows))
         self.rows.append(Watched(entry, None, port=members.specs[0].port if members.specs else None, job=job))
 
+    async def _follow_queue(self, index: int, watched: Watched, queued: QueuedJob) -> None:
+        """A queued job's row: each look folded, until the job ends (its row says so) or runs (its nodes open)."""
+        from tui.commands import slurm_members
+
+        job_id = queued.opened.job_id
+        while True:
+            await queued.watch.pause()
+            try:
+                job = (await queued.watch.look())[job_id]
+            except SlurmError:
+                continue
+            if job_queued(job) or job_ended(job):
+                watched.entry = replace(watched.entry, state=reduce(watched.entry.state, job, self.clock()))
+                self.changes.put_nowait(index)
+                if job_ended(job):
+                    return
+                continue
+            members = await slurm_members.members_of(
+                queued.opened, queued.config, queued.target.discover, lambda _: None
+            )
+            if isinstance(members, int):
+                continue  # it ended or went back to the queue between two looks: the next look says
+            job_watch, entry = self._job_watch(members, watched.entry.name, watched.entry.group, watched.entry.order)
+            watched.queued, watched.job, watched.entry = None, job_watch, entry
+            watched.port = members.specs[0].port if members.specs else None
+            self.changes.put_nowait(index)
+            await self._follow_job(index, watched, job_watch)
+            return
+
     def start(self) -> None:
-        self._tasks = [
-            asyncio.ensure_future(self._follow(i, w) if w.job is None else self._follow_job(i, w, w.job))
-            for i, w in enumerate(self.rows)
-            if w.session is not None or w.job is not None
-        ]
+        self._tasks = [asyncio.ensure_future(self._follow_row(i, w)) for i, w in enumerate(self.rows)
+                       if w.session is not None or w.job is not None or w.queued is not None]  # fmt: skip
+
+    def _follow_row(self, index: int, watched: Watched) -> Coroutine[object, object, None]:
+        if watched.queued is not None:
+            return self._follow_queue(index, watched, watched.queued)
+        if watched.job is not None:
+            return self._follow_job(index, watched, watched.job)
+        return self._follow(index, watched)
 
     async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
         async for member, batch in job.monitor.batches():
@@ -309,6 +389,9 @@ class Fleet:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for watched in self.rows:
+            if watched.queued is not None:
+                with contextlib.suppress(Exception):
+                    await watched.queued.opened.base.close()
             if watched.job is not None:
                 with contextlib.suppress(Exception):
                     await watched.job.close()

@@ -22,9 +22,8 @@ from tui.commands.wait_deployment import Reporting
 from tui.core import wording
 from tui.core.events import SlurmJobState
 from tui.core.exitcodes import EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
-from tui.core.fold_job import job_ended, job_queued
+from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
-from tui.core.state import Readiness
 from tui.core.verdict import decide
 from tui.sources.deployment import MemberSpec
 from tui.sources.deployment_session import DeploymentSession, deployment_monitor, deployment_of
@@ -59,18 +58,10 @@ async def _main(opts: WaitOptions, reporter: Reporting) -> int:
         await opened.base.close()
 
 
-def _queue_state(opts: WaitOptions) -> Readiness:
-    """The state of a job not running yet: the link to Slurm is up, no log or port is watched (nothing runs)."""
-    return Readiness.of(
-        stall_after=opts.server.stall_after, connection="connected", health_probed=False, log_watched=False,
-        process_watched=False,
-    )  # fmt: skip
-
-
 async def _queue(opts: WaitOptions, reporter: Reporting, watch: QueueWatch, job_id: str) -> int | None:
     """Wait while the job is in the queue, each look folded and reported (`queued`); None once it runs, else the
     exit code after the last line (1: it ended, with Slurm's word; 4: Slurm cannot be reached; 6: unknown)."""
-    state = _queue_state(opts)
+    state = queue_state(opts.server.stall_after)
     began = time.monotonic()
     first = True
     while True:

@@ -21,6 +21,14 @@ ENDED_STATES = frozenset({
 })  # fmt: skip
 
 
+def queue_state(stall_after: float | None = None) -> Readiness:
+    """The first state of a job not running yet: the link to Slurm is up, no log or port is watched (nothing of
+    the server runs), so the first look at the queue says all there is."""
+    return Readiness.of(
+        stall_after=stall_after, connection="connected", health_probed=False, log_watched=False, process_watched=False
+    )
+
+
 def job_ended(job: SlurmJobState) -> bool:
     return job.state in ENDED_STATES
 
