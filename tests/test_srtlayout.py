@@ -68,3 +68,13 @@ def test_the_recipe_gives_roles_and_counts_from_resources_only() -> None:
 def test_a_job_whose_stdout_is_srtctls_sweep_log_is_an_srtctl_job() -> None:
     assert srt.log_dir_of_stdout("/o/4242/logs/sweep_4242.log") == "/o/4242/logs"
     assert srt.log_dir_of_stdout("/o/slurm-4242.out") is None
+
+
+def test_a_workers_ports_come_from_its_log_else_srtctls_allocation() -> None:
+    head = "[2026-12-06 11:54:47] server_args={'model_path': 'm', 'port': 6132, 'disaggregation_bootstrap_port': 7201}"
+    assert srt.log_port(head) == 6132 and srt.log_bootstrap_port(head) == 7201
+    assert srt.log_port("ServerArgs(model_path='m', nccl_port=123, port=6100, host='0.0.0.0')") == 6100
+    assert srt.log_port("[..] Load weight begin") is None
+    found = srt.workers(["a_prefill_w0.out", "a_prefill_w1.out", "b_decode_w0.out", "a_decode_w1.out"])
+    assert srt.allocated_ports(found) == {"prefill0": 6100, "prefill1": 6132, "decode0": 6100, "decode1": 6164}
+    assert srt.worker_counts(found) == "2P 2D" and srt.sweep_job_id(["x", "sweep_77.log"]) == "77"

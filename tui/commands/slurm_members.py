@@ -18,6 +18,7 @@ from tui.core.answerer import printable
 from tui.core.config import Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
+from tui.core.srtlayout import is_srt_target
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
 from tui.sources.discover import discover
@@ -39,6 +40,7 @@ class SlurmMembers:
     cli: SlurmCli
     notes: list[str] = field(default_factory=list)  # what was decided on the way (said by the command)
     owns_base: bool = True  # close() closes the base host too (else its opener does)
+    shown: str = ""  # the target as the user wrote it, when it is no `slurm:` one (`srt:LOGDIR`)
 
     @property
     def job_id(self) -> str:
@@ -157,11 +159,21 @@ class OpenJob:
     job_id: str
     base: Host
     cli: SlurmCli
+    srt_dir: str | None = None  # an srtctl job (`srt:LOGDIR`): its log directory, whose workers are the members
+    shown: str = ""  # the target as the user wrote it (for the lines that name it)
 
 
 async def open_job(target: Target, server: WatchConfig, say: Callable[[str], None]) -> OpenJob | int:
     """Parse the HOST, connect to where Slurm's commands are, pick the job (`slurm:`: the one running SGLang) and
     check Slurm knows it; else the exit code after one line was said (2, 4, 6)."""
+    if is_srt_target(target.host):
+        from tui.commands import srt_members
+
+        opened_srt = await srt_members.open_srt(target, server, say)
+        if isinstance(opened_srt, int):
+            return opened_srt
+        where, job_id, base, cli = opened_srt
+        return OpenJob(sj.SlurmTarget(job_id, where.login), job_id, base, cli, srt_dir=where.log_dir, shown=str(where))
     try:
         job_target = sj.parse_target(target.host)
     except sj.SlurmTargetError as err:
@@ -201,7 +213,7 @@ async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None
     if isinstance(opened, int):
         return opened
     try:
-        found = await members_of(opened, server, target.discover, say)
+        found = await members_of(opened, server, target.discover, say, wait_for_workers=False)
     except BaseException:
         await opened.base.close()
         raise
@@ -211,10 +223,17 @@ async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None
 
 
 async def members_of(
-    opened: OpenJob, server: WatchConfig, discover: bool, say: Callable[[str], None], *, owns_base: bool = True
+    opened: OpenJob,
+    server: WatchConfig,
+    discover: bool,
+    say: Callable[[str], None],
+    *,
+    owns_base: bool = True,
+    wait_for_workers: bool = True,
 ) -> SlurmMembers | int:
     """The running job's nodes as members (one SrunHost each), or the exit code after one line (6: no such job,
-    or not running). `owns_base`: the members close the base host with theirs."""
+    or not running). `owns_base`: the members close the base host with theirs. An srtctl job's members are its
+    workers (tui/commands/srt_members.py), waited for until the recipe's count is there (`wait_for_workers`)."""
     target, job_id, base, cli = opened.target, opened.job_id, opened.base, opened.cli
     try:
         job = await cli.job(job_id)
@@ -233,6 +252,16 @@ async def members_of(
     if not nodes.nodes:
         say(f"slurm job {job_id} has no nodes yet: nothing runs in it now")
         return EXIT_NOTHING
+    if opened.srt_dir is not None:
+        from tui.commands import srt_members
+
+        found = await srt_members.members(
+            base, cli, job, nodes, opened.srt_dir, server, say, wait_for_workers=wait_for_workers
+        )
+        if isinstance(found, int):
+            return found
+        specs, srt_hosts, line = found
+        return SlurmMembers(target, nodes, specs, srt_hosts, base, cli, [line], owns_base=owns_base, shown=opened.shown)
     gpus = sj.gpus_per_node(job.tres_per_node)
     hosts = [SrunHost(base, job_id, n, remote_python=server.remote_python, gpus=gpus) for n in nodes.nodes]
     logs, where = node_logs(nodes, pattern)

@@ -84,7 +84,7 @@ async def _stop_job(opts: StopOptions, members: slurm_members.SlurmMembers) -> i
         if kept:
             await controls[batch].release_batch(held)
             print(f"kept slurm job {job_id} running: still in it {kept}; to cancel it anyway: "
-                  f"sglang-tui stop {shlex.quote(str(members.target))} --cancel-job (or scancel {job_id})")  # fmt: skip
+                  f"sglang-tui stop {shlex.quote(members.shown or str(members.target))} --cancel-job (or scancel {job_id})")  # fmt: skip
             return EXIT_OK
     await asyncio.gather(*(h.close() for h in members.hosts), return_exceptions=True)  # no step of ours lingers
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.core.slurmjob import is_slurm_target
+from tui.core.srtlayout import is_srt_target
 from tui.core.state import Readiness
 
 
@@ -55,8 +56,8 @@ class Target:
 
     @property
     def slurm(self) -> bool:
-        """A Slurm job (`slurm:JOBID`), whose nodes Slurm names."""
-        return is_slurm_target(self.host)
+        """A Slurm job (`slurm:JOBID`, or an srtctl job's `srt:LOGDIR`), whose nodes Slurm names."""
+        return is_slurm_target(self.host) or is_srt_target(self.host)
 
     def spec(self, host: str | None = None) -> HostSpec:
         """Where to connect: `host` (a member's, a login node's), else the one HOST, with the SSH options."""

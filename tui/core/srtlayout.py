@@ -149,3 +149,53 @@ def log_dir_of_stdout(std_out: str) -> str | None:
     (src/srtctl/templates/job_script_minimal.j2), None for any other job: `slurm:JOBID` recognises it so."""
     found = _SWEEP_LOG.match(std_out)
     return found.group("dir") if found else None
+
+
+_LOG_PORT = re.compile(r"(?:^|[\s,({])['\"]?port['\"]?\s*[:=]\s*(\d{2,5})\b")
+HTTP_PORT_BASE = 6100  # src/srtctl/ports.py SGLANG_HTTP_PORT_BASE
+HTTP_PORT_STRIDE = 32  # src/srtctl/ports.py SGLANG_HTTP_PORT_STRIDE
+
+
+def log_port(head: str) -> int | None:
+    """The HTTP port a worker's log names in its `server_args` (`'port': 6100` or `port=6100`), None before it."""
+    found = _LOG_PORT.search(head)
+    return int(found.group(1)) if found else None
+
+
+_BOOTSTRAP_PORT = re.compile(r"disaggregation_bootstrap_port['\"]?\s*[:=]\s*(\d{2,5})\b")
+
+
+def log_bootstrap_port(head: str) -> int | None:
+    """A prefill worker's PD bootstrap port as its log's `server_args` names it."""
+    found = _BOOTSTRAP_PORT.search(head)
+    return int(found.group(1)) if found else None
+
+
+def allocated_ports(found: list[SrtWorker]) -> dict[str, int]:
+    """Each worker's HTTP port as srtctl allocates it when its log does not say yet (src/srtctl/core/topology.py
+    NodePortAllocator.next_http_port: per node, from 6100 in steps of 32, in the order the workers are laid out,
+    prefill before decode)."""
+    per_node: dict[str, int] = {}
+    out = {}
+    for w in found:
+        k = per_node.get(w.node, 0)
+        out[w.name] = HTTP_PORT_BASE + HTTP_PORT_STRIDE * k
+        per_node[w.node] = k + 1
+    return out
+
+
+def sweep_job_id(file_names: list[str] | tuple[str, ...]) -> str | None:
+    """The job id of the `sweep_{job_id}.log` in a log directory's file names."""
+    for name in file_names:
+        found = re.match(r"^sweep_(\d+)\.log$", name)
+        if found:
+            return found.group(1)
+    return None
+
+
+def worker_counts(found: list[SrtWorker]) -> str:
+    """`2P 1D` of the workers found (agg workers as `N agg`)."""
+    p = len({w.index for w in found if w.role == "prefill"})
+    d = len({w.index for w in found if w.role == "decode"})
+    a = len({w.index for w in found if w.role == "agg"})
+    return f"{a} agg" if a and not (p or d) else f"{p}P {d}D"

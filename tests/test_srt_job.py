@@ -1,0 +1,130 @@
+"""`srt:LOGDIR` on the real 2-node cluster: a batch script that lays out a job as srtctl does (srt-slurm c88ef73:
+`{out}/{job_id}/logs/` with `sweep_{job_id}.log` as the job's StdOut, `config.yaml` beside it, one srun per
+worker writing `{node}_{mode}_w{index}.out`; docs/srtctl-layout.md) and runs the simulator as its PD workers:
+`wait` counts the roles and is ready, a decode worker hung in capture is stalled naming it, a prefill worker's OOM
+is failed naming it, `stop` stops every worker and cancels the job."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.processes import Cli
+from tests.helpers.slurm import NODES, SlurmCluster
+from tests.helpers.sshd import free_port
+from tests.test_slurm import job_processes
+
+WORKERS = (("prefill", 0, NODES[0]), ("prefill", 1, NODES[0]), ("decode", 0, NODES[1]))
+RECIPE = """\
+name: "sim-pd"
+model:
+  path: "meta-llama/Llama-3.3-70B-Instruct"
+resources:
+  gpu_type: "h100"
+  prefill_nodes: 1
+  decode_nodes: 1
+  prefill_workers: 2
+  decode_workers: 1
+  gpus_per_node: 8
+"""
+
+
+@pytest.fixture
+def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
+@dataclass
+class SrtJob:
+    job: str
+    log_dir: Path
+    gpus: list[Path]
+
+    def args(self) -> list[str]:
+        return ["--remote-python", sys.executable, "--sim-gpus", ",".join(map(str, self.gpus))]
+
+
+def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None = None) -> SrtJob:
+    """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
+    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND."""
+    repo = Path(__file__).resolve().parent.parent
+    steps = []
+    gpus = []
+    for mode, index, node in WORKERS:
+        name = f"{mode}{index}"
+        gpu = root / f"gpus-{name}"
+        gpus.append(gpu)
+        fault = f" --fault {faults[name]}" if faults and name in faults else ""
+        steps.append(
+            f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" {sys.executable} -m tui '
+            f"simulate --log /dev/stdout --port {free_port()} --tp 2 --disaggregation-mode {mode} "
+            f"--disaggregation-bootstrap-port {free_port()} --gpu-state {gpu} --shards 4 --speed 100 "
+            f"--speculative none{fault} &"
+        )
+    script = (
+        f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
+        f"cat > {root}/$SLURM_JOB_ID/config.yaml <<'EOF'\n{RECIPE}EOF\n"
+        'echo "Prefill worker 0 leader: ' + NODES[0] + ' (127.0.0.1)"\n' + "\n".join(steps) + "\nwait\n"
+    )
+    job = cluster.sbatch(script, "-N2", "-J", "sim-pd", "--oversubscribe", "--hold",
+                         "-o", f"{root}/%j/logs/sweep_%j.log", cwd=root)  # fmt: skip
+    log_dir = root / job / "logs"
+    log_dir.mkdir(parents=True)
+    cluster.run("scontrol", "release", job)
+    cluster.wait_running(job)
+    return SrtJob(job, log_dir, gpus)
+
+
+def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
+    job = srt_job(cluster, tmp_path)
+    target = f"srt:{job.log_dir}"
+    out = cli("wait", target, *job.args(), "--timeout", "120", "--json", timeout=180)
+    assert out.returncode == 0, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    assert final["phase"] == "ready"
+    assert [(m["name"], m["role"], m["host"]) for m in final["members"]] == [
+        ("prefill0", "prefill", NODES[0]), ("prefill1", "prefill", NODES[0]), ("decode0", "decode", NODES[1])
+    ]  # fmt: skip
+    assert f"sglang-tui wait: srtctl job {job.job}: 2P 1D (prefill0 on {NODES[0]}:" in out.stderr, out.stderr
+    stopped = cli("stop", target, *job.args(), "--grace", "5", timeout=180)
+    assert stopped.returncode == 0, stopped.stderr + stopped.stdout
+    assert stopped.stdout.count("GPU memory released") == 3, stopped.stdout
+    assert stopped.stdout.splitlines()[-1].startswith(f"cancelled slurm job {job.job}: ")
+    assert cluster.state(job.job) == "" and job_processes(job.job) == []
+
+
+def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
+    job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"})
+    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
+              timeout=200)  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    decode = next(m for m in final["members"] if m["name"] == "decode0")
+    assert decode["reason"].startswith("stalled"), final["members"]
+    assert "decode0 stalled" in out.stderr.splitlines()[-1], out.stderr
+
+
+def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
+    job = srt_job(cluster, tmp_path, {"prefill1": "oom-load"})
+    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--timeout", "150", "--json", timeout=200)
+    assert out.returncode == 1, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    prefill1 = next(m for m in final["members"] if m["name"] == "prefill1")
+    # the deployment's verdict stands as folded: the scheduler's exception line may come before its OOM line
+    assert prefill1["phase"] == "failed" and prefill1["error"]["kind"] in ("oom", "exception"), final["members"]
+    assert out.stderr.splitlines()[-1].startswith("sglang-tui wait: prefill1 failed in loading weights ("), out.stderr
+
+
+def test_a_bad_or_missing_directory_is_one_line(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
+    missing = cli("wait", f"srt:{tmp_path}/nope/1/logs", "--remote-python", sys.executable)
+    assert missing.returncode == 6 and missing.stderr.count("\n") == 1, missing.stderr
+    assert "no srtctl log directory" in missing.stderr
+    (tmp_path / "plain").mkdir()
+    nameless = cli("wait", f"srt:{tmp_path}/plain", "--remote-python", sys.executable)
+    assert nameless.returncode == 2 and "names no Slurm job" in nameless.stderr, nameless.stderr

@@ -1,0 +1,169 @@
+"""`srt:LOGDIR` and `LOGIN/srt:LOGDIR`: an srtctl job (NVIDIA/srt-slurm 2.x) as a PD deployment. The log
+directory is read where Slurm's commands are (this machine, or the login node over SSH; a shared filesystem, as
+on every Slurm cluster srtctl runs on): its worker logs are the members (`prefill0`, `decode0`, …, each on its
+node, reached inside the job's allocation as `slurm:` nodes are), the recipe (`config.yaml`) says how many of
+each to expect, the job id comes from the directory (`{job_id}/logs`) or its `sweep_{job_id}.log`. Names:
+tui/core/srtlayout.py (read from srt-slurm's source: docs/srtctl-layout.md).
+
+Each worker's HTTP port is the one its log's `server_args` names, else srtctl's allocation (6100 + 32 k per
+node). A worker that spans several nodes is watched on its first node (its leader's log); the frontend
+(nginx, routers) and the benchmark are not members yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Callable
+
+from tui.core import slurmjob as sj
+from tui.core import srtlayout as srt
+from tui.core.config import Target, WatchConfig
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING
+from tui.core.fold_job import ended_words, job_ended
+from tui.sources.connect import make_host
+from tui.sources.deployment import MemberSpec
+from tui.sources.host import Host, HostError
+from tui.sources.slurm import JobNodes, SlurmCli, SlurmError, SrunHost
+
+LISTING_MARK = "SGLANG_TUI_SRT_CONFIG"
+LOOK_EVERY_S = 2.0  # while the workers' logs appear, one listing every this many seconds
+HEAD_BYTES = 262144  # how much of each worker log is read for its `server_args` port
+q = shlex.quote
+
+
+async def list_dir(base: Host, log_dir: str) -> tuple[list[str], srt.Recipe] | str:
+    """The log directory's file names and the recipe beside it (or in it), else why not (one line)."""
+    d = q(log_dir)
+    command = (
+        f"cd {d} 2>/dev/null || {{ echo 'NODIR'; exit 0; }}; ls -1A; echo {LISTING_MARK}; "
+        "cat ../config.yaml 2>/dev/null || cat config.yaml 2>/dev/null || true"
+    )
+    try:
+        result = await base.run(command, timeout=30)
+    except (HostError, TimeoutError) as exc:
+        return f"cannot list {log_dir} on {base.name}: {exc}"
+    text = result.stdout.decode("utf-8", "replace")
+    if text.startswith("NODIR"):
+        return f"no srtctl log directory {log_dir} on {base.name}"
+    names, _, recipe = text.partition(LISTING_MARK + "\n")
+    return [n for n in names.splitlines() if n], srt.parse_recipe(recipe)
+
+
+async def open_srt(target: Target, server: WatchConfig, say: Callable[[str], None]) -> tuple[
+    srt.SrtTarget, str, Host, SlurmCli
+] | int:  # fmt: skip
+    """Parse the target, connect where the directory is, find the job id; else the exit code after one line."""
+    try:
+        where = srt.parse_target(target.host)
+    except srt.SrtTargetError as err:
+        say(str(err))
+        return EXIT_BAD_ARGS
+    base = make_host(target.spec(where.login or "local"))
+    try:
+        await base.connect()
+    except HostError as exc:
+        await base.close()
+        say(f"cannot connect to the login node {where.login}: {exc}")
+        return EXIT_CONNECT
+    listed = await list_dir(base, where.log_dir)
+    if isinstance(listed, str):
+        await base.close()
+        say(f"{listed}: nothing to watch")
+        return EXIT_NOTHING
+    job_id = srt.job_id_of(where.log_dir) or srt.sweep_job_id(listed[0])
+    if job_id is None:
+        await base.close()
+        say(f"{where.log_dir} names no Slurm job (srtctl writes {{job_id}}/logs/ with sweep_{{job_id}}.log in it)")
+        return EXIT_BAD_ARGS
+    return where, job_id, base, SlurmCli(base)
+
+
+def specs_of(log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str], server: WatchConfig) -> list[MemberSpec]:
+    """One member per worker (its first node's log), prefill first: its port from its log, else srtctl's."""
+    first: dict[str, srt.SrtWorker] = {}
+    for w in found:
+        first.setdefault(w.name, w)
+    workers = list(first.values())
+    allocated = srt.allocated_ports(workers)
+    sims = server.sim_gpus.split(",") if server.sim_gpus else []
+    specs = []
+    for i, w in enumerate(workers):
+        port = srt.log_port(heads.get(w.log, "")) or allocated[w.name]
+        gpus = (sims[i] if i < len(sims) else sims[-1]) if sims else None
+        bootstrap = srt.log_bootstrap_port(heads.get(w.log, "")) if w.role == "prefill" else None
+        specs.append(MemberSpec(w.name, w.role if w.role != "agg" else "server", w.node, port,
+                                f"{log_dir.rstrip('/')}/{w.log}", bootstrap_port=bootstrap, sim_gpus=gpus))  # fmt: skip
+    return specs
+
+
+async def _heads(base: Host, log_dir: str, found: list[srt.SrtWorker]) -> dict[str, str]:
+    """The first HEAD_BYTES of each worker log's `port` line (only the lines that name a port are kept)."""
+    out: dict[str, str] = {}
+    for w in found:
+        path = q(f"{log_dir.rstrip('/')}/{w.log}")
+        try:
+            result = await base.run(f"head -c {HEAD_BYTES} {path} | grep -a -m 3 port || true", timeout=30)
+        except (HostError, TimeoutError):
+            continue
+        out[w.log] = result.stdout.decode("utf-8", "replace")
+    return out
+
+
+async def workers_of(
+    base: Host, cli: SlurmCli, job: sj.SlurmJob, log_dir: str, say: Callable[[str], None]
+) -> list[srt.SrtWorker] | int:
+    """The job's worker logs, once as many as the recipe asks for are there (srtctl starts its infrastructure
+    first); while fewer, one line each time the count moves. An exit code when the job ends first (1, with
+    Slurm's word) or the directory goes (6)."""
+    said = ""
+    while True:
+        listed = await list_dir(base, log_dir)
+        if isinstance(listed, str):
+            say(listed)
+            return EXIT_NOTHING
+        names, recipe = listed
+        found = srt.workers(names)
+        have = srt.worker_counts(found)
+        want = recipe.counts() if (recipe.disaggregated or recipe.agg_workers) else None
+        if found and (want is None or have == want):
+            return found
+        line = f"srtctl job {job.job_id}: worker logs {have}" + (f" of {want}" if want else "") + " so far"
+        if line != said:
+            say(line)
+            said = line
+        try:
+            state = (await cli.queue([job.job_id]))[job.job_id]
+        except SlurmError:
+            state = None
+        if state is not None and job_ended(state):
+            say(ended_words(state) + " before its workers started")
+            return EXIT_FAILED
+        await asyncio.sleep(LOOK_EVERY_S)
+
+
+async def members(
+    base: Host, cli: SlurmCli, job: sj.SlurmJob, nodes: JobNodes, log_dir: str, server: WatchConfig,
+    say: Callable[[str], None], *, wait_for_workers: bool = True,
+) -> tuple[list[MemberSpec], list[SrunHost], str] | int:  # fmt: skip
+    """The workers as members, their hosts inside the allocation, and the line saying what was found."""
+    if wait_for_workers:
+        found = await workers_of(base, cli, job, log_dir, say)
+    else:
+        listed = await list_dir(base, log_dir)
+        found = srt.workers(listed[0]) if not isinstance(listed, str) else []
+    if isinstance(found, int):
+        return found
+    if not found:
+        say(f"no worker log in {log_dir} yet: nothing runs in it")
+        return EXIT_NOTHING
+    specs = specs_of(log_dir, found, await _heads(base, log_dir, found), server)
+    outside = sorted({s.host for s in specs} - set(nodes.nodes))
+    if outside:
+        say(f"the workers' nodes {', '.join(outside)} are not slurm job {job.job_id}'s ({job.node_list})")
+        return EXIT_BAD_ARGS
+    gpus = sj.gpus_per_node(job.tres_per_node)
+    hosts = [SrunHost(base, job.job_id, s.host, remote_python=server.remote_python, gpus=gpus) for s in specs]
+    where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
+             f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
+    return specs, hosts, where
