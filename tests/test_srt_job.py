@@ -92,6 +92,11 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
         ("prefill0", "prefill", NODES[0]), ("prefill1", "prefill", NODES[0]), ("decode0", "decode", NODES[1])
     ]  # fmt: skip
     assert f"sglang-tui wait: srtctl job {job.job}: 2P 1D (prefill0 on {NODES[0]}:" in out.stderr, out.stderr
+    assert out.stderr.splitlines()[-1] == "sglang-tui wait: ready: 2P 1D"
+    # the job by its id: its StdOut is srtctl's sweep log, so its workers are the members
+    by_id = cli("wait", f"slurm:{job.job}", *job.args(), "--timeout", "120", timeout=180)
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stderr.splitlines()[-1] == "sglang-tui wait: ready: 2P 1D", by_id.stderr
     stopped = cli("stop", target, *job.args(), "--grace", "5", timeout=180)
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     assert stopped.stdout.count("GPU memory released") == 3, stopped.stdout

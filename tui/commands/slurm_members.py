@@ -19,6 +19,7 @@ from tui.core.config import Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.core.srtlayout import is_srt_target
+from tui.core.srtlayout import log_dir_of_stdout as srt_log_dir
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
 from tui.sources.discover import discover
@@ -252,11 +253,12 @@ async def members_of(
     if not nodes.nodes:
         say(f"slurm job {job_id} has no nodes yet: nothing runs in it now")
         return EXIT_NOTHING
-    if opened.srt_dir is not None:
+    srt_dir = opened.srt_dir or (srt_log_dir(job.std_out) if not target.log and not server.log else None)
+    if srt_dir is not None:  # `srt:LOGDIR`, or a job whose StdOut is srtctl's sweep log: its workers are members
         from tui.commands import srt_members
 
         found = await srt_members.members(
-            base, cli, job, nodes, opened.srt_dir, server, say, wait_for_workers=wait_for_workers
+            base, cli, job, nodes, srt_dir, server, say, wait_for_workers=wait_for_workers
         )
         if isinstance(found, int):
             return found

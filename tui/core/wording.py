@@ -252,6 +252,9 @@ def _holding(dep: dm.Deployment) -> str:
         if multi_node:
             count = len(dep.members)
             return f"ready: {count} node{'s' if count != 1 else ''}" + (f", tp {tp}" if tp is not None else "")
+        roles = [m.role for m in dep.members]
+        if roles and set(roles) <= {"prefill", "decode"}:  # workers without a router (an srtctl job): counted
+            return f"ready: {roles.count('prefill')}P {roles.count('decode')}D"
         return "ready: " + ", ".join(f"{m.name} {member_words(dep, m)}" for m in dep.members)
     behind = dm.least_advanced(dep)
     if phase is Phase.FAILED:

@@ -31,9 +31,12 @@ BATCH = "batch"  # the step of a process of the batch script (no SLURM_STEP_ID i
 
 def job_procs_command(job_id: str) -> str:
     """For each process of the job on this machine: `J PID STEP NODE`, `S PID state ppid pgid sid start`,
-    `C PID cmdline`."""
+    `C PID cmdline`. Run inside the job's allocation (an srun step), it keeps only the processes of its own
+    cluster (SLURM_CLUSTER_NAME): job ids are per cluster, and a machine may serve two (test clusters do)."""
     entry = q(f"SLURM_JOB_ID={job_id}")
     return f"""for p in $(grep -l -a -z -x -F -e {entry} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+  [ -n "$SLURM_CLUSTER_NAME" ] && ! grep -q -a -z -x -F -e "SLURM_CLUSTER_NAME=$SLURM_CLUSTER_NAME" \
+    /proc/$p/environ 2>/dev/null && continue
   s=$({cmds._STAT_FIELDS}) && [ -n "$s" ] || continue
   e=$(tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -E '^(SLURM_STEP_ID|SLURMD_NODENAME)=')
   st=$(printf '%s\\n' "$e" | sed -n 's/^SLURM_STEP_ID=//p' | head -n 1)
