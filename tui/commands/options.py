@@ -14,6 +14,7 @@ from tui.core.config import Hooks, Ssh, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.settings import Given, Settings
 from tui.core.slurmjob import is_slurm_target
+from tui.core.srtlayout import is_srt_target
 from tui.history.paths import history_path
 from tui.sim.params import SimParams
 
@@ -348,7 +349,7 @@ def _fleet(ns: argparse.Namespace, settings: Settings) -> FleetOptions:
 
 def _slurm_problem(command: str, hosts: tuple[str, ...], deployment: str | None, launch: str | None) -> str | None:
     """Why a `slurm:` target cannot go with the rest of the command line (None when it can)."""
-    if not any(is_slurm_target(h) for h in hosts):
+    if not any(is_slurm_target(h) or is_srt_target(h) for h in hosts):
         return None
     if len(hosts) > 1 or deployment:
         return (
