@@ -22,7 +22,7 @@ OFFERED = {
     "watch": CONNECTION | WATCHING | HISTORY | {"--deployment", "--remote-python", "--sim-gpus"},
     "wait": CONNECTION | WATCHING | HISTORY | {"--deployment", "--remote-python", "--sim-gpus", "--timeout", "--json",
                                                "--dump-on-stall", "--stop-on-fail", "--missing-log-grace"},
-    "stop": CONNECTION | {"--deployment", "--remote-python", "--sim-gpus", "--force", "--grace"},
+    "stop": CONNECTION | {"--deployment", "--remote-python", "--sim-gpus", "--force", "--grace", "--cancel-job"},
     "dump": CONNECTION | {"--remote-python", "--json", "--out"},
     "bench": CONNECTION | HISTORY | {"--requests", "--concurrency", "--max-tokens", "--prompts", "--timeout",
                                      "--temperature", "--json"},
