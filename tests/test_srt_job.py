@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import Cli
+from tests.helpers.processes import Cli, PipeLines
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
@@ -97,6 +97,16 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     by_id = cli("wait", f"slurm:{job.job}", *job.args(), "--timeout", "120", timeout=180)
     assert by_id.returncode == 0, by_id.stderr
     assert by_id.stderr.splitlines()[-1] == "sglang-tui wait: ready: 2P 1D", by_id.stderr
+    # a board row: the job, its workers as the row's members
+    board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    rows.wait_for(lambda line: json.loads(line).get("phase") == "ready", timeout=120)
+    board.terminate()
+    board.wait(30)
+    row = json.loads([line for line in rows.text(5).splitlines() if line.startswith("{")][-1])
+    assert [m["name"] for m in row["members"]] == ["prefill0", "prefill1", "decode0"] and row[
+        "reason"
+    ] == "ready: 2P 1D"
     stopped = cli("stop", target, *job.args(), "--grace", "5", timeout=180)
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     assert stopped.stdout.count("GPU memory released") == 3, stopped.stdout

@@ -232,6 +232,13 @@ class Fleet:
         from tui.commands import slurm_members
 
         said: list[str] = []
+        if target.srt is not None:  # an srtctl job: one row, its workers as the members
+            members = await slurm_members.resolve(*self._job(target, None), said.append)
+            if isinstance(members, int):
+                self._nothing_or_unreachable(name, target.name, group, members, said)
+            else:
+                self._open_job(members, name, group)
+            return
         job_ids: list[str | None] = [target.slurm.job_id]
         if target.slurm.job_id is None:
             found = await slurm_members.sglang_jobs(*self._job(target, None), said.append)
@@ -258,6 +265,7 @@ class Fleet:
         opts = self.opts
         login = f"{target.slurm.login}/" if target.slurm.login else ""
         text = f"{login}slurm:{job_id or ''}" + (f":{target.slurm.log}" if target.slurm.log and job_id else "")
+        text = target.srt or text
         where = Target((text,), ssh=opts.ssh, port_named=target.port is not None, discover=target.port is None)
         config = WatchConfig(
             port=target.port or DEFAULT_PORT, remote_python=opts.remote_python, read_only=opts.read_only,

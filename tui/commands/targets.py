@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 
 from tui.core.slurmjob import SlurmTarget, is_slurm_target
 from tui.core.slurmjob import parse_target as parse_slurm_target
+from tui.core.srtlayout import is_srt_target
+from tui.core.srtlayout import parse_target as parse_srt_target
 
 DEFAULT_PORT = 30000
 
@@ -37,7 +39,7 @@ def parse_target(text: str, *, port: int | None = None, log: str | None = None) 
     """One TARGET; `port` and `log` are the command line's --port / --log (used where the target names none)."""
     if not text or text.strip() != text:
         raise ValueError(f"target {text!r}: give HOST, HOST:PORT or HOST:PORT:LOG")
-    if is_slurm_target(text):  # tui.core.slurmjob's forms (issue 24): the TUI, wait and stop take them
+    if is_slurm_target(text) or is_srt_target(text):  # Slurm's forms (issues 24, 36): the TUI, wait and stop take them
         raise ValueError(f"target {text}: Slurm jobs are not a target of this command yet; give HOST:PORT[:LOG]")
     host, rest = _split_host(text)
     found_port, found_log = port, log
@@ -85,6 +87,7 @@ class JobTarget:
     name: str
     slurm: SlurmTarget
     port: int | None = None  # the server's port in the job (None: found on node 0, else 30000)
+    srt: str | None = None  # an srtctl job (`[LOGIN/]srt:LOGDIR`, as written): its workers are the members
 
 
 FleetTarget = ServerTarget | HostTarget | JobTarget
@@ -93,6 +96,9 @@ FleetTarget = ServerTarget | HostTarget | JobTarget
 def fleet_target(text: str, *, port: int | None = None, log: str | None = None) -> FleetTarget:
     """One of `fleet`'s TARGETs: a Slurm job, a bare HOST (discovered, when neither --port nor --log is given), or one
     server as parse_target reads it. ValueError with one line."""
+    if is_srt_target(text):
+        where = parse_srt_target(text)  # SrtTargetError is a ValueError
+        return JobTarget(text, SlurmTarget(None, where.login), port, srt=str(where))
     if is_slurm_target(text):
         job = parse_slurm_target(text)  # SlurmTargetError is a ValueError
         if log is not None and job.log is None:
