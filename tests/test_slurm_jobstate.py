@@ -177,3 +177,18 @@ def test_the_board_row_of_a_job_in_the_queue_is_queued_then_ready(
     board.wait(30)
     ready = json.loads([line for line in rows.text(5).splitlines() if line.startswith("{")][-1])
     assert ready["tp_size"] == 16 and [m["host"] for m in ready["members"]] == list(NODES), ready
+
+
+def test_the_tui_on_a_job_in_the_queue_says_queued_until_it_ends(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    """`sglang-tui slurm:J` before the job runs: the queue's lines on the terminal (the TUI opens once it runs);
+    cancelled in the queue, it ends with Slurm's word without opening."""
+    sim = sim_job(cluster, tmp_path, hold=True)
+    tui = cli.popen(f"slurm:{sim.job}", *_common(sim))
+    err = PipeLines(tui.stderr)  # type: ignore[arg-type]
+    err.wait_for(lambda line: line.startswith("sglang-tui: queued: JobHeldUser, "), timeout=60)
+    cluster.run("scancel", sim.job)
+    assert tui.wait(60) == 1
+    last = err.text(5).splitlines()[-1]
+    assert last == f"sglang-tui: failed in the queue (Slurm): slurm job {sim.job} CANCELLED (JobHeldUser)", last

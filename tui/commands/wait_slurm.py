@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from tui.commands import slurm_members
 from tui.commands.options import WaitOptions
 from tui.commands.wait_deployment import Reporting
 from tui.core import wording
+from tui.core.config import Target, WatchConfig
 from tui.core.events import SlurmJobState
 from tui.core.exitcodes import EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.core.fold_job import job_ended, job_queued, queue_state
@@ -128,6 +130,36 @@ async def _back_in_queue(watch: QueueWatch, job_id: str) -> bool:
     except SlurmError:
         return False
     return job_queued(job)
+
+
+async def queued_first(target: Target, server: WatchConfig, say: Callable[[str], None]) -> int | None:
+    """Before the TUI opens a job's nodes: while the job waits in the queue, one line each time Slurm's word or
+    reason changes ("queued: Resources, 3m10s in queue"); None once it runs (or when it cannot be looked at: the
+    TUI's own resolve says why), else the exit code after the line of its end."""
+    opened = await slurm_members.open_job(target, server, lambda _: None)
+    if isinstance(opened, int):
+        return None
+    try:
+        watch = QueueWatch(opened.cli, [opened.job_id], every=QUEUE_LOOK_S, errors=QUEUE_ERRORS)
+        state = queue_state(server.stall_after)
+        said: tuple[str, str] | None = None
+        while True:
+            try:
+                job = (await watch.look())[opened.job_id]
+            except SlurmError:
+                return None
+            if not job_queued(job) and not job_ended(job):
+                return None
+            state = reduce(state, job, time.time())
+            verdict = decide(state)
+            if verdict.final or said != (job.state, job.reason):
+                say(wording.line(verdict, state, state.updated_at))
+                said = (job.state, job.reason)
+            if verdict.final:
+                return verdict.code
+            await watch.pause()
+    finally:
+        await opened.base.close()
 
 
 def run(opts: WaitOptions, reporter: Reporting) -> int:

@@ -60,6 +60,7 @@ async def _no_batches() -> Any:  # the app reads member batches instead (Deploym
 async def watch_slurm(opts: WatchOptions) -> int:
     """The TUI over a Slurm job (`sglang-tui slurm:JOBID`): its nodes as a deployment (watch only)."""
     from tui.commands import slurm_members
+    from tui.commands.wait_slurm import queued_first
     from tui.sources.slurm_jobs import QueueWatch, add_job_feeds
     from tui.sources.slurm_procs import SlurmProcessWatch
 
@@ -74,6 +75,9 @@ async def watch_slurm(opts: WatchOptions) -> int:
 
         return await _watch(opts, members.specs, list(members.hosts), watch, feeds)
 
+    ended = await queued_first(opts.target, opts.server, _say)  # a job still in the queue: waited for here
+    if ended is not None:
+        return ended
     return await slurm_members.with_job(opts.target, opts.server, _say, body)
 
 
