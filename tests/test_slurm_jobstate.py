@@ -192,3 +192,25 @@ def test_the_tui_on_a_job_in_the_queue_says_queued_until_it_ends(
     assert tui.wait(60) == 1
     last = err.text(5).splitlines()[-1]
     assert last == f"sglang-tui: failed in the queue (Slurm): slurm job {sim.job} CANCELLED (JobHeldUser)", last
+
+
+def test_a_job_cancelled_by_sglang_tui_reads_stopped_not_failed(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    """`stop` marks the job (its Comment) before its scancel: a wait watching the job says stopped by sglang-tui."""
+    import asyncio
+
+    from tui.sources.local import LocalHost
+    from tui.sources.slurm import SlurmCli
+
+    sim = sim_job(cluster, tmp_path, hold=True)
+    proc = cli.popen("wait", f"slurm:{sim.job}", *_common(sim), "--json")
+    lines = PipeLines(proc.stdout)  # type: ignore[arg-type]
+    lines.wait_for(lambda line: json.loads(line)["phase"] == "queued", timeout=60)
+    asyncio.run(SlurmCli(LocalHost()).mark_stopping(sim.job))  # what stop does before its scancel
+    assert cluster.run("squeue", "-h", "-j", sim.job, "-o", "%k").stdout.strip() == "sglang-tui stop"
+    cluster.run("scancel", sim.job)
+    assert proc.wait(60) == 1
+    assert proc.stderr is not None
+    last = proc.stderr.read().splitlines()[-1]
+    assert last.startswith("sglang-tui wait: stopped by sglang-tui"), last
