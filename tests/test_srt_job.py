@@ -19,6 +19,9 @@ from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
 
+MODEL_READY = "Model is ready. Have 2 prefills and 1 decodes.\n"  # src/srtctl/core/health.py's words
+ZERO_TOKENS = "Total generated tokens:                  0\n"  # sa-bench's result table (benchmark_serving.py)
+ZERO_SAID = "benchmark.out reports 0 generated tokens (1 run(s)): the servers never served it"
 WORKERS = (("prefill", 0, NODES[0]), ("prefill", 1, NODES[0]), ("decode", 0, NODES[1]))
 RECIPE = """\
 name: "sim-pd"
@@ -50,7 +53,7 @@ class SrtJob:
         return ["--remote-python", sys.executable, "--sim-gpus", ",".join(map(str, self.gpus))]
 
 
-def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None = None) -> SrtJob:
+def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None = None, benchmark: str = "") -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
     out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND."""
     repo = Path(__file__).resolve().parent.parent
@@ -70,7 +73,13 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
     script = (
         f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
         f"cat > {root}/$SLURM_JOB_ID/config.yaml <<'EOF'\n{RECIPE}EOF\n"
-        'echo "Prefill worker 0 leader: ' + NODES[0] + ' (127.0.0.1)"\n' + "\n".join(steps) + "\nwait\n"
+        'echo "Prefill worker 0 leader: '
+        + NODES[0]
+        + ' (127.0.0.1)"\n'
+        + "\n".join(steps)
+        + "\n"
+        + (f"cat > \"$L/benchmark.out\" <<'EOF'\n{benchmark}EOF\n" if benchmark else "")
+        + "wait\n"
     )
     job = cluster.sbatch(script, "-N2", "-J", "sim-pd", "--oversubscribe", "--hold",
                          "-o", f"{root}/%j/logs/sweep_%j.log", cwd=root)  # fmt: skip
@@ -82,7 +91,7 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
 
 
 def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path)
+    job = srt_job(cluster, tmp_path, benchmark=MODEL_READY + ZERO_TOKENS)
     target = f"srt:{job.log_dir}"
     out = cli("wait", target, *job.args(), "--timeout", "120", "--json", timeout=180)
     assert out.returncode == 0, out.stderr
@@ -92,11 +101,11 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
         ("prefill0", "prefill", NODES[0]), ("prefill1", "prefill", NODES[0]), ("decode0", "decode", NODES[1])
     ]  # fmt: skip
     assert f"sglang-tui wait: srtctl job {job.job}: 2P 1D (prefill0 on {NODES[0]}:" in out.stderr, out.stderr
-    assert out.stderr.splitlines()[-1] == "sglang-tui wait: ready: 2P 1D"
+    assert out.stderr.splitlines()[-2:] == ["sglang-tui wait: ready: 2P 1D", f"sglang-tui wait: {ZERO_SAID}"]
     # the job by its id: its StdOut is srtctl's sweep log, so its workers are the members
     by_id = cli("wait", f"slurm:{job.job}", *job.args(), "--timeout", "120", timeout=180)
     assert by_id.returncode == 0, by_id.stderr
-    assert by_id.stderr.splitlines()[-1] == "sglang-tui wait: ready: 2P 1D", by_id.stderr
+    assert by_id.stderr.splitlines()[-2] == "sglang-tui wait: ready: 2P 1D", by_id.stderr
     # a board row: the job, its workers as the row's members
     board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
     rows = PipeLines(board.stdout)  # type: ignore[arg-type]
@@ -115,14 +124,19 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
 
 
 def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"})
+    job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"}, benchmark=MODEL_READY)
     out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
               timeout=200)  # fmt: skip
     assert out.returncode == 3, out.stderr
     final = json.loads(out.stdout.splitlines()[-1])
     decode = next(m for m in final["members"] if m["name"] == "decode0")
     assert decode["reason"].startswith("stalled"), final["members"]
-    assert "decode0 stalled" in out.stderr.splitlines()[-1], out.stderr
+    last, said = out.stderr.splitlines()[-2:]
+    assert "decode0 stalled" in last, out.stderr
+    # the benchmark's word against the servers': it says ready while decode0's own log says it never got there
+    assert said.startswith(
+        "sglang-tui wait: benchmark.out says the model is ready (2P 1D), but the workers' own logs"
+    ), said
 
 
 def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:

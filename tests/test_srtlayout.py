@@ -78,3 +78,22 @@ def test_a_workers_ports_come_from_its_log_else_srtctls_allocation() -> None:
     found = srt.workers(["a_prefill_w0.out", "a_prefill_w1.out", "b_decode_w0.out", "a_decode_w1.out"])
     assert srt.allocated_ports(found) == {"prefill0": 6100, "prefill1": 6132, "decode0": 6100, "decode1": 6164}
     assert srt.worker_counts(found) == "2P 2D" and srt.sweep_job_id(["x", "sweep_77.log"]) == "77"
+
+
+def test_the_benchmarks_word_is_checked_against_the_servers() -> None:
+    ready = (
+        "Model is not ready, waiting for 1 prefills and 0 decodes. Have 1 prefills and 1 decodes.\n"
+        "Model is ready. Have 2 prefills and 1 decodes.\n"
+    )
+    word = srt.benchmark_word(ready + "Total generated tokens:                  0\n")
+    assert word == srt.BenchmarkWord("2P 1D", (0,))
+    assert srt.benchmark_disagrees(word, True, "ready: 2P 1D") == (
+        "benchmark.out reports 0 generated tokens (1 run(s)): the servers never served it"
+    )
+    said = srt.benchmark_disagrees(srt.benchmark_word(ready), False, "decode0 stalled in CUDA graph capture")
+    assert said == (
+        "benchmark.out says the model is ready (2P 1D), but the workers' own logs say: decode0 stalled "
+        "in CUDA graph capture"
+    )
+    assert srt.benchmark_disagrees(srt.benchmark_word(ready + "Total generated tokens: 4096\n"), True, "ready") is None
+    assert srt.benchmark_disagrees(srt.BenchmarkWord(), False, "x") is None

@@ -167,3 +167,15 @@ async def members(
     where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
              f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
     return specs, hosts, where
+
+
+async def benchmark_check(base: Host, log_dir: str, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word (`benchmark.out`, its last HEAD_BYTES) checked against the servers' verdict: the
+    line that says where they disagree, None when they agree or there is no benchmark output."""
+    path = q(f"{log_dir.rstrip('/')}/benchmark.out")
+    try:
+        result = await base.run(f"tail -c {HEAD_BYTES} {path} 2>/dev/null || true", timeout=30)
+    except (HostError, TimeoutError):
+        return None
+    word = srt.benchmark_word(result.stdout.decode("utf-8", "replace"))
+    return srt.benchmark_disagrees(word, servers_ready, servers_line)

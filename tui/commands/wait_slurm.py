@@ -26,6 +26,7 @@ from tui.core.events import SlurmJobState
 from tui.core.exitcodes import EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
+from tui.core.srtlayout import log_dir_of_stdout as srt_log_dir
 from tui.core.verdict import decide
 from tui.sources.deployment import MemberSpec
 from tui.sources.deployment_session import DeploymentSession, deployment_monitor, deployment_of
@@ -117,7 +118,17 @@ async def _run(opts: WaitOptions, reporter: Reporting, opened: slurm_members.Ope
             return None
         if opts.json:
             reporter.emit_json(state, force=True)
-        say(wording.line(found, state, state.updated_at))
+        said = wording.line(found, state, state.updated_at)
+        say(said)
+        srt_dir = opened.srt_dir or srt_log_dir(members.job.job.std_out)
+        if srt_dir is not None:  # an srtctl job: its benchmark's word checked against the workers'
+            from tui.commands import srt_members
+
+            disagrees = await srt_members.benchmark_check(
+                opened.base, srt_dir, found.kind in ("ready", "serving"), said
+            )
+            if disagrees:
+                say(disagrees)
         return found.code if found.code is not None else EXIT_TIMEOUT
     finally:
         await members.close()

@@ -199,3 +199,33 @@ def worker_counts(found: list[SrtWorker]) -> str:
     d = len({w.index for w in found if w.role == "decode"})
     a = len({w.index for w in found if w.role == "agg"})
     return f"{a} agg" if a and not (p or d) else f"{p}P {d}D"
+
+
+_MODEL_READY = re.compile(r"Model is ready\. Have (\d+) prefills and (\d+) decodes")
+_GENERATED = re.compile(r"^Total generated tokens:\s+(\d+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BenchmarkWord:
+    """What `benchmark.out` says (src/srtctl/core/health.py's readiness words; sa-bench's result table)."""
+
+    ready: str | None = None  # "2P 1D" when it printed `Model is ready. Have 2 prefills and 1 decodes.`
+    generated: tuple[int, ...] = ()  # each `Total generated tokens:` it printed
+
+
+def benchmark_word(text: str) -> BenchmarkWord:
+    ready = _MODEL_READY.findall(text)
+    return BenchmarkWord(
+        ready=f"{ready[-1][0]}P {ready[-1][1]}D" if ready else None,
+        generated=tuple(int(n) for n in _GENERATED.findall(text)),
+    )
+
+
+def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word checked against the servers': a line when it says ready while the servers' own logs
+    say otherwise, or when a run generated 0 tokens; None when they agree."""
+    if word.generated and min(word.generated) == 0:
+        return f"benchmark.out reports 0 generated tokens ({len(word.generated)} run(s)): the servers never served it"
+    if word.ready is not None and not servers_ready:
+        return f"benchmark.out says the model is ready ({word.ready}), but the workers' own logs say: {servers_line}"
+    return None
