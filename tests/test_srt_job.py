@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,13 @@ resources:
   decode_workers: 1
   gpus_per_node: 8
 """
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.fixture
@@ -125,6 +133,14 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
 
 def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
     job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"}, benchmark=MODEL_READY)
+    # watch once every worker is in its capture (the prefills then wait in their PD warmup for the decode worker):
+    # a short --stall-after applies to every phase, and a loaded machine can take that long to start Python
+    logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
+            for name in [f"{mode}{index}"]}  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not all(b"cuda graph begin" in _read(log).lower() for log in logs.values()):
+        assert time.monotonic() < deadline, "the workers never got there"
+        time.sleep(0.05)
     out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
               timeout=200)  # fmt: skip
     assert out.returncode == 3, out.stderr

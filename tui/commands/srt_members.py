@@ -29,6 +29,7 @@ from tui.sources.slurm import JobNodes, SlurmCli, SlurmError, SrunHost
 LISTING_MARK = "SGLANG_TUI_SRT_CONFIG"
 LOOK_EVERY_S = 2.0  # while the workers' logs appear, one listing every this many seconds
 HEAD_BYTES = 262144  # how much of each worker log is read for its `server_args` port
+PORTS_WITHIN_S = 180.0  # `wait` waits this long for every worker's log to name its port, then takes srtctl's
 q = shlex.quote
 
 
@@ -97,6 +98,11 @@ def specs_of(log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str], se
     return specs
 
 
+def _all_named(found: list[srt.SrtWorker], heads: dict[str, str]) -> bool:
+    """Whether every worker's log has named its port (its `server_args` line)."""
+    return all(srt.log_port(heads.get(w.log, "")) is not None for w in found)
+
+
 async def _heads(base: Host, log_dir: str, found: list[srt.SrtWorker]) -> dict[str, str]:
     """The first HEAD_BYTES of each worker log's `port` line (only the lines that name a port are kept)."""
     out: dict[str, str] = {}
@@ -157,7 +163,13 @@ async def members(
     if not found:
         say(f"no worker log in {log_dir} yet: nothing runs in it")
         return EXIT_NOTHING
-    specs = specs_of(log_dir, found, await _heads(base, log_dir, found), server)
+    heads = await _heads(base, log_dir, found)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PORTS_WITHIN_S
+    while wait_for_workers and not _all_named(found, heads) and loop.time() < deadline:
+        await asyncio.sleep(LOOK_EVERY_S)  # a worker's first lines (its server_args) come once Python started
+        heads = await _heads(base, log_dir, found)
+    specs = specs_of(log_dir, found, heads, server)
     outside = sorted({s.host for s in specs} - set(nodes.nodes))
     if outside:
         say(f"the workers' nodes {', '.join(outside)} are not slurm job {job.job_id}'s ({job.node_list})")
