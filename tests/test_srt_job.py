@@ -119,7 +119,7 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     rows = PipeLines(board.stdout)  # type: ignore[arg-type]
     rows.wait_for(lambda line: json.loads(line).get("phase") == "ready", timeout=120)
     board.terminate()
-    board.wait(30)
+    board.wait(60)
     row = json.loads([line for line in rows.text(5).splitlines() if line.startswith("{")][-1])
     assert [m["name"] for m in row["members"]] == ["prefill0", "prefill1", "decode0"] and row[
         "reason"
