@@ -19,6 +19,7 @@ ENVELOPE = re.compile(
 WRAPPER = re.compile(
     r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? (?:\| )?"  # collector time
     r"|[A-Za-z0-9][\w.@/-]*\s*\| "  # docker compose service
+    r"|\[[A-Za-z0-9][\w.@/-]*\]\s*\| "  # a bracketed service name (`[sglang]     | `)
     r"|\d{1,5}: "  # srun task id
     r"|\[pod/[^\]\s]+\] "  # kubectl logs --prefix
     r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"  # Ray actor
@@ -65,7 +66,7 @@ def split_envelope(text: str) -> Envelope:
         if m:
             ranks = m.group("ranks")
             return _leveled(Envelope(text, text[m.end() :], m.group("ts"), ranks[1:] if ranks else None))
-        if not text.startswith("[pod/"):
+        if not text.startswith("[pod/") and not ("]" in text[:64] and "| " in text[:80] and WRAPPER.match(text)):
             return Envelope(text, text, None, None)
     if text[:1].isdigit() and "T" in text[:11]:
         t = TRACING.match(text)

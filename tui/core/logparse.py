@@ -79,6 +79,9 @@ _HEALTH_PATHS = frozenset(("/health", "/health_generate"))
 # `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
 _PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
 _PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
+# A launch script's own print of the engine's arguments (`options={'model_path': …, 'tp_size': 2, …}`,
+# `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
+_ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 
@@ -295,6 +298,9 @@ class LogParser:
         if msg.startswith("server_args="):
             self._server_args(msg, env.at)
             return
+        if "model_path" in msg[:80] and not self._server_args_seen and _ARGS_PRINT.match(msg):
+            self._args_print(msg, env.at)
+            return
         if msg.startswith("sglang version"):
             self._version = sglang_version(msg) or self._version
             return
@@ -450,6 +456,24 @@ class LogParser:
                 quantization=server_arg(msg, "quantization"),
                 args_hash=args_hash(msg),
                 version=self._version,
+            )
+        )
+
+    def _args_print(self, msg: str, at: str | None) -> None:
+        """A script's print of the engine's arguments, before SGLang's own `server_args=` (an offline Engine prints
+        none): the sizes it states, not a launch (a `server_args=` after it is the same launch)."""
+        algorithm = server_arg(msg, "speculative_algorithm")
+        self._emit(
+            ServerArgs(
+                model=server_arg(msg, "model_path"),
+                tp_size=server_arg_int(msg, "tp_size"),
+                dp_size=server_arg_int(msg, "dp_size"),
+                pp_size=server_arg_int(msg, "pp_size"),
+                speculative=algorithm.upper() if algorithm else None,
+                at=at,
+                t=self._t(at),
+                ep_size=server_arg_int(msg, "ep_size"),
+                nnodes=server_arg_int(msg, "nnodes"),
             )
         )
 
