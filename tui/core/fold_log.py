@@ -300,6 +300,8 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     if ev.kind == "graph_begin":  # the capture now, for every view (tui.core.capture)
         s = s.evolve(capture_now=capture_bar_of(str(ev.get("what") or "")))
     if ev.draft:
+        if ev.kind in ("graph_begin", "graph_end"):  # a draft's capture comes after the target's KV pool and capture
+            s = advance(s.evolve(launched=True), Phase.CUDA_GRAPH, ev.at, ev.t, now)
         span = DRAFT_SPANS.get(ev.kind)
         if span is not None:
             phase, begins = span

@@ -63,7 +63,7 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
                   "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed", "[Errno",
-                  "gated", "restricted", "Not Found for url")  # fmt: skip
+                  "gated", "restricted", "Not Found for url", " hit a", "oom", "OOM")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
 # A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
 _DRAFT_FRAME = re.compile(
@@ -79,6 +79,9 @@ _HEALTH_PATHS = frozenset(("/health", "/health_generate"))
 # `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
 _PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
 _PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
+# How many lines above a traceback's end an `NCCL WARN` still names its cause (a traceback of a dozen frames, the
+# ranks' interleaved lines).
+_NCCL_WARN_REACH = 80
 # A launch script's own print of the engine's arguments (`options={'model_path': …, 'tp_size': 2, …}`,
 # `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
 _ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
@@ -128,6 +131,8 @@ class LogParser:
         self._http_seen = False  # an access line outside the warmup was reported (HTTP is up)
         self._health_seen = False  # …and one of a /health 200 (the server answered it up)
         self._nccl_max = 0  # the largest NCCL communicator reported (0: no NCCL INFO line yet)
+        self._nccl_warn: tuple[str, str | None, str | None, int] | None = None  # the last `NCCL WARN` line, its line no.
+        self._lines = 0  # lines read (the parser's, not the file's): how far above a traceback a WARN was
         self._custom_group = False  # `init custom process group` (RLHF weight sync): its communicators are not TP's
 
     # ------------------------------------------------------------------------------------------ API
@@ -158,7 +163,8 @@ class LogParser:
         if cut and head is not None and not (self._ready and not self._tb_ready):  # ready after it: not fatal
             # The input ends inside a traceback whose exception line is cut off: it still says something failed.
             self._in_traceback = False
-            self._emit(Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
+            warned = self._warned_nccl()
+            self._emit(warned or Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
         self._end_pyspy()
         return self._take()
 
@@ -188,7 +194,7 @@ class LogParser:
         known, health_known = self._access_known()
         for line in lines:
             if b"Decode batch" in line:
-                if not hinted and b"accept len" in line:
+                if not hinted and (b"accept len" in line or b"accept rate" in line):
                     self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
@@ -240,7 +246,7 @@ class LogParser:
     def _piece(self, text: str) -> None:
         """One line (or tqdm frame) of text."""
         if "Decode batch" in text:
-            if self._hint_level < 1 and "accept len" in text:
+            if self._hint_level < 1 and ("accept len" in text or "accept rate" in text):  # a clipped line: rate only
                 env = split_envelope(strip_ansi(text))
                 self._hint(None, env.line, env.at)
             self._run.add("decode", text)
@@ -257,6 +263,7 @@ class LogParser:
             return  # one of sglang-tui's own probes, or an access line outside the warmup that says nothing new
         env = split_envelope(text)
         msg = env.msg
+        self._lines += 1
         if not msg or msg.isspace():
             if env.level in ("ERROR", "CRITICAL"):  # an ERROR line cut off before its message still says it failed
                 self._emit(Failure("other", env.line, False, env.rank, env.at, self._t(env.at)))
@@ -306,6 +313,9 @@ class LogParser:
             return
         if "NCCL INFO" in msg:
             self._nccl_info(msg, env.line, env.at)
+            return
+        if "NCCL WARN" in msg:  # a cause only if a traceback follows (NCCL warns of much it gets past)
+            self._nccl_warn = (env.line, env.rank, env.at, self._lines)
             return
         if msg.startswith("init custom process group"):
             self._custom_group = True  # a weight-sync group with a trainer: its nranks say nothing of TP
@@ -378,6 +388,15 @@ class LogParser:
         self._nccl_max = max(self._nccl_max, n or 0) or -1  # -1: a line seen, no size yet
         self._milestone("dist_init", (("nranks", n),) if n is not None else (), None, line, at)
 
+    def _warned_nccl(self) -> Failure | None:
+        """An `NCCL WARN` line shortly above a traceback whose own last line names no cause (a generic
+        `RuntimeError`, a socket error, a cut traceback): the WARN names it (nccl)."""
+        warn = self._nccl_warn
+        if warn is None or self._lines - warn[3] > _NCCL_WARN_REACH:
+            return None
+        line, rank, at, _ = warn
+        return Failure("nccl", line, True, rank or self._tb_rank, at, self._t(at))
+
     def _open_traceback(self, line: str, rank: str | None, at: str | None) -> None:
         self._in_traceback, self._tb_rank, self._tb_benign = True, rank, False
         self._tb_head, self._tb_reported, self._tb_at, self._tb_ready = line, False, at, self._ready
@@ -418,7 +437,8 @@ class LogParser:
             return True
         kind, root = exception_failure(msg)
         self._tb_reported = True
-        self._emit(Failure(kind, line, root, self._tb_rank))
+        warned = self._warned_nccl() if kind == "exception" else None
+        self._emit(warned or Failure(kind, line, root, self._tb_rank))
         found = milestone(msg.partition(": ")[2])
         if found is not None and found[0] in ("load_straggler", "unbalanced_memory"):
             self._milestone(found[0], found[1], self._tb_rank, line, None)
