@@ -210,18 +210,19 @@ def progressed(s: Readiness, at: str | None, t: float | None, now: float, what: 
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
     """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
 
-    The highest index + 1 when that is a usual TP size (a power of two: TP splits the attention heads), when
-    every index below it was seen, or as a lower bound when several ranks show; a lone TP2 (a traceback of one
-    rank) says only "at least 3 ranks", which is no size."""
+    Rank tags are a lower bound (a slice of a TP16 job may show TP0–TP14 only; one node of a multi-node group shows
+    its own ranks, TP24–TP31 on the fourth), so a size only where one node's ranks tell it: the highest index + 1 is
+    a power of two (TP splits the attention heads) of at most 8 (one node's GPUs), and either every index below it was
+    seen or it is TP7 (the last GPU of an 8-GPU node; a lone TP3 may be a TP8's). Else None: the views say the bound
+    (tui.core.ranklabels.tp_floor)."""
     top = seen[-1]
     size = top + 1
-    if size & (size - 1) == 0:
+    if size & (size - 1) == 0 and size <= _ONE_NODE and (size == _ONE_NODE or len(seen) == size):
         return size, f"inferred: highest rank seen is TP{top}"
-    if len(seen) == size:
-        return size, f"inferred: ranks TP0..TP{top} seen"
-    if len(seen) >= 2:
-        return size, f"inferred: at least {size} ranks (highest seen TP{top})"
     return None, ""
+
+
+_ONE_NODE = 8  # GPUs of the usual node: a rank tag above TP7 may be another node's
 
 
 def tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:

@@ -66,7 +66,19 @@ _WARMUP_NAME = re.compile(r"Running warmup (\S+)", re.ASCII)
 _EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
 # Lines between the weights and the KV pool: the KV budget is being profiled and the pools allocated.
 _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
-               "Use Sliding window memory pool", "SWA ring:")  # fmt: skip
+               "Use Sliding window memory pool", "SWA ring:", "Tree cache initialized",
+               "Max concurrent requests (per dp worker) from the finalized token capacity")  # fmt: skip
+# Newer KV sizing lines whose wording varies by model (DeepSeek-V4's pools, hybrid SWA/SSM models): a pool being
+# built (`Initialize DeepSeekV4TokenToKVPool with max_num_reqs=256 swa_size=…`), the memory calculation behind the
+# KV budget (`DeepSeekV4 memory calculation: …`, `KV cache memory calculation …`), the hybrid split
+# (`Hybrid KV cache: full=… swa=…`, `Mamba state size: …`).
+_KV_SIZING = re.compile(
+    r"Initiali[sz](?:e|ing) \w*(?:KV|Kv|Token|Mamba|SWA|Swa|State|Cache)\w*Pool\b"
+    r"|^[\w./ -]{0,40}\b(?:[Mm]emory|KV|kv) (?:[Cc]alculation|[Cc]alc|[Bb]udget|sizing)\b"
+    r"|^(?:Hybrid|hybrid) (?:KV|kv|SWA|swa|SSM|ssm|[Mm]amba|linear)\b[^:]{0,40}(?:cache|pool|size|memory|ratio)"
+    r"|^(?:[Mm]amba|SSM|ssm) (?:state|cache|pool)s? (?:size|memory|is allocated)",
+    re.ASCII,
+)
 _LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
 # Lines of the distributed set-up (communicators, custom all-reduce): the ranks are initialising.
 _DIST_STEPS = ("Found nccl from", "reading GPU P2P access cache", "generating GPU P2P access cache",
@@ -109,6 +121,9 @@ def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
         m = _LAUNCH_DP.match(msg)
         return "dist_init", (("dp_rank", int(m.group(1))), ("gpu", int(m.group(2)))) if m else ()
     if "is larger than the profiled value" in msg or msg.startswith(_KV_PROFILE) or "of the KV budget" in msg:
+        return "kv_profile", _tree_cache(msg)
+    if ("ool" in msg or "alc" in msg or "udget" in msg or "izing" in msg or "ybrid" in msg or "state" in msg
+            or "ache" in msg) and _KV_SIZING.search(msg):  # fmt: skip
         return "kv_profile", ()
     if msg.startswith("Found local HF snapshot for"):
         return "hf_snapshot", (("local", True),)
@@ -134,6 +149,18 @@ def _steps(msg: str) -> tuple[MilestoneKind, Fields] | None:
     if msg.startswith(("Receive: obj=", "Finish: obj=")):
         return "request_log", ()
     return None
+
+
+def _tree_cache(msg: str) -> Fields:
+    """`Tree cache initialized: source=default impl=UnifiedRadixCache hybrid_swa=True …` (2026): the prefix cache,
+    built right after the KV pool; its implementation is a field."""
+    if not msg.startswith("Tree cache initialized"):
+        return ()
+    m = _TREE_IMPL.search(msg)
+    return (("tree_cache", m.group(1)),) if m else ()
+
+
+_TREE_IMPL = re.compile(r"\bimpl=(\w+)", re.ASCII)
 
 
 def nccl_ranks(msg: str) -> int | None:

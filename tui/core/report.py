@@ -6,6 +6,7 @@ from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
+from tui.core.ranklabels import tp_floor
 from tui.core.stall import stall_json
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
@@ -103,7 +104,8 @@ def format_report(state: Readiness) -> str:
     facts = []
     if s.server.model:
         facts.append(f"model {s.server.model}")
-    facts.append(f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
+    floor = tp_floor(s.tp_ranks_seen) if s.server.tp_size is None else None
+    facts.append(floor if floor is not None else f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
     if s.tp_inferred and s.server.tp_size is not None:
         facts[-1] += f" ({s.tp_inferred})"
     if s.server.speculative:
