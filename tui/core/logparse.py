@@ -46,6 +46,7 @@ from tui.core.logmilestones import (
     speculative_family,
     uvicorn,
 )
+from tui.core.logcommand import LAUNCH_COMMAND, command_sizes
 from tui.core.logshapes import nccl_ranks
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.ranklabels import tp_index
@@ -133,6 +134,8 @@ class LogParser:
         self._nccl_max = 0  # the largest NCCL communicator reported (0: no NCCL INFO line yet)
         self._nccl_warn: tuple[str, str | None, str | None, int] | None = None  # the last `NCCL WARN` line, its line no.
         self._lines = 0  # lines read (the parser's, not the file's): how far above a traceback a WARN was
+        self._started = False  # an event other than the launch's arguments was reported
+        self._command: list[str] | None = None  # a launch command's lines so far (continued with `\\`)
         self._custom_group = False  # `init custom process group` (RLHF weight sync): its communicators are not TP's
 
     # ------------------------------------------------------------------------------------------ API
@@ -236,6 +239,8 @@ class LogParser:
             self._out += self._run.drain(self._clock)
         if isinstance(event, Failure):
             self._failed = True
+        if not isinstance(event, ServerArgs):
+            self._started = True
         self._out.append(event)
 
     def _t(self, at: str | None) -> float | None:
@@ -261,6 +266,9 @@ class LogParser:
             and (is_probe_access(text) or (not self._warm and self._access_said(text)))
         ):
             return  # one of sglang-tui's own probes, or an access line outside the warmup that says nothing new
+        if self._command is not None:
+            self._command_line(text)
+            return
         env = split_envelope(text)
         msg = env.msg
         self._lines += 1
@@ -305,7 +313,12 @@ class LogParser:
         if msg.startswith("server_args="):
             self._server_args(msg, env.at)
             return
-        if "model_path" in msg[:80] and not self._server_args_seen and _ARGS_PRINT.match(msg):
+        if ("sglang" in msg and not self._server_args_seen and not self._started and env.at is None
+                and (launch := LAUNCH_COMMAND.search(msg)) is not None):  # fmt: skip
+            self._command = []
+            self._command_line(msg[launch.start() :])
+            return
+        if "model_path" in msg[:80] and not self._server_args_seen and not self._started and _ARGS_PRINT.match(msg):
             self._args_print(msg, env.at)
             return
         if msg.startswith("sglang version"):
@@ -478,6 +491,19 @@ class LogParser:
                 version=self._version,
             )
         )
+
+    def _command_line(self, text: str) -> None:
+        """A line of a launch command pasted or echoed into the log (`python -m sglang.launch_server … \\`,
+        `sglang serve …`): the sizes its options state, once the command ends (its last line has no `\\`)."""
+        assert self._command is not None
+        body = text.rstrip()
+        self._command.append(body.rstrip("\\"))
+        if body.endswith("\\") and len(self._command) < 200:
+            return
+        command, self._command = " ".join(self._command), None
+        sizes = command_sizes(command)
+        if sizes is not None:
+            self._emit(sizes)
 
     def _args_print(self, msg: str, at: str | None) -> None:
         """A script's print of the engine's arguments, before SGLang's own `server_args=` (an offline Engine prints

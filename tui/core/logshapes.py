@@ -31,7 +31,8 @@ Lines that place a window of the log (one that starts mid-run) in a phase, read 
   (custom_all_reduce_utils.py), `Custom allreduce is disabled …` / `Setup Custom allreduce failed …`
   (custom_all_reduce.py; field spans_nodes when `this process group spans across nodes`: the TP group spans nodes).
 - load_step: `Using model weights format […]`, `Loading|Loaded weights from remote storage` (weight_utils.py,
-  loader.py): the weights are loading.
+  loader.py), ModelExpress's `RDMA transfer complete: 2944 tensors, 165.72 GB, 6.064s, 218.6 Gbps` (2026; a load
+  with no shard bar): the weights are loading.
 - kernel_autotune: `Running FlashInfer autotune …` / `FlashInfer autotune completed.` (runner/flashinfer_autotune.py,
   0.5.x): after the KV cache, before capture.
 - graph_step: `Capture cuda graph bs […]` (cuda_graph_runner.py ≤ 0.5.9) and `Registering N cuda graph addresses`
@@ -89,6 +90,8 @@ _LOAD_STEPS = (
     "Using model weights format",
     "Loading weights from remote storage",
     "Loaded weights from remote storage",
+    "RDMA transfer complete",  # ModelExpress peer-to-peer load (sglang#24723): no shard bar at all
+    "[ModelExpress]",
 )
 _NRANKS = re.compile(r"\bn[Rr]anks (\d{1,6})\b", re.ASCII)
 
@@ -183,6 +186,8 @@ def _bracketed(msg: str) -> tuple[MilestoneKind, Fields] | None:
         return None
     if msg.startswith(("[WeightCacheDaemon", "[IpcModelLoader]")):
         return _daemons(msg)
+    if msg.startswith("[ModelExpress]"):
+        return "load_step", ()
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.answerer import identity, printable
+from tui.core.failurenotes import kind_words_of, note_of
 from tui.core.capture import current_capture
 from tui.core.explain import (
     PROCESS_EXITED,
@@ -112,7 +113,9 @@ def _failed_words(v: Verdict, s: Readiness) -> str:
         if s.process_alive:
             return "failed: the server process exited; a new one runs, waiting for its launch in the log"
         return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
-    return f"failed{_during(v.phase)} ({kind_words(error.kind)}): {error.line.strip()}"
+    kind = kind_words_of(error) or kind_words(error.kind)
+    note = note_of(error)
+    return f"failed{_during(v.phase)} ({kind}): {error.line.strip()}" + (f"; {note}" if note else "")
 
 
 def _during(phase: Phase | None) -> str:
