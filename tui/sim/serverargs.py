@@ -70,8 +70,8 @@ def server_info(p: SimParams, engine: Engine, startup_time: dict[str, object] | 
     if p.speculative:
         state["avg_spec_accept_length"] = engine.last_accept
     info: dict[str, object] = dict(server_args_fields(p))
-    info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": p.fmt,
+    info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": "0.5.24.dev0" if p.fmt == "main" else p.fmt,
                  "internal_states": [state]})  # fmt: skip
-    if p.fmt == "0.5.23":
+    if p.fmt in ("0.5.23", "main"):
         info.update({"startup_time": startup_time, "frontend": "python"})
     return info
