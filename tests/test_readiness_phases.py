@@ -488,7 +488,10 @@ def test_tp_size_from_args_or_the_highest_rank() -> None:
     # a lone TP3 (a TP8's rank as well as a TP4's) and ranks past one node's GPUs are lower bounds, not sizes
     assert feed([Milestone("load_end", rank="DP1 TP3", **at(1))]).server.tp_size is None
     s = feed([Milestone("load_end", rank=f"TP{i}", **at(1)) for i in range(16)])
-    assert s.server.tp_size is None and "log: tp ≥ 16: ranks TP0–TP15 seen (a lower bound: no line states the size)" in evidence(s)
+    assert (
+        s.server.tp_size is None
+        and "log: tp ≥ 16: ranks TP0–TP15 seen (a lower bound: no line states the size)" in evidence(s)
+    )
     s = feed([Milestone("load_end", rank=f"TP{i}", **at(1)) for i in range(24, 32)])
     assert s.server.tp_size is None and "tp ≥ 32: ranks TP24–TP31 seen" in format_report(s)
 

@@ -29,7 +29,9 @@ def _names() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _names())
-def test_real_log_matches_expected(real_logs_dir: Path | None, real_logs_2_dir: Path | None, name: str, cli: Cli) -> None:
+def test_real_log_matches_expected(
+    real_logs_dir: Path | None, real_logs_2_dir: Path | None, name: str, cli: Cli
+) -> None:
     set_name, _, file = name.partition("/")
     folder = real_logs_dir if set_name == "real-logs" else real_logs_2_dir
     if folder is None:
@@ -127,7 +129,7 @@ def test_the_comparison_accepts_an_alternative_line_and_only_those() -> None:
 def test_the_comparison_reads_the_second_sets_rules() -> None:
     """A phase alternative is right; tp_size null in the second set is not checked, a number is."""
     got = {"phase": "cuda_graph", "shards": None, "tp_size": 8, "speculative": None, "error": None, "decode": None}
-    expect = {
+    expect: dict[str, object] = {
         "phase": "kv_cache",
         "phase_alternatives": ["cuda_graph"],
         "shards": None,

@@ -329,7 +329,12 @@ def build_parser() -> Parser:
     simulate.add_argument("--host", default="127.0.0.1", help="where HTTP listens, as SGLang's (e.g. ::1)")
     simulate.add_argument("--tp", type=int, default=8)
     simulate.add_argument("--shards", type=int, default=64)
-    simulate.add_argument("--format", default="0.5.23", metavar="VERSION", help="log format: 0.5.9, 0.5.23 or main (SGLang main through 2026-10: the newest shapes)")
+    simulate.add_argument(
+        "--format",
+        default="0.5.23",
+        metavar="VERSION",
+        help="log format: 0.5.9, 0.5.23 or main (SGLang main through 2026-10: the newest shapes)",
+    )
     simulate.add_argument("--speculative", default="EAGLE3", help="EAGLE3, EAGLE, or none")
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",

@@ -24,9 +24,8 @@ HOST_OOM = re.compile(HOST_OOM_TEXT)
 OOM = re.compile(
     r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
     r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
-    r"Not enough memory\. Please try to increase --mem-fraction-static|"
+    r"Not enough memory\. Please try to increase --mem-fraction-static|" + HOST_OOM_TEXT,
     # the host's memory, not the GPU's: fork/mmap/pinned allocations failing, the kernel's OOM killer
-    + HOST_OOM_TEXT,
 )
 # `[Errno 98]` is EADDRINUSE in Python's OSError text (uvicorn: `[Errno 98] error while attempting to bind on address
 # (…): address already in use`, which a cut line may lose the end of). c10d's own `(errno: 98 - Address already in
@@ -73,7 +72,9 @@ _GENERIC_OTHER = re.compile(
     r"^terminate called after throwing",
 )
 # A generic marker cut off mid-word where the posted text ends (`… TP0] Scheduler hit an excep`): still the marker.
-_CUT_HIT = re.compile(r"(?:Scheduler|\w*Controller|\w*Manager|\w*Worker|Detokenizer\w*) hit (?P<rest>a[a-z ]{0,10})$", re.ASCII)
+_CUT_HIT = re.compile(
+    r"(?:Scheduler|\w*Controller|\w*Manager|\w*Worker|Detokenizer\w*) hit (?P<rest>a[a-z ]{0,10})$", re.ASCII
+)
 _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
 _ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
 

@@ -26,6 +26,7 @@ from tui.core.events import (
 from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
+from tui.core.logcommand import LAUNCH_COMMAND, command_sizes
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank
 from tui.core.logfailures import (
     exception_failure,
@@ -46,7 +47,6 @@ from tui.core.logmilestones import (
     speculative_family,
     uvicorn,
 )
-from tui.core.logcommand import LAUNCH_COMMAND, command_sizes
 from tui.core.logshapes import nccl_ranks
 from tui.core.probes import is_probe_access, is_probe_prefill
 from tui.core.ranklabels import tp_index
@@ -132,7 +132,8 @@ class LogParser:
         self._http_seen = False  # an access line outside the warmup was reported (HTTP is up)
         self._health_seen = False  # …and one of a /health 200 (the server answered it up)
         self._nccl_max = 0  # the largest NCCL communicator reported (0: no NCCL INFO line yet)
-        self._nccl_warn: tuple[str, str | None, str | None, int] | None = None  # the last `NCCL WARN` line, its line no.
+        # the last `NCCL WARN` line (line, rank, at, the parser's line number then)
+        self._nccl_warn: tuple[str, str | None, str | None, int] | None = None
         self._lines = 0  # lines read (the parser's, not the file's): how far above a traceback a WARN was
         self._started = False  # an event other than the launch's arguments was reported
         self._command: list[str] | None = None  # a launch command's lines so far (continued with `\\`)
@@ -162,12 +163,15 @@ class LogParser:
         if tail:
             self._slow(tail + "\n")
         head = self._tb_head
-        cut = self._in_traceback and not self._tb_benign and not self._tb_reported and head is not None
-        if cut and head is not None and not (self._ready and not self._tb_ready):  # ready after it: not fatal
+        open_tb = self._in_traceback and not self._tb_benign and not (self._ready and not self._tb_ready)
+        warned = self._warned_nccl() if open_tb else None
+        if warned is not None:  # the traceback's end is cut off: an NCCL WARN shortly above it names the cause
+            self._in_traceback = False
+            self._emit(warned)
+        elif open_tb and not self._tb_reported and head is not None:  # ready after it: not fatal (open_tb)
             # The input ends inside a traceback whose exception line is cut off: it still says something failed.
             self._in_traceback = False
-            warned = self._warned_nccl()
-            self._emit(warned or Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
+            self._emit(Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
         self._end_pyspy()
         return self._take()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.answerer import identity, printable
-from tui.core.failurenotes import kind_words_of, note_of
 from tui.core.capture import current_capture
 from tui.core.explain import (
     PROCESS_EXITED,
@@ -30,6 +29,7 @@ from tui.core.explain import (
     tail_words,
     unseen_suffix,
 )
+from tui.core.failurenotes import kind_words_of, note_of
 from tui.core.names import kind_words, phase_words
 from tui.core.stall import describe
 from tui.core.state import Phase, Readiness

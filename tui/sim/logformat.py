@@ -247,7 +247,7 @@ class LogFormat:
     def startup_timings(self, load: float, kv: float, sched: float, graphs: dict[str, float], tok: float) -> str | None:
         if not self.new:
             return None
-        names = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+        names: tuple[str, ...] = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
         if self.main and graphs.get("target_verify"):  # main: only the speculative graphs when they were captured
             names = ("target_verify", "draft_decode", "draft_extend")
         cg = ", ".join(f"{n}={graphs.get(n, 0.0):.2f}" for n in names)
