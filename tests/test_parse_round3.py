@@ -136,6 +136,17 @@ def test_tp_size_only_where_the_text_states_it() -> None:
     )
 
 
+def test_a_command_pasted_above_a_window_from_mid_run_is_no_launch() -> None:
+    """A thread's paste: the command, then lines from mid-run. The command states the size; the window stays a window
+    (serving by its own lines, the mid-run fact said), not a launch whose start is in view."""
+    access = f'{ts(1)} INFO:     127.0.0.1:4000 - "POST /generate HTTP/1.1" 200 OK\n'
+    decode = (f"{ts(2, 'TP0')} Decode batch, #running-req: 1, #token: 100, token usage: 0.00, cuda graph: True, "
+              "gen throughput (token/s): 120.50, #queue-req: 0\n")  # fmt: skip
+    s = replay("python3 -m sglang.launch_server --model-path m --tp 8 --port 30000\n" + access + decode)
+    assert s.phase is Phase.SERVING and s.server.tp_size == 8 and s.server.model == "m"
+    assert not s.launch_line and s.mid_run is not None
+
+
 def test_a_command_after_the_startup_began_is_no_launch() -> None:
     """A command echoed mid-log (another worker's, a user's paste under the output) neither resets nor sizes this one."""
     s = replay(LOADED + f"{ts(3, 'TP0')} Memory pool end. avail mem=20.00 GB\npython -m sglang.launch_server --tp 4\n")

@@ -50,6 +50,9 @@ class ServerArgs:
     quantization: str | None = None
     args_hash: str | None = None  # tui.core.launchkey.args_hash of the line
     version: str | None = None  # SGLang's version, when a line before server_args printed it (`sglang version`)
+    # a launch command or a script's print of the arguments (tui.core.logcommand), not SGLang's `server_args=`: the
+    # sizes it states, but no launch in view (a window of the log pasted under its command may start mid-run)
+    stated_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,8 @@ def on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
 
 
 def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
+    if ev.stated_only:
+        return stated_args(s, ev)
     if s.launched and s.phase is not Phase.STARTING:
         s = fresh_launch(s, ev.at, ev.t, now)  # a relaunch the parser could not see (log truncated or rotated)
     s = log_seen(s, ev.at, now, what="server_args", t=ev.t)
@@ -278,6 +280,29 @@ def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
             timeline=enter_phase((), Phase.STARTING, ev.at, ev.t, since), phase_since=since, phase_since_log=ev.at
         )
     return s
+
+
+def stated_args(s: Readiness, ev: ServerArgs) -> Readiness:
+    """A launch command or a script's print of the arguments: the sizes and names it states, where SGLang's own
+    `server_args=` has not said them; no launch starts (its lines may be a paste above a window from mid-run)."""
+    server = s.server
+    if server.tp_from_args and ev.tp_size is not None and server.tp_size is not None:
+        return s
+    tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
+    return s.evolve(
+        server=replace(
+            server,
+            model=server.model or ev.model,
+            tp_size=tp_size,
+            tp_from_args=server.tp_from_args or ev.tp_size is not None,
+            speculative=server.speculative or ev.speculative,
+            dp_size=first(server.dp_size, ev.dp_size),
+            pp_size=first(server.pp_size, ev.pp_size),
+            ep_size=first(server.ep_size, ev.ep_size),
+            nnodes=first(server.nnodes, ev.nnodes),
+        ),
+        tp_inferred="" if ev.tp_size is not None else s.tp_inferred,
+    )
 
 
 def first(a: _T | None, b: _T | None) -> _T | None:

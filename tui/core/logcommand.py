@@ -47,6 +47,7 @@ def command_sizes(command: str) -> ServerArgs | None:
         speculative=algorithm,
         ep_size=sizes["ep"],
         nnodes=sizes["nnodes"],
+        stated_only=True,
     )
 
 

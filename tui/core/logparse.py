@@ -524,6 +524,7 @@ class LogParser:
                 t=self._t(at),
                 ep_size=server_arg_int(msg, "ep_size"),
                 nnodes=server_arg_int(msg, "nnodes"),
+                stated_only=True,
             )
         )
 
