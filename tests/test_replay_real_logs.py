@@ -1,5 +1,5 @@
-"""End to end over ../shared/real-logs and ../shared/real-logs-2: `replay --json` of each real SGLang log matches its
-expected.json entry. The second set adds `phase_alternatives` (a second reading of the last phase the text allows)
+"""End to end over ../shared/real-logs, ../shared/real-logs-2 and tests/data/real-logs-own: `replay --json` of each
+real SGLang log matches its expected.json entry. The second set (and the own, read alike) adds `phase_alternatives` (a second reading of the last phase the text allows)
 and gives `tp_size` only where the text states it (null there is "not stated", not checked)."""
 
 from __future__ import annotations
@@ -13,14 +13,20 @@ import pytest
 from tests.conftest import SHARED
 from tests.helpers.processes import Cli
 
-SETS = ("real-logs", "real-logs-2")
+SETS = ("real-logs", "real-logs-2", "real-logs-own")
+# this project's own measure: excerpts from public threads outside the shared sets (their README), read like the second
+OWN = Path(__file__).resolve().parent / "data" / "real-logs-own"
+
+
+def _folder(name: str) -> Path:
+    return OWN if name == "real-logs-own" else SHARED / name
 
 
 def _names() -> list[str]:
     """`set/file` for parametrization, read where the fixtures look (a placeholder per set when absent)."""
     out: list[str] = []
     for name in SETS:
-        expected = SHARED / name / "expected.json"
+        expected = _folder(name) / "expected.json"
         if not expected.is_file():
             out.append(f"{name}/(absent)")
             continue
@@ -33,7 +39,7 @@ def test_real_log_matches_expected(
     real_logs_dir: Path | None, real_logs_2_dir: Path | None, name: str, cli: Cli
 ) -> None:
     set_name, _, file = name.partition("/")
-    folder = real_logs_dir if set_name == "real-logs" else real_logs_2_dir
+    folder = {"real-logs": real_logs_dir, "real-logs-2": real_logs_2_dir, "real-logs-own": OWN}[set_name]
     if folder is None:
         pytest.skip(f"../shared/{set_name} is not present on this machine")
     entries = {str(e["file"]): e for e in json.loads((folder / "expected.json").read_text())}
