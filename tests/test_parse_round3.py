@@ -278,3 +278,14 @@ def test_the_llm_d_launchers_lines_are_never_a_phase() -> None:
 def test_a_bracketed_compose_service_prefix_is_a_wrapper() -> None:
     line = f"[sglang]     | {ts(3)} Memory pool end. avail mem=11.08 GB\n"
     assert js(line)["phase"] == "kv_cache"
+
+
+def test_the_early_forkservers_lines_are_no_failure() -> None:
+    """`SGLANG_EARLY_FORKSERVER=1` (§12): ranks leaving after their launcher is gone, a daemon replaced by a private
+    forkserver. Neither is a rank's crash in the log's words; what the launcher's death means is the process watch's."""
+    text = LOADED + (
+        "[early_forkserver] daemon at /tmp/sglang_forkserver.json unusable (stale pid 4242); starting a private one\n"
+        "[early_forkserver] pid 5151: launching process 5150 is gone; exiting\n"
+    )
+    got = js(text)
+    assert got["phase"] == "loading_weights" and got["error"] is None
