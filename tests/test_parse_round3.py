@@ -100,6 +100,16 @@ def test_newer_kv_sizing_lines_are_the_kv_cache_phase(line: str) -> None:
     assert js(f"{ts(5, 'TP0')} {line}\n")["phase"] == "kv_cache"  # a window that starts at it
 
 
+def test_kv_sizing_words_before_any_weight_are_not_the_kv_phase() -> None:
+    """A main-process line of such wording while the arguments are resolved (before any weight) moves nothing: the
+    phase only moves forward, and it would hold the launch in KV cache through its loading."""
+    args = f"{ts(0)} server_args=ServerArgs(model_path='m', tp_size=1)\n"
+    budget = f"{ts(1)} Memory budget for the KV cache: mem_fraction_static=0.85\n"
+    assert js(args + budget + f"{ts(2)} Init torch distributed begin.\n")["phase"] == "init"
+    loaded = f"{ts(3)} Load weight end. type=X, avail mem=60.00 GB, mem usage=10.00 GB.\n"
+    assert js(args + loaded + budget)["phase"] == "kv_cache"
+
+
 def test_kv_words_in_a_loading_warning_are_no_kv_phase() -> None:
     warn = f"{ts(2)} Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0.\n"
     assert js(f"{ts(1, 'TP0')} Load weight begin. avail mem=70.00 GB\n" + warn)["phase"] == "loading_weights"

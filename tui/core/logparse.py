@@ -83,6 +83,7 @@ _PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
 # How many lines above a traceback's end an `NCCL WARN` still names its cause (a traceback of a dozen frames, the
 # ranks' interleaved lines).
 _NCCL_WARN_REACH = 80
+_WORDED = (("worded", True),)  # tui.core.logshapes: a kv_profile line read by its words
 # A launch script's own print of the engine's arguments (`options={'model_path': …, 'tp_size': 2, …}`,
 # `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
 _ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
@@ -337,6 +338,8 @@ class LogParser:
         if msg.startswith("init custom process group"):
             self._custom_group = True  # a weight-sync group with a trainer: its nranks say nothing of TP
         found = milestone(msg)
+        if found is not None and found[1] == _WORDED and not self._kv_sizing_fits(env.rank):
+            found = None
         if found is not None:
             if found[0] == "request_log":  # one says HTTP is up; `--log-requests` writes one per request
                 if self._warm or self._access_known()[0]:
@@ -494,6 +497,16 @@ class LogParser:
                 args_hash=args_hash(msg),
                 version=self._version,
             )
+        )
+
+    def _kv_sizing_fits(self, rank: str | None) -> bool:
+        """A KV sizing line known only by its words (`… memory calculation …`) is the KV cache phase where a rank
+        printed it, the weights were loading, or the window starts mid-run; a main-process line of that wording
+        before any weight (server_args' resolution of memory settings) is not."""
+        return (
+            rank is not None
+            or not self._server_args_seen
+            or any(k[0] in ("load_begin", "load_end") for k in self._cycles)
         )
 
     def _command_line(self, text: str) -> None:

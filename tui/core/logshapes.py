@@ -127,7 +127,7 @@ def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
         return "kv_profile", _tree_cache(msg)
     if ("ool" in msg or "alc" in msg or "udget" in msg or "izing" in msg or "ybrid" in msg or "state" in msg
             or "ache" in msg) and _KV_SIZING.search(msg):  # fmt: skip
-        return "kv_profile", ()
+        return "kv_profile", (("worded", True),)  # read by its words, not a known line: the parser weighs it
     if msg.startswith("Found local HF snapshot for"):
         return "hf_snapshot", (("local", True),)
     if msg.startswith(("Local snapshot incomplete for", "Local HF snapshot at")) and "download" in msg:
