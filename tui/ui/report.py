@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core.explain import evidence as evidence_of
 from tui.core.fmt import GIB, clock_of, duration
+from tui.core.ranklabels import tp_floor
 from tui.core.state import Readiness
 from tui.core.timeline import span_duration
 from tui.core.wording import verdict_line
@@ -16,7 +17,7 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
     lines = [f"## sglang-tui: {host}", "", f"**{phase_label(state)}**: {verdict_line(state, now)}", ""]
     facts = [
         ("model", server.model),
-        ("tp", server.tp_size),
+        ("tp", server.tp_size or tp_floor(state.tp_ranks_seen)),
         ("speculative", server.speculative),
         ("port", server.port),
         ("link", state.connection),

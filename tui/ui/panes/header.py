@@ -116,6 +116,8 @@ class HeaderPane(StatePane):
         parts = [server.model or "model ?"]
         if server.tp_size:
             parts.append(f"TP{server.tp_size}")
+        elif state.tp_ranks_seen and state.tp_ranks_seen[-1] >= 1:  # the tags' lower bound (evidence says which)
+            parts.append(f"TP≥{state.tp_ranks_seen[-1] + 1}")
         if server.speculative:
             parts.append(f"spec {server.speculative}")
         port = server.port or self.port
