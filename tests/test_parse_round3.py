@@ -157,6 +157,12 @@ def test_a_command_pasted_above_a_window_from_mid_run_is_no_launch() -> None:
     assert not s.launch_line and s.mid_run is not None
 
 
+def test_a_sentence_that_names_the_command_states_nothing() -> None:
+    for line in ("Please use sglang serve instead of python -m sglang.launch_server.",
+                 "Deprecated: python -m sglang.launch_server will be removed; use sglang serve"):  # fmt: skip
+        assert not [e for e in events(line + "\n") if isinstance(e, ServerArgs)], line
+
+
 def test_a_command_after_the_startup_began_is_no_launch() -> None:
     """A command echoed mid-log (another worker's, a user's paste under the output) neither resets nor sizes this one."""
     s = replay(LOADED + f"{ts(3, 'TP0')} Memory pool end. avail mem=20.00 GB\npython -m sglang.launch_server --tp 4\n")

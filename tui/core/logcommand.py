@@ -35,7 +35,9 @@ def command_sizes(command: str) -> ServerArgs | None:
     model = next((options[n] for n in _MODEL if n in options), None)
     if model is None:  # `sglang serve MODEL`: the model may come first, without its option
         after = command.split("serve", 1)[1].split() if LAUNCH_COMMAND.search(command) and " serve" in command else []
-        model = after[0] if after and not after[0].startswith("-") else None
+        # a model id or a path (`org/name`, `/models/x`): a sentence that names the command ("use sglang serve
+        # instead") is no command
+        model = after[0] if after and not after[0].startswith("-") and "/" in after[0] else None
     algorithm = next((options[n].upper() for n in _SPECULATIVE if n in options), None)
     if model is None and algorithm is None and all(v is None for v in sizes.values()):
         return None
