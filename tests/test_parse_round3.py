@@ -305,3 +305,18 @@ def test_the_early_forkservers_lines_are_no_failure() -> None:
     )
     got = js(text)
     assert got["phase"] == "loading_weights" and got["error"] is None
+
+
+def test_the_gpu_id_envelope_of_sglang_0_1_and_0_2() -> None:
+    """`[gpu_id=N]` (SGLang 0.1–0.2, alone or under a time stamp) is the GPU's index on its node: the milestones it
+    carries are read, and it says no TP size (a node of a multi-node group counts from 0 again)."""
+    old = "".join(f"[gpu_id={i}] Load weight begin. avail mem=70.00 GB\n" for i in range(8))
+    old += "[gpu_id=0] Load weight end. type=LlamaForCausalLM, dtype=torch.float16, avail mem=60.00 GB\n"
+    old += "[gpu_id=0] Memory pool end. avail mem=20.00 GB\n"
+    got = js("[gpu_id=0] Init nccl begin.\n" + old)
+    assert got["phase"] == "kv_cache" and got["tp_size"] is None
+    stamped = js(f"{ts(1)} [gpu_id=3] Capture cuda graph begin. This can take up to several minutes.\n")
+    assert stamped["phase"] == "cuda_graph" and stamped["tp_size"] is None
+    # its decode line had no stage word yet
+    decode = "[gpu_id=0] #running-req: 233, #token: 370959, token usage: 0.82, gen throughput (token/s): 4594.01, #queue-req: 417\n"
+    assert js(decode)["phase"] == "serving" and js(decode)["decode"]["gen_throughput"] == 4594.01

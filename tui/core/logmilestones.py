@@ -34,6 +34,7 @@ DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
 _PREFIXES: tuple[tuple[str, MilestoneKind], ...] = (
     ("Init torch distributed begin", "init_begin"),
+    ("Init nccl begin", "init_begin"),  # 0.1–0.2, under `[gpu_id=N]`
     ("Init parallel begin", "init_begin"),
     ("Init torch distributed ends", "init_end"),
     ("Init parallel ends", "init_end"),

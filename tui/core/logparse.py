@@ -201,7 +201,7 @@ class LogParser:
         hinted, warm = self._hint_level >= 1, self._warm  # refreshed after any line that may change them
         known, health_known = self._access_known()
         for line in lines:
-            if b"Decode batch" in line:
+            if b"Decode batch" in line or (b"gen throughput" in line and b"#running-req" in line):
                 if not hinted and (b"accept len" in line or b"accept rate" in line):
                     self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
@@ -255,7 +255,7 @@ class LogParser:
 
     def _piece(self, text: str) -> None:
         """One line (or tqdm frame) of text."""
-        if "Decode batch" in text:
+        if "Decode batch" in text or ("gen throughput" in text and "#running-req" in text):  # 0.1: no stage word
             if self._hint_level < 1 and ("accept len" in text or "accept rate" in text):  # a clipped line: rate only
                 env = split_envelope(strip_ansi(text))
                 self._hint(None, env.line, env.at)
