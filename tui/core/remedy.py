@@ -63,6 +63,17 @@ class Remedy:
             "command": self.command,
         }
 
+    def line(self) -> str:
+        """`TEXT; change: --flag V (was W), …; run: COMMAND` (what is known of it)."""
+        words = [self.text]
+        if self.changes:
+            words.append("change: " + ", ".join(
+                f"{c.flag} {c.value}" + (f" (was {c.was})" if c.was is not None else "") for c in self.changes
+            ))  # fmt: skip
+        if self.command:
+            words.append(f"run: {self.command}")
+        return "; ".join(words)
+
     def short(self) -> str:
         """One line: the changes as flags (`--cuda-graph-max-bs-decode 80 --mem-fraction-static 0.8`), else the text."""
         if not self.changes:
@@ -70,6 +81,12 @@ class Remedy:
         return " ".join(
             f"{c.flag} {c.value}" if c.flag.startswith("--") else f"{c.flag}={c.value}" for c in self.changes
         )
+
+
+def remedy_line(state: Readiness) -> str:
+    """The remedy in one line (wait's --on-fail hook gets it as SGLANG_TUI_REMEDY), "" when none is known."""
+    found = remedy(state)
+    return found.line() if found is not None else ""
 
 
 def remedy_json(state: Readiness) -> dict[str, object] | None:
