@@ -132,9 +132,8 @@ def _from_log(s: Readiness, error: ErrorInfo, clues: LogClues, launch: str | Non
 
 
 def _log_ref(clues: LogClues) -> str:
-    text = " ".join(clues.advice)
-    m = re.search(r"https://github\.com/sgl-project/sglang/\S+", text)
-    return m.group(0) if m else row("capture_oom").ref
+    """SGLang prints its suggestion for a failed CUDA graph capture; the doc that explains those flags."""
+    return row("capture_oom").ref
 
 
 # -------------------------------------------------------------------------------------------------- from the table
@@ -314,13 +313,27 @@ def _was(clues: LogClues, launch: str | None, key: str, flag: str) -> str | None
     return server_arg(clues.args_line, key) if clues.args_line else None
 
 
+# other spellings SGLang takes for a flag: its aliases (0.5.23's arg_groups/fields) and the prefix people type
+# (`--tp 8`: argparse takes a unique prefix)
+SPELLINGS = {
+    "--tp-size": ("--tp-size", "--tensor-parallel-size", "--tp"),
+    "--model-path": ("--model-path", "--model"),
+    "--port": ("--port",),
+}
+
+
+def _spellings(flag: str) -> tuple[str, ...]:
+    return SPELLINGS.get(flag, (flag,))
+
+
 def _flag_value(command: str, flag: str) -> str | None:
     words = _words(command)
     for i, word in enumerate(words):
-        if word == flag and i + 1 < len(words):
-            return words[i + 1]
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
+        for name in _spellings(flag):
+            if word == name and i + 1 < len(words):
+                return words[i + 1]
+            if word.startswith(name + "="):
+                return word.split("=", 1)[1]
     return None
 
 
@@ -373,12 +386,14 @@ def apply_changes(command: str, changes: list[Change] | tuple[Change, ...]) -> s
 
 
 def _set_flag(words: list[str], flag: str, value: str) -> list[str]:
+    """The flag's value replaced where the command gives it (in the spelling it uses), else the flag added."""
     out = list(words)
     for i, word in enumerate(out):
-        if word == flag and i + 1 < len(out):
-            out[i + 1] = value
-            return out
-        if word.startswith(flag + "="):
-            out[i] = f"{flag}={value}"
-            return out
+        for name in _spellings(flag):
+            if word == name and i + 1 < len(out):
+                out[i + 1] = value
+                return out
+            if word.startswith(name + "="):
+                out[i] = f"{name}={value}"
+                return out
     return [*out, flag, value]

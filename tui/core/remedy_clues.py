@@ -59,7 +59,8 @@ class ClueReader:
         whole = text[: cut + 1]
         if self._in_advice or any(word in whole for word in _WORDS):
             for raw in re.split(rb"[\r\n]", whole):
-                self._line(raw.decode("utf-8", errors="replace"))
+                if raw.strip():  # the piece after the last newline, and a \r\n's middle, are no lines
+                    self._line(raw.decode("utf-8", errors="replace"))
         return self._clues if self._clues != before else None
 
     def flush(self) -> LogClues | None:
