@@ -49,7 +49,11 @@ async def test_the_header_shows_the_remedy_and_r_restarts_with_the_change() -> N
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "REMEDY" in app.query_one(HeaderPane).shown, what="the header's remedy")
         header = app.query_one(HeaderPane).shown
-        assert "--cuda-graph-max-bs-decode 80 (was 160)" in header and "--mem-fraction-static 0.80 (was 0.88)" in header
+        assert (
+            "REMEDY  --cuda-graph-max-bs-decode 80 (was 160), --mem-fraction-static 0.80 (was 0.88) · CUDA graph"
+            in header
+        )
+        assert "r restarts with it" in header  # --launch is known: the edited command is one key away
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
         dialog = app.screen

@@ -5,7 +5,8 @@ knows it. SGLang's own printed suggestion comes first (`source: "log"`, quoted);
 (tui/core/remedy_table.py, `source: "table"`); else no remedy. New values are computed from what the launch used:
 - a memory fraction: 0.05 below what it was, down to the 0.05 grid (0.88 -> 0.80); unknown: SGLang's own 0.8;
   for the KV cache: 0.05 above (at most 0.95);
-- the capture's largest batch size: half of it (the largest the capture began with when server_args did not say);
+- the capture's largest batch size: half of it (when server_args did not say: the largest the capture began with,
+  else the one it ran out of memory at; else SGLang's own example, 16);
 - the context length: half of it; TP: twice it, when the host has that many GPUs; else fp8 quantization;
 - --dist-timeout: twice it (SGLang's default is torch's 600 s); a port: the next one up (said as not checked free).
 A value that cannot be known (a token, an interface name) is said in the text, never made up as a change.
@@ -74,6 +75,14 @@ class Remedy:
             words.append(f"run: {self.command}")
         return "; ".join(words)
 
+    def headline(self) -> str:
+        """The TUI header's line: the changes first (what to do), then why; a restart offer when it has a command."""
+        changes = ", ".join(
+            f"{c.flag} {c.value}" + (f" (was {c.was})" if c.was is not None else "") for c in self.changes
+        )
+        words = [w for w in (changes, self.text, "r restarts with it" if self.command else "") if w]
+        return " · ".join(words)
+
     def short(self) -> str:
         """One line: the changes as flags (`--cuda-graph-max-bs-decode 80 --mem-fraction-static 0.8`), else the text."""
         if not self.changes:
@@ -120,7 +129,7 @@ def _from_log(s: Readiness, error: ErrorInfo, clues: LogClues, launch: str | Non
             if "mem-fraction" in flag:
                 changes.append(_fraction_down(s, clues, launch, example=m.group(2)))
             elif "max-bs" in flag:
-                changes.append(_max_bs_down(clues, launch, flag, example=m.group(2)))
+                changes.append(_max_bs_down(clues, launch, flag, example=m.group(2), capture_bs=_capture_bs(s)))
         quoted = " ".join(clues.advice)
         return _made(f"SGLang says: {quoted}", changes, "log", _log_ref(clues), launch, "log")
     m = _LOG_SAYS_FRACTION.search(error.line)
@@ -161,7 +170,7 @@ def _apply_row(r: Row, s: Readiness, error: ErrorInfo, clues: LogClues, launch: 
         return done([_fraction_down(s, clues, launch)])
     if r.cause == "capture_oom":
         flag = _max_bs_flag(clues, launch)
-        return done([_max_bs_down(clues, launch, flag), _fraction_down(s, clues, launch)])
+        return done([_max_bs_down(clues, launch, flag, capture_bs=_capture_bs(s)), _fraction_down(s, clues, launch)])
     if r.cause == "kv_cache_small":
         changes = [_fraction_up(clues, launch)]
         context = _was(clues, launch, "context_length", "--context-length")
@@ -236,17 +245,25 @@ def _max_bs_flag(clues: LogClues, launch: str | None) -> str:
     return "--cuda-graph-max-bs-decode"
 
 
-def _max_bs_down(clues: LogClues, launch: str | None, flag: str, example: str | None = None) -> Change:
+def _max_bs_down(
+    clues: LogClues, launch: str | None, flag: str, example: str | None = None, capture_bs: int | None = None
+) -> Change:
     key = flag[2:].replace("-", "_")
     was = _flag_value(launch, flag) if launch else None
     if was is None:
         was = server_arg(clues.args_line, key)
     largest = int(was) if was is not None and was.isdigit() else clues.capture_bs
+    if largest is None and capture_bs is not None:  # the batch size the capture ran out of memory at
+        largest = capture_bs
     if largest is not None and largest > 1:
         new = str(max(1, largest // 2))
     else:
         new = example or "16"  # SGLang's own example value
     return Change(flag, new, was)
+
+
+def _capture_bs(s: Readiness) -> int | None:
+    return s.capture.bs if s.capture is not None else None
 
 
 def _load_changes(s: Readiness, clues: LogClues, launch: str | None) -> list[Change]:

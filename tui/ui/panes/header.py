@@ -177,7 +177,7 @@ class HeaderPane(StatePane):
             if found is not None:  # what to change: the table's or SGLang's own words (tui/core/remedy.py)
                 text.append("\n")
                 text.append(" ➜ REMEDY ", style="bold reverse cyan")
-                text.append(f" {found.line()}", style="cyan")
+                text.append(f" {found.headline()}", style="cyan")
         elif stalled and state.stall is not None:
             text.append("\n")
             text.append(" ⚠ STALLED ", style="bold reverse yellow")
