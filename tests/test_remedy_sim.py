@@ -3,6 +3,7 @@ its changes applied (text to copy: nothing here runs it); `--on-fail` gets the r
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -19,10 +20,13 @@ from tui.commands.simulate import command_line
 from tui.core.remedy import Change, apply_changes
 
 
-def _wait(cli: Cli, tmp_path: Path, fault: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], str, int]:
-    port = free_port()
+def _wait(
+    cli: Cli, tmp_path: Path, fault: str, *extra: str, launch: str | None = None, port: int | None = None
+) -> tuple[subprocess.CompletedProcess[str], str, int]:
+    port = port or free_port()
     log, gpus = tmp_path / "server.log", tmp_path / "gpus"
-    launch = command_line(log, port, gpus, "--speed", "500", "--tp", "2", "--shards", "8", "--fault", fault)
+    if launch is None:
+        launch = command_line(log, port, gpus, "--speed", "500", "--tp", "2", "--shards", "8", "--fault", fault)
     done = cli(
         "wait", "local", "--log", log, "--port", str(port), "--sim-gpus", gpus, "--launch", launch, "--cwd", ROOT,
         "--remote-python", sys.executable, "--timeout", "120", "--json", "--stop-on-fail", *extra, timeout=180,
@@ -46,8 +50,6 @@ def _cleanup(tmp_path: Path) -> None:
 
 
 def _remedy(done: subprocess.CompletedProcess[str]) -> dict[str, object] | None:
-    import json
-
     assert done.returncode == 1, done.stderr
     final = json.loads(done.stdout.strip().splitlines()[-1])
     assert final["phase"] == "failed" and final["error"] is not None, final
@@ -79,6 +81,21 @@ def test_oom_capture_quotes_sglang_and_the_on_fail_hook_gets_the_edited_command(
     assert shlex.split(str(remedy["command"]))[: len(shlex.split(launch))] == shlex.split(launch)
     hook = said.read_text().strip()
     assert hook.endswith(f"run: {remedy['command']}") and hook.startswith("SGLang says: Possible solutions:")
+
+
+def test_the_relaunch_with_the_oom_capture_change_reaches_ready(tmp_path: Path, cli: Cli) -> None:
+    """The simulator's capture fits once a remedy's change is taken (tui/sim/params.capture_fits), as a real one's
+    would: the edited command, launched as it is, reaches ready."""
+    try:
+        done, _, port = _wait(cli, tmp_path, "oom-capture")
+        remedy = _remedy(done)
+        assert remedy is not None and isinstance(remedy["command"], str) and "--fault oom-capture" in remedy["command"]
+        again, _, _ = _wait(cli, tmp_path, "oom-capture", launch=remedy["command"], port=port)
+    finally:
+        _cleanup(tmp_path)
+    assert again.returncode == 0, again.stderr
+    final = json.loads(again.stdout.strip().splitlines()[-1])
+    assert final["phase"] == "ready" and final["error"] is None, final
 
 
 @pytest.mark.parametrize(
