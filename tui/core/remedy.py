@@ -252,6 +252,9 @@ def _max_bs_down(
     was = _flag_value(launch, flag) if launch else None
     if was is None:
         was = server_arg(clues.args_line, key)
+    if was is None:  # an older SGLang's server_args spells it cuda_graph_max_bs
+        older = next((o for o, new in LEGACY_FLAGS.items() if new == flag), None)
+        was = server_arg(clues.args_line, older[2:].replace("-", "_")) if older else None
     largest = int(was) if was is not None and was.isdigit() else clues.capture_bs
     if largest is None and capture_bs is not None:  # the batch size the capture ran out of memory at
         largest = capture_bs
