@@ -229,3 +229,35 @@ def test_every_failed_real_log_gets_a_remedy_or_an_honest_null() -> None:
         assert got["ref"].startswith("https://"), (name, got)
         if error["kind"] == "oom":  # an OOM names the capture batch size or the memory fraction
             assert {c["flag"] for c in got["changes"]} & {"--mem-fraction-static", "--cuda-graph-max-bs-decode"}
+
+
+def test_a_failed_kernel_build_names_the_cache_directory_the_log_names() -> None:
+    build = (
+        "[2026-12-01 10:00:05 TP0] FAILED: /root/.cache/flashinfer/90/cached_ops/batch_decode/batch_decode.cuda.o\n"
+        "[2026-12-01 10:00:06 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in build\n'
+        "RuntimeError: Error building extension 'batch_decode': ninja: build stopped: subcommand failed.\n"
+    )
+    found = remedy(_replay(LAUNCH_ARGS + build))
+    assert found is not None and found.cause == "jit_build" and found.source == "table"
+    assert found.text.endswith(": /root/.cache/flashinfer/90") and found.changes == () and found.command is None
+    # no directory named: nothing to say (never a guessed path)
+    assert remedy(_replay(LAUNCH_ARGS + build.split("\n", 1)[1])) is None
+
+
+def test_the_draft_model_out_of_memory_leaves_it_room() -> None:
+    lines = (
+        "[2026-12-01 10:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "[2026-12-01 10:00:04 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=30.00 GB\n"
+        "[2026-12-01 10:00:05 TP0] KV Cache is allocated. #tokens: 100000, K size: 10 GB, V size: 10 GB\n"
+        "[2026-12-01 10:00:06 TP0] Load weight begin. avail mem=2.00 GB\n"
+        "[2026-12-01 10:00:07 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "eagle_worker.py", line 1, in __init__\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB.\n"
+    )
+    args = LAUNCH_ARGS.replace("host='0.0.0.0'", "host='0.0.0.0', speculative_algorithm='EAGLE3'")
+    state = _replay(args + lines)
+    found = remedy(state)
+    assert state.timeline[-2].model == "draft", state.timeline
+    assert found is not None and found.cause == "draft_oom"
+    assert found.changes == (Change("--mem-fraction-static", "0.80", "0.88"),)

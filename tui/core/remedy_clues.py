@@ -19,7 +19,12 @@ ARGS_MAX = 64 << 10  # a server_args line longer than this is cut: the fields a 
 ADVICE_MAX = 12  # lines of SGLang's `Possible solutions:` block kept
 CACHE_DIRS_MAX = 4
 _CARRY_MAX = 256 << 10  # a partial line longer than this is dropped (no clue line is that long but server_args)
-_WORDS = (b"server_args=", b"Possible solutions", b"Capturing batches (bs=", b"cache", b"Cache")
+# a cache directory's own words, not "cache" alone: every prefill batch line says "cache hit rate"
+_CACHE_WORDS = ("/.cache/", "torchinductor_", "/.triton", "/.deep_gemm")
+_CAPTURE_WORD = b"Capturing batches (bs="
+# each word is one pass of bytes.find over a chunk: the cache directories' are found by what they share (a dot
+# directory: ~/.cache/…, ~/.triton, ~/.deep_gemm) and torch inductor's /tmp/torchinductor_USER
+_WORDS = (b"server_args=", b"Possible solutions", _CAPTURE_WORD, b"/.", b"torchinductor_")
 
 # `Capturing batches (bs=160 avail_mem=…)`: SGLang captures the largest batch size first
 _CAPTURE_BS = re.compile(r"Capturing batches \(bs=(\d+)")
@@ -28,9 +33,20 @@ _ADVICE_ITEM = re.compile(r"^\s*\d+\.\s+\S")
 # torch inductor, torch extensions): the place a half-written build is left
 _CACHE_DIR = re.compile(
     r"(?P<dir>(?:~|/)[\w.@+-]*(?:/[\w.@+-]+)*/(?:\.cache/[\w.+-]+|torch_extensions|torchinductor_[\w.-]+|"
-    r"\.triton|triton_cache|deep_gemm|flashinfer|tvm-ffi)(?:/[\w.@+-]+)?)"
+    r"\.triton|\.deep_gemm|triton_cache|deep_gemm|flashinfer|tvm-ffi)(?:/[\w.@+-]+)?)"
 )
-_BUILD_WORDS = re.compile(r"[Ee]rror|[Ff]ailed|[Ll]ock|[Cc]ompil|[Bb]uild|ninja|nvcc")
+_BUILD_WORDS = re.compile(r"error|failed|lock|compil|build|ninja|nvcc", re.IGNORECASE)
+
+
+def _line_around(data: bytes, at: int) -> tuple[int, int]:
+    """(start, end) of the line holding byte `at` (lines end at \n or \r: tqdm frames are lines of their own).
+    Each search is bounded by the \n found first, so a chunk without \r is not scanned to its end per line."""
+    start = data.rfind(b"\n", 0, at) + 1
+    start = max(start, data.rfind(b"\r", start, at) + 1)
+    end = data.find(b"\n", at)
+    end = len(data) if end < 0 else end
+    cr = data.find(b"\r", at, end)
+    return start, end if cr < 0 else cr
 
 
 def on_log_clues(s: Readiness, ev: LogClues, now: float) -> Readiness:
@@ -48,20 +64,52 @@ class ClueReader:
         self._in_advice = False
 
     def feed(self, data: bytes) -> LogClues | None:
-        """The snapshot after these bytes, or None when they changed nothing."""
+        """The snapshot after these bytes, or None when they changed nothing. Only the lines that hold a word of
+        _WORDS (found with bytes.find) and the numbered lines after `Possible solutions:` are decoded."""
         before = self._clues
-        text = self._carry + data
+        text = self._carry + data if self._carry else data
         cut = max(text.rfind(b"\n"), text.rfind(b"\r"))
         if cut < 0:
             self._carry = text if len(text) <= _CARRY_MAX else b""
             return None
         self._carry = text[cut + 1 :] if len(text) - cut - 1 <= _CARRY_MAX else b""
         whole = text[: cut + 1]
-        if self._in_advice or any(word in whole for word in _WORDS):
-            for raw in re.split(rb"[\r\n]", whole):
-                if raw.strip():  # the piece after the last newline, and a \r\n's middle, are no lines
-                    self._line(raw.decode("utf-8", errors="replace"))
+        done = self._advice_from(whole, 0) if self._in_advice else 0
+        for start, end in self._hit_lines(whole):
+            if start < done:
+                continue
+            self._line(whole[start:end].decode("utf-8", errors="replace"))
+            done = self._advice_from(whole, end) if self._in_advice else end
         return self._clues if self._clues != before else None
+
+    def _hit_lines(self, whole: bytes) -> list[tuple[int, int]]:
+        """(start, end) of each line that holds a word, in order."""
+        spans: set[tuple[int, int]] = set()
+        for word in _WORDS:
+            at = whole.find(word)
+            while at >= 0:
+                span = _line_around(whole, at)
+                spans.add(span)
+                if word == _CAPTURE_WORD:  # only the capture's first frame says its largest batch size
+                    break
+                at = whole.find(word, span[1])
+        return sorted(spans)
+
+    def _advice_from(self, whole: bytes, pos: int) -> int:
+        """Read the numbered lines of SGLang's suggestion from `pos`; where the first other line starts."""
+        while self._in_advice and pos < len(whole):
+            if whole[pos] in b"\r\n":
+                pos += 1
+                continue
+            start, end = _line_around(whole, pos)
+            line = whole[start:end].decode("utf-8", errors="replace")
+            c = self._clues
+            if not (_ADVICE_ITEM.match(line) and len(c.advice) < ADVICE_MAX):
+                self._in_advice = False
+                return start
+            self._clues = replace(c, advice=(*c.advice, line.strip()))
+            pos = end
+        return pos
 
     def flush(self) -> LogClues | None:
         """The last line without its newline (end of a replayed file)."""
@@ -92,7 +140,7 @@ class ClueReader:
             if m:
                 self._clues = replace(c, capture_bs=int(m.group(1)))
             return
-        if ("cache" in line or "Cache" in line) and _BUILD_WORDS.search(line):
+        if any(word in line for word in _CACHE_WORDS) and _BUILD_WORDS.search(line):
             for m in _CACHE_DIR.finditer(line):
                 found = m.group("dir").rstrip(".")
                 if found not in c.cache_dirs:
