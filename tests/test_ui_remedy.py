@@ -59,7 +59,11 @@ async def test_the_header_shows_the_remedy_and_r_restarts_with_the_change() -> N
         dialog = app.screen
         assert isinstance(dialog, ConfirmScreen) and dialog.title_text == "Restart with this change?"
         assert f"command: {NEW}" in dialog.summary
-        assert dialog.command is not None and dialog.command.endswith(f"setsid sh -c {NEW}")  # `c`: what runs
+        assert dialog.command is not None and dialog.command.endswith(f"setsid sh -c {NEW}")  # `c`: what runs …
+        assert dialog.command.startswith(  # … after the difference of the two commands
+            "# restart with this change (known cause)\n#   --cuda-graph-max-bs-decode: 160 -> 80\n"
+            "#   --mem-fraction-static: 0.88 -> 0.80\n"
+        )
         await pilot.press("y")
         await until(pilot, lambda: "restart" in control.calls, what="the restart")
         assert control.calls[-2:] == ["relaunch_with", "restart"] and control.relaunch == NEW

@@ -241,6 +241,9 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
         if opts.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
+        remedy = remedy_line(state)
+        if remedy:  # what to change, said before the verdict (which stays the line that says how it ended)
+            reporter.say(f"sglang-tui wait: remedy: {remedy}")
         reporter.say(
             f"sglang-tui wait: {found.line}" + (f"; {link}" if link else "")
         )  # the file read may not be the server's
@@ -254,7 +257,7 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
             reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
             if not stopped.ok or stopped.survivors or stopped.gpu_held:
                 found = Outcome(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
-        run_hook(opts.hooks, found, where, config.port, remedy=remedy_line(state))
+        run_hook(opts.hooks, found, where, config.port, remedy=remedy)
         return found.code
     finally:
         await host.close()

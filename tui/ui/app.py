@@ -811,6 +811,8 @@ class ServerView(_Node):
         new_launch = change.command if change is not None else None
         try:
             command = control.describe(verb, new_launch)
+            if change is not None:  # `c` shows the two commands' difference first, then what runs
+                command = offers.change_comment(change) + "\n" + command
         except Exception as err:
             self.notify(f"cannot {verb}: {err}", severity="error", timeout=10)
             return

@@ -95,6 +95,15 @@ def change_lines(change: Remedy) -> list[str]:
     return lines
 
 
+def change_comment(change: Remedy) -> str:
+    """The difference between --launch CMD and the remedy's command, as sh comments (`c` in the dialog)."""
+    lines = [
+        "# restart with this change (" + ("SGLang's own suggestion" if change.source == "log" else "known cause") + ")"
+    ]
+    lines += [f"#   {c.flag}: {c.was if c.was is not None else '(not given)'} -> {c.value}" for c in change.changes]
+    return "\n".join(lines)
+
+
 def will(verb: str, offer: Offer, change: Remedy | None = None) -> str:
     """What the action will do, in one line (the dialog's `will:`); the exact commands are one key away."""
     if verb == "restart":
