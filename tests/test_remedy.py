@@ -261,3 +261,18 @@ def test_the_draft_model_out_of_memory_leaves_it_room() -> None:
     assert state.timeline[-2].model == "draft", state.timeline
     assert found is not None and found.cause == "draft_oom"
     assert found.changes == (Change("--mem-fraction-static", "0.80", "0.88"),)
+
+
+def test_a_value_the_flag_does_not_take_makes_no_command() -> None:
+    from tui.core.remedy import takes
+
+    assert takes(Change("--mem-fraction-static", "0.80")) and takes(Change("--port", "30001"))
+    assert not takes(Change("--mem-fraction-static", "0.8; rm -rf ~")) and not takes(Change("--port", "70000"))
+    assert not takes(Change("--no-such-flag", "1")) and not takes(Change("A B", "x"))
+    assert takes(Change("no_proxy", "localhost,127.0.0.1")) and not takes(Change("no_proxy", "$(id)"))
+    # a value read from the log that the flag does not take (here SGLang's example, as printed) makes no command
+    args = LAUNCH_ARGS.replace("mem_fraction_static=0.88, ", "")
+    advice = ADVICE.replace("(e.g., 0.8 or 0.7)", "(e.g., 0.8.5)")
+    found = remedy(_replay(args + CAPTURE + CAPTURE_OOM + advice, "python -m sglang.launch_server"))
+    assert found is not None and Change("--mem-fraction-static", "0.8.5", None) in found.changes
+    assert found.command is None

@@ -386,8 +386,35 @@ def _failed_in_draft(s: Readiness) -> bool:
 
 
 def _made(text: str, changes: list[Change], source: Source, ref: str, launch: str | None, cause: str) -> Remedy:
-    command = apply_changes(launch, changes) if launch and changes else None
+    runnable = bool(launch and changes) and all(takes(c) for c in changes)
+    command = apply_changes(launch, changes) if launch and runnable else None
     return Remedy(text, tuple(changes), source, ref, command, cause)
+
+
+_FRACTION = re.compile(r"^(?:0?\.\d{1,3}|1(?:\.0+)?)$")
+_COUNT = re.compile(r"^[1-9]\d{0,6}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what each flag a remedy may set takes (SGLang 0.5.23's types): a value outside it makes no command
+_TAKES: dict[str, re.Pattern[str]] = {
+    "--mem-fraction-static": _FRACTION,
+    "--cuda-graph-max-bs-decode": _COUNT,
+    "--cuda-graph-max-bs": _COUNT,
+    "--tp-size": _COUNT,
+    "--context-length": _COUNT,
+    "--dist-timeout": _COUNT,
+    "--port": re.compile(r"^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$"),
+    "--quantization": re.compile(r"^fp8$"),
+}
+_ENV_VALUE = re.compile(r"^[\w.,:/@+-]*$")
+
+
+def takes(change: Change) -> bool:
+    """The value is one the flag takes (a fraction, a count, a port, fp8) or, for an environment variable, a plain
+    word list; anything else (a value read from a log that is not what it should be) makes no command."""
+    if change.flag.startswith("--"):
+        pattern = _TAKES.get(change.flag)
+        return pattern is not None and pattern.match(change.value) is not None
+    return _ENV_NAME.match(change.flag) is not None and _ENV_VALUE.match(change.value) is not None
 
 
 def apply_changes(command: str, changes: list[Change] | tuple[Change, ...]) -> str:
