@@ -82,9 +82,9 @@ def test_oom_capture_quotes_sglang_and_the_on_fail_hook_gets_the_edited_command(
     assert shlex.split(str(remedy["command"]))[: len(shlex.split(launch))] == shlex.split(launch)
     hook = said.read_text().strip()
     assert hook.endswith(f"run: {remedy['command']}") and hook.startswith("SGLang says: Possible solutions:")
-    said = [line for line in done.stderr.splitlines() if line.startswith("sglang-tui wait: ")]
-    remedy_at = said.index(f"sglang-tui wait: remedy: {hook}")  # said on stderr too, before the verdict
-    assert said[remedy_at + 1].startswith("sglang-tui wait: failed"), said
+    lines = [line for line in done.stderr.splitlines() if line.startswith("sglang-tui wait: ")]
+    remedy_at = lines.index(f"sglang-tui wait: remedy: {hook}")  # said on stderr too, before the verdict
+    assert lines[remedy_at + 1].startswith("sglang-tui wait: failed"), lines
 
 
 def test_the_relaunch_with_the_oom_capture_change_reaches_ready(tmp_path: Path, cli: Cli) -> None:
