@@ -276,3 +276,15 @@ def test_a_value_the_flag_does_not_take_makes_no_command() -> None:
     found = remedy(_replay(args + CAPTURE + CAPTURE_OOM + advice, "python -m sglang.launch_server"))
     assert found is not None and Change("--mem-fraction-static", "0.8.5", None) in found.changes
     assert found.command is None
+
+
+def test_a_hosts_out_of_memory_gets_no_gpu_advice() -> None:
+    lines = (
+        "[2026-12-01 10:00:05 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+        "[2026-12-01 10:00:06 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in capture\n'
+        "MemoryError: Out of memory: Killed process 4242 (python) total-vm:900GB\n"
+    )
+    state = _replay(LAUNCH_ARGS + lines)
+    assert state.phase is Phase.FAILED and state.error is not None
+    assert remedy(state) is None, (state.error, remedy(state))

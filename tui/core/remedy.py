@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tui.core.events import LogClues
 from tui.core.logmilestones import server_arg
-from tui.core.remedy_table import LEGACY_FLAGS, ROWS, Row, row
+from tui.core.remedy_table import GPU_OOM, LEGACY_FLAGS, ROWS, Row, row
 from tui.core.state import ErrorInfo, Phase, Readiness
 
 Source = str  # "log" | "table"
@@ -151,7 +151,7 @@ def _log_ref(clues: LogClues) -> str:
 def _from_table(s: Readiness, error: ErrorInfo, clues: LogClues, launch: str | None) -> Remedy | None:
     line = error.line
     for r in ROWS:
-        by_phase = r.cause in _PHASE_ROWS and _PHASE_ROWS[r.cause] is _failed_phase(s)
+        by_phase = r.cause in _PHASE_ROWS and _PHASE_ROWS[r.cause] is _failed_phase(s) and GPU_OOM.search(line)
         if error.kind not in r.kinds or not (r.words.search(line) or by_phase):
             continue
         made = _apply_row(r, s, error, clues, launch)

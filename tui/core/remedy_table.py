@@ -37,7 +37,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "draft_oom",
         ("oom",),
-        _re(r"out of memory|OutOfMemoryError"),
+        _re(r"(?:CUDA|HIP|NPU) out of memory|OutOfMemoryError|CUDA error: out of memory"),
         "the draft model ran out of memory after the target took its share: leave it room",
         DOCS_TUNING,
         ("--mem-fraction-static",),
@@ -64,7 +64,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "load_oom",
         ("oom",),
-        _re(r"out of memory|OutOfMemoryError"),
+        _re(r"(?:CUDA|HIP|NPU) out of memory|OutOfMemoryError|CUDA error: out of memory"),
         "the weights do not fit these GPUs: spread them over more GPUs or quantize them",
         DOCS_ARGS,
         ("--tp-size", "--quantization"),
@@ -146,6 +146,12 @@ ROWS: tuple[Row, ...] = (
 
 # Older SGLang spellings of the 0.5.23 flags above: a launch that used one keeps it (0.5.23 renamed
 # --cuda-graph-max-bs to --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill)
+# a GPU's out of memory (a host's, the kernel's OOM killer, is none of these rows': more GPUs or a smaller memory
+# fraction do not give a host more RAM)
+GPU_OOM = _re(
+    r"(?:CUDA|HIP|NPU|\[CUDA\]:) out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|HIP error: out of memory"
+)
+
 LEGACY_FLAGS = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode"}
 
 
