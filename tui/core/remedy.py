@@ -19,13 +19,14 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Literal
 
 from tui.core.events import LogClues
 from tui.core.logmilestones import server_arg
 from tui.core.remedy_table import GPU_OOM, LEGACY_FLAGS, ROWS, Row, row
 from tui.core.state import ErrorInfo, Phase, Readiness
 
-Source = str  # "log" | "table"
+Source = Literal["log", "table"]
 
 _PORT_IN_LINE = re.compile(r"\(['\"][^'\"]*['\"], (\d{2,5})\)|[\w\]]:(\d{2,5})['\")]|[Pp]ort (\d{2,5})\b")
 _ADVICE_FLAG = re.compile(r"set (--[a-z0-9-]+) to a smaller value(?: \(e\.g\., ([\d.]+))?")
