@@ -364,6 +364,10 @@ def build_parser() -> Parser:
     simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
     simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
                           help="prefill: the bootstrap port (default 8998)")  # fmt: skip
+    simulate.add_argument("--mem-fraction-static", type=float, metavar="F",
+                          help="as SGLang's (default 0.87); below it, an oom-capture fault's capture fits (a remedy works)")  # fmt: skip
+    simulate.add_argument("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", dest="cuda_graph_max_bs", type=int,
+                          metavar="N", help="as SGLang's; below the default, an oom-capture fault's capture fits")  # fmt: skip
     simulate.add_argument("--router", action="store_true", help="a simulated PD router instead of a server")
     simulate.add_argument("--prefill", action="append", default=[], metavar="URL[@BOOTSTRAP]",
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip

@@ -446,6 +446,19 @@ class WeightFiles:
     files: int = 0
 
 
+@dataclass(frozen=True)
+class LogClues:
+    """What a remedy reads in the log (tui/core/remedy.py), read by tui/core/remedy_clues.ClueReader: this launch's
+    `server_args=` text, SGLang's own printed suggestion (`Possible solutions:` and its numbered lines), the cache
+    directories a failed build names, the batch size the CUDA graph capture began with (its largest). A snapshot:
+    each replaces the last, and a new launch starts with none."""
+
+    args_line: str = ""
+    advice: tuple[str, ...] = ()
+    cache_dirs: tuple[str, ...] = ()
+    capture_bs: int | None = None
+
+
 Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line addition)
     ServerArgs,
     Milestone,
@@ -472,9 +485,11 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     WatchdogDump,
     JitHint,
     WeightFiles,
+    LogClues,
 ]
 
 __all__ = [
+    "LogClues",
     "BarProgress",
     "BatchStats",
     "CompilerProc",

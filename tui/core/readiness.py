@@ -23,6 +23,7 @@ from tui.core.events import (
     JitHint,
     LaunchStarted,
     LogActivity,
+    LogClues,
     LogFile,
     LogLook,
     LogReset,
@@ -71,6 +72,7 @@ from tui.core.fold_sources import (
     on_tick,
 )
 from tui.core.fold_window import note_mid_run
+from tui.core.remedy_clues import on_log_clues
 from tui.core.stall import stall_for
 from tui.core.state import (
     Readiness,
@@ -153,6 +155,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_source_failed(s, ev, now)
         case WeightFiles():
             return on_weight_files(s, ev, now)
+        case LogClues():
+            return on_log_clues(s, ev, now)
 
 
 def _finish(s: Readiness, now: float) -> Readiness:

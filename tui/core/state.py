@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.clockmap import ClockMap
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogClues, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
 from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
@@ -239,6 +239,7 @@ class LogFacts:
     decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
     log_health: Milestone | None = None  # an access line of a /health 200 with no launch in view (the server is up)
+    clues: LogClues | None = None  # what a remedy reads in the log (tui/core/remedy.py)
 
 
 @dataclass(frozen=True)
@@ -375,6 +376,8 @@ class WatchSetup:
     # a process watch runs (wait, the TUI). The log's fired up then vouches for a /health 200 only once the watch
     # found the log's server alive (when it can see it): a finished run's log vouches for nothing that answers now.
     process_watched: bool | None = None
+    # the command the watcher launches the server with (--launch): a remedy's `command` is it with the changes
+    launch_command: str | None = None
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
@@ -422,6 +425,7 @@ class Readiness:
     decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
     prefill_lines = Fact[int]("logged")
     log_health = Fact[Milestone | None]("logged")
+    clues = Fact[LogClues | None]("logged")
 
     jit_kernels = Fact[int]("shape")
     jit_active = Fact[bool]("shape")
@@ -506,6 +510,7 @@ class Readiness:
     health_port = Fact[int | None]("setup")
     log_watched = Fact[bool | None]("setup")
     process_watched = Fact[bool | None]("setup")
+    launch_command = Fact[str | None]("setup")
     past = Fact[Past | None]("setup")
 
     @classmethod
@@ -582,6 +587,7 @@ class Facts(TypedDict, total=False):
     decode_history: tuple[tuple[float, float | None, float | None], ...]
     prefill_lines: int
     log_health: Milestone | None
+    clues: LogClues | None
 
     jit_kernels: int
     jit_active: bool
@@ -666,6 +672,7 @@ class Facts(TypedDict, total=False):
     health_port: int | None
     log_watched: bool | None
     process_watched: bool | None
+    launch_command: str | None
     past: Past | None
 
 

@@ -16,7 +16,7 @@ from tui.sim import faults, variation
 from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
 from tui.sim.logformat import LogFormat
 from tui.sim.memory import GRAPH_GIB, RankMemory, avail
-from tui.sim.params import SimParams
+from tui.sim.params import SimParams, capture_fits
 
 SPAWN_AT = 2.0  # server_args, then the schedulers are spawned
 INIT_AT = 9.0  # importing torch and sglang in a spawned child takes seconds
@@ -449,7 +449,7 @@ class RankScript:
             self._add(at, action="stuck" if self._is_fault_rank() else "barrier")
             self._add(at + 0.01, action="hang")
             return True
-        if self._fault("oom-capture") and index == int(n * 0.35):
+        if self._fault("oom-capture") and index == int(n * 0.35) and not capture_fits(self.p):
             if self._is_fault_rank():
                 self._add(at, "", mem=faults.OOM_USED_GIB)
                 text = faults.oom_capture(self.fmt, self.p.t0 + at + 0.01, self.rank, self.fmt.new)

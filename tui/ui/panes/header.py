@@ -12,6 +12,7 @@ from tui.core.eta import estimate, eta_words
 from tui.core.explain import evidence as evidence_of
 from tui.core.explain import nothing_found_headline
 from tui.core.fmt import ago, duration
+from tui.core.remedy import remedy
 from tui.core.state import Phase, Readiness
 from tui.core.wording import verdict_line
 from tui.ui.labels import (
@@ -174,6 +175,11 @@ class HeaderPane(StatePane):
             badge, badge_style = error_badge(state.error)
             text.append(badge, style=badge_style)
             text.append(f" {state.error.line}", style="bold yellow" if stopped_by_us(state.error) else "bold red")
+            found = remedy(state)
+            if found is not None:  # what to change: the table's or SGLang's own words (tui/core/remedy.py)
+                text.append("\n")
+                text.append(" ➜ REMEDY ", style="bold reverse cyan")
+                text.append(f" {found.headline()}", style="cyan")
         elif stalled and state.stall is not None:
             text.append("\n")
             text.append(" ⚠ STALLED ", style="bold reverse yellow")
