@@ -18,7 +18,15 @@ from tui.core.clockmap import ClockMap
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import (
+    CaptureBar,
+    ConnectionStatus,
+    ControlAction,
+    ErrorKind,
+    LostBy,
+    ServerInfoOutcome,
+    StoppedBy,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from 3.11
@@ -318,6 +326,10 @@ class LinkFacts:
     connection_detail: str = ""
     connection_since: float | None = None
     source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): latest per source
+    # Freshness (tui/core/freshness.py): while the host cannot be reached, or its process watch has gone quiet
+    # past its cadence, lost_at is when it was last heard from and lost_by says which ("link" | "watch").
+    lost_at: float | None = None
+    lost_by: LostBy = ""
 
 
 @dataclass(frozen=True)
@@ -471,6 +483,8 @@ class Readiness:
     connection_detail = Fact[str]("link")
     connection_since = Fact[float | None]("link")
     source_failures = Fact[tuple[tuple[str, str, float], ...]]("link")
+    lost_at = Fact[float | None]("link")
+    lost_by = Fact[LostBy]("link")
 
     process_alive = Fact[bool | None]("proc")
     process_pids = Fact[tuple[int, ...]]("proc")
@@ -631,6 +645,8 @@ class Facts(TypedDict, total=False):
     connection_detail: str
     connection_since: float | None
     source_failures: tuple[tuple[str, str, float], ...]
+    lost_at: float | None
+    lost_by: LostBy
 
     process_alive: bool | None
     process_pids: tuple[int, ...]
