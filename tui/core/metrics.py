@@ -41,7 +41,9 @@ class Family:
 FAMILIES: tuple[Family, ...] = (
     Family("sglang_tui_phase", "1 for the startup phase the server is in, 0 for the others", ("phase",)),
     Family("sglang_tui_phase_elapsed_seconds", "Seconds since the current phase began"),
-    Family("sglang_tui_ready", "1 when the verdict is ready or serving (this server's /health 200, its host reachable)"),
+    Family(
+        "sglang_tui_ready", "1 when the verdict is ready or serving (this server's /health 200, its host reachable)"
+    ),
     Family("sglang_tui_ready_in_seconds", "ETA to ready (history and live progress); absent when not known"),
     Family("sglang_tui_phase_left_seconds", "Seconds the current phase has left; absent when not known"),
     Family("sglang_tui_stalled", "1 when no signal has progressed for longer than the phase allows"),
