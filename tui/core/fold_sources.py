@@ -15,6 +15,7 @@ from tui.core.events import (
     LogFile,
     LogLook,
     PortOwner,
+    ProbeLogged,
     ServerInfoAnswer,
     ServerProcess,
     SourceFailed,
@@ -221,6 +222,14 @@ def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
     since = s.connection_since if ev.state == s.connection and s.connection_since is not None else now
     folded = s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
     return freshness.on_connection(s, folded, ev, now)
+
+
+def on_probe_logged(s: Readiness, ev: ProbeLogged, now: float) -> Readiness:
+    """The log shows one of our requests reached this server: only when read live (a line from before the watch
+    says nothing of the listener now). A forwarder not known by name may then be told by it (tui.core.answerer)."""
+    if s.reading_history:
+        return s
+    return maybe_ready(s.evolve(probe_logged_at=now), None, None, now, logged=False)
 
 
 def on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:

@@ -307,6 +307,7 @@ class HealthFacts:
         None  # the outcome of the one /server_info read (ok, http_error, …); None: none yet
     )
     startup_time: tuple[tuple[str, float], ...] = ()  # /server_info's `startup_time` (0.5.23), read once
+    probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
 @dataclass(frozen=True)
@@ -472,6 +473,7 @@ class Readiness:
     health_ok_since = Fact[float | None]("probes")
     server_info = Fact[ServerInfoOutcome | None]("probes")
     startup_time = Fact[tuple[tuple[str, float], ...]]("probes")
+    probe_logged_at = Fact[float | None]("probes")
 
     gpus = Fact[GpuSnapshot | None]("gpu")
     gpus_at = Fact[float | None]("gpu")
@@ -634,6 +636,7 @@ class Facts(TypedDict, total=False):
     health_ok_since: float | None
     server_info: ServerInfoOutcome | None
     startup_time: tuple[tuple[str, float], ...]
+    probe_logged_at: float | None
 
     gpus: GpuSnapshot | None
     gpus_at: float | None
