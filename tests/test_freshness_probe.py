@@ -42,12 +42,14 @@ def test_a_lost_host_is_four_for_every_call_and_the_verdict_after_it_comes_from_
             line = report["probe"]["line"]
             assert line.startswith("cannot connect:") and "last seen ready" in line, line
 
-    assert os.kill(fresh_sshd.start().proc.pid, signal.SIGSTOP) is None  # type: ignore[union-attr]
+    listener = fresh_sshd.start().proc
+    assert listener is not None
+    os.kill(listener.pid, signal.SIGSTOP)
     try:  # frozen: the TCP handshake completes, the SSH banner never comes; the call's own --timeout ends it
         code, report, err = _probe(cli, fresh_sshd, server, memo, "ready", "--timeout", "3")
         assert code == 4 and report["probe"]["verdict"] == "cannot_connect", (report["probe"], err)
     finally:
-        os.kill(fresh_sshd.proc.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        os.kill(listener.pid, signal.SIGCONT)
 
     code, report, err = _probe(cli, fresh_sshd, server, memo, "ready")  # the host is back, the server still up
     assert code == 0 and report["probe"]["verdict"] in ("ready", "serving"), (report["probe"], err)

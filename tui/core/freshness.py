@@ -4,8 +4,8 @@ A verdict rests only on what the last look saw. The state keeps when the host wa
 be heard now (`LinkFacts.lost_at`) and why (`lost_by`): "link", the connection failed (a probe's look, an auth
 error), the first connection never came, or a lost one has been reconnecting for longer than FRESH_S (longer
 than a normal reconnect, so a blip is not an outage); "watch", the link says connected but the process watch,
-which reports every 2 s (5 s while it looks for the server), has said nothing for WATCH_QUIET_S (a frozen sshd or
-host: keepalive takes longer to notice). The log tail has no cadence of its own (`tail -F` says something only
+which reports every 2 s (5 s while it looks for the server), and the GPU probe have said nothing for WATCH_QUIET_S
+(a frozen sshd or host: keepalive takes longer to notice). The log tail has no cadence of its own (`tail -F` says something only
 when the file grows), so a quiet log is the stall rule's, not this one's.
 
 While lost, nothing is ready (tui.core.verdict.decide ranks it above ready); a startup keeps its own verdict
@@ -39,16 +39,28 @@ def on_process_report(s: Readiness) -> Readiness:
 
 
 def on_tick(s: Readiness, now: float) -> Readiness:
-    """The clock's judgement: a reconnect past FRESH_S, a process watch quiet past WATCH_QUIET_S."""
+    """The clock's judgement: a reconnect past FRESH_S; a host whose process watch (and GPU probe) said nothing
+    for WATCH_QUIET_S while the link says connected, or that speaks again."""
     if s.lost_by == "link":
         return s
     since = s.connection_since
     if s.connection == "reconnecting" and since is not None and now - since >= FRESH_S:
         return s.evolve(lost_at=since, lost_by="link")
-    checked = s.process_checked_at
-    if s.lost_by == "" and s.connection == "connected" and checked is not None and now - checked > WATCH_QUIET_S:
-        return s.evolve(lost_at=checked, lost_by="watch")
+    heard = last_heard(s)
+    quiet = s.connection == "connected" and heard is not None and now - heard > WATCH_QUIET_S
+    if quiet and s.lost_by == "":
+        return s.evolve(lost_at=heard, lost_by="watch")
+    if not quiet and s.lost_by == "watch":
+        return s.evolve(lost_at=None, lost_by="")
     return s
+
+
+def last_heard(s: Readiness) -> float | None:
+    """The clock time the host last spoke on its own cadence: the process watch's report, or the GPU probe's
+    (a scan stuck on one hung process is not a host that does not answer); None where no process watch runs."""
+    if s.process_checked_at is None:
+        return None
+    return max(t for t in (s.process_checked_at, s.gpus_at) if t is not None)
 
 
 def _last_heard(was: Readiness, now: float) -> float:
@@ -79,9 +91,10 @@ def lost_words(s: Readiness, now: float) -> str:
     from tui.core.names import phase_words
     from tui.core.state import Phase
 
+    heard = last_heard(s)
     if s.lost_by == "watch" and s.connection != "failed":
-        quiet = f" for {duration(now - s.process_checked_at)}" if s.process_checked_at is not None else ""
-        text = f"cannot connect: the host does not answer (its process watch has said nothing{quiet})"
+        quiet = f" for {duration(now - heard)}" if heard is not None else ""
+        text = f"cannot connect: the host does not answer (its process watch and GPU probe have said nothing{quiet})"
     else:
         text = f"cannot connect: {s.connection_detail}" if s.connection_detail else "cannot connect"
     ago = last_seen_s(s, now)
