@@ -45,7 +45,8 @@ def on_tick(s: Readiness, now: float) -> Readiness:
         return s
     since = s.connection_since
     if s.connection == "reconnecting" and since is not None and now - since >= FRESH_S:
-        return s.evolve(lost_at=since, lost_by="link")
+        heard_last = since if s.lost_at is None else min(since, s.lost_at)  # quiet before the link dropped
+        return s.evolve(lost_at=heard_last, lost_by="link")
     heard = last_heard(s)
     quiet = s.connection == "connected" and heard is not None and now - heard > WATCH_QUIET_S
     if quiet and s.lost_by == "":
