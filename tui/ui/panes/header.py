@@ -126,7 +126,7 @@ class HeaderPane(StatePane):
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
-        lost = state.lost_at is not None and state.phase is not Phase.FAILED  # UNREACHABLE (tui.core.freshness)
+        lost = state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING)  # UNREACHABLE
         warn = stalled or stop is not None or lost or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
