@@ -70,3 +70,14 @@ def test_a_process_watch_quiet_past_its_cadence_is_a_host_that_does_not_answer()
     assert "the host does not answer" in verdict_line(s, 120.0) and "last seen ready" in verdict_line(s, 120.0)
     s = fold(s, (125.0, ServerProcess(alive=True, pids=(7,))))
     assert s.lost_at is None and decide(s).kind == "ready"
+
+
+def test_a_deployment_with_a_lost_node_is_not_ready_and_names_it() -> None:
+    from tui.core import deployment as dm
+
+    s0 = ready_at(100.0).evolve(log_ready=True, health_ready=True)
+    s1 = fold(ready_at(100.0), (110.0, ConnectionState("reconnecting", "connection lost")), (116.0, Tick()))
+    dep = dm.nodes([("node0", "h0"), ("node1", "h1")]).with_state("node0", s0).with_state("node1", s1)
+    whole = dm.combined(dep)
+    assert whole.lost_at == 110.0 and decide(whole).kind == "cannot_connect"
+    assert verdict_line(whole).startswith("cannot connect: node1 (h1): connection lost")
