@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,12 @@ def test_a_lost_host_is_four_for_every_call_and_the_verdict_after_it_comes_from_
 ) -> None:
     server = wait_ready(sim(speed=200.0, shards=4))
     memo = tmp_path / "memo"
-    for mode in ("ready", "alive"):  # the memo holds a ready server
-        code, report, err = _probe(cli, fresh_sshd, server, memo, mode)
-        assert code == 0 and report["probe"]["verdict"] in ("ready", "serving"), err
+    for mode in ("ready", "alive"):  # the memo holds a ready server (on a loaded machine a call's /health may
+        for _ in range(20):  # answer past its budget: "not answering now", 7; the next call asks again)
+            code, report, err = _probe(cli, fresh_sshd, server, memo, mode)
+            if code == 0:
+                break
+        assert code == 0 and report["probe"]["verdict"] in ("ready", "serving"), (report["probe"], err)
 
     fresh_sshd.kill()  # the host's sshd and every session it forked: nothing answers on the port
     for _ in range(2):  # every call, not only the first: the memo's ready never answers for a failed look
@@ -40,7 +44,7 @@ def test_a_lost_host_is_four_for_every_call_and_the_verdict_after_it_comes_from_
             assert code == 4, (mode, report["probe"], err)
             assert report["probe"]["verdict"] == "cannot_connect"
             line = report["probe"]["line"]
-            assert line.startswith("cannot connect:") and "last seen ready" in line, line
+            assert line.startswith("cannot connect:") and re.search(r"last seen (ready|serving) \S+ ago", line), line
 
     listener = fresh_sshd.start().proc
     assert listener is not None
@@ -51,7 +55,10 @@ def test_a_lost_host_is_four_for_every_call_and_the_verdict_after_it_comes_from_
     finally:
         os.kill(listener.pid, signal.SIGCONT)
 
-    code, report, err = _probe(cli, fresh_sshd, server, memo, "ready")  # the host is back, the server still up
+    for _ in range(20):  # the host is back, the server still up: ready again from this call's own look
+        code, report, err = _probe(cli, fresh_sshd, server, memo, "ready")
+        if code != 7:
+            break
     assert code == 0 and report["probe"]["verdict"] in ("ready", "serving"), (report["probe"], err)
 
     fresh_sshd.kill()
