@@ -430,6 +430,16 @@ class SourceFailed:
 
 
 @dataclass(frozen=True)
+class ProbeLogged:
+    """One of sglang-tui's own requests (`?from=sglang-tui`) as the server's log shows it, in its access line: the
+    requests that reach this server are logged by it, so a listener on the port that is not one of its processes
+    but whose relayed requests land here is a forwarder in front of it (tui.core.answerer)."""
+
+    endpoint: str  # the path without the query ("/health", "/model_info")
+    status: int | None = None
+
+
+@dataclass(frozen=True)
 class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
@@ -480,6 +490,7 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     SourceFailed,
     PortOwner,
     LogFile,
+    ProbeLogged,
     Tick,
     HostActivity,
     WatchdogDump,
@@ -510,6 +521,7 @@ __all__ = [
     "LogReset",
     "Milestone",
     "PortOwner",
+    "ProbeLogged",
     "ProcCounters",
     "RankSeen",
     "ServerArgs",

@@ -18,6 +18,7 @@ from tui.core.events import (
     JitHint,
     LaunchStarted,
     Milestone,
+    ProbeLogged,
     RankSeen,
     ServerArgs,
     SpeculativeHint,
@@ -48,7 +49,7 @@ from tui.core.logmilestones import (
     uvicorn,
 )
 from tui.core.logshapes import nccl_ranks
-from tui.core.probes import is_probe_access, is_probe_prefill
+from tui.core.probes import PROBE_QUERY, is_probe_access, is_probe_prefill, probe_access
 from tui.core.ranklabels import tp_index
 from tui.core.vocab import BarName, MilestoneKind
 
@@ -88,6 +89,8 @@ _WORDED = (("worded", True),)  # tui.core.logshapes: a kv_profile line read by i
 # `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
 _ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
+
+_PROBE_MARK = ("?" + PROBE_QUERY).encode()
 
 
 class LogParser:
@@ -219,7 +222,12 @@ class LogParser:
                 n_prefill += 1
                 decode_last = False
             elif (
-                not warm and known and b"HTTP/1." in line and b'" ' in line and (health_known or b"/health" not in line)
+                not warm
+                and known
+                and b"HTTP/1." in line
+                and b'" ' in line
+                and (health_known or b"/health" not in line)
+                and _PROBE_MARK not in line  # our own request: the log shows it reached this server (ProbeLogged)
             ):
                 continue  # an access line that says nothing new
             elif line:
@@ -265,12 +273,13 @@ class LogParser:
             if not is_probe_prefill(text):
                 self._run.add("prefill", text)
             return
-        if (
-            "HTTP/1." in text
-            and '" ' in text
-            and (is_probe_access(text) or (not self._warm and self._access_said(text)))
-        ):
-            return  # one of sglang-tui's own probes, or an access line outside the warmup that says nothing new
+        if "HTTP/1." in text and '" ' in text and is_probe_access(text):
+            ours = probe_access(text)  # one of sglang-tui's own probes: the log shows it reached this server
+            if ours is not None:
+                self._emit(ProbeLogged(*ours))
+            return
+        if "HTTP/1." in text and '" ' in text and not self._warm and self._access_said(text):
+            return  # an access line outside the warmup that says nothing new
         if self._command is not None:
             self._command_line(text)
             return

@@ -29,6 +29,7 @@ from tui.core.events import (
     LogReset,
     Milestone,
     PortOwner,
+    ProbeLogged,
     RankSeen,
     ServerArgs,
     ServerInfoAnswer,
@@ -66,6 +67,7 @@ from tui.core.fold_sources import (
     on_log_file,
     on_log_look,
     on_port_owner,
+    on_probe_logged,
     on_process,
     on_server_info,
     on_source_failed,
@@ -117,6 +119,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_milestone(s, ev, now)
         case Tick():
             return on_tick(s, ev, now)
+        case ProbeLogged():
+            return on_probe_logged(s, ev, now)
         case GpuSnapshot():
             return on_gpus(s, ev, now)
         case HostActivity():

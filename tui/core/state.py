@@ -18,7 +18,15 @@ from tui.core.clockmap import ClockMap
 from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogClues, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import (
+    CaptureBar,
+    ConnectionStatus,
+    ControlAction,
+    ErrorKind,
+    LostBy,
+    ServerInfoOutcome,
+    StoppedBy,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from 3.11
@@ -300,6 +308,7 @@ class HealthFacts:
         None  # the outcome of the one /server_info read (ok, http_error, …); None: none yet
     )
     startup_time: tuple[tuple[str, float], ...] = ()  # /server_info's `startup_time` (0.5.23), read once
+    probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
 @dataclass(frozen=True)
@@ -319,6 +328,10 @@ class LinkFacts:
     connection_detail: str = ""
     connection_since: float | None = None
     source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): latest per source
+    # Freshness (tui/core/freshness.py): while the host cannot be reached, or its process watch has gone quiet
+    # past its cadence, lost_at is when it was last heard from and lost_by says which ("link" | "watch").
+    lost_at: float | None = None
+    lost_by: LostBy = ""
 
 
 @dataclass(frozen=True)
@@ -464,6 +477,7 @@ class Readiness:
     health_ok_since = Fact[float | None]("probes")
     server_info = Fact[ServerInfoOutcome | None]("probes")
     startup_time = Fact[tuple[tuple[str, float], ...]]("probes")
+    probe_logged_at = Fact[float | None]("probes")
 
     gpus = Fact[GpuSnapshot | None]("gpu")
     gpus_at = Fact[float | None]("gpu")
@@ -475,6 +489,8 @@ class Readiness:
     connection_detail = Fact[str]("link")
     connection_since = Fact[float | None]("link")
     source_failures = Fact[tuple[tuple[str, str, float], ...]]("link")
+    lost_at = Fact[float | None]("link")
+    lost_by = Fact[LostBy]("link")
 
     process_alive = Fact[bool | None]("proc")
     process_pids = Fact[tuple[int, ...]]("proc")
@@ -626,6 +642,7 @@ class Facts(TypedDict, total=False):
     health_ok_since: float | None
     server_info: ServerInfoOutcome | None
     startup_time: tuple[tuple[str, float], ...]
+    probe_logged_at: float | None
 
     gpus: GpuSnapshot | None
     gpus_at: float | None
@@ -637,6 +654,8 @@ class Facts(TypedDict, total=False):
     connection_detail: str
     connection_since: float | None
     source_failures: tuple[tuple[str, str, float], ...]
+    lost_at: float | None
+    lost_by: LostBy
 
     process_alive: bool | None
     process_pids: tuple[int, ...]

@@ -30,6 +30,7 @@ from tui.core.explain import (
     unseen_suffix,
 )
 from tui.core.failurenotes import kind_words_of, note_of
+from tui.core.freshness import lost_words
 from tui.core.names import kind_words, phase_words
 from tui.core.stall import describe
 from tui.core.state import Phase, Readiness
@@ -64,7 +65,7 @@ def line(v: Verdict, s: Readiness, now: float) -> str:
     if v.kind == "failed":
         return _failed_words(v, s)
     if v.kind == "cannot_connect":
-        return f"cannot connect: {v.detail}"
+        return lost_words(s, now) if s.lost_at is not None else f"cannot connect: {v.detail}"
     if v.kind == "bad_arguments" and s.log_file is not None:
         return f"{log_file_line(s.log_file)}; pass the log file inside it"
     return ended_line(v, s)

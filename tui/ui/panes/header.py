@@ -129,7 +129,8 @@ class HeaderPane(StatePane):
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
-        warn = stalled or stop is not None or bool(nothing_found_headline(state))  # LOG MISSING too
+        lost = state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING)  # UNREACHABLE
+        warn = stalled or stop is not None or lost or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
