@@ -157,15 +157,42 @@ def test_ready_summary_names_the_slow_phase() -> None:
     from tui.core.events import HealthResult
     from tui.core.report import format_report
 
-    fast = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 2.0), ("loading_weights", 6.0))) for i in (1, 2)))
-    s = feed(startup()).evolve(past=fast)
+    from dataclasses import replace
+
+    from tests.test_readiness_phases import at
+
+    # the capture ends 14 s later than startup()'s (20 s in all), so that its median below is over the ratio floor
+    late = [replace(e, **at(int(e.t) - 36000 + 14)) if getattr(e, "t", None) and e.t >= 36016 else e for e in startup()]  # type: ignore[attr-defined]
+    fast = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 8.0), ("loading_weights", 6.0))) for i in (1, 2)))
+    s = feed(late).evolve(past=fast)
     s = reduce(s, HealthResult("/health", "ok", status=200), s.updated_at + 1)
     assert s.phase is Phase.READY
     capture = next(span for span in s.timeline if span.phase is Phase.CUDA_GRAPH)
-    factor = capture.duration_s / 2.0
+    factor = capture.duration_s / 8.0
     assert f"; capture was {factor:.1f}× slower than usual" in verdict_line(s), verdict_line(s)
     assert "weights" not in verdict_line(s).split(";", 1)[1]  # loading took its usual 6 s
     assert f"slow:  capture {factor:.1f}× slower than usual" in format_report(s)
+
+
+def test_no_ratio_over_a_median_under_the_floor() -> None:
+    """A 2 s median is within the whole-second stamps' error: a 6 s capture is not "3.0× slower than usual"."""
+    from tests.test_readiness_phases import startup
+    from tui.core.eta import RATIO_FLOOR_S
+    from tui.core.events import HealthResult
+
+    tiny = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 2.0), ("loading_weights", 6.0))) for i in (1, 2)))
+    assert tiny.median("cuda_graph") == 2.0 < RATIO_FLOOR_S
+    s = feed(startup()).evolve(past=tiny)
+    s = reduce(s, HealthResult("/health", "ok", status=200), s.updated_at + 1)
+    capture = next(span for span in s.timeline if span.phase is Phase.CUDA_GRAPH)
+    assert s.phase is Phase.READY and capture.duration_s == 6.0
+    assert "slower" not in verdict_line(s)
+
+
+def test_a_median_needs_two_launches() -> None:
+    one = Past("k", (PastLaunch(1, 20.0, (("cuda_graph", 30.0),)),))
+    two = Past("k", (*one.launches, PastLaunch(2, 20.0, (("cuda_graph", 40.0),))))
+    assert one.median("cuda_graph") is None and two.median("cuda_graph") == 35.0
 
 
 def test_args_hash_ignores_volatile_fields() -> None:

@@ -230,7 +230,7 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
                 run_hook(opts.hooks, found, where, config.port)
                 return found.code
         remaining = None if opts.timeout is None else max(0.0, opts.timeout - (time.monotonic() - started))
-        recorder = Recorder(opts.history, where, "wait")
+        recorder = Recorder(opts.history, where, "wait", port=config.port, log=config.log or "")
         initial = config.first_state()
         if launched is not None:  # our own launch, folded first
             initial = reduce(initial, launched, time.time())

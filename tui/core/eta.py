@@ -29,6 +29,9 @@ WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA
 MEM_WITHDRAW_FLOOR_S = 3.0  # GPU memory is sampled about once a second: a missed tick is not silence
 SLOW_FACTOR = 1.5  # a phase past this many times its median is flagged
 SLOW_MIN_LAUNCHES = 2  # ... once this many earlier launches had it
+# ... and only over a median this long: a phase is timed by whole-second log stamps (±1 s), so under 5 s the
+# error alone is 20% or more, and a 0.2 s KV-cache phase read "301× slower" where nothing was slow
+RATIO_FLOOR_S = 5.0
 STARTUP_PHASES = tuple(p for p in PHASE_ORDER if p not in (Phase.READY, Phase.SERVING, Phase.FAILED))
 SHORT_NAMES = {
     "starting": "start",
@@ -207,7 +210,7 @@ def _slow(s: Readiness, elapsed: float) -> tuple[str, float] | None:
     if past is None or len(past.durations(s.phase.value)) < SLOW_MIN_LAUNCHES:
         return None
     median = past.median(s.phase.value)
-    if not median or elapsed <= SLOW_FACTOR * median:
+    if not median or median < RATIO_FLOOR_S or elapsed <= SLOW_FACTOR * median:
         return None
     return s.phase.value, elapsed / median
 
@@ -224,7 +227,7 @@ def slow_phases(s: Readiness) -> tuple[tuple[str, float], ...]:
         if len(past.durations(span.phase.value)) < SLOW_MIN_LAUNCHES:
             continue
         median = past.median(span.phase.value)
-        if median and span.duration_s > SLOW_FACTOR * median:
+        if median and median >= RATIO_FLOOR_S and span.duration_s > SLOW_FACTOR * median:
             found.append((span.phase.value, span.duration_s / median))
     return tuple(found)
 
