@@ -153,13 +153,11 @@ def test_sglang_startup_timings_are_kept_and_cross_checked() -> None:
 
 
 def test_ready_summary_names_the_slow_phase() -> None:
-    from tests.test_readiness_phases import startup
-    from tui.core.events import HealthResult
-    from tui.core.report import format_report
-
     from dataclasses import replace
 
-    from tests.test_readiness_phases import at
+    from tests.test_readiness_phases import at, startup
+    from tui.core.events import HealthResult
+    from tui.core.report import format_report
 
     # the capture ends 14 s later than startup()'s (20 s in all), so that its median below is over the ratio floor
     late = [replace(e, **at(int(e.t) - 36000 + 14)) if getattr(e, "t", None) and e.t >= 36016 else e for e in startup()]  # type: ignore[attr-defined]
