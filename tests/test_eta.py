@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.test_readiness_phases import at, feed, ranks
 from tui.core.eta import WITHDRAW_AFTER, estimate, eta_words
-from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, Milestone, ServerArgs, Tick
+from tui.core.events import BarProgress, Event, GpuInfo, GpuSnapshot, Milestone, ServerArgs, Tick
 from tui.core.past import Past, PastLaunch
 from tui.core.readiness import reduce
 from tui.core.report import to_json
@@ -160,7 +160,10 @@ def test_ready_summary_names_the_slow_phase() -> None:
     from tui.core.report import format_report
 
     # the capture ends 14 s later than startup()'s (20 s in all), so that its median below is over the ratio floor
-    late = [replace(e, **at(int(e.t) - 36000 + 14)) if getattr(e, "t", None) and e.t >= 36016 else e for e in startup()]  # type: ignore[attr-defined]
+    late: list[Event] = []
+    for e in startup():
+        t = getattr(e, "t", None)
+        late.append(replace(e, **at(int(t) - 36000 + 14)) if t is not None and t >= 36016 else e)  # type: ignore[arg-type]
     fast = Past("k", tuple(PastLaunch(i, 20.0, (("cuda_graph", 8.0), ("loading_weights", 6.0))) for i in (1, 2)))
     s = feed(late).evolve(past=fast)
     s = reduce(s, HealthResult("/health", "ok", status=200), s.updated_at + 1)

@@ -97,8 +97,8 @@ class Past:
         if self.attach_timed:
             n = self.attach_timed
             parts.append(
-                f"the phases {n} launch{'es' if n > 1 else ''} recorded by an older sglang-tui timed by the moment"
-                " it looked, not by the log"
+                f"{n} launch{'es' if n > 1 else ''} recorded by an older sglang-tui with phases timed by its look,"
+                " not by the log"
             )
         return f"left out of the ETA: {'; '.join(parts)}" if parts else None
 

@@ -180,8 +180,8 @@ class Recorder:
         if self.worker is None:
             return state
         mark = start_mark(state)
-        if mark is not None and not state.reading_history and outcome_of(state) is None:
-            self._live.add(mark)
+        if mark is not None and not state.reading_history and outcome_of(state) is None and not state.log_ready:
+            self._live.add(mark)  # seen before the log said fired up: its end is timed live (a 200 may come later)
         asked = (state.server, mark)
         if self._asked is None or self._asked[0] is not state.server or self._asked[1] != mark:
             self._asked = asked
