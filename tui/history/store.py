@@ -472,7 +472,10 @@ _LAUNCH_COLUMNS = (
 
 def _keeps(seen_from: object, outcome: object, rec: LaunchRecord) -> bool:
     """Whether the row recorded as (seen_from, outcome) stands against `rec`: a launch recorded from its first line
-    with an outcome is never rewritten by a look that came after it (a board, an exporter, a later `wait`)."""
+    with an outcome is never rewritten by a look that came after it (a board, an exporter, a later `wait`), and an
+    outcome is never rewritten by a watcher that left before one ("unfinished": it knows less)."""
+    if outcome != "unfinished" and rec.outcome == "unfinished":
+        return True
     return seen_from == "first_line" and outcome != "unfinished" and rec.seen_from != "first_line"
 
 
