@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tui.cli import main
-from tui.commands.wait import Reporter, first_look_done
+from tui.commands.wait import Reporter
 from tui.core.events import HealthResult, LogActivity, LogFile, PortOwner, ServerProcess
 from tui.core.exitcodes import EXIT_NOTHING
 from tui.core.explain import nothing_found
+from tui.core.firstlook import first_look_done
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.core.wording import ended_line, verdict_line

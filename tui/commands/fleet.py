@@ -109,6 +109,8 @@ async def _stream(fleet: Fleet) -> int:
     said: dict[int, str] = {}
 
     def say(index: int) -> None:
+        if not first_state_said(fleet.rows[index].entry):
+            return  # no look yet: its first object is the state its first look found, never a replayed startup
         text = json.dumps(object_of(fleet, index), ensure_ascii=False)
         if said.get(index) != text:
             said[index] = text

@@ -41,6 +41,7 @@ from tui.core.exitcodes import (
     EXIT_TIMEOUT,
 )
 from tui.core.explain import nothing_found, symlink_line
+from tui.core.firstlook import first_look_done
 from tui.core.readiness import reduce
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
@@ -94,17 +95,6 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
-def first_look_done(state: Readiness) -> bool:
-    """The log and the port have each been looked at once (or are not watched): the first line can say what is
-    there, rather than "waiting for the first log line" a moment before "log file missing"."""
-    log_seen = state.log_watched is not True or state.log_file is not None or state.log_grew_at is not None
-    if state.health_probed is False:  # only the process watch looks at the port, if it runs
-        port_seen = state.port_owner is not None or not state.process_watched
-    else:
-        port_seen = bool(state.health)
-    return log_seen and port_seen
-
-
 def grace_words(state: Readiness, grace: float | None) -> str:
     """While nothing is found: "exit 6 after 30s if nothing turns up (--missing-log-grace)"; else ""."""
     if grace is None or not nothing_found(state):
@@ -140,10 +130,11 @@ class Reporter:
         grace = grace_words(state, self.grace)
         if grace:
             line += f" · {grace}"
-        # the first line waits for the first look, so that it says what that look found
-        early = self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S
+        # the first line and the first JSON object wait for the first look, so that they say what that look found
+        if self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S:
+            return
         since = elapsed - self._last_at
-        if not early and (
+        if (
             key != self._last_key
             or (counts != self._last_counts and since >= COUNT_EVERY_S)
             or (since >= HEARTBEAT_S and line != self._last_line)
