@@ -14,6 +14,7 @@ import pytest
 
 from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sshd import free_port
+from tui.core.eta import WITHDRAW_AFTER
 from tui.history.store import HistoryStore
 
 # A 16-shard launch takes ~11 s: a shard per ~0.4 s (more than the tail's 0.25 s poll, so the shard count is
@@ -135,7 +136,7 @@ def test_slow_capture_is_flagged_during_capture(launches: tuple[Path, list[Watch
 
 
 def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path: Path, cli: Cli, sim: Sims) -> None:
-    """Withdrawn after 3 mean shard intervals of silence (about a second), well before the stall (5 s)."""
+    """Withdrawn after WITHDRAW_AFTER mean shard intervals of silence (about a second), well before the stall (5 s)."""
     history = tmp_path / "history.sqlite3"
     out = watch_launch(cli, sim, tmp_path / "hang", history, fault="hang-weights",
                        wait_args=("--stall-after", f"{STALL_AFTER:g}"))  # fmt: skip
@@ -153,9 +154,9 @@ def test_hang_weights_withdraws_the_shard_eta_and_the_stall_has_no_eta(tmp_path:
     print(f"mean shard interval {interval:.2f} s; ETA withdrawn {t_w - last_t:.2f} s after the last shard")
     assert first_w["eta"]["phase_left_s"] is None and "shards/s" not in first_w["reason"]
     assert f"stalled at {STALL_AFTER:.1f}s" in first_w["reason"]
-    # the model's own clock: the silence it reports when it withdrew is past 3 intervals, by at most a tick
+    # the model's own clock: the silence it reports when it withdrew is past WITHDRAW_AFTER intervals, by at most a tick
     silent = int(first_w["reason"].split("no progress for ")[1].split(" s")[0])
-    assert silent <= 3 * interval + 2.0
+    assert silent <= WITHDRAW_AFTER * interval + 2.0
     final = out.lines[-1][1]
     assert final["eta"]["ready_in_s"] is None and final["eta"]["phase_left_s"] is None
     assert final["reason"].startswith("stalled in loading weights")

@@ -10,9 +10,9 @@ Pure: `estimate(state, now)` reads only the state (its `past` is the history the
   a faster history does not shorten it. A capture bar is one graph's of several: the phase has at least what it
   says left, and with history, at least what the median leaves. With no progress, the median's rest. The later
   phases add their medians.
-- While no progress arrives, a progress ETA decays with the silence; after WITHDRAW_AFTER x the mean interval
-  between progress steps it is withdrawn (None), and the words say how long nothing moved and when the stall
-  verdict comes: "no progress for 45 s · stalled at 3m00s".
+- While no progress arrives, a progress ETA decays with the silence through one mean interval between progress
+  steps (the next step is due) and holds; after WITHDRAW_AFTER x that interval it is withdrawn (None), and the
+  words say how long nothing moved and when the stall verdict comes: "no progress for 45 s · stalled at 3m00s".
 - ready_in_s is None when it cannot be known honestly: no history, a withdrawn ETA, stalled, failed, ready.
 """
 
@@ -25,7 +25,10 @@ from tui.core.progress import is_complete, mean_interval
 from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
-WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA is withdrawn
+# mean progress intervals of silence before a progress ETA is withdrawn: the next step is then overdue by a whole
+# interval (progress stopped); until then the ETA counts down through one interval at most (the step due), never
+# down a stuck bar (a capture's "~13 s" ran down to "~2.4 s" over three intervals before it was withdrawn)
+WITHDRAW_AFTER = 2.0
 MEM_WITHDRAW_FLOOR_S = 3.0  # GPU memory is sampled about once a second: a missed tick is not silence
 SLOW_FACTOR = 1.5  # a phase past this many times its median is flagged
 SLOW_MIN_LAUNCHES = 2  # ... once this many earlier launches had it
@@ -172,15 +175,15 @@ def expected_weight_gib(s: Readiness) -> float | None:
 
 
 def bar_left(bar: BarState, now: float) -> tuple[float | None, float | None]:
-    """(seconds left, None) from a bar's rate, decayed by the silence since its last step; (None, silence) once
-    the silence passes WITHDRAW_AFTER x the mean step interval."""
+    """(seconds left, None) from a bar's rate, decayed by the silence since its last step through one mean step
+    interval at most; (None, silence) once the silence passes WITHDRAW_AFTER x that interval."""
     silence = max(0.0, now - bar.updated_at)
     interval = mean_interval(bar)
     if interval is not None and silence > WITHDRAW_AFTER * interval:
         return None, silence
     if bar.eta_s is None:
         return None, None
-    return max(0.0, bar.eta_s - silence), None
+    return max(0.0, bar.eta_s - (min(silence, interval) if interval is not None else silence)), None
 
 
 def memory_left(
