@@ -112,7 +112,9 @@ def test_fourth_launch_eta_at_a_quarter_of_the_weights(launches: tuple[Path, lis
     truly_left = ready_at - t
     print(f"at 4/16 shards: ready_in_s {eta['ready_in_s']} vs {truly_left:.1f} s really left")
     assert eta["basis"] == "history" and eta["launches"] == 3
-    assert abs(eta["ready_in_s"] - truly_left) <= 0.2 * truly_left, (eta, truly_left)
+    # the later phases' medians are from the log's whole-second stamps (each ±1 s, tui.history.record), and the
+    # ready line comes after /health confirms it, which no phase holds: 20 % and 2 s
+    assert abs(eta["ready_in_s"] - truly_left) <= 0.2 * truly_left + 2.0, (eta, truly_left)
 
 
 def test_a_line_whenever_the_shard_count_changes(launches: tuple[Path, list[Watched]]) -> None:
