@@ -267,3 +267,14 @@ def test_schema_1_rows_are_read_and_their_attach_timed_phases_left_out(tmp_path:
     assert past.skipped_words() == (
         "left out of the ETA: 2 launches recorded by an older sglang-tui with phases timed by its look, not by the log"
     )
+
+
+def test_history_says_late_beside_the_outcome(tmp_path: Path) -> None:
+    from tui.commands.history import format_launches
+
+    lines = the_log([[2, 3, 20, 1, 2, 6, 1, 8]])
+    path = tmp_path / "h.sqlite3"
+    run_looks(lines, [Look(lines[-1].t + 40, lines[-1].t + 45, "fleet")], False, path)
+    with HistoryStore(path) as store:
+        text = format_launches(store.launches())
+    assert text.splitlines()[1].split()[4:6] == ["ready", "(late)"], text
