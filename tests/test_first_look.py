@@ -4,7 +4,8 @@ launch began, and went ready, 70 s before the watcher's first look, without wait
 
 - `wait --json`'s first object is the state the first look found: ready, never "waiting for the first log line";
   its ready span begins at the log's fired-up stamp; the history records the launch `late`, on the log's clock.
-- `fleet --once` says the row has been in its phase for over a minute; `export`'s phase_elapsed is over 60 s."""
+- `fleet --once` says the row has been in its phase for over a minute; `export`'s phase_elapsed is over 60 s.
+- A launch `wait` saw from its first line keeps its record when `wait` and `fleet --once` look again after ready."""
 
 from __future__ import annotations
 
@@ -80,3 +81,32 @@ def test_export_counts_the_phase_from_the_fired_up_line(sim: Sims, cli: Cli) -> 
     assert found[f"sglang_tui_phase_elapsed_seconds{labels}"] >= 60.0, found
     exporter.send_signal(signal.SIGTERM)
     assert exporter.wait(30) == 0
+
+
+def test_later_looks_leave_the_first_lines_record(sim: Sims, cli: Cli, tmp_path: Path) -> None:
+    """`wait` from the first line records the launch; a second `wait` and a `fleet --once` after ready (their
+    looks come seconds after the ready: the old record's warmup ran to the look) leave the row as it was."""
+    history = tmp_path / "h.sqlite3"
+    port, log = free_port(), tmp_path / "run" / "sim.log"
+    log.parent.mkdir()
+    target = ("local", "--log", str(log), "--port", str(port), "--history", str(history), "--timeout", "90")
+    proc = cli.popen("wait", *target, "--json")
+    assert proc.stdout is not None
+    for line in proc.stdout:  # until it has looked at the log (missing): it reads the launch from its first byte
+        if "log file missing" in json.loads(line)["reason"]:
+            break
+    sim(log.parent, port=port, speed=100.0, tp=2, shards=4, speculative="none")
+    for _ in proc.stdout:
+        pass
+    assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""
+    with HistoryStore(history) as store:
+        (before,) = store.launches()
+    assert before["seen_from"] == "first_line" and before["source"] == "wait" and before["outcome"] == "ready"
+
+    again = cli("wait", *target, timeout=120)
+    assert again.returncode == 0, again.stderr
+    board = cli("fleet", "--once", f"local:{port}:{log}", "--history", str(history), "--timeout", "60", timeout=90)
+    assert board.returncode == 0, (board.stdout, board.stderr)
+    with HistoryStore(history) as store:
+        (after,) = store.launches()
+    assert after == before
