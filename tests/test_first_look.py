@@ -5,6 +5,7 @@ launch began, and went ready, 70 s before the watcher's first look, without wait
 - `wait --json`'s first object is the state the first look found: ready, never "waiting for the first log line";
   its ready span begins at the log's fired-up stamp; the history records the launch `late`, on the log's clock.
 - `fleet --once` says the row has been in its phase for over a minute; `export`'s phase_elapsed is over 60 s.
+- `fleet --json` opens with the server's current state, once: ready, never a replayed starting → warmup → ready.
 - A launch `wait` saw from its first line keeps its record when `wait` and `fleet --once` look again after ready."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.helpers.processes import Cli, Sims
+from tests.helpers.processes import Cli, PipeLines, Sims
 from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import free_port
 from tests.test_export_sim import scrape
@@ -110,3 +111,15 @@ def test_later_looks_leave_the_first_lines_record(sim: Sims, cli: Cli, tmp_path:
     with HistoryStore(history) as store:
         (after,) = store.launches()
     assert after == before
+
+
+def test_fleet_json_opens_with_the_current_state(sim: Sims, cli: Cli) -> None:
+    server, _fired = ready_long_ago(sim)
+    stream = cli.popen("fleet", "--json", "--no-history", f"local:{server.port}:{server.log}")
+    assert stream.stdout is not None
+    lines = PipeLines(stream.stdout)
+    lines.wait_for(lambda line: json.loads(line)["phase"] in ("ready", "serving"), timeout=90)
+    stream.send_signal(signal.SIGTERM)
+    assert stream.wait(30) == 0
+    phases = [json.loads(line)["phase"] for line in lines.text(5).splitlines()]
+    assert phases[0] in ("ready", "serving"), phases  # its first object is what its first look found
