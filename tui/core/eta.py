@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
-from tui.core.stall import budget_for, quiet_since
+from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
 # mean progress intervals of silence before a progress ETA is withdrawn: the next step is then overdue by a whole
@@ -236,7 +236,7 @@ def slow_phases(s: Readiness) -> tuple[tuple[str, float], ...]:
 
 
 def _stall_limit(s: Readiness) -> float | None:
-    return budget_for(s)  # the stall rule decides when silence becomes a stall (the budget every view says)
+    return limit_for(s)  # the stall rule decides when silence becomes a stall
 
 
 # ------------------------------------------------------------------------------------------------- words

@@ -12,7 +12,7 @@ from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.names import phase_words
 from tui.core.ranklabels import ranks_span
-from tui.core.stall import budget_for
+from tui.core.stall import limit_for
 from tui.core.state import BarState, DecodeInfo, ErrorInfo, MidRun, Phase, Readiness
 
 # The failure lines the reducer writes itself when the processes, not the log, say how the launch ended.
@@ -464,7 +464,7 @@ def _pace(bar: BarState, unit: str, now: float, s: Readiness) -> str:
         return ""
     left, silent = eta.pace(s, bar, now)  # the one ETA rule: what the header's "ready in" rests on
     if silent is not None:
-        return " · " + eta.withdrawn_words(eta.Eta(silent_s=silent, stalled_at_s=budget_for(s)))
+        return " · " + eta.withdrawn_words(eta.Eta(silent_s=silent, stalled_at_s=limit_for(s)))
     return f", {fmt.rate(bar.rate_per_s, unit)}, {fmt.eta(left)}"
 
 
