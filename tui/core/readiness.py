@@ -23,11 +23,13 @@ from tui.core.events import (
     JitHint,
     LaunchStarted,
     LogActivity,
+    LogClues,
     LogFile,
     LogLook,
     LogReset,
     Milestone,
     PortOwner,
+    ProbeLogged,
     RankSeen,
     ServerArgs,
     ServerInfoAnswer,
@@ -67,12 +69,14 @@ from tui.core.fold_sources import (
     on_log_file,
     on_log_look,
     on_port_owner,
+    on_probe_logged,
     on_process,
     on_server_info,
     on_source_failed,
     on_tick,
 )
 from tui.core.fold_window import note_mid_run
+from tui.core.remedy_clues import on_log_clues
 from tui.core.stall import stall_for
 from tui.core.state import (
     Readiness,
@@ -117,6 +121,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_milestone(s, ev, now)
         case Tick():
             return on_tick(s, ev, now)
+        case ProbeLogged():
+            return on_probe_logged(s, ev, now)
         case GpuSnapshot():
             return on_gpus(s, ev, now)
         case HostActivity():
@@ -157,6 +163,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_weight_files(s, ev, now)
         case SlurmJobState():
             return on_slurm_job(s, ev, now)
+        case LogClues():
+            return on_log_clues(s, ev, now)
 
 
 def _finish(s: Readiness, now: float) -> Readiness:
