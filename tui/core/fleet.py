@@ -19,6 +19,7 @@ from tui.core.exitcodes import EXIT_CANNOT_SEE as EXIT_UNSEEN
 from tui.core.exitcodes import EXIT_OK as EXIT_READY
 from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
 from tui.core.firstlook import log_looked
+from tui.core.fold_job import job_ended, job_queued
 from tui.core.liveness import failure_settling
 from tui.core.state import PHASE_ORDER, Phase, Readiness
 from tui.core.verdict import decide
@@ -95,6 +96,9 @@ def first_state_said(entry: FleetEntry) -> bool:
     once (a timeout is no answer; or none probed) and its GPUs read once (or the probe's error said); a Slurm job's,
     once each node's has. Before that, a row says only "connecting"."""
     if entry.kind == "nothing" or exit_code(entry) == EXIT_CONNECT:
+        return True
+    job = entry.state.slurm_job
+    if job is not None and (job_queued(job) or job_ended(job)):  # the queue's look said it: nothing else runs
         return True
     if entry.parts:  # a job: once every node has said its own
         return all(first_state_said(FleetEntry(entry.name, entry.where, part)) for part in entry.parts)
