@@ -64,6 +64,15 @@ def job_screen(watched: Watched, job: JobWatch) -> Screen[Any]:
     return DeploymentScreen(sources, job.dep, watched.tee.batches, lambda dep, name, items, now: job.dep)
 
 
+def controls(watched: Watched) -> frozenset[str]:
+    """What the row's server can be made to do: terminate and kill with a control of its own (none under
+    --read-only, none for a Slurm job), restart only with its launch command (the inventory's `launch`)."""
+    control = watched.control
+    if control is None or watched.job is not None:
+        return frozenset()
+    return frozenset(("terminate", "kill", "restart") if control.relaunch else ("terminate", "kill"))
+
+
 def board_app(opts: FleetOptions, fleet: Fleet) -> FleetApp:
     async def changes() -> AsyncIterator[int]:
         while True:
@@ -76,6 +85,7 @@ def board_app(opts: FleetOptions, fleet: Fleet) -> FleetApp:
             open_view=lambda i: server_screen(opts, fleet.rows[i]),
             clock=fleet.clock,
             read_only=opts.read_only,
+            controls=lambda i: controls(fleet.rows[i]),
         )
     )
 

@@ -28,13 +28,10 @@ from tui.core.fleet import (
     UP,
     EntryKind,
     FleetEntry,
-    exit_code,
     matches,
     sort_key,
 )
-from tui.core.state import Phase
 from tui.ui import fleet_rows
-from tui.ui.labels import PHASE_STYLES
 
 FLUSH_S = 0.1  # a change is drawn this long after it came (changes in between are drawn together)
 TICK_S = 1.0
@@ -52,16 +49,30 @@ class BoardSources:
     """The row's full view, new each time (None: nothing to open, e.g. a host with no server)."""
     clock: Callable[[], float] = time.time
     read_only: bool = False
+    controls: Callable[[int], frozenset[str]] = lambda _index: frozenset(("restart", "terminate", "kill"))
+    """What the row's server can be made to do (restart needs its launch command; a Slurm job, nothing here)."""
 
 
 _KEYS = [k for k, _ in fleet_rows.COLUMNS]
 _CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold red"}
+#: The long cells are cut on the board so that the state before them keeps its room (the server's own view, `/`
+#: and `fleet --once` have them whole); NAME is never cut (it stays frozen on the left, as k9s keeps it).
+CUT_AT = {"where": 24, "usual": 28, "status": 72}
+#: The sorted column's header: ▲ for the order sort_key gives, ▼ reversed (two cells kept for it on every header,
+#: so a re-sort never widens a column).
+ARROWS = {False: " ▲", True: " ▼"}
+
+
+def cut(column: str, text: str) -> str:
+    limit = CUT_AT.get(column)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _styled(column: str, text: str, entry: FleetEntry) -> Text | str:
-    """The phase in its colour, a verdict that needs someone in its."""
-    if column == "phase" and entry.kind != "nothing":
-        return Text(text, style=PHASE_STYLES.get(entry.state.phase, ""))
+    """The state in its colour (fleet_rows.row_state), a verdict that needs someone in its; long cells cut."""
+    if column == "phase":
+        return Text(text, style=fleet_rows.row_state(entry).style)
+    text = cut(column, text)
     if column == "status":
         for start, style in _CELL_STYLES.items():
             if text.startswith(start):
@@ -105,16 +116,25 @@ class FleetApp(App[None]):
         self._flush_pending = False
         self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
         self._summary_shown = ""
+        self._keys_shown = ""
+        self._headers_for: tuple[str, bool] = ("order", False)
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-summary")
         yield Input(placeholder="filter: words that must appear, !word to leave out (enter: done, esc: clear)",
                     id="fleet-filter")  # fmt: skip
-        table: DataTable[Any] = DataTable(id="fleet-board", cursor_type="row", zebra_stripes=True)
-        for key, header in fleet_rows.COLUMNS:
-            table.add_column(header, key=key)
+        # NAME frozen on the left: → scrolls the other columns under it (k9s keeps its NAME in view the same way)
+        table: DataTable[Any] = DataTable(id="fleet-board", cursor_type="row", zebra_stripes=True, fixed_columns=1)
+        self._add_columns(table)
         yield table
         yield Static(self._keys_line(), id="fleet-keys")
+
+    def _add_columns(self, table: DataTable[Any]) -> None:
+        """The headers, the sorted one with its arrow (every header keeps the arrow's two cells: no re-layout)."""
+        for key, header in fleet_rows.COLUMNS:
+            arrow = ARROWS[self.reverse] if key == self.sort_column else "  "
+            table.add_column(header + arrow, key=key)
+        self._headers_for = (self.sort_column, self.reverse)
 
     @property
     def table(self) -> DataTable[Any]:
@@ -168,15 +188,18 @@ class FleetApp(App[None]):
             key=lambda i: sort_key(column, entries[i], now, fleet_rows.eta_s(entries[i], now)), reverse=self.reverse
         )
         table = self.table
-        if shown != self.order:
-            selected = self.order[table.cursor_row] if self.order and 0 <= table.cursor_row < len(self.order) else None
-            table.clear()
+        headers = self._headers_for != (self.sort_column, self.reverse)
+        if shown != self.order or headers:
+            selected = self.selected()  # the cursor stays on its server, wherever the new order puts it
+            table.clear(columns=headers)
+            if headers:
+                self._add_columns(table)
             for i in shown:
                 table.add_row(*(_styled(k, words[i][k], entries[i]) for k in _KEYS), key=str(i))
                 self.redraws += len(_KEYS)
             self.order = shown
             if selected in shown:
-                table.move_cursor(row=shown.index(selected))
+                table.move_cursor(row=shown.index(selected), animate=False)
         else:
             for i in shown:
                 old = before.get(i, {})
@@ -189,19 +212,21 @@ class FleetApp(App[None]):
         if summary.plain != self._summary_shown:  # the same words: no repaint
             self._summary_shown = summary.plain
             self._board.query_one("#fleet-summary", Static).update(summary)
+        self._show_keys()
 
     def _summary(self, entries: list[FleetEntry]) -> Text:
-        up = sum(1 for e in entries if e.kind != "nothing" and e.state.phase in UP)
-        failed = sum(1 for e in entries if e.kind != "nothing" and e.state.phase is Phase.FAILED)
-        trouble = sum(1 for e in entries if exit_code(e) in (2, 3, 4, 6)) if entries else 0
-        starting = len(entries) - up - failed - trouble
+        """Each state counted apart (fleet_rows.row_state's buckets): ready and starting always, the rest when any."""
+        counts: dict[str, int] = {}
+        for entry in entries:
+            bucket = fleet_rows.row_state(entry).bucket
+            counts[bucket] = counts.get(bucket, 0) + 1
         text = Text(f"{len(entries)} servers: ", style="bold")
-        text.append(f"{up} ready", style="green")
-        text.append(f" · {starting} starting")
-        if failed:
-            text.append(f" · {failed} failed", style="bold red")
-        if trouble:
-            text.append(f" · {trouble} stalled/unreachable/empty", style="bold yellow")
+        said = 0
+        for bucket, style in fleet_rows.BUCKETS:
+            if counts.get(bucket) or bucket in ("ready", "starting"):
+                text.append(" · " if said else "")
+                text.append(f"{counts.get(bucket, 0)} {bucket}", style=style)
+                said += 1
         sort = "order given" if self.sort_column == "order" else fleet_rows.HEADERS.get(self.sort_column, "")
         text.append(f"   sort: {sort.lower()}{' (reversed)' if self.reverse else ''}", style="dim")
         if self.filter_words:
@@ -209,8 +234,31 @@ class FleetApp(App[None]):
         return text
 
     def _keys_line(self) -> str:
-        control = "" if self.sources.read_only else "  r/T/K restart/terminate/kill"
-        return f"enter open  / filter  s/S sort  ?{' '}keys{control}  q quit"
+        """The keys that apply here: r/T/K only for what the row under the cursor can do."""
+        offered = self._offered()
+        control = "".join(f"  {key} {verb}" for key, verb in (("r", "restart"), ("T", "terminate"), ("K", "kill"))
+                          if verb in offered)  # fmt: skip
+        return f"enter open  / filter  s/S sort  ? keys{control}  q quit"
+
+    def _offered(self) -> frozenset[str]:
+        """What the row under the cursor can be made to do (nothing under --read-only, or with no rows)."""
+        if self.sources.read_only or not self.order:  # (no rows yet: the keys line of compose)
+            return frozenset()
+        index = self.selected()
+        if index is None:
+            return frozenset()
+        if self.sources.entries()[index].kind != "server":
+            return frozenset()
+        return self.sources.controls(index)
+
+    def _show_keys(self) -> None:
+        line = self._keys_line()
+        if line != self._keys_shown:
+            self._keys_shown = line
+            self._board.query_one("#fleet-keys", Static).update(line)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_keys()
 
     # ------------------------------------------------------------------------------------------- keys
 
@@ -272,6 +320,16 @@ class FleetApp(App[None]):
         self.push_screen(screen)
         return screen
 
+    def _why_not(self, index: int, verb: str) -> str:
+        entry = self.sources.entries()[index]
+        if entry.kind == "job":
+            return f"{entry.name} is a Slurm job: scancel it (sglang-tui stop slurm:JOBID)"
+        if entry.kind == "nothing":
+            return f"{entry.name}: no server to {verb}"
+        if verb == "restart":
+            return f'{entry.name}: restart needs its launch command (launch = "…" in its --inventory entry)'
+        return f"{entry.name}: its processes cannot be signalled from here"
+
     def action_help(self) -> None:
         from tui.ui.screens.fleet_help import FleetHelpScreen
 
@@ -284,6 +342,9 @@ class FleetApp(App[None]):
             return
         index = self.selected()
         if index is None or self.screen is not self.screen_stack[0]:
+            return
+        if verb not in self._offered():
+            self.notify(self._why_not(index, verb), severity="warning", timeout=3)
             return
         screen = self.open_row(index)
         if screen is not None:  # its own key, on its own view: the same confirm dialog, the exact command
