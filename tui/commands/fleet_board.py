@@ -37,7 +37,9 @@ def server_screen(opts: FleetOptions, watched: Watched) -> Screen[Any] | None:
         host_label=watched.entry.name,
         port=watched.port,
         fold=watched.mirror_fold(),
-        dump=_dumper(watched.host, watch, opts.remote_python, watched.entry.name),
+        dump=_dumper(
+            watched.host, watch, opts.server(watched.entry.name).remote_python or opts.remote_python, watched.entry.name
+        ),  # fmt: skip
         bench=partial(_bench_runner, watched.host, port, log),
     )
     return ServerScreen(

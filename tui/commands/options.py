@@ -156,6 +156,29 @@ class SimulateOptions:
 
 
 @dataclass(frozen=True)
+class ServerOptions:
+    """One inventory server's own settings, over the command line's (None: the command line's, or SSH's)."""
+
+    ssh_port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    remote_python: str | None = None
+    launch: str | None = None  # what `r` (restart) starts it with; it needs the server's log
+    cwd: str | None = None
+
+    def ssh(self, given: Ssh) -> Ssh:
+        """The SSH options for this server: its own where it names them, else the command line's."""
+        return Ssh(
+            port=self.ssh_port if self.ssh_port is not None else given.port,
+            user=self.user if self.user is not None else given.user,
+            identity=self.identity if self.identity is not None else given.identity,
+            known_hosts=self.known_hosts if self.known_hosts is not None else given.known_hosts,
+            config=given.config,
+        )
+
+
+@dataclass(frozen=True)
 class FleetOptions:
     """`sglang-tui fleet [TARGET…]`: one board for many servers (each TARGET read by targets.fleet_target)."""
 
@@ -174,6 +197,10 @@ class FleetOptions:
     stall_after: float | None = None
     history: Path | None = None
     settings: Settings = Settings()  # the keys of a row's full view
+    servers: tuple[tuple[str, ServerOptions], ...] = ()  # the inventory's own settings, by server name
+
+    def server(self, name: str) -> ServerOptions:
+        return dict(self.servers).get(name, ServerOptions())
 
     @property
     def target(self) -> Target:
