@@ -316,6 +316,9 @@ def build_parser() -> Parser:
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
+    demo.add_argument("--fleet", action="store_true",
+                      help="seven simulated servers at once on the fleet board (mixed speeds, a stall, an OOM, one "
+                           "slower than its history); q stops them all")  # fmt: skip
     demo.add_argument(
         "--stall-after",
         type=positive_seconds,

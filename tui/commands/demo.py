@@ -172,6 +172,10 @@ async def stop_demo(demo: Demo) -> ControlResult:
 
 
 def run(opts: DemoOptions) -> int:
+    if opts.fleet:
+        from tui.commands.demo_fleet import demo_fleet
+
+        return asyncio.run(demo_fleet(opts))
     return asyncio.run(demo(opts))
 
 

@@ -143,6 +143,7 @@ class DemoOptions:
     read_only: bool = False
     stall_after: float | None = None
     settings: Settings = Settings()
+    fleet: bool = False  # --fleet: several simulated servers at once, on the fleet board
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
         compare = (ns.compare[0], ns.compare[1]) if ns.compare else None
         return HistoryOptions(ns.host, json=ns.json, compare=compare, limit=ns.limit, history=_history(ns))
     if command == "demo":
-        return DemoOptions(ns.speed, ns.fault, ns.accept_len, ns.read_only, ns.stall_after, settings)
+        return DemoOptions(ns.speed, ns.fault, ns.accept_len, ns.read_only, ns.stall_after, settings, ns.fleet)
     if command == "simulate":
         return SimulateOptions(_sim_params(ns), ns.router, tuple(ns.prefill), tuple(ns.decode))
     if command == "probe":
