@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -58,21 +58,31 @@ _CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold 
 #: The long cells are cut on the board so that the state before them keeps its room (the server's own view, `/`
 #: and `fleet --once` have them whole); NAME is never cut (it stays frozen on the left, as k9s keeps it).
 CUT_AT = {"where": 24, "usual": 28, "status": 72}
+NARROW = 160  # under this many columns VS USUAL is cut shorter (STATUS is one → away, NAME staying in view)
+
+
+def cuts_for(width: int) -> dict[str, int]:
+    """The cut of each long cell on a terminal this wide."""
+    if width >= NARROW:
+        return {**CUT_AT, "status": max(CUT_AT["status"], width - 120)}
+    return {**CUT_AT, "usual": 20}
+
+
 #: The sorted column's header: ▲ for the order sort_key gives, ▼ reversed (two cells kept for it on every header,
 #: so a re-sort never widens a column).
 ARROWS = {False: " ▲", True: " ▼"}
 
 
-def cut(column: str, text: str) -> str:
-    limit = CUT_AT.get(column)
+def cut(column: str, text: str, cuts: dict[str, int] = CUT_AT) -> str:
+    limit = cuts.get(column)
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _styled(column: str, text: str, entry: FleetEntry) -> Text | str:
+def _styled(column: str, text: str, entry: FleetEntry, cuts: dict[str, int] = CUT_AT) -> Text | str:
     """The state in its colour (fleet_rows.row_state), a verdict that needs someone in its; long cells cut."""
     if column == "phase":
         return Text(text, style=fleet_rows.row_state(entry).style)
-    text = cut(column, text)
+    text = cut(column, text, cuts)
     if column == "status":
         for start, style in _CELL_STYLES.items():
             if text.startswith(start):
@@ -118,6 +128,8 @@ class FleetApp(App[None]):
         self._summary_shown = ""
         self._keys_shown = ""
         self._headers_for: tuple[str, bool] = ("order", False)
+        self._cuts = CUT_AT
+        self._rebuild = False  # the next redraw draws every row anew (the cuts changed)
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-summary")
@@ -189,13 +201,14 @@ class FleetApp(App[None]):
         )
         table = self.table
         headers = self._headers_for != (self.sort_column, self.reverse)
-        if shown != self.order or headers:
+        if shown != self.order or headers or self._rebuild:
+            self._rebuild = False
             selected = self.selected()  # the cursor stays on its server, wherever the new order puts it
             table.clear(columns=headers)
             if headers:
                 self._add_columns(table)
             for i in shown:
-                table.add_row(*(_styled(k, words[i][k], entries[i]) for k in _KEYS), key=str(i))
+                table.add_row(*(_styled(k, words[i][k], entries[i], self._cuts) for k in _KEYS), key=str(i))
                 self.redraws += len(_KEYS)
             self.order = shown
             if selected in shown:
@@ -206,13 +219,24 @@ class FleetApp(App[None]):
                 for k in _KEYS:
                     if old.get(k) != words[i][k]:  # a wider text widens its column (a full re-layout): only then
                         wider = len(words[i][k]) > len(old.get(k, ""))
-                        table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=wider)
+                        table.update_cell(
+                            str(i), k, _styled(k, words[i][k], entries[i], self._cuts), update_width=wider
+                        )
                         self.redraws += 1
         summary = self._summary(entries)
         if summary.plain != self._summary_shown:  # the same words: no repaint
             self._summary_shown = summary.plain
             self._board.query_one("#fleet-summary", Static).update(summary)
         self._show_keys()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Another width cuts the long cells anew: every row drawn again."""
+        cuts = cuts_for(event.size.width)
+        if cuts != self._cuts:
+            self._cuts = cuts
+            self._rebuild = True
+            if self.order:  # drawn once already (the first size comes before the first rows)
+                self._redraw()
 
     def _summary(self, entries: list[FleetEntry]) -> Text:
         """Each state counted apart (fleet_rows.row_state's buckets): ready and starting always, the rest when any."""
