@@ -30,7 +30,9 @@ async def test_the_demo_fleet_board_at_three_sizes(
 ) -> None:
     """(`spawn`: the e2e lane; the demo starts its simulators in-process, through LocalHost.)"""
     monkeypatch.setattr(demo_fleet, "demo_fleet_history", lambda: tmp_path / "history.sqlite3")  # a first run's
-    opts, rows = demo_fleet.fleet_options(DemoOptions(speed=20.0, stall_after=8.0), Path(tempfile.mkdtemp(dir=tmp_path)))
+    opts, rows = demo_fleet.fleet_options(
+        DemoOptions(speed=20.0, stall_after=8.0), Path(tempfile.mkdtemp(dir=tmp_path))
+    )
     fleet = Fleet(opts, HostPool(remote_python=sys.executable))
     await fleet.open(rows)
     fleet.start()

@@ -5,6 +5,7 @@ tui/commands/options.py (the one place that reads it); each subcommand lives in 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import math
 import os
@@ -34,6 +35,18 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+#: The commands whose screens read [keys] (a clash there is fatal); headless ones never read a key.
+KEYED = ("watch", "demo")
+
+
+def uses_keys(argv: list[str]) -> bool:
+    """The command line opens a screen that reads [keys]: the TUI, the demo, the fleet board (not --once/--json)."""
+    command = argv[0] if argv else "watch"
+    if command == "fleet":
+        return not any(a in ("--once", "--json") for a in argv[1:])
+    return command in KEYED
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors for every command: `sglang-tui wait: --port: not a port number: 'x' (try
     sglang-tui wait --help)`, with no usage block before it."""
@@ -45,7 +58,27 @@ class Parser(argparse.ArgumentParser):
         message = message.removeprefix("argument ")
         for said, plain in _TYPE_WORDS.items():
             message = message.replace(said, plain)
+        message += self.closest_option(message)
         self.exit(EXIT_BAD_ARGS, f"{prog}: {message} (try {prog} --help)\n")
+
+    command_options: tuple[str, ...] = ()  # the subcommand's own options, for "did you mean"
+    typed: tuple[str, ...] = ()  # the command line as typed
+
+    def closest_option(self, message: str) -> str:
+        """ " (did you mean --port?)" for a misspelt `--prot` typed (Python 3.12's habit, for every error: `probe
+        --redy` fails first for want of --ready or --alive, and says which one was meant)."""
+        known = self.command_options or tuple(o for a in self._actions for o in a.option_strings)
+        for word in self.typed:
+            option = word.split("=", 1)[0]
+            if option.startswith("--") and option not in known:
+                close = difflib.get_close_matches(option, known, n=1)
+                if close:
+                    return (
+                        f" (did you mean {close[0]}?)"
+                        if option in message
+                        else f" ({option}: did you mean {close[0]}?)"
+                    )
+        return ""
 
 
 def port_number(text: str) -> int:
@@ -482,6 +515,14 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
 
 
+def _options_of(parser: argparse.ArgumentParser, command: str) -> tuple[str, ...]:
+    """The option strings the subcommand `command` takes (for the top parser's "did you mean")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return tuple(o for a in action.choices[command]._actions for o in a.option_strings)
+    return ()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.safe_output import safe_output
@@ -505,12 +546,14 @@ def _main(argv: list[str]) -> int:
     from tui.core.settings import SettingsError
 
     try:
-        settings = load()
+        settings = load(keys=uses_keys(argv))
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return EXIT_BAD_ARGS
     if argv and argv[0] in ("watch", *SUBCOMMANDS):
         parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
+        parser.command_options = _options_of(parser, argv[0])
+        Parser.typed = tuple(argv[1:])  # every parser of this command line (a subcommand's reports its own errors)
     namespace = parser.parse_args(argv)  # a bad command line: one line, SystemExit(2) (Parser.error)
     if not namespace.command:
         parser.print_help()

@@ -5,6 +5,7 @@ loads Textual)."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 from collections.abc import Mapping
@@ -38,16 +39,33 @@ def keys_problem(keys: Mapping[str, str]) -> str | None:
     return None
 
 
-def parse(text: str, where: str = "config.toml") -> Settings:
-    """The file's text as Settings, its keys checked against the action registry; SettingsError names the key."""
-    return settings.parse(text, where, check_keys=keys_problem)
+def parse(text: str, where: str = "config.toml", *, keys: bool = True) -> Settings:
+    """The file's text as Settings, its keys checked against the action registry (unless `keys` is False: a
+    command with no keys, `wait`, is not stopped by a [keys] clash) and its theme against Textual's; SettingsError
+    names the key."""
+    found = settings.parse(text, where, check_keys=keys_problem if keys else None)
+    problem = theme_problem(found.theme)
+    if problem is not None:
+        raise SettingsError(f"{where}: {problem}")
+    return found
 
 
-def load(path: Path | None = None) -> Settings:
+def theme_problem(theme: str | None) -> str | None:
+    """`theme = "nrod"`: a name no theme has, with the closest one's (Textual's own themes; ctrl+p lists them)."""
+    from textual.theme import BUILTIN_THEMES
+
+    if theme is None or theme in BUILTIN_THEMES:
+        return None
+    close = difflib.get_close_matches(theme, sorted(BUILTIN_THEMES), n=1)
+    meant = f' (did you mean "{close[0]}"?)' if close else ""
+    return f'theme "{theme}" is no theme{meant}; themes: {", ".join(sorted(BUILTIN_THEMES))}'
+
+
+def load(path: Path | None = None, *, keys: bool = True) -> Settings:
     """The settings file, or the defaults when there is none; SettingsError when it is there but wrong."""
     path = path or config_path()
     text = read_text(path)
-    return Settings() if text is None else parse(text, str(path))
+    return Settings() if text is None else parse(text, str(path), keys=keys)
 
 
 def read_text(path: Path) -> str | None:
