@@ -9,6 +9,7 @@ import difflib
 import os
 import stat
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from tui.core import settings
@@ -23,27 +24,27 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "sglang-tui" / "config.toml"
 
 
-def keys_problem(keys: Mapping[str, str]) -> str | None:
-    """What is wrong with a [keys] table by the action registry: an id no action has, or a key two actions would
-    share (the footer would offer both, and the key would run only one)."""
+def keys_problem(keys: Mapping[str, str], clash: bool = True) -> str | None:
+    """What is wrong with a [keys] table by the action registry: an id no action has, or (`clash`) a key two actions
+    would share (the footer would offer both, and the key would run only one)."""
     from tui.ui.actions import ACTIONS, key_clash
 
     ids = {a.id for a in ACTIONS if not a.builtin}
     for action_id in keys:
         if action_id not in ids:
             return f"[keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})"
-    clash = key_clash(dict(keys))
-    if clash is not None:
-        key, first, second = clash
+    found = key_clash(dict(keys)) if clash else None
+    if found is not None:
+        key, first, second = found
         return f'[keys] {second} = "{key}" is already the key of {first}: give one of them another'
     return None
 
 
 def parse(text: str, where: str = "config.toml", *, keys: bool = True) -> Settings:
-    """The file's text as Settings, its keys checked against the action registry (unless `keys` is False: a
-    command with no keys, `wait`, is not stopped by a [keys] clash) and its theme against Textual's; SettingsError
-    names the key."""
-    found = settings.parse(text, where, check_keys=keys_problem if keys else None)
+    """The file's text as Settings, its keys checked against the action registry (a clash only when `keys`: a
+    command with no screen, `wait`, is not stopped by two actions on one key) and its theme against Textual's;
+    SettingsError names the key."""
+    found = settings.parse(text, where, check_keys=partial(keys_problem, clash=keys))
     problem = theme_problem(found.theme)
     if problem is not None:
         raise SettingsError(f"{where}: {problem}")
