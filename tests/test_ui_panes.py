@@ -26,7 +26,7 @@ from tests.helpers.ui_fakes import (
     startup_to_ready,
     until,
 )
-from tui.core.events import ConnectionState, HealthResult, Tick
+from tui.core.events import ConnectionState, GpuSnapshot, HealthResult, Tick
 from tui.core.state import Phase, Readiness
 from tui.ui.messages import EventsReceived
 from tui.ui.panes.gpus import GpuPane
@@ -184,6 +184,18 @@ async def test_disconnected_marks_gpu_data_stale() -> None:
         table = app.query_one(GpuPane)
         assert "STALE" in str(table.border_title)
         assert table.row_count == 8 and "16.2" in table.get_row("gpu0")[3].plain  # kept, not blanked
+
+
+async def test_a_probe_that_never_read_a_gpu_is_not_stale() -> None:
+    """No driver: the probe's one answer is its error; 11 s later the pane says there never was a sample (no
+    "STALE: last sample 11 s ago" for a sample that never was)."""
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        no_driver = GpuSnapshot("none", error="NVML Shared Library Not Found; no nvidia-smi")
+        await play(pilot, source, clock, [Step(1.0, [ConnectionState("connected"), no_driver]), Step(12.0, [Tick()])])
+        title = str(app.query_one(GpuPane).border_title)
+        assert "never a GPU sample" in title and "STALE" not in title, title
 
 
 async def test_a_dead_source_becomes_state_not_a_crash() -> None:
