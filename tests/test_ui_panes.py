@@ -161,6 +161,21 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
         assert any("failed" in note and "CUDA out of memory" in note for note in _notes(seen))
 
 
+async def test_at_80x24_the_failure_toast_is_short_and_brief() -> None:
+    """The OOM toast at 80×24 would cover half of the 4-line log pane for 30 s: there it is one short line for 5 s
+    (the header and the log have the cause whole); at a big terminal it stays 30 s."""
+    for size, most_chars, timeout in (((80, 24), 60, 5.0), (SIZE, 140, 30.0)):
+        clock, source = FakeClock(), FakeBatchSource()
+        app = make_app(source, clock=clock)
+        seen: list[object] = []
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await play(pilot, source, clock, startup_failed_oom())
+            failed = [
+                m.notification for m in seen if isinstance(m, Notify) and "failed" in (m.notification.title or "")
+            ]
+            assert len(failed) == 1 and failed[0].timeout == timeout and len(failed[0].message) <= most_chars, failed
+
+
 async def test_stalled_is_shown_and_announced() -> None:
     clock, source = FakeClock(), FakeBatchSource()
     app = make_app(source, clock=clock, initial=Readiness.of(stall_after=120.0))
