@@ -26,7 +26,7 @@ def test_each_server_names_its_own_ssh_and_launch() -> None:
     ]})  # fmt: skip
     a, b = (e.server for e in entries)
     assert a.ssh_port == 2222 and a.user == "ops" and a.known_hosts == "/etc/kh" and a.remote_python == "/opt/py"
-    assert not a.identity.startswith("~")  # type: ignore[union-attr]  # expanded as ssh expands it
+    assert a.identity is not None and not a.identity.startswith("~")  # expanded as ssh expands it
     given = Ssh(port=22, user="me", config="/tmp/c")
     assert a.ssh(given) == Ssh(port=2222, user="ops", identity=a.identity, known_hosts="/etc/kh", config="/tmp/c")
     assert b == ServerOptions() and b.ssh(given) == given  # nothing of its own: the command line's

@@ -100,8 +100,9 @@ def health_is_old(state: Readiness, endpoint: str) -> bool:
 
 
 def phase_label(state: Readiness) -> str:
-    """The headline: the phase, STOPPED (by us), STALLED in it, or what is missing (LOG MISSING)."""
-    if stopped_by_tool(state) is not None:
+    """The headline: the phase, STOPPED (by us, or by a signal from another shell: someone meant it, no failure),
+    STALLED in it, or what is missing (LOG MISSING)."""
+    if stopped_by_tool(state) is not None or (state.error is not None and state.error.stopped_by == "outside"):
         return "STOPPED"
     if state.stall is None and nothing_found_headline(state):  # LOG MISSING, not STARTING
         return nothing_found_headline(state)

@@ -126,7 +126,7 @@ class HeaderPane(StatePane):
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
-        warn = stalled or stop is not None or bool(nothing_found_headline(state))  # LOG MISSING too
+        warn = stalled or phase_label(state) == "STOPPED" or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
         ahead = eta_words(estimate(state, now))  # "ready in ~4m10s · last 3 launches 9m02s–9m40s" (history)
