@@ -43,8 +43,12 @@ def _demo(tmux: Tmux, tmp_path: Path, *options: str) -> Callable[[], str]:
 def _capture_all(tmux: Tmux, screen: Callable[[], str], name: str, shows: str) -> None:
     for width, height in SIZES:
         tmux("resize-window", "-t", SESSION, "-x", str(width), "-y", str(height))
-        _until(lambda w=width: shows in screen() and max(map(len, screen().splitlines()), default=0) <= w
-               and len(screen().splitlines()) >= 2, 30, f"{name} at {width}x{height}", screen)  # fmt: skip
+
+        def drawn(width: int = width) -> bool:
+            shown = screen()
+            return shows in shown and max(map(len, shown.splitlines()), default=0) <= width
+
+        _until(drawn, 30, f"{name} at {width}x{height}", screen)
         time.sleep(0.6)  # the panes redraw on the app's own tick
         (CAPTURES / f"{name}_{width}x{height}.txt").write_text(screen())
 
