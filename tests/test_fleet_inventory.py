@@ -79,3 +79,25 @@ def test_a_server_reached_over_its_own_ssh_settings(sshd: Sshd, sim: Sims, cli: 
     assert done.returncode == 0, done.stdout + done.stderr
     rows = done.stdout.splitlines()
     assert rows[1].split()[:3] == ["own", sshd.host, "ready"] and " 200 " in rows[1], done.stdout
+
+
+async def test_a_launch_command_in_the_inventory_makes_restart_work(tmp_path: Path) -> None:
+    """The row's control gets the server's own launch command (and cwd): the board offers `r` on it, and only on
+    it (the other row has none: terminate and kill alone)."""
+    from tui.commands.fleet_board import controls
+    from tui.commands.fleet_watch import Fleet
+    from tui.commands.options import FleetOptions
+    from tui.commands.targets import ServerTarget
+    from tui.sources.hostpool import HostPool
+
+    log = str(tmp_path / "a.log")
+    opts = FleetOptions(remote_python=sys.executable, servers=(("a", ServerOptions(launch="sleep 60", cwd="/")),))
+    fleet = Fleet(opts, HostPool(remote_python=sys.executable))
+    try:
+        await fleet.open([(ServerTarget("a", "local", 39001, log), "a", ""),
+                          (ServerTarget("b", "local", 39002, str(tmp_path / "b.log")), "b", "")])  # fmt: skip
+        a, b = fleet.rows
+        assert a.control is not None and a.control.relaunch == "sleep 60" and a.control.cwd == "/"
+        assert controls(a) == {"restart", "terminate", "kill"} and controls(b) == {"terminate", "kill"}
+    finally:
+        await fleet.close()
