@@ -525,6 +525,9 @@ def _options_of(parser: argparse.ArgumentParser, command: str) -> tuple[str, ...
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
+    from tui.commands.dependency_warnings import keep_dependency_warnings_out
+
+    keep_dependency_warnings_out()  # first, before asyncssh, textual or httpx is imported (issue 29)
     from tui.commands.safe_output import safe_output
 
     with safe_output():
