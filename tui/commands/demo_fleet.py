@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tui.commands.demo import PROJECT_ROOT, demo_stall_after, free_port, simulate_command
+from tui.commands.demo_launch import PROJECT_ROOT, demo_stall_after, free_port, simulate_command
 from tui.commands.fleet_watch import Fleet
 from tui.commands.options import DemoOptions, FleetOptions, ServerOptions
 from tui.commands.targets import FleetTarget, ServerTarget
