@@ -35,7 +35,7 @@ def _until(predicate: Callable[[], bool], timeout: float, what: str, screen: Cal
 def _demo(tmux: Tmux, tmp_path: Path, *options: str) -> Callable[[], str]:
     env = (f"env -u COLUMNS -u LINES XDG_CONFIG_HOME={tmp_path} XDG_STATE_HOME={tmp_path} TMPDIR={tmp_path} "
            "TERM=xterm-256color")  # fmt: skip
-    line = f"{env} {sys.executable} -m tui demo {' '.join(options)}; sleep 60"
+    line = f"{env} {sys.executable} -m tui demo {' '.join(options)}; echo DEMO-EXITED; sleep 60"
     tmux("new-session", "-d", "-s", SESSION, "-c", str(ROOT), "-x", "120", "-y", "40", line)
     return lambda: tmux("capture-pane", "-p", "-t", SESSION, check=False).stdout
 
@@ -70,6 +70,7 @@ def test_the_demo_captured_in_tmux_at_three_sizes(tmp_path: Path, tmux: Tmux) ->
         _until(lambda: "STOPPED" in screen(), 60, "stopped", screen)
         _capture_all(tmux, screen, "stopped", "STOPPED")
         tmux("send-keys", "-t", SESSION, "q")
+        _until(lambda: "DEMO-EXITED" in screen(), 60, "the demo's own way out", screen)  # then the terminal goes
     finally:
         tmux("kill-session", "-t", SESSION, check=False)
     time.sleep(2)
@@ -79,6 +80,7 @@ def test_the_demo_captured_in_tmux_at_three_sizes(tmp_path: Path, tmux: Tmux) ->
         time.sleep(32)  # its toast gone (at 120×40 it stays 30 s): the capture shows the state, not the news
         _capture_all(tmux, screen, "failed", "FAILED")
         tmux("send-keys", "-t", SESSION, "q")
+        _until(lambda: "DEMO-EXITED" in screen(), 60, "the demo's own way out", screen)  # then the terminal goes
     finally:
         tmux("kill-session", "-t", SESSION, check=False)
     DRAWN_BY.write_text(drawing_digest() + "\n")
