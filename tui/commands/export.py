@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from tui.commands.export_http import WRITE_TIMEOUT_S, HeadRefused, read_head, refuse
 from tui.commands.options import ExportOptions
 from tui.commands.probe_file import write as write_atomically
 from tui.commands.targets import ServerTarget
@@ -34,7 +35,6 @@ from tui.sources.weightfiles import WeightFilesProbe
 
 TEXTFILE_EVERY_S = 2.0
 TEXTFILE_NAME = "sglang-tui.prom"
-REQUEST_TIMEOUT_S = 10.0
 
 
 def run(opts: ExportOptions) -> int:
@@ -115,7 +115,7 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
     for target in opts.servers:
         host = hosts[target.host]
         config = replace(opts.watch, port=target.port, log=target.log)
-        recorder = Recorder(opts.history, target.host, "export")
+        recorder = Recorder(opts.history, target.host, "export", port=target.port, log=target.log or "")
         session = Session.open(
             host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
         )
@@ -198,11 +198,7 @@ async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> N
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
     """One HTTP/1.x request: GET /metrics (the exposition), GET / (a pointer to it), anything else 404/405."""
     try:
-        request = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-        while True:  # the headers: read and dropped
-            line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-            if line in (b"\r\n", b"\n", b""):
-                break
+        request = await read_head(reader)  # within limits (tui.commands.export_http): else 400/431, one deadline
         words = request.decode("latin-1").split()
         method, path = (words[0], words[1].split("?", 1)[0]) if len(words) >= 2 else ("", "")
         if method not in ("GET", "HEAD"):
@@ -215,9 +211,11 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, boar
             status, ctype, body = "404 Not Found", "text/plain; charset=utf-8", b"not found; see /metrics\n"
         head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
-        await writer.drain()
-    except (asyncio.TimeoutError, ConnectionError, UnicodeError):
-        pass
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+    except HeadRefused as refused:
+        await refuse(writer, reader, refused)
+    except (asyncio.TimeoutError, ConnectionError, UnicodeError, ValueError):
+        pass  # a client gone, or too slow: its own connection ends, no scrape waits on it
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError):

@@ -11,7 +11,7 @@ from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, p
 from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.names import phase_words
-from tui.core.ranklabels import ranks_span
+from tui.core.ranklabels import ranks_span, tp_floor
 from tui.core.stall import limit_for
 from tui.core.state import BarState, DecodeInfo, ErrorInfo, MidRun, Phase, Readiness
 
@@ -89,11 +89,18 @@ def nothing_listens(s: Readiness) -> bool:
 def nothing_found(s: Readiness) -> str:
     """What is missing while nothing of the server is found ("" once anything of it is: a log line, a launch, a
     live process, a listener): "nothing listens on port 1 and no log was given", "log file missing: PATH"."""
-    if s.phase is not Phase.STARTING or s.launched or s.process_alive or s.decode is not None or s.health_ready:
+    if s.phase is not Phase.STARTING or s.launched or s.decode is not None:
         return ""
     lf = s.log_file
     if lf is not None and lf.status == "missing":
-        return log_file_line(lf) + (f"; nothing listens on {port_words(s)}" if nothing_listens(s) else "")
+        # the missing log is the verdict whatever answers on the port: a typo in --log must not wait forever on
+        # a server it cannot see the log of (its line names the log first, and what answers after)
+        if nothing_listens(s):
+            return f"{log_file_line(lf)}; nothing listens on {port_words(s)}"
+        answers = s.health_ready or s.process_alive or any(r.endpoint == "/health" for r in s.health)
+        return log_file_line(lf) + (f" (a server answers on {port_words(s)}: is the path right?)" if answers else "")
+    if s.process_alive or s.health_ready:
+        return ""
     if s.log_watched is False and nothing_listens(s):
         return f"nothing listens on {port_words(s)} and no log was given"
     return ""
@@ -470,6 +477,9 @@ def _count(s: Readiness, kind: str) -> int:
 
 def _ranks(s: Readiness, kind: str) -> str:
     n = _count(s, kind)
+    seen = s.tp_ranks_seen
+    if s.server.tp_size is None and seen and seen[-1] >= 1:  # the tags give a lower bound only (tp_floor)
+        return f"{n}/≥{max(seen[-1] + 1, n)} ranks"
     total = s.server.tp_size or (len(s.ranks) if s.ranks else None)
     if total:
         total = max(total, n)  # args that disagree with the ranks seen must not print "3/2"
@@ -503,6 +513,8 @@ def evidence(s: Readiness, now: float | None = None) -> tuple[str, ...]:
     if s.tp_spans_nodes and s.server.tp_size is None:
         shown = ranks_span(tuple(f"TP{i}" for i in s.tp_ranks_seen)) or "no TP rank"
         items.append(f"log: the TP group spans nodes (custom allreduce off): more ranks than this log's {shown}")
+    elif s.server.tp_size is None and tp_floor(s.tp_ranks_seen) is not None:
+        items.append(f"log: {tp_floor(s.tp_ranks_seen)} (a lower bound: no line states the size)")
     if s.mid_run is not None:
         items.append(_join("log:", mid_run_words(s.mid_run), fmt.clock_of(s.mid_run.at)))
     if s.eplb_rebalancing:

@@ -15,10 +15,18 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.clockmap import ClockMap
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogClues, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import (
+    CaptureBar,
+    ConnectionStatus,
+    ControlAction,
+    ErrorKind,
+    LostBy,
+    ServerInfoOutcome,
+    StoppedBy,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from 3.11
@@ -222,6 +230,8 @@ class LaunchFacts:
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
     log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
+    # the fired-up line's log time (as printed, and as seconds): ready is dated there when a /health 200 confirms it
+    log_ready_stamp: tuple[str | None, float | None] = (None, None)
     mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
     launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
     failed_log_offset: int | None = None  # how far the log was read when it failed (the end of the failure's bytes)
@@ -239,6 +249,7 @@ class LogFacts:
     decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
     log_health: Milestone | None = None  # an access line of a /health 200 with no launch in view (the server is up)
+    clues: LogClues | None = None  # what a remedy reads in the log (tui/core/remedy.py)
 
 
 @dataclass(frozen=True)
@@ -299,6 +310,7 @@ class HealthFacts:
         None  # the outcome of the one /server_info read (ok, http_error, …); None: none yet
     )
     startup_time: tuple[tuple[str, float], ...] = ()  # /server_info's `startup_time` (0.5.23), read once
+    probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
 @dataclass(frozen=True)
@@ -318,6 +330,10 @@ class LinkFacts:
     connection_detail: str = ""
     connection_since: float | None = None
     source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): latest per source
+    # Freshness (tui/core/freshness.py): while the host cannot be reached, or its process watch has gone quiet
+    # past its cadence, lost_at is when it was last heard from and lost_by says which ("link" | "watch").
+    lost_at: float | None = None
+    lost_by: LostBy = ""
 
 
 @dataclass(frozen=True)
@@ -375,6 +391,8 @@ class WatchSetup:
     # a process watch runs (wait, the TUI). The log's fired up then vouches for a /health 200 only once the watch
     # found the log's server alive (when it can see it): a finished run's log vouches for nothing that answers now.
     process_watched: bool | None = None
+    # the command the watcher launches the server with (--launch): a remedy's `command` is it with the changes
+    launch_command: str | None = None
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
@@ -410,6 +428,7 @@ class Readiness:
     shutdown = Fact[Milestone | None]("launch")
     log_ready = Fact[bool]("launch")
     log_ready_at = Fact[float | None]("launch")
+    log_ready_stamp = Fact[tuple[str | None, float | None]]("launch")
     mid_run = Fact[MidRun | None]("launch")
     launch_line = Fact[bool]("launch")
     failed_log_offset = Fact[int | None]("launch")
@@ -422,6 +441,7 @@ class Readiness:
     decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
     prefill_lines = Fact[int]("logged")
     log_health = Fact[Milestone | None]("logged")
+    clues = Fact[LogClues | None]("logged")
 
     jit_kernels = Fact[int]("shape")
     jit_active = Fact[bool]("shape")
@@ -460,6 +480,7 @@ class Readiness:
     health_ok_since = Fact[float | None]("probes")
     server_info = Fact[ServerInfoOutcome | None]("probes")
     startup_time = Fact[tuple[tuple[str, float], ...]]("probes")
+    probe_logged_at = Fact[float | None]("probes")
 
     gpus = Fact[GpuSnapshot | None]("gpu")
     gpus_at = Fact[float | None]("gpu")
@@ -471,6 +492,8 @@ class Readiness:
     connection_detail = Fact[str]("link")
     connection_since = Fact[float | None]("link")
     source_failures = Fact[tuple[tuple[str, str, float], ...]]("link")
+    lost_at = Fact[float | None]("link")
+    lost_by = Fact[LostBy]("link")
 
     process_alive = Fact[bool | None]("proc")
     process_pids = Fact[tuple[int, ...]]("proc")
@@ -506,6 +529,7 @@ class Readiness:
     health_port = Fact[int | None]("setup")
     log_watched = Fact[bool | None]("setup")
     process_watched = Fact[bool | None]("setup")
+    launch_command = Fact[str | None]("setup")
     past = Fact[Past | None]("setup")
 
     @classmethod
@@ -570,6 +594,7 @@ class Facts(TypedDict, total=False):
     shutdown: Milestone | None
     log_ready: bool
     log_ready_at: float | None
+    log_ready_stamp: tuple[str | None, float | None]
     mid_run: MidRun | None
     launch_line: bool
     failed_log_offset: int | None
@@ -582,6 +607,7 @@ class Facts(TypedDict, total=False):
     decode_history: tuple[tuple[float, float | None, float | None], ...]
     prefill_lines: int
     log_health: Milestone | None
+    clues: LogClues | None
 
     jit_kernels: int
     jit_active: bool
@@ -620,6 +646,7 @@ class Facts(TypedDict, total=False):
     health_ok_since: float | None
     server_info: ServerInfoOutcome | None
     startup_time: tuple[tuple[str, float], ...]
+    probe_logged_at: float | None
 
     gpus: GpuSnapshot | None
     gpus_at: float | None
@@ -631,6 +658,8 @@ class Facts(TypedDict, total=False):
     connection_detail: str
     connection_since: float | None
     source_failures: tuple[tuple[str, str, float], ...]
+    lost_at: float | None
+    lost_by: LostBy
 
     process_alive: bool | None
     process_pids: tuple[int, ...]
@@ -666,6 +695,7 @@ class Facts(TypedDict, total=False):
     health_port: int | None
     log_watched: bool | None
     process_watched: bool | None
+    launch_command: str | None
     past: Past | None
 
 

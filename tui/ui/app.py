@@ -822,21 +822,29 @@ class ServerView(_Node):
         if any(w.group == "control" and w.is_running for w in self.workers):
             self.notify("an action is still running", severity="warning", timeout=3)
             return
+        change = offers.remedy_change(self._live, offer) if verb == "restart" else None
+        new_launch = change.command if change is not None else None
         try:
-            command = control.describe(verb)
+            command = control.describe(verb, new_launch)
+            if change is not None:  # `c` shows the two commands' difference first, then what runs
+                command = offers.change_comment(change) + "\n" + command
         except Exception as err:
             self.notify(f"cannot {verb}: {err}", severity="error", timeout=10)
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
+                if new_launch is not None:  # the relaunch (and every later one) runs the edited command
+                    control.relaunch_with(new_launch)
+                    self._live = self._live.evolve(launch_command=new_launch)  # the watch's setup: set by its caller
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
-        summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer))
-        self.app.push_screen(
-            ConfirmScreen(offers.title(verb, offer), self.sources.host_label, command, summary), answered
-        )
+        summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer, change))
+        if change is not None:
+            summary += offers.change_lines(change)
+        title = offers.title(verb, offer) if change is None else "Restart with this change?"
+        self.app.push_screen(ConfirmScreen(title, self.sources.host_label, command, summary), answered)
 
     # ------------------------------------------------------------------------------------------- bench
 

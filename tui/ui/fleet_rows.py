@@ -10,6 +10,7 @@ from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.explain import PROCESS_EXITED, latest_health
 from tui.core.fleet import UP, FleetEntry, exit_code, gpus_held, in_phase_s
+from tui.core.freshness import lost_words
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.wording import verdict_line
@@ -72,6 +73,8 @@ def row_state(entry: FleetEntry) -> RowState:
         if cause is None and s.error is not None and s.error.kind != "other":
             cause = kind_words(s.error.kind)
         return RowState(f"FAILED ({cause})" if cause else "FAILED", "failed", _FAILED)
+    if s.lost_at is not None:  # its host cannot be reached: its phase is not known now (tui.core.freshness)
+        return RowState("UNREACHABLE", "unreachable", _UNREACHABLE)
     if s.phase in UP:
         return RowState(phase_words(s.phase), "ready", "bold green")
     if exit_code(entry) == EXIT_BAD_ARGS:
@@ -198,8 +201,8 @@ def status_cell(s: Readiness, now: float) -> str:
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
             return f"failed ({kind_words(s.error.kind)}): {line}"
         return verdict_line(s, now)
-    if s.connection == "failed":
-        return f"cannot connect: {s.connection_detail}"
+    if s.lost_at is not None or s.connection == "failed":
+        return lost_words(s, now)  # "cannot connect: …; last seen ready 1m ago" (tui.core.freshness)
     if s.stall is not None:
         quiet = fmt.duration(max(0.0, now - s.stall.since))
         detail = f": {s.stall.detail}" if s.stall.detail else ""
