@@ -20,6 +20,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from tui.commands.export_probes import ROUTES
+from tui.commands.export_probes import answer as probe_answer
 from tui.commands.options import ExportOptions
 from tui.commands.probe_file import write as write_atomically
 from tui.commands.targets import ServerTarget
@@ -196,7 +198,8 @@ async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> N
 
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
-    """One HTTP/1.x request: GET /metrics (the exposition), GET / (a pointer to it), anything else 404/405."""
+    """One HTTP/1.x request: GET /metrics (the exposition), /livez and /readyz (tui.commands.export_probes), GET /
+    (a pointer to them), anything else 404/405."""
     try:
         request = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
         while True:  # the headers: read and dropped
@@ -204,16 +207,22 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, boar
             if line in (b"\r\n", b"\n", b""):
                 break
         words = request.decode("latin-1").split()
-        method, path = (words[0], words[1].split("?", 1)[0]) if len(words) >= 2 else ("", "")
+        method, (path, _, query) = (words[0], words[1].partition("?")) if len(words) >= 2 else ("", ("", "", ""))
+        extra: dict[str, str] = {}
         if method not in ("GET", "HEAD"):
             status, ctype, body = "405 Method Not Allowed", "text/plain; charset=utf-8", b"GET /metrics\n"
         elif path == "/metrics":
             status, ctype, body = "200 OK", CONTENT_TYPE, board.text().encode("utf-8")
+        elif path in ROUTES:  # probe --alive / --ready over HTTP: kubelet's httpGet probes
+            servers = {server: state for (server, member), state in board.entries.items() if member is None}
+            status, said, extra = probe_answer(path, query, servers, time.time())
+            ctype, body = "text/plain; charset=utf-8", said.encode("utf-8")
         elif path == "/":
             status, ctype, body = "200 OK", "text/plain; charset=utf-8", b"sglang-tui export: see /metrics\n"
         else:
             status, ctype, body = "404 Not Found", "text/plain; charset=utf-8", b"not found; see /metrics\n"
-        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        more = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{more}Connection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
         await writer.drain()
     except (asyncio.TimeoutError, ConnectionError, UnicodeError):
