@@ -52,6 +52,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("ui_log", "bench_ui_log.py", in_all=False, title="Log lines per second into the TUI"),
     Bench("deployment_cost", "bench_deployment_cost.py", ("--seconds", "30"), ("--seconds", "5"), in_all=False),
     Bench("slurm", "bench_slurm.py", ("--trials", "3"), ("--trials", "1", "--runs", "5"), in_all=False),  # root, slurm-wlm
+    Bench("board_idle", "bench_board_idle.py", ("--servers", "24", "--seconds", "60"), ("--servers", "3", "--seconds", "5"),
+          in_all=False),  # 24 simulators and a minute per window: minutes of a shared machine's CPU
     Bench("fleet", "bench_fleet.py", ("--servers", "24", "--seconds", "30"), ("--servers", "4", "--seconds", "5", "--probes", "2"),
           in_all=False),  # 24 simulators: minutes of a shared machine's CPU
 )  # fmt: skip
