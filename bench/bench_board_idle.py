@@ -22,7 +22,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import FIRED_UP, PY, ROOT, loopback_sshd, md_table, pct, process_cpu_s, rss_mib, section, wait_until
+from bench_common import (
+    FIRED_UP,
+    PY,
+    ROOT,
+    loopback_sshd,
+    md_table,
+    pct,
+    process_cpu_s,
+    rss_mib,
+    section,
+    tree_pids,
+    wait_until,
+)
 
 from tests.helpers.sim import SimServer, start_sim
 from tests.helpers.sshd import free_port
@@ -65,7 +77,8 @@ def board(config: Path, targets: list[str], env: dict[str, str], size: tuple[int
         want = f"{len(targets)} ready"
         if not wait_until(lambda: want in _tmux("capture-pane", "-p", "-t", session), 300, 0.5):
             raise SystemExit(f"the board never said {want!r}:\n{_tmux('capture-pane', '-p', '-t', session)}")
-        pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        pane = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        pid = next(p for p in tree_pids(pane) if b"fleet" in Path(f"/proc/{p}/cmdline").read_bytes())  # not its sh
         time.sleep(SETTLE_S)
         return cpu_per_minute(pid, seconds), rss_mib(pid)
     finally:

@@ -29,8 +29,8 @@ from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.metrics import CONTENT_TYPE, Exported, exposition
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
-from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
+from tui.sources.hostpool import HostPool
 from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
@@ -103,11 +103,15 @@ def _url_host(host: str) -> str:
 
 
 async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
-    """One Session per target, one Host per distinct host (connected once before the sessions start)."""
+    """One Session per target, one Host per distinct host (connected once before the sessions start) from one
+    HostPool, as `fleet` has them: every command there through one agent on one connection (sshd's MaxSessions
+    counts channels: two dozen servers' tails and process watches alone would pass OpenSSH's 10), and one GPU probe
+    per host."""
+    pool = HostPool(remote_python=opts.watch.remote_python)
     hosts: dict[str, Host] = {}
     for target in opts.servers:
         if target.host not in hosts:
-            hosts[target.host] = make_host(opts.target.spec(target.host))
+            hosts[target.host] = pool.host(opts.target.spec(target.host))
     for name, host in hosts.items():
         try:
             await host.connect()
@@ -119,8 +123,9 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
         config = replace(opts.watch, port=target.port, log=target.log)
         recorder = Recorder(opts.history, target.host, "export")
         session = Session.open(
-            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
-        )
+            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step),
+            gpu_feed=pool.gpus(host, config.sim_gpus),
+        )  # fmt: skip
         board.put(target.name, session.state)
         sessions.append((target, session, recorder))
 
@@ -138,7 +143,7 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
         for _, session, recorder in sessions:
             await session.close()
             recorder.finish(session.state)
-        await asyncio.gather(*(h.close() for h in hosts.values()), return_exceptions=True)
+        await pool.close()
     return EXIT_OK
 
 
