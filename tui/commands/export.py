@@ -124,7 +124,7 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
         recorder = Recorder(opts.history, target.host, "export")
         session = Session.open(
             host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step),
-            gpu_feed=pool.gpus(host, config.sim_gpus),
+            gpu_feed=pool.gpus(host, config.sim_gpus), rest_when_up=True,
         )  # fmt: skip
         board.put(target.name, session.state)
         sessions.append((target, session, recorder))
