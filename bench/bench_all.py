@@ -25,7 +25,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.results import BENCHES, RECORDED, Bench, replace, stamped  # noqa: E402
+from bench.results import BENCHES, CANNOT_RUN_HERE, RECORDED, Bench, replace, stamped  # noqa: E402
 
 PY = sys.executable
 LIMIT_S = 420
@@ -67,6 +67,9 @@ def run(bench: Bench, args: tuple[str, ...]) -> tuple[str | None, str, float]:
             time.monotonic() - started,
         )
     took = time.monotonic() - started
+    if proc.returncode == CANNOT_RUN_HERE and not os.environ.get("CI"):
+        why = (proc.stderr.strip().splitlines() or ["(no reason given)"])[-1]
+        return "", f"### {bench.name}\n\n- not run here: {why}\n", took  # under CI (which installs all): failed
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return None, f"### {bench.name}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
@@ -77,10 +80,12 @@ def run(bench: Bench, args: tuple[str, ...]) -> tuple[str | None, str, float]:
     return text + "\n", text + "\n", took
 
 
-def selected(only: list[str] | None, reliability: bool) -> list[Bench]:
+def selected(only: list[str] | None, reliability: bool, quick: bool = False) -> list[Bench]:
+    """`--only`'s sections; else a plain run's (in_all), or under `--quick` every script of the registry: a quick
+    run is the check that no bench has rotted (CI runs it), so the minute-long ones run too, shortened."""
     if only:
         return [b for b in BENCHES if any(name in b.name or name in b.script for name in only)]
-    return [b for b in BENCHES if b.in_all and (reliability or b.name != "reliability")]
+    return [b for b in BENCHES if (b.in_all or quick) and (reliability or b.name != "reliability")]
 
 
 def main() -> int:
@@ -91,7 +96,7 @@ def main() -> int:
     ap.add_argument("--out", metavar="FILE", type=Path, help=f"write here instead of {RESULTS.relative_to(ROOT)}")
     ap.add_argument("--no-write", action="store_true", help="print the sections only")
     args = ap.parse_args()
-    benches = selected(args.only, not args.no_reliability)
+    benches = selected(args.only, not args.no_reliability, args.quick)
     if args.only and not benches:
         names = ", ".join(b.name for b in BENCHES)
         print(f"bench_all: no section matches {', '.join(args.only)} (sections: {names}; recorded, never run here: "
@@ -105,6 +110,8 @@ def main() -> int:
     rev = commit()
     new: dict[str, str] = {}
     timings = []
+    failed: list[str] = []
+    failures: list[str] = []  # what each failed one printed, said again on stderr (stdout may go to /dev/null)
     for bench in benches:
         if not (HERE / bench.script).exists():
             print(f"<!-- {bench.script}: not in the tree, skipped -->\n")
@@ -114,16 +121,23 @@ def main() -> int:
         print(shown)
         sys.stdout.flush()
         timings.append(f"{bench.name} {took:.0f} s")
-        if section is not None:
+        if section is None:
+            failed.append(bench.name)
+            failures.append(shown)
+        if section:
             when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
             kind = "a --quick run: short, not figures" if args.quick else "full run"
             new[bench.name] = stamped(section, f"_Measured {when} at commit {rev} ({kind}, {took:.0f} s) on {before}._")
     print(f"- run times: {', '.join(timings)}; machine after the run: {machine()}")
+    if failed:  # a bench that no longer runs fails the run (CI: `--quick --no-write`), after every other one ran
+        for text in failures:
+            print(text, file=sys.stderr)
+        print(f"bench_all: {len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
     if write and new:
         old = out.read_text() if out.exists() else ""
         out.write_text(replace(old, new))
         print(f"- wrote {', '.join(new)} into {out} (commit {rev}); other sections carried over")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tui.commands.dependency_warnings import keep_dependency_warnings_out  # noqa: E402
+
+keep_dependency_warnings_out()  # a bench's output is its section: no dependency's warnings in it (as the CLI)
+
 from tests.helpers.sshd import Sshd, ssh_host  # noqa: E402,F401  (ssh_host: re-exported to the bench scripts)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

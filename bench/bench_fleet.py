@@ -23,7 +23,9 @@ from tests.helpers.sim import SimServer, start_sim
 from tests.helpers.sshd import Sshd, free_port
 from tui.commands.fleet_board import board_app
 from tui.commands.fleet_watch import Fleet
-from tui.commands.targets import FleetTarget, Target
+from tui.commands.options import FleetOptions
+from tui.commands.targets import FleetTarget, ServerTarget
+from tui.core.config import Ssh
 from tui.core.state import Phase
 from tui.sources.hostpool import HostPool
 from tui.ui.fleet_app import FLUSH_S, FleetApp
@@ -32,12 +34,10 @@ WARMUP_S = 3.0
 MARK = b"Load weight begin"
 
 
-def _args(sshd: Sshd) -> argparse.Namespace:
-    return argparse.Namespace(
-        hosts=[], port=None, log=None, remote_python=PY, sim_gpus=None, read_only=True, no_health=False,
-        stall_after=None, history=None, no_history=True, settings=None, ssh_port=sshd.port, user=sshd.user,
-        identity=str(sshd.identity), known_hosts=str(sshd.known_hosts), ssh_config=None,
-    )  # fmt: skip
+def _options(sshd: Sshd) -> FleetOptions:
+    """`fleet` as the command line gives it: read-only, no history, every target over the loopback sshd."""
+    ssh = Ssh(port=sshd.port, user=sshd.user, identity=str(sshd.identity), known_hosts=str(sshd.known_hosts))
+    return FleetOptions(ssh=ssh, remote_python=PY, read_only=True, history=None)
 
 
 def _phase_cell(app: FleetApp, name: str) -> str:
@@ -54,14 +54,16 @@ async def measure(sshd: Sshd, sims: list[SimServer], probes: list[Path], seconds
     before = head[: head.rfind(b"\n") + 1]  # every whole line before the marker's
     line = startup[len(before) : startup.index(b"\n", len(head)) + 1]
     targets: list[tuple[FleetTarget, str, str]] = [
-        (Target(f"s{i}", sshd.host, s.port, str(s.log)), f"s{i}", "") for i, s in enumerate(sims)
+        (ServerTarget(f"s{i}", sshd.host, s.port, str(s.log)), f"s{i}", "") for i, s in enumerate(sims)
     ]
-    targets += [(Target(f"probe{i}", sshd.host, free_port(), str(p)), f"probe{i}", "") for i, p in enumerate(probes)]
-    args = _args(sshd)
-    fleet = Fleet(args, HostPool(remote_python=PY))
+    targets += [
+        (ServerTarget(f"probe{i}", sshd.host, free_port(), str(p)), f"probe{i}", "") for i, p in enumerate(probes)
+    ]
+    opts = _options(sshd)
+    fleet = Fleet(opts, HostPool(remote_python=PY))
     await fleet.open(targets)
     fleet.start()
-    app = board_app(args, fleet)
+    app = board_app(opts, fleet)
     out: dict[str, object] = {}
     try:
         async with app.run_test(size=(200, 50)) as pilot:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from tests.helpers.slurm import slurm_cluster  # noqa: F401 (fixture, registered
 from tests.helpers.sshd import Sshd
 from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (no test writes the repo)
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+# ../shared from the repository root; a git worktree elsewhere names it in SGLANG_TUI_SHARED
+SHARED = Path(os.environ.get("SGLANG_TUI_SHARED") or Path(__file__).resolve().parent.parent.parent / "shared")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -65,4 +67,11 @@ def fresh_sshd(tmp_path: Path):
 def real_logs_dir() -> Path | None:
     """../shared/real-logs when present (real SGLang logs from public issue threads; not copied here)."""
     path = SHARED / "real-logs"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def real_logs_2_dir() -> Path | None:
+    """../shared/real-logs-2 when present: the second set (phase_alternatives; tp_size only where the text states it)."""
+    path = SHARED / "real-logs-2"
     return path if path.is_dir() else None

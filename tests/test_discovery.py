@@ -42,6 +42,21 @@ def test_parse_takes_port_model_and_log_from_the_main_process() -> None:
     assert "2 SGLang servers" in line and "port 31000" in line and "port 30000" in line and "--port" in line
 
 
+def test_parse_reads_servers_started_with_sglang_serve() -> None:
+    """`sglang serve` (2026's documented launch) beside `python -m sglang.launch_server`: the model may come first."""
+    text = "\n".join([
+        _a(51, "/usr/bin/python3", "/usr/local/bin/sglang", "serve", "Qwen/Qwen3-8B", "--port", "31001"),
+        "O 51 1 /var/log/a.log", "O 51 2 /var/log/a.log",
+        _a(52, "/usr/bin/python3", "/usr/local/bin/sglang", "serve", "--model-path", "/m/x", "--tp", "2"),
+        "O 52 2 /var/log/b.log",
+        _a(53, "/usr/bin/python3", "/usr/local/bin/sglang", "serve", "--port", "31003"),
+    ])  # fmt: skip
+    a, b, c = parse_discovery(text)
+    assert (a.pid, a.port, a.model, a.log) == (51, 31001, "Qwen/Qwen3-8B", "/var/log/a.log")
+    assert (b.pid, b.port, b.model, b.log) == (52, DEFAULT_PORT, "/m/x", "/var/log/b.log")
+    assert (c.port, c.model) == (31003, None)
+
+
 def test_parse_prefers_a_file_and_refuses_pipes_devnull_and_deleted_files() -> None:
     text = "\n".join([
         _a(5, "python", "--port", "1"), "O 5 1 pipe:[123]", "O 5 2 /tmp/err.log",

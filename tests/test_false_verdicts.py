@@ -45,7 +45,9 @@ def test_a_finished_runs_log_with_nothing_on_the_port_is_failed(where: str, tmp_
     assert not out.phases() & NOT_READY, out.stdout
     final = out.last_json()
     # What decides it: the processes, not the log (no failure line there), said the server is gone.
-    assert final["phase"] == "failed" and final["error"] == {"kind": "other", "line": PROCESS_EXITED}, final
+    assert final["phase"] == "failed" and final["error"] == {"kind": "other", "line": PROCESS_EXITED, "remedy": None}, (
+        final
+    )
     assert "with no failure line in the log (a dead process, not a stall)" in final["reason"], final["reason"]
     assert out.verdict() == f"sglang-tui wait: {final['reason']}", out.stderr  # the JSON reason, word for word
     # The log was read to its fired-up line: every span of the replay, then failed in place of ready.
@@ -223,7 +225,11 @@ def test_no_health_on_a_dead_servers_log_is_failed(tmp_path: Path, cli: Cli) -> 
     log.write_text(finished_log(port))
     out = run_wait(cli, None, "--log", str(log), "--port", str(port), "--timeout", "60", "--no-health")
     assert out.code == 1 and not out.phases() & NOT_READY, out.stderr
-    assert out.last_json()["error"] == {"kind": "other", "line": PROCESS_EXITED}  # no process: the log's word is void
+    assert out.last_json()["error"] == {
+        "kind": "other",
+        "line": PROCESS_EXITED,
+        "remedy": None,
+    }  # no process: the log's word is void
 
 
 @pytest.mark.parametrize("where", ["local", "ssh"])

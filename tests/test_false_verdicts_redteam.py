@@ -162,7 +162,11 @@ def test_no_health_on_a_dead_servers_log_is_not_ready(where: str, cli: Cli, requ
                            decides=lambda out: out.says(NOT_CONFIRMED), remote_python=python)  # fmt: skip
     assert out.code != 0 and not out.phases() & NOT_READY, out.stderr
     if where == "local":
-        assert out.code == 1 and out.last_json()["error"] == {"kind": "other", "line": PROCESS_EXITED}, out.stderr
+        assert out.code == 1 and out.last_json()["error"] == {
+            "kind": "other",
+            "line": PROCESS_EXITED,
+            "remedy": None,
+        }, out.stderr
     else:
         assert out.code == 7 and NOT_CONFIRMED in out.verdict(), out.verdict()
         assert CANNOT_SEE in out.verdict()

@@ -63,7 +63,10 @@ def test_a_gated_repo_is_model_not_found() -> None:
     assert s.phase is Phase.FAILED and s.error is not None and s.error.kind == "model_not_found"
     assert s.error.line == "OSError: You are trying to access a gated repo." and s.error.root_cause
     obj = to_json(s)
-    assert obj["error"] == {"kind": "model_not_found", "line": "OSError: You are trying to access a gated repo."}
+    error = obj["error"]
+    assert isinstance(error, dict) and error["kind"] == "model_not_found"
+    assert error["line"] == "OSError: You are trying to access a gated repo."
+    assert "HF_TOKEN" in error["remedy"]["text"] and error["remedy"]["source"] == "table"  # tests/test_remedy.py
 
 
 @pytest.mark.parametrize(

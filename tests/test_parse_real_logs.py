@@ -135,3 +135,14 @@ def test_real_logs_ready_without_cuda_graph_and_capture_only_phase(real_logs_dir
     bars = [e for e in ev if isinstance(e, BarProgress)]
     assert bars[-1].bar == "capture" and bars[-1].done == bars[-1].total == 4
     assert {b.bar for b in bars} == {"weights", "capture", "draft_weights"}
+
+
+def test_second_set_same_result_in_random_chunks(real_logs_2_dir: Path | None) -> None:
+    """../shared/real-logs-2: the parser's events do not depend on where the chunks are cut."""
+    if real_logs_2_dir is None:
+        pytest.skip("../shared/real-logs-2 is not present")
+    for case in json.loads((real_logs_2_dir / "expected.json").read_text()):
+        data = (real_logs_2_dir / case["file"]).read_bytes()
+        whole = derived(parse(data))
+        for seed in range(3):
+            assert derived(parse(data, chunks=1 + seed * 7, seed=seed)) == whole, (case["file"], seed)

@@ -24,6 +24,7 @@ from tui.core.events import (
 )
 from tui.core.explain import PROCESS_EXITED, evidence
 from tui.core.readiness import FIND_GRACE_S, reduce
+from tui.core.report import format_report
 from tui.core.state import Phase, Readiness
 from tui.core.vocab import MilestoneKind
 from tui.core.wording import verdict_line
@@ -484,7 +485,15 @@ def test_tp_size_from_args_or_the_highest_rank() -> None:
     assert feed([Milestone("load_end", rank="TP7", **at(1))]).server.tp_size == 8
     s = feed([ServerArgs(tp_size=16, **at(0)), Milestone("load_end", rank="TP7", **at(1))])
     assert s.server.tp_size == 16
-    assert feed([Milestone("load_end", rank="DP1 TP3", **at(1))]).server.tp_size == 4
+    # a lone TP3 (a TP8's rank as well as a TP4's) and ranks past one node's GPUs are lower bounds, not sizes
+    assert feed([Milestone("load_end", rank="DP1 TP3", **at(1))]).server.tp_size is None
+    s = feed([Milestone("load_end", rank=f"TP{i}", **at(1)) for i in range(16)])
+    assert (
+        s.server.tp_size is None
+        and "log: tp ≥ 16: ranks TP0–TP15 seen (a lower bound: no line states the size)" in evidence(s)
+    )
+    s = feed([Milestone("load_end", rank=f"TP{i}", **at(1)) for i in range(24, 32)])
+    assert s.server.tp_size is None and "tp ≥ 32: ranks TP24–TP31 seen" in format_report(s)
 
 
 def test_tp_size_from_torch_rank_prefixes() -> None:
@@ -508,7 +517,7 @@ def test_per_rank_state_from_milestones() -> None:
     assert names == ["TP0", "TP1", "TP10"]  # natural order
     tp0 = s.ranks[0]
     assert tp0.last_milestone == "load_end" and tp0.avail_mem_gb == 120.0 and tp0.mem_usage_gb == 16.5
-    assert "log: Load weight end on 3/11 ranks 10:00:10" in evidence(s)
+    assert "log: Load weight end on 3/≥11 ranks 10:00:10" in evidence(s)  # TP10 seen: 11 ranks at least
 
 
 def test_tp1_milestones_without_rank_belong_to_tp0() -> None:

@@ -89,7 +89,10 @@ def test_to_json_of_an_empty_state() -> None:
 def test_to_json_error_keeps_kind_and_line() -> None:
     line = "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB."
     obj = to_json(feed([Failure("oom", line + "\n", **at(3))]))
-    assert obj["phase"] == "failed" and obj["error"] == {"kind": "oom", "line": line}
+    error = obj["error"]
+    assert obj["phase"] == "failed" and isinstance(error, dict)
+    assert (error["kind"], error["line"]) == ("oom", line)
+    assert error["remedy"]["source"] == "table"  # what it says: tests/test_remedy.py
 
 
 def test_format_timeline_is_a_table_with_durations() -> None:

@@ -204,3 +204,55 @@ def test_wait_on_a_0523_sim_reaches_ready_through_piecewise_capture_and_deepgemm
     state = replay_file(str(server.log))
     assert state.jit_kernels == 2 * 3 and not state.jit_active  # each rank compiles each of 3 kernel shapes
     assert state.piecewise is not None and state.piecewise.done == state.piecewise.total == 12
+
+
+def test_main_format_spellings():
+    """`--format main`: 0.5.23's lines and SGLang main's newest shapes (sglang-startup.md §12)."""
+    text = _text("main", 0, shards=2)
+    for needle in ("Tree cache initialized: source=default impl=RadixCache", "Capture draft extend cuda graph begin (step 2)",
+                   "Capture draft decode cuda graph begin (step 3)", "Registering 4128 cuda graph addresses",
+                   "Capture piecewise CUDA graph begin"):  # fmt: skip
+        assert needle in text, needle
+    assert "(step " not in _text("0.5.23", 0, shards=2) and "Tree cache" not in _text("0.5.23", 0, shards=2)
+    ends = [_capture_end(_text("main", rank, shards=2, tp=4)) for rank in range(4)]
+    assert ends == sorted(ends) and ends[0] < ends[-1]  # ranks end the regular capture at different times
+
+
+def _capture_end(text: str) -> str:
+    return [ln for ln in text.splitlines() if "Capture target verify CUDA graph end" in ln][0][1:20]
+
+
+def test_wait_on_a_main_sim_names_every_new_phase_and_cross_checks_the_timings(tmp_path: Path, sim: Sims, cli: Cli):
+    """`sglang-tui wait local` on `simulate --format main`: ready; the replayed log holds each new line's kind and
+    SGLang's own startup timings map, cross-checked with the phases timed from the log."""
+    import json
+
+    from tui.commands.replay import replay_file
+    from tui.core.events import Milestone
+    from tui.core.logparse import LogParser
+    from tui.core.report import format_report
+
+    server = sim(tmp_path, fmt="main", speed=150.0, tp=2, shards=4)
+    try:
+        proc = cli("wait", "local", "--log", str(server.log), "--port", str(server.port), "--sim-gpus",
+                   str(server.gpu_state), "--timeout", "90", "--json", timeout=120)  # fmt: skip
+        data = server.log.read_bytes()
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr
+    states = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert states[-1]["phase"] == "ready" and states[-1]["error"] is None
+    assert [p for p in ("init", "loading_weights", "kv_cache", "cuda_graph", "warmup", "ready")
+            if p in [span["phase"] for span in states[-1]["timeline"]]] == [
+        "init", "loading_weights", "kv_cache", "cuda_graph", "warmup", "ready"]  # fmt: skip
+    parser = LogParser()
+    events = parser.feed(data) + parser.flush()
+    milestones = [e for e in events if isinstance(e, Milestone)]
+    assert any(m.kind == "kv_profile" and m.get("tree_cache") == "RadixCache" for m in milestones)
+    steps = [m for m in milestones if m.kind == "graph_begin" and m.draft and "(step " in m.line]
+    assert {m.get("what") for m in steps} == {"draft decode", "draft extend"} and len(steps) == 6
+    (timings,) = [m for m in milestones if m.kind == "startup_timings"]
+    assert timings.get("cuda_graph.target_verify") and timings.get("cuda_graph_total")
+    state = replay_file(str(server.log))
+    assert dict(state.startup_timings)["load_weight"] > 0 and state.piecewise is not None
+    assert "sglang: " in format_report(state)  # SGLang's own figures held against the log's phases

@@ -105,3 +105,36 @@ async def test_a_failure_while_the_dialog_is_open_keeps_its_buttons_and_the_grow
         assert line.display and "the server failed" in str(line.render()) and line.region.height <= 2
         box = dialog.query_one(dialog.BOX)
         assert box.region.y >= _header_bottom(app) and dialog.query_one("#yes").region.bottom <= size[1]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+async def test_the_newest_toast_is_in_view_when_the_stack_overflows(size: tuple[int, int]) -> None:
+    """When the toasts are taller than the rows under the header, the oldest are dropped and the newest is shown (the
+    tmux test's "nothing to kill" toast came under three older ones, below the screen's edge, and was never seen)."""
+    source, clock = FakeBatchSource(), FakeClock()
+    app = make_app(source, control=FakeControl(), clock=clock)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await play(pilot, source, clock, startup_to_loading(57))
+        count = size[1] // 4
+        for i in range(count):
+            app.notify(f"notice {i}: " + "a long line of words that wraps in the toast " * 3, timeout=30)
+        app.notify("the newest notice", timeout=30)
+        rack = app.screen.query_one(ToastRack)
+
+        def newest_in_view() -> Toast | None:
+            toasts = list(rack.query(Toast))
+            if not toasts or "the newest notice" not in str(toasts[-1].render()):
+                return None
+            region = toasts[-1].region
+            return toasts[-1] if region.height and _header_bottom(app) <= region.y < region.bottom <= size[1] else None
+
+        for _ in range(100):  # until the toasts are mounted, the old ones removed, and the rack laid out again
+            await pilot.pause()
+            if newest_in_view() is not None:
+                break
+        newest = newest_in_view()
+        assert newest is not None, [t.region for t in rack.query(Toast)]
+        assert app.screen.get_widget_at(newest.region.right - 2, newest.region.y + 1)[0] is newest
+        kept = list(rack.query(Toast))
+        assert 1 < len(kept) < count + 1  # older ones still shown; the ones that no longer fit dropped
+        assert all(_header_bottom(app) <= t.region.y and t.region.bottom <= size[1] for t in kept)

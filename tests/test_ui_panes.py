@@ -271,3 +271,20 @@ async def test_a_column_that_narrowed_and_grew_back_is_drawn_at_its_full_width()
         assert any("4300 s…" in line for line in drawn())  # the moment the bug lived in
         await pilot.pause()
         assert any("4300 sglang::scheduler_TP0" in line for line in drawn()), drawn()
+
+
+async def test_rank_tags_without_a_stated_size_show_a_lower_bound() -> None:
+    """No line states the TP size and sixteen ranks print: the header says TP≥16, the evidence which ranks, never TP16."""
+    from tests.helpers.ui_fakes import at
+    from tui.core.logparse import LogParser
+
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    lines = "".join(f"[{at(1)[0]} TP{i}] Load weight begin. avail mem=70.00 GB\n" for i in range(16)).encode()
+    parser = LogParser()
+    async with app.run_test(size=SIZE) as pilot:
+        await play(pilot, source, clock, [Step(T0 + 2, parser.feed(lines) + parser.flush())])
+        header = app.query_one(HeaderPane).shown
+        assert "TP≥16" in header and "TP16" not in header
+        assert "tp ≥ 16: ranks TP0–TP15 seen" in header  # the evidence line: which ranks the bound rests on
+        assert app.state.server.tp_size is None

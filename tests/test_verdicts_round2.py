@@ -404,14 +404,30 @@ def test_a_ready_server_behind_a_forwarder_is_ready_and_says_behind_what(kind: s
     assert relay.poll() is None and server.alive() and http_get(port, "/health")[0] == 200
 
 
-def test_a_relay_that_is_no_known_forwarder_is_still_something_else(sim: Sims, cli: Cli, spawn: Spawner,
-                                                                     tmp_path: Path,
-                                                                     request: pytest.FixtureRequest) -> None:  # fmt: skip
-    """The boundary: a process on the port that is neither the server's nor a known forwarder is something
-    else, whatever it relays (it may relay another server): never ready, said at the deciding line."""
+def test_a_relay_no_name_list_knows_is_known_by_what_it_does(sim: Sims, cli: Cli, spawn: Spawner, tmp_path: Path,
+                                                             request: pytest.FixtureRequest) -> None:  # fmt: skip
+    """Issue 31: a listener that is not the server's and in no name list, but answers /model_info with the log's
+    model and whose relayed requests the server's log shows (our own `?from=sglang-tui` probe), is a forwarder:
+    ready, "behind PID N (relay)"."""
     server = wait_ready(sim(**FAST))
     port = free_port()
     relay = _forwarder("python relay", port, server.port, tmp_path, spawn, request)
+    until_listening(port, relay)
+    out = cli("wait", "local", "--log", str(server.log), "--port", str(port), "--json", "--timeout", "60",
+              "--sim-gpus", str(server.gpu_state))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    last = json.loads(out.stdout.splitlines()[-1])
+    assert last["phase"] in NOT_READY and f"behind PID {relay.pid} (relay)" in str(last["reason"]), last["reason"]
+    assert b"/model_info?from=sglang-tui" in server.log.read_bytes()  # the fact that decided it, in the log
+
+
+def test_a_relay_to_another_server_is_still_something_else(sim: Sims, cli: Cli, spawn: Spawner, tmp_path: Path,
+                                                           request: pytest.FixtureRequest) -> None:  # fmt: skip
+    """The boundary: the same relay in front of another server (the same model, its own log): the watched log
+    never shows our probe, so the listener is something else, never ready, said at the deciding line."""
+    server, other = wait_ready(sim(**FAST)), wait_ready(sim(**FAST))
+    port = free_port()
+    relay = _forwarder("python relay", port, other.port, tmp_path, spawn, request)
     until_listening(port, relay)
     proc = cli.popen("wait", "local", "--log", str(server.log), "--port", str(port), "--json", "--timeout", "60",
                      "--sim-gpus", str(server.gpu_state))  # fmt: skip

@@ -339,7 +339,12 @@ def build_parser(only: str | None = None) -> Parser:
     simulate.add_argument("--host", default="127.0.0.1", help="where HTTP listens, as SGLang's (e.g. ::1)")
     simulate.add_argument("--tp", type=int, default=8)
     simulate.add_argument("--shards", type=int, default=64)
-    simulate.add_argument("--format", default="0.5.23", metavar="VERSION", help="log format: 0.5.9 or 0.5.23")
+    simulate.add_argument(
+        "--format",
+        default="0.5.23",
+        metavar="VERSION",
+        help="log format: 0.5.9, 0.5.23 or main (SGLang main through 2026-10: the newest shapes)",
+    )
     simulate.add_argument("--speculative", default="EAGLE3", help="EAGLE3, EAGLE, or none")
     simulate.add_argument("--gpu-state", metavar="PATH", help="where to publish simulated GPU memory (JSON)")
     simulate.add_argument("--traffic", type=float, default=0.0, metavar="N",
@@ -369,6 +374,10 @@ def build_parser(only: str | None = None) -> Parser:
     simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
     simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
                           help="prefill: the bootstrap port (default 8998)")  # fmt: skip
+    simulate.add_argument("--mem-fraction-static", type=float, metavar="F",
+                          help="as SGLang's (default 0.87); below it, an oom-capture fault's capture fits (a remedy works)")  # fmt: skip
+    simulate.add_argument("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", dest="cuda_graph_max_bs", type=int,
+                          metavar="N", help="as SGLang's; below the default, an oom-capture fault's capture fits")  # fmt: skip
     simulate.add_argument("--router", action="store_true", help="a simulated PD router instead of a server")
     simulate.add_argument("--prefill", action="append", default=[], metavar="URL[@BOOTSTRAP]",
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
@@ -500,6 +509,9 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
+    from tui.commands.dependency_warnings import keep_dependency_warnings_out
+
+    keep_dependency_warnings_out()  # first, before asyncssh, textual or httpx is imported (issue 29)
     from tui.commands.safe_output import safe_output
 
     with safe_output():

@@ -106,14 +106,18 @@ class FakeControl:
     relaunch: str | None = "python -m sglang.launch_server --model-path /models/llama-70b --tp 8"
     """What a restart would start the server with (--launch); None: no --launch given."""
 
-    def describe(self, action: str) -> str:
+    def describe(self, action: str, launch: str | None = None) -> str:
         if action == "launch":
             return LAUNCH_LINE
         signal = {"terminate": "TERM", "kill": "KILL", "restart": "TERM"}[action]
         text = f"kill -{signal} -- -{self.pgid}; sweep /proc/*/environ for SGLANG_TUI_RUN=fake-run"
         if action == "restart":
-            text += "\n" + LAUNCH_LINE
+            text += "\n" + (LAUNCH_LINE if launch is None else f"setsid sh -c {launch}")
         return text
+
+    def relaunch_with(self, command: str) -> None:
+        self.calls.append("relaunch_with")
+        self.relaunch = command
 
     async def process_state(self) -> ServerProcess:
         self.calls.append("process_state")

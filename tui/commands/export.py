@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from tui.commands.export_http import WRITE_TIMEOUT_S, HeadRefused, read_head, refuse
 from tui.commands.export_probes import ROUTES
 from tui.commands.export_probes import answer as probe_answer
 from tui.commands.options import ExportOptions
@@ -36,7 +37,6 @@ from tui.sources.weightfiles import WeightFilesProbe
 
 TEXTFILE_EVERY_S = 2.0
 TEXTFILE_NAME = "sglang-tui.prom"
-REQUEST_TIMEOUT_S = 10.0
 
 
 def run(opts: ExportOptions) -> int:
@@ -206,11 +206,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, boar
     """One HTTP/1.x request: GET /metrics (the exposition), /livez and /readyz (tui.commands.export_probes), GET /
     (a pointer to them), anything else 404/405."""
     try:
-        request = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-        while True:  # the headers: read and dropped
-            line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-            if line in (b"\r\n", b"\n", b""):
-                break
+        request = await read_head(reader)  # within limits (tui.commands.export_http): else 400/431, one deadline
         words = request.decode("latin-1").split()
         method, (path, _, query) = (words[0], words[1].partition("?")) if len(words) >= 2 else ("", ("", "", ""))
         extra: dict[str, str] = {}
@@ -229,9 +225,11 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, boar
         more = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
         head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{more}Connection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
-        await writer.drain()
-    except (asyncio.TimeoutError, ConnectionError, UnicodeError):
-        pass
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+    except HeadRefused as refused:
+        await refuse(writer, reader, refused)
+    except (asyncio.TimeoutError, ConnectionError, UnicodeError, ValueError):
+        pass  # a client gone, or too slow: its own connection ends, no scrape waits on it
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError):

@@ -4,8 +4,9 @@ The servers are watched by tui/commands/fleet_watch.py (one connection per SSH h
 
 - the board (tui/ui/fleet_app.py), on a terminal: one row per server, `/` filters, `s` sorts, Enter opens the
   server's full view;
-- `--once`: the table, printed once every row has said its first state (or --timeout passed), and the exit code
-  of DESIGN.md's one table: 0 when every server is ready, else the worst row's (tui.core.fleet.worst);
+- `--once`: `wait` per row: the table once every row's verdict is final (or --timeout passed: a row still
+  starting is 7), and the exit code of DESIGN.md's one table: 0 when every server is ready, else the worst row's
+  (tui.core.fleet.once_code, worst); a row that cannot be reached is 4 at once;
 - `--json`: one JSON object per server state change (the `wait --json` object plus "name"), until SIGINT or
   SIGTERM; with `--once`, one object per server at that look, then the same exit code.
 """
@@ -23,7 +24,9 @@ from tui.commands.inventory import InventoryEntry, load
 from tui.commands.options import FleetOptions
 from tui.commands.targets import FleetTarget
 from tui.core.exitcodes import EXIT_BAD_ARGS
-from tui.core.fleet import exit_code, first_state_said, worst
+from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
+from tui.core.explain import nothing_found
+from tui.core.fleet import once_code, worst
 from tui.core.report import to_json
 from tui.sources.hostpool import HostPool
 
@@ -72,16 +75,36 @@ async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, st
         await fleet.close()
 
 
+ONCE_WAKE_S = 1.0  # `--once` looks again this often without a change (a grace or a failure's settling ends)
+
+
 async def _once(fleet: Fleet, opts: FleetOptions) -> int:
-    """Wait for every row's first state (tui.core.fleet.first_state_said), print them, exit the worst code."""
+    """`wait` per row: each row's code once its verdict is final (tui.core.fleet.once_code; 7 for a row still
+    starting at --timeout), the table at those states, and the worst code. A row that cannot be reached is decided
+    at once and holds no other."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + opts.timeout
-    while not all(first_state_said(e) for e in fleet.entries):
+    missing: dict[int, float] = {}  # row: clock time since which nothing of it is found
+
+    def codes() -> list[int | None]:
+        now = fleet.clock()
+        out: list[int | None] = []
+        for i, entry in enumerate(fleet.entries):
+            if entry.kind != "nothing" and nothing_found(entry.state):
+                missing.setdefault(i, now)
+            else:
+                missing.pop(i, None)
+            out.append(once_code(entry, now, missing.get(i)))
+        return out
+
+    found = codes()
+    while any(c is None for c in found):
         left = deadline - loop.time()
         if left <= 0:
             break
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(fleet.changes.get(), left)
+            await asyncio.wait_for(fleet.changes.get(), min(left, ONCE_WAKE_S))
+        found = codes()
     entries = fleet.entries
     if opts.json:
         for i in range(len(entries)):
@@ -90,8 +113,9 @@ async def _once(fleet: Fleet, opts: FleetOptions) -> int:
         from tui.ui.fleet_rows import table_text
 
         _print(table_text(entries, fleet.clock()))
-    code = worst([exit_code(e) for e in entries])
-    held = next((e for e in entries if exit_code(e) == code), None)
+    final = [EXIT_NOT_YET if c is None else c for c in found]
+    code = worst(final)
+    held = next((e for e, c in zip(entries, final, strict=True) if c == code), None)
     if code and held is not None:  # the row that decides the code, said where `wait` says its verdict
         from tui.ui.fleet_rows import cells
 

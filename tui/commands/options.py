@@ -408,5 +408,7 @@ def _sim_params(ns: argparse.Namespace) -> SimParams:
         dist_init_addr=ns.dist_init_addr,
         disaggregation_mode=ns.disaggregation_mode,
         bootstrap_port=ns.disaggregation_bootstrap_port,
+        mem_fraction_static=ns.mem_fraction_static,
+        cuda_graph_max_bs=ns.cuda_graph_max_bs,
         **extra,
     )

@@ -18,6 +18,7 @@ from tui.core.events import Event
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.logparse import LogParser
 from tui.core.readiness import reduce
+from tui.core.remedy_clues import ClueReader
 from tui.core.report import format_report, to_json
 from tui.core.state import Readiness
 
@@ -144,6 +145,7 @@ def replay_stream(handle: BinaryIO, name: str = "input") -> Readiness:
 
 def _event_batches(handle: BinaryIO, parser: LogParser, name: str) -> Iterator[list[Event]]:
     first = True
+    clues = ClueReader()
     try:
         while True:
             chunk = handle.read(CHUNK)
@@ -152,12 +154,16 @@ def _event_batches(handle: BinaryIO, parser: LogParser, name: str) -> Iterator[l
             if first:
                 _check_text(chunk[:SNIFF], name)
                 first = False
-            yield parser.feed(chunk)
+            events = parser.feed(chunk)
+            said = clues.feed(chunk)  # what a remedy reads, after the events of the same bytes (as wait has it)
+            yield events if said is None else [*events, said]
     except OSError as err:
         raise ReplayError(f"{name}: read failed ({err.strerror or err})") from None
     if first:
         raise ReplayError(f"{name} is empty (0 bytes): nothing to replay")
-    yield parser.flush()
+    events = parser.flush()
+    said = clues.flush()
+    yield events if said is None else [*events, said]
 
 
 def _check_text(sample: bytes, name: str) -> None:

@@ -42,6 +42,7 @@ from tui.core.exitcodes import (
 )
 from tui.core.explain import nothing_found, symlink_line
 from tui.core.readiness import reduce
+from tui.core.remedy import remedy_line
 from tui.core.report import to_json
 from tui.core.state import Phase, Readiness
 from tui.core.verdict import decide
@@ -240,6 +241,9 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
         if opts.json:
             reporter.emit_json(state, force=True)
         link = symlink_line(state.log_file) if state.log_file is not None else ""
+        remedy = remedy_line(state)
+        if remedy:  # what to change, said before the verdict (which stays the line that says how it ended)
+            reporter.say(f"sglang-tui wait: remedy: {remedy}")
         reporter.say(
             f"sglang-tui wait: {found.line}" + (f"; {link}" if link else "")
         )  # the file read may not be the server's
@@ -253,7 +257,7 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
             reporter.say(f"sglang-tui wait: --stop-on-fail: {stop_words(stopped)}")
             if not stopped.ok or stopped.survivors or stopped.gpu_held:
                 found = Outcome(found.code, found.line + "; and the stop did not finish: " + stop_words(stopped))
-        run_hook(opts.hooks, found, where, config.port)
+        run_hook(opts.hooks, found, where, config.port, remedy=remedy)
         return found.code
     finally:
         await host.close()
@@ -308,9 +312,10 @@ def stop_words(result: ControlResult) -> str:
     return control_summary(result)
 
 
-def hook_env(found: Outcome, host: str, port: int) -> dict[str, str]:
-    """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host."""
-    return dict(
+def hook_env(found: Outcome, host: str, port: int, remedy: str = "") -> dict[str, str]:
+    """The environment --on-ready / --on-fail run with: the verdict, the exit code, the reason, the host, and on a
+    failure with a known remedy, that remedy in one line (SGLANG_TUI_REMEDY: tui.core.remedy.Remedy.line)."""
+    env = dict(
         os.environ,
         SGLANG_TUI_VERDICT=hook_words(found.code),
         SGLANG_TUI_EXIT=str(found.code),
@@ -318,6 +323,10 @@ def hook_env(found: Outcome, host: str, port: int) -> dict[str, str]:
         SGLANG_TUI_HOST=host,
         SGLANG_TUI_PORT=str(port),
     )
+    env.pop("SGLANG_TUI_REMEDY", None)  # never one inherited from a caller's environment
+    if remedy:
+        env["SGLANG_TUI_REMEDY"] = remedy
+    return env
 
 
 def run_hook(
@@ -328,6 +337,7 @@ def run_hook(
     *,
     say: Callable[[str], None] | None = None,
     quiet: bool = False,
+    remedy: str = "",
 ) -> None:
     """Run --on-ready (exit 0) or --on-fail (any other verdict) locally through the shell, with the verdict and
     where (`host`, `port`) in its environment; its failure is said (to stderr, or to `say`). quiet: its stdin,
@@ -338,7 +348,7 @@ def run_hook(
     tell = say or (lambda line: print(f"sglang-tui wait: {line}", file=sys.stderr))
     quietly = subprocess.DEVNULL if quiet else None
     try:
-        done = subprocess.run(command, shell=True, env=hook_env(found, host, port), check=False,
+        done = subprocess.run(command, shell=True, env=hook_env(found, host, port, remedy), check=False,
                               stdin=quietly, stdout=quietly, stderr=quietly)  # fmt: skip
     except OSError as err:
         tell(f"could not run {command!r}: {err}")
@@ -358,7 +368,8 @@ def tui_hook(hooks: Hooks, host: str, port: int) -> Callable[[Readiness], str | 
         if found.code is None:
             return None
         said: list[str] = []
-        run_hook(hooks, Outcome(found.code, verdict_line(state)), host, port, say=said.append, quiet=True)
+        run_hook(hooks, Outcome(found.code, verdict_line(state)), host, port, say=said.append, quiet=True,
+                 remedy=remedy_line(state))  # fmt: skip
         return "; ".join(said) or None
 
     return hook

@@ -8,7 +8,8 @@ when the log names one; with a log watched, only once that log shows this launch
 then is a server from before). A listener outside the server's processes (an earlier launch of the same log
 included), an identity answer that is not SGLang's, another model, or a log still loading (this server's HTTP
 is not up yet) make it something else's. A known forwarder on the port (docker-proxy, socat, `ssh -L`;
-tui.core.forwarders) is neither: what it relays is decided by the identity probe (SGLang's answer) and the
+tui.core.forwarders), or a listener known as one by what it does (relays_here: it answers with the log's model
+and the log shows our own probe), is neither: what it relays is decided by the identity probe (SGLang's answer) and the
 log, and the verdict says "behind docker-proxy (pid N)".
 """
 
@@ -54,16 +55,34 @@ def answerer(s: Readiness) -> tuple[str, str]:
 
 
 def behind(s: Readiness) -> str:
-    """ "behind docker-proxy (pid 812)" when a known forwarder holds the port, else ""."""
+    """ "behind docker-proxy (pid 812)" when a known forwarder holds the port, "behind PID 812 (relay)" when a
+    listener is known as one by what it does (relays_here), else ""."""
     owner = s.port_owner
+    if owner is not None and owner.pid is not None and relays_here(s):
+        return f"behind PID {owner.pid} (relay)"
     if owner is None or not owner.forwarder:
         return ""
     return f"behind {owner.forwarder}" + (f" (pid {owner.pid})" if owner.pid is not None else "")
 
 
+def relays_here(s: Readiness) -> bool:
+    """A forwarder known by behaviour, whatever its name: a listener that is not one of the server's processes
+    (nor an earlier launch of the log), whose identity answer is SGLang's naming the log's model, and whose
+    requests this server's log shows (our own `?from=sglang-tui` probe, read live). A foreign server answering
+    another model, or one whose log never shows the probe, stays something else."""
+    owner = s.port_owner
+    if owner is None or owner.ours is not False or owner.pid is None or owner.earlier or owner.forwarder:
+        return False
+    ident = identity(s)
+    model = s.server.model
+    if ident is None or ident.outcome != "ok" or not ident.model_path or not model:
+        return False
+    return same_model(ident.model_path, model) and s.probe_logged_at is not None
+
+
 def _answerer(s: Readiness) -> tuple[str, str]:
     owner = s.port_owner
-    if owner is not None and owner.ours is False and owner.pid is not None:
+    if owner is not None and owner.ours is False and owner.pid is not None and not relays_here(s):
         command = f" ({printable(owner.command)})" if owner.command else ""
         if owner.earlier:
             return FOREIGN, f"PID {owner.pid}{command} listens there: an earlier launch in the same log, not its latest"
@@ -80,7 +99,7 @@ def _answerer(s: Readiness) -> tuple[str, str]:
             return FOREIGN, f"it serves {printable(ident.model_path)}; the log launches {s.server.model}"
     if owner is not None and owner.ours is True:
         return OURS, "the listener is one of the server's processes"
-    relayed = owner is not None and bool(owner.forwarder)
+    relayed = owner is not None and (bool(owner.forwarder) or relays_here(s))
     if owner is not None and relayed and not _names_sglang(ident):
         # what a forwarder relays is told by the identity probe and the log, never by the listener
         asked = f"{ident.endpoint}: {ident.outcome}" if ident is not None else "no identity answer yet"

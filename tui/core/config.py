@@ -97,5 +97,6 @@ class WatchConfig:
             health_port=self.port,
             log_watched=bool(self.log),
             process_watched=True,
+            launch_command=self.launch,
         )
         return start if self.stall_after is None else start.evolve(stall_after=self.stall_after)

@@ -303,6 +303,12 @@ def combined(dep: Deployment) -> Readiness:
     connection, detail = base.connection, base.connection_detail
     if failed_link is not None:
         connection, detail = "failed", f"{failed_link.name} ({failed_link.host}): {failed_link.state.connection_detail}"
+    lost = sorted((m for m in dep.members if m.state.lost_at is not None), key=lambda m: m.state.lost_at or 0.0)
+    if lost and failed_link is None:  # a member whose host is lost: the whole is not ready (tui.core.freshness)
+        connection, detail = (
+            lost[0].state.connection,
+            f"{lost[0].name} ({lost[0].host}): {lost[0].state.connection_detail}",
+        )
     shards = behind.state.shards if behind.state.shards is not None else base.shards
     if behind.role == "node" and behind.state.shards is None:
         shards = base.shards  # a non-zero node prints no bar: node 0's is the model's
@@ -320,6 +326,8 @@ def combined(dep: Deployment) -> Readiness:
         gpu_history=_gpu_history(dep) if len(dep.members) > 1 else base.gpu_history,
         connection=connection,
         connection_detail=detail,
+        lost_at=lost[0].state.lost_at if lost else None,
+        lost_by=lost[0].state.lost_by if lost else "",
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
         health_ready=phase in READY_PHASES,
     )

@@ -2,7 +2,7 @@
 tui/sources/discover.py).
 
 The command prints, for each main process (the first ancestor of a `sglang::…` process whose own title is
-not `sglang::…`: the python running `sglang.launch_server`, or the simulator):
+not `sglang::…`: the python running `sglang.launch_server` or `sglang serve`, or the simulator):
 `A PID ARGV` (the arguments separated by \\x1f) and `O PID FD TARGET` for fd 1 and 2 (readlink's answer).
 """
 
@@ -53,6 +53,16 @@ def _option(argv: tuple[str, ...], *names: str) -> str | None:
     return None
 
 
+def _served_model(argv: tuple[str, ...]) -> str | None:
+    """`sglang serve MODEL …` (2026's documented launch, beside `python -m sglang.launch_server`): the model may
+    come first, without --model-path."""
+    for i, word in enumerate(argv[:-1]):
+        if word == "serve" and i > 0 and argv[i - 1].rsplit("/", 1)[-1] == "sglang":
+            following = argv[i + 1]
+            return None if following.startswith("-") else following
+    return None
+
+
 def _is_log_file(target: str) -> bool:
     """A path that can be tailed: absolute, not a device, socket, pipe or deleted file."""
     return target.startswith("/") and not target.startswith("/dev/") and not target.endswith(" (deleted)")
@@ -82,7 +92,7 @@ def parse_discovery(text: str) -> list[FoundServer]:
         targets = [fds.get("2", ""), fds.get("1", "")]
         log = next((t for t in targets if _is_log_file(t)), None)
         output = log or next((t for t in targets if t), "")
-        model = _option(argv, "--model-path", "--model")
+        model = _option(argv, "--model-path", "--model") or _served_model(argv)
         found.append(FoundServer(pid=pid, port=port, model=model, log=log, output=output, argv=argv))
     return found
 

@@ -50,6 +50,9 @@ class ServerArgs:
     quantization: str | None = None
     args_hash: str | None = None  # tui.core.launchkey.args_hash of the line
     version: str | None = None  # SGLang's version, when a line before server_args printed it (`sglang version`)
+    # a launch command or a script's print of the arguments (tui.core.logcommand), not SGLang's `server_args=`: the
+    # sizes it states, but no launch in view (a window of the log pasted under its command may start mid-run)
+    stated_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -427,6 +430,16 @@ class SourceFailed:
 
 
 @dataclass(frozen=True)
+class ProbeLogged:
+    """One of sglang-tui's own requests (`?from=sglang-tui`) as the server's log shows it, in its access line: the
+    requests that reach this server are logged by it, so a listener on the port that is not one of its processes
+    but whose relayed requests land here is a forwarder in front of it (tui.core.answerer)."""
+
+    endpoint: str  # the path without the query ("/health", "/model_info")
+    status: int | None = None
+
+
+@dataclass(frozen=True)
 class Tick:
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
@@ -441,6 +454,19 @@ class WeightFiles:
     model: str
     total_bytes: int | None = None
     files: int = 0
+
+
+@dataclass(frozen=True)
+class LogClues:
+    """What a remedy reads in the log (tui/core/remedy.py), read by tui/core/remedy_clues.ClueReader: this launch's
+    `server_args=` text, SGLang's own printed suggestion (`Possible solutions:` and its numbered lines), the cache
+    directories a failed build names, the batch size the CUDA graph capture began with (its largest). A snapshot:
+    each replaces the last, and a new launch starts with none."""
+
+    args_line: str = ""
+    advice: tuple[str, ...] = ()
+    cache_dirs: tuple[str, ...] = ()
+    capture_bs: int | None = None
 
 
 Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line addition)
@@ -464,14 +490,17 @@ Event = Union[  # noqa: UP007  (one member a line: a new event is a one-line add
     SourceFailed,
     PortOwner,
     LogFile,
+    ProbeLogged,
     Tick,
     HostActivity,
     WatchdogDump,
     JitHint,
     WeightFiles,
+    LogClues,
 ]
 
 __all__ = [
+    "LogClues",
     "BarProgress",
     "BatchStats",
     "CompilerProc",
@@ -492,6 +521,7 @@ __all__ = [
     "LogReset",
     "Milestone",
     "PortOwner",
+    "ProbeLogged",
     "ProcCounters",
     "RankSeen",
     "ServerArgs",

@@ -11,7 +11,7 @@ from tui.core.answerer import FOREIGN, LOADING_PHASES, OURS, answerer, behind, p
 from tui.core.capture import current_capture
 from tui.core.events import HealthResult, LogFile
 from tui.core.names import phase_words
-from tui.core.ranklabels import ranks_span
+from tui.core.ranklabels import ranks_span, tp_floor
 from tui.core.stall import limit_for
 from tui.core.state import BarState, DecodeInfo, ErrorInfo, MidRun, Phase, Readiness
 
@@ -470,6 +470,9 @@ def _count(s: Readiness, kind: str) -> int:
 
 def _ranks(s: Readiness, kind: str) -> str:
     n = _count(s, kind)
+    seen = s.tp_ranks_seen
+    if s.server.tp_size is None and seen and seen[-1] >= 1:  # the tags give a lower bound only (tp_floor)
+        return f"{n}/≥{max(seen[-1] + 1, n)} ranks"
     total = s.server.tp_size or (len(s.ranks) if s.ranks else None)
     if total:
         total = max(total, n)  # args that disagree with the ranks seen must not print "3/2"
@@ -503,6 +506,8 @@ def evidence(s: Readiness, now: float | None = None) -> tuple[str, ...]:
     if s.tp_spans_nodes and s.server.tp_size is None:
         shown = ranks_span(tuple(f"TP{i}" for i in s.tp_ranks_seen)) or "no TP rank"
         items.append(f"log: the TP group spans nodes (custom allreduce off): more ranks than this log's {shown}")
+    elif s.server.tp_size is None and tp_floor(s.tp_ranks_seen) is not None:
+        items.append(f"log: {tp_floor(s.tp_ranks_seen)} (a lower bound: no line states the size)")
     if s.mid_run is not None:
         items.append(_join("log:", mid_run_words(s.mid_run), fmt.clock_of(s.mid_run.at)))
     if s.eplb_rebalancing:

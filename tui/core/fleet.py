@@ -3,8 +3,8 @@ code each entry calls for, the worst of them, when an entry has said its first s
 hold, and the order and filter the board and `fleet --once` apply.
 
 Exit codes from DESIGN.md's one table (0 ready, 1 failed, 2 bad arguments, 3 stalled, 4 cannot connect, 5 cannot
-see, 6 nothing found, 7 timed out): a server that is still starting when `--once` looks is 7, as `wait` at its
-deadline. The worst of several is the lowest non-zero code (WORST_FIRST): a failure over a bad log path over a
+see, 6 nothing found, 7 timed out), each row's from its verdict (tui.core.verdict): `--once` waits for each row as
+`wait` does (once_code), and a server still starting at `--timeout` is 7, as `wait` at its deadline. The worst of several is the lowest non-zero code (WORST_FIRST): a failure over a bad log path over a
 stall over a host that cannot be reached over one whose processes cannot be seen over nothing found over not
 ready yet; 0 only when every server is ready.
 """
@@ -18,7 +18,9 @@ from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_NO
 from tui.core.exitcodes import EXIT_CANNOT_SEE as EXIT_UNSEEN
 from tui.core.exitcodes import EXIT_OK as EXIT_READY
 from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
+from tui.core.liveness import failure_settling
 from tui.core.state import PHASE_ORDER, Phase, Readiness
+from tui.core.verdict import decide
 
 WORST_FIRST = (EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT, EXIT_UNSEEN, EXIT_NOTHING, EXIT_NOT_YET)
 UP = (Phase.READY, Phase.SERVING)
@@ -43,21 +45,37 @@ class FleetEntry:
 
 
 def exit_code(entry: FleetEntry) -> int:
-    """The code this entry calls for now (see the module's doc)."""
+    """The code this entry calls for now: its verdict's (tui.core.verdict.decide), 7 while it starts; a row whose
+    host cannot be reached is 4 in any phase but failed (tui.core.freshness: nothing it says is known now)."""
     if entry.kind == "nothing":
         return EXIT_NOTHING
     s = entry.state
-    if s.phase in UP:
-        return EXIT_READY
-    if s.phase is Phase.FAILED:
-        return EXIT_FAILED
-    if s.log_file is not None and s.log_file.status == "directory":
-        return EXIT_BAD_ARGS
-    if s.stall is not None:
-        return EXIT_STALLED
-    if s.connection == "failed":
+    if s.lost_at is not None and s.phase is not Phase.FAILED:
         return EXIT_CONNECT
-    return EXIT_NOT_YET
+    code = decide(s).code
+    return EXIT_NOT_YET if code is None else code
+
+
+NOTHING_GRACE_S = 3.0  # `--once`: nothing found over this long (a process watch's report and the next) is nothing
+
+
+def once_code(entry: FleetEntry, now: float, missing_since: float | None) -> int | None:
+    """`fleet --once` is `wait` per row: the row's code once its verdict is final, None while it is still waited
+    for (until --timeout, then 7). A row that cannot be reached or names nothing is decided at once; any other
+    after its first look (first_state_said); a failure once it has settled (its cause, the process watch's
+    report: tui.core.liveness), nothing found (no log, nothing listening: missing_since, when that began) after
+    NOTHING_GRACE_S."""
+    code = exit_code(entry)
+    if code in (EXIT_NOTHING, EXIT_CONNECT):
+        return code
+    if not first_state_said(entry):
+        return None
+    if code == EXIT_NOT_YET:
+        found_nothing = missing_since is not None and now - missing_since >= NOTHING_GRACE_S
+        return EXIT_NOTHING if found_nothing else None
+    if code == EXIT_FAILED and failure_settling(entry.state, now):
+        return None
+    return code
 
 
 def worst(codes: list[int]) -> int:

@@ -210,18 +210,19 @@ def progressed(s: Readiness, at: str | None, t: float | None, now: float, what: 
 def infer_tp_size(seen: tuple[int, ...]) -> tuple[int | None, str]:
     """TP size from the TP indexes seen (sorted), with no server_args: (size or None, how it was inferred).
 
-    The highest index + 1 when that is a usual TP size (a power of two: TP splits the attention heads), when
-    every index below it was seen, or as a lower bound when several ranks show; a lone TP2 (a traceback of one
-    rank) says only "at least 3 ranks", which is no size."""
+    Rank tags are a lower bound (a slice of a TP16 job may show TP0–TP14 only; one node of a multi-node group shows
+    its own ranks, TP24–TP31 on the fourth), so a size only where one node's ranks tell it: the highest index + 1 is
+    a power of two (TP splits the attention heads) of at most 8 (one node's GPUs), and either every index below it was
+    seen or it is TP7 (the last GPU of an 8-GPU node; a lone TP3 may be a TP8's). Else None: the views say the bound
+    (tui.core.ranklabels.tp_floor)."""
     top = seen[-1]
     size = top + 1
-    if size & (size - 1) == 0:
+    if size & (size - 1) == 0 and size <= _ONE_NODE and (size == _ONE_NODE or len(seen) == size):
         return size, f"inferred: highest rank seen is TP{top}"
-    if len(seen) == size:
-        return size, f"inferred: ranks TP0..TP{top} seen"
-    if len(seen) >= 2:
-        return size, f"inferred: at least {size} ranks (highest seen TP{top})"
     return None, ""
+
+
+_ONE_NODE = 8  # GPUs of the usual node: a rank tag above TP7 may be another node's
 
 
 def tp_one(s: Readiness, ev: Milestone, why: str = TP_ONE_REASON) -> Readiness:
@@ -246,6 +247,8 @@ def on_rank_seen(s: Readiness, ev: RankSeen, now: float) -> Readiness:
 
 
 def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
+    if ev.stated_only:
+        return stated_args(s, ev)
     if s.launched and s.phase is not Phase.STARTING:
         s = fresh_launch(s, ev.at, ev.t, now)  # a relaunch the parser could not see (log truncated or rotated)
     s = log_seen(s, ev.at, now, what="server_args", t=ev.t)
@@ -279,6 +282,29 @@ def on_server_args(s: Readiness, ev: ServerArgs, now: float) -> Readiness:
     return s
 
 
+def stated_args(s: Readiness, ev: ServerArgs) -> Readiness:
+    """A launch command or a script's print of the arguments: the sizes and names it states, where SGLang's own
+    `server_args=` has not said them; no launch starts (its lines may be a paste above a window from mid-run)."""
+    server = s.server
+    if server.tp_from_args and ev.tp_size is not None and server.tp_size is not None:
+        return s
+    tp_size = ev.tp_size if ev.tp_size is not None else server.tp_size
+    return s.evolve(
+        server=replace(
+            server,
+            model=server.model or ev.model,
+            tp_size=tp_size,
+            tp_from_args=server.tp_from_args or ev.tp_size is not None,
+            speculative=server.speculative or ev.speculative,
+            dp_size=first(server.dp_size, ev.dp_size),
+            pp_size=first(server.pp_size, ev.pp_size),
+            ep_size=first(server.ep_size, ev.ep_size),
+            nnodes=first(server.nnodes, ev.nnodes),
+        ),
+        tp_inferred="" if ev.tp_size is not None else s.tp_inferred,
+    )
+
+
 def first(a: _T | None, b: _T | None) -> _T | None:
     return a if a is not None else b
 
@@ -300,6 +326,8 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     if ev.kind == "graph_begin":  # the capture now, for every view (tui.core.capture)
         s = s.evolve(capture_now=capture_bar_of(str(ev.get("what") or "")))
     if ev.draft:
+        if ev.kind in ("graph_begin", "graph_end"):  # a draft's capture comes after the target's KV pool and capture
+            s = advance(s.evolve(launched=True), Phase.CUDA_GRAPH, ev.at, ev.t, now)
         span = DRAFT_SPANS.get(ev.kind)
         if span is not None:
             phase, begins = span

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.core import activity as host_activity
-from tui.core import clocks
+from tui.core import clocks, freshness
 from tui.core.answerer import same_model
 from tui.core.events import (
     ConnectionState,
@@ -15,6 +15,7 @@ from tui.core.events import (
     LogFile,
     LogLook,
     PortOwner,
+    ProbeLogged,
     ServerInfoAnswer,
     ServerProcess,
     SourceFailed,
@@ -150,7 +151,7 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
 
     Only `alive is False` from a watch that can see the processes means dead; an unseen process is unknown.
     """
-    s = s.evolve(process_checked_at=now)
+    s = freshness.on_process_report(s.evolve(process_checked_at=now))
     if not ev.visible:  # what cannot be seen is unknown, never gone: readiness rests on the log and /health
         return s.evolve(process_alive=None, process_pids=(), process_visible=False, process_owner_uid=ev.owner_uid)
     if ev.alive is None:  # a watch that cannot tell: unknown, never dead
@@ -219,11 +220,21 @@ def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
 
 def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
     since = s.connection_since if ev.state == s.connection and s.connection_since is not None else now
-    return s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
+    folded = s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
+    return freshness.on_connection(s, folded, ev, now)
+
+
+def on_probe_logged(s: Readiness, ev: ProbeLogged, now: float) -> Readiness:
+    """The log shows one of our requests reached this server: only when read live (a line from before the watch
+    says nothing of the listener now). A forwarder not known by name may then be told by it (tui.core.answerer)."""
+    if s.reading_history:
+        return s
+    return maybe_ready(s.evolve(probe_logged_at=now), None, None, now, logged=False)
 
 
 def on_tick(s: Readiness, ev: Tick, now: float) -> Readiness:
-    return s
+    """The clock moves: a reconnect or a quiet process watch may now be past its freshness (tui.core.freshness)."""
+    return freshness.on_tick(s, now)
 
 
 def on_source_failed(s: Readiness, ev: SourceFailed, now: float) -> Readiness:

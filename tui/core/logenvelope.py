@@ -19,6 +19,7 @@ ENVELOPE = re.compile(
 WRAPPER = re.compile(
     r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? (?:\| )?"  # collector time
     r"|[A-Za-z0-9][\w.@/-]*\s*\| "  # docker compose service
+    r"|\[[A-Za-z0-9][\w.@/-]*\]\s*\| "  # a bracketed service name (`[sglang]     | `)
     r"|\d{1,5}: "  # srun task id
     r"|\[pod/[^\]\s]+\] "  # kubectl logs --prefix
     r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?"  # Ray actor
@@ -46,6 +47,9 @@ LEVEL_PREFIX = re.compile(
     r"(?:\[[\w./-]+:\d+\]\s*|[A-Za-z_][\w.]*(?:\.py)?(?::\d+)?:\s+)",
     re.ASCII,
 )
+# SGLang 0.1–0.2's envelope (`[gpu_id=0] Load weight begin. …`), alone or under a later time stamp: the GPU's index on
+# its node, not the TP rank (a node of a multi-node group counts from 0 again): a label that says no TP index.
+GPU_ID = re.compile(r"\[gpu_id=(\d{1,4})\] ?", re.ASCII)
 CUT_ERROR = re.compile(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
 _TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
 
@@ -65,7 +69,11 @@ def split_envelope(text: str) -> Envelope:
         if m:
             ranks = m.group("ranks")
             return _leveled(Envelope(text, text[m.end() :], m.group("ts"), ranks[1:] if ranks else None))
-        if not text.startswith("[pod/"):
+        if text.startswith("[gpu_id="):
+            g = GPU_ID.match(text)
+            if g:
+                return Envelope(text, text[g.end() :], None, f"GPU{g.group(1)}")
+        if not text.startswith("[pod/") and not ("]" in text[:64] and "| " in text[:80] and WRAPPER.match(text)):
             return Envelope(text, text, None, None)
     if text[:1].isdigit() and "T" in text[:11]:
         t = TRACING.match(text)
@@ -101,8 +109,13 @@ _LEVELS = {"WARN": "WARNING"}
 
 
 def _leveled(env: Envelope) -> Envelope:
-    """`[time] INFO file.py:52: message`: the level and source move out of the message."""
+    """`[time] INFO file.py:52: message`: the level and source move out of the message (and `[gpu_id=N]` after
+    the time, into the rank)."""
     msg = env.msg
+    if msg.startswith("[gpu_id=") and env.rank is None:
+        g = GPU_ID.match(msg)
+        if g:
+            return env._replace(msg=msg[g.end() :], rank=f"GPU{g.group(1)}")
     if msg[:1] in "DIWEC" and msg[:3] in ("DEB", "INF", "WAR", "ERR", "CRI"):
         m = LEVEL_HEAD.match(msg)
         if m:

@@ -13,10 +13,19 @@ import re
 
 from tui.core.vocab import ErrorKind
 
+# Host memory exhausted: `OSError: [Errno 12] Cannot allocate memory` (ENOMEM), the kernel's OOM killer (`Out of
+# memory: Killed process 4242 (python3)`, `oom-kill:constraint=…`, `Memory cgroup out of memory: …`), a pod's
+# `OOMKilled`.
+HOST_OOM_TEXT = (
+    r"\[Errno 12\] Cannot allocate memory|Cannot allocate memory|Out of memory: Killed process|"
+    r"Memory cgroup out of memory|invoked oom-killer|\boom-kill(?:er)?:|oom_reaper: reaped process|\bOOMKilled\b"
+)
+HOST_OOM = re.compile(HOST_OOM_TEXT)
 OOM = re.compile(
     r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
     r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
-    r"Not enough memory\. Please try to increase --mem-fraction-static",
+    r"Not enough memory\. Please try to increase --mem-fraction-static|" + HOST_OOM_TEXT,
+    # the host's memory, not the GPU's: fork/mmap/pinned allocations failing, the kernel's OOM killer
 )
 # `[Errno 98]` is EADDRINUSE in Python's OSError text (uvicorn: `[Errno 98] error while attempting to bind on address
 # (…): address already in use`, which a cut line may lose the end of). c10d's own `(errno: 98 - Address already in
@@ -62,8 +71,17 @@ _GENERIC_OTHER = re.compile(
     r"Application startup failed|Child process unexpectedly failed with exitcode|"
     r"^terminate called after throwing",
 )
+# A generic marker cut off mid-word where the posted text ends (`… TP0] Scheduler hit an excep`): still the marker.
+_CUT_HIT = re.compile(
+    r"(?:Scheduler|\w*Controller|\w*Manager|\w*Worker|Detokenizer\w*) hit (?P<rest>a[a-z ]{0,10})$", re.ASCII
+)
 _GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
 _ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
+
+
+def host_memory(line: str) -> bool:
+    """An oom line about the host's memory (RAM), not a GPU's."""
+    return HOST_OOM.search(line) is not None
 
 
 def is_hf_message(msg: str) -> bool:
@@ -131,6 +149,9 @@ def marker_failure(msg: str) -> tuple[ErrorKind, bool, bool] | None:
         kind = kind_of(rest)
         if kind is not None:
             return kind, True, "Traceback" in rest
+        return "exception", False, True
+    cut = _CUT_HIT.match(msg.rstrip())
+    if cut and "an exception".startswith(cut.group("rest")):
         return "exception", False, True
     if msg == "Killed":  # the shell's note that the server was SIGKILLed (often the kernel's OOM killer)
         return "other", False, False

@@ -34,6 +34,7 @@ DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
 _PREFIXES: tuple[tuple[str, MilestoneKind], ...] = (
     ("Init torch distributed begin", "init_begin"),
+    ("Init nccl begin", "init_begin"),  # 0.1–0.2, under `[gpu_id=N]`
     ("Init parallel begin", "init_begin"),
     ("Init torch distributed ends", "init_end"),
     ("Init parallel ends", "init_end"),
@@ -118,10 +119,15 @@ def _fields(kind: str, msg: str) -> Fields:
             out.append(("tokens", int(t.group(1))))
         out += _memory(msg)
     elif kind == "startup_timings":
-        out += [(k, float(v)) for k, v in _TIMINGS.findall(msg)][:32]
-        graphs = _GRAPH_TIMINGS.search(msg)  # 0.5.23: cuda_graph={prefill=23.70, decode=0.00, …}
+        # 0.5.23 and 2026: `load_weight=154.93, …, cuda_graph={prefill=64.55, decode=4.58, target_verify=0.00, …},
+        # tokenizer_e2e=257.64`; the map's keys vary with what was captured, and 0.00 is "not captured", not instant
+        graphs = _GRAPH_TIMINGS.search(msg)
+        flat = msg[: graphs.start()] + msg[graphs.end() :] if graphs else msg
+        out += [(k, float(v)) for k, v in _TIMINGS.findall(flat)][:32]
         if graphs:
-            out.append(("cuda_graph_total", round(sum(float(v) for _, v in _TIMINGS.findall(graphs.group(1))), 3)))
+            each = [(k, float(v)) for k, v in _TIMINGS.findall(graphs.group(1))][:16]
+            out += [(f"cuda_graph.{k}", v) for k, v in each]
+            out.append(("cuda_graph_total", round(sum(v for _, v in each), 3)))
     elif kind in ("init_end", "mem_baseline", "load_begin", "mem_pool_end"):
         out += _memory(msg)
     return tuple(out)

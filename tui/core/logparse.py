@@ -18,6 +18,7 @@ from tui.core.events import (
     JitHint,
     LaunchStarted,
     Milestone,
+    ProbeLogged,
     RankSeen,
     ServerArgs,
     SpeculativeHint,
@@ -26,6 +27,7 @@ from tui.core.events import (
 from tui.core.launchkey import args_hash
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
+from tui.core.logcommand import LAUNCH_COMMAND, command_sizes
 from tui.core.logenvelope import LogClock, split_envelope, torch_rank
 from tui.core.logfailures import (
     exception_failure,
@@ -47,7 +49,7 @@ from tui.core.logmilestones import (
     uvicorn,
 )
 from tui.core.logshapes import nccl_ranks
-from tui.core.probes import is_probe_access, is_probe_prefill
+from tui.core.probes import PROBE_QUERY, is_probe_access, is_probe_prefill, probe_access
 from tui.core.ranklabels import tp_index
 from tui.core.vocab import BarName, MilestoneKind
 
@@ -63,7 +65,7 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
 # Cheap substrings that a failure line must contain before the failure regexes run.
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
                   "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed", "[Errno",
-                  "gated", "restricted", "Not Found for url")  # fmt: skip
+                  "gated", "restricted", "Not Found for url", " hit a", "oom", "OOM")  # fmt: skip
 _NONZERO = re.compile(r"[1-9]")
 # A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
 _DRAFT_FRAME = re.compile(
@@ -79,7 +81,16 @@ _HEALTH_PATHS = frozenset(("/health", "/health_generate"))
 # `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
 _PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
 _PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
+# How many lines above a traceback's end an `NCCL WARN` still names its cause (a traceback of a dozen frames, the
+# ranks' interleaved lines).
+_NCCL_WARN_REACH = 80
+_WORDED = (("worded", True),)  # tui.core.logshapes: a kv_profile line read by its words
+# A launch script's own print of the engine's arguments (`options={'model_path': …, 'tp_size': 2, …}`,
+# `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
+_ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
 _SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
+
+_PROBE_MARK = ("?" + PROBE_QUERY).encode()
 
 
 class LogParser:
@@ -125,6 +136,11 @@ class LogParser:
         self._http_seen = False  # an access line outside the warmup was reported (HTTP is up)
         self._health_seen = False  # …and one of a /health 200 (the server answered it up)
         self._nccl_max = 0  # the largest NCCL communicator reported (0: no NCCL INFO line yet)
+        # the last `NCCL WARN` line (line, rank, at, the parser's line number then)
+        self._nccl_warn: tuple[str, str | None, str | None, int] | None = None
+        self._lines = 0  # lines read (the parser's, not the file's): how far above a traceback a WARN was
+        self._started = False  # an event other than the launch's arguments was reported
+        self._command: list[str] | None = None  # a launch command's lines so far (continued with `\\`)
         self._custom_group = False  # `init custom process group` (RLHF weight sync): its communicators are not TP's
 
     # ------------------------------------------------------------------------------------------ API
@@ -151,8 +167,12 @@ class LogParser:
         if tail:
             self._slow(tail + "\n")
         head = self._tb_head
-        cut = self._in_traceback and not self._tb_benign and not self._tb_reported and head is not None
-        if cut and head is not None and not (self._ready and not self._tb_ready):  # ready after it: not fatal
+        open_tb = self._in_traceback and not self._tb_benign and not (self._ready and not self._tb_ready)
+        warned = self._warned_nccl() if open_tb else None
+        if warned is not None:  # the traceback's end is cut off: an NCCL WARN shortly above it names the cause
+            self._in_traceback = False
+            self._emit(warned)
+        elif open_tb and not self._tb_reported and head is not None:  # ready after it: not fatal (open_tb)
             # The input ends inside a traceback whose exception line is cut off: it still says something failed.
             self._in_traceback = False
             self._emit(Failure("exception", head, False, self._tb_rank, self._tb_at, self._t(self._tb_at)))
@@ -184,8 +204,8 @@ class LogParser:
         hinted, warm = self._hint_level >= 1, self._warm  # refreshed after any line that may change them
         known, health_known = self._access_known()
         for line in lines:
-            if b"Decode batch" in line:
-                if not hinted and b"accept len" in line:
+            if b"Decode batch" in line or (b"gen throughput" in line and b"#running-req" in line):
+                if not hinted and (b"accept len" in line or b"accept rate" in line):
                     self._run.add_block(decode, n_decode, prefill, n_prefill, decode_last)
                     decode, prefill, n_decode, n_prefill = None, None, 0, 0
                     self._piece(line.decode("utf-8", "replace"))
@@ -202,7 +222,12 @@ class LogParser:
                 n_prefill += 1
                 decode_last = False
             elif (
-                not warm and known and b"HTTP/1." in line and b'" ' in line and (health_known or b"/health" not in line)
+                not warm
+                and known
+                and b"HTTP/1." in line
+                and b'" ' in line
+                and (health_known or b"/health" not in line)
+                and _PROBE_MARK not in line  # our own request: the log shows it reached this server (ProbeLogged)
             ):
                 continue  # an access line that says nothing new
             elif line:
@@ -227,6 +252,8 @@ class LogParser:
             self._out += self._run.drain(self._clock)
         if isinstance(event, Failure):
             self._failed = True
+        if not isinstance(event, ServerArgs):
+            self._started = True
         self._out.append(event)
 
     def _t(self, at: str | None) -> float | None:
@@ -236,8 +263,8 @@ class LogParser:
 
     def _piece(self, text: str) -> None:
         """One line (or tqdm frame) of text."""
-        if "Decode batch" in text:
-            if self._hint_level < 1 and "accept len" in text:
+        if "Decode batch" in text or ("gen throughput" in text and "#running-req" in text):  # 0.1: no stage word
+            if self._hint_level < 1 and ("accept len" in text or "accept rate" in text):  # a clipped line: rate only
                 env = split_envelope(strip_ansi(text))
                 self._hint(None, env.line, env.at)
             self._run.add("decode", text)
@@ -246,14 +273,19 @@ class LogParser:
             if not is_probe_prefill(text):
                 self._run.add("prefill", text)
             return
-        if (
-            "HTTP/1." in text
-            and '" ' in text
-            and (is_probe_access(text) or (not self._warm and self._access_said(text)))
-        ):
-            return  # one of sglang-tui's own probes, or an access line outside the warmup that says nothing new
+        if "HTTP/1." in text and '" ' in text and is_probe_access(text):
+            ours = probe_access(text)  # one of sglang-tui's own probes: the log shows it reached this server
+            if ours is not None:
+                self._emit(ProbeLogged(*ours))
+            return
+        if "HTTP/1." in text and '" ' in text and not self._warm and self._access_said(text):
+            return  # an access line outside the warmup that says nothing new
+        if self._command is not None:
+            self._command_line(text)
+            return
         env = split_envelope(text)
         msg = env.msg
+        self._lines += 1
         if not msg or msg.isspace():
             if env.level in ("ERROR", "CRITICAL"):  # an ERROR line cut off before its message still says it failed
                 self._emit(Failure("other", env.line, False, env.rank, env.at, self._t(env.at)))
@@ -295,15 +327,28 @@ class LogParser:
         if msg.startswith("server_args="):
             self._server_args(msg, env.at)
             return
+        if ("sglang" in msg and not self._server_args_seen and not self._started and env.at is None
+                and (launch := LAUNCH_COMMAND.search(msg)) is not None):  # fmt: skip
+            self._command = []
+            self._command_line(msg[launch.start() :])
+            return
+        if "model_path" in msg[:80] and not self._server_args_seen and not self._started and _ARGS_PRINT.match(msg):
+            self._args_print(msg, env.at)
+            return
         if msg.startswith("sglang version"):
             self._version = sglang_version(msg) or self._version
             return
         if "NCCL INFO" in msg:
             self._nccl_info(msg, env.line, env.at)
             return
+        if "NCCL WARN" in msg:  # a cause only if a traceback follows (NCCL warns of much it gets past)
+            self._nccl_warn = (env.line, env.rank, env.at, self._lines)
+            return
         if msg.startswith("init custom process group"):
             self._custom_group = True  # a weight-sync group with a trainer: its nranks say nothing of TP
         found = milestone(msg)
+        if found is not None and found[1] == _WORDED and not self._kv_sizing_fits(env.rank):
+            found = None
         if found is not None:
             if found[0] == "request_log":  # one says HTTP is up; `--log-requests` writes one per request
                 if self._warm or self._access_known()[0]:
@@ -372,6 +417,15 @@ class LogParser:
         self._nccl_max = max(self._nccl_max, n or 0) or -1  # -1: a line seen, no size yet
         self._milestone("dist_init", (("nranks", n),) if n is not None else (), None, line, at)
 
+    def _warned_nccl(self) -> Failure | None:
+        """An `NCCL WARN` line shortly above a traceback whose own last line names no cause (a generic
+        `RuntimeError`, a socket error, a cut traceback): the WARN names it (nccl)."""
+        warn = self._nccl_warn
+        if warn is None or self._lines - warn[3] > _NCCL_WARN_REACH:
+            return None
+        line, rank, at, _ = warn
+        return Failure("nccl", line, True, rank or self._tb_rank, at, self._t(at))
+
     def _open_traceback(self, line: str, rank: str | None, at: str | None) -> None:
         self._in_traceback, self._tb_rank, self._tb_benign = True, rank, False
         self._tb_head, self._tb_reported, self._tb_at, self._tb_ready = line, False, at, self._ready
@@ -412,7 +466,8 @@ class LogParser:
             return True
         kind, root = exception_failure(msg)
         self._tb_reported = True
-        self._emit(Failure(kind, line, root, self._tb_rank))
+        warned = self._warned_nccl() if kind == "exception" else None
+        self._emit(warned or Failure(kind, line, root, self._tb_rank))
         found = milestone(msg.partition(": ")[2])
         if found is not None and found[0] in ("load_straggler", "unbalanced_memory"):
             self._milestone(found[0], found[1], self._tb_rank, line, None)
@@ -450,6 +505,48 @@ class LogParser:
                 quantization=server_arg(msg, "quantization"),
                 args_hash=args_hash(msg),
                 version=self._version,
+            )
+        )
+
+    def _kv_sizing_fits(self, rank: str | None) -> bool:
+        """A KV sizing line known only by its words (`… memory calculation …`) is the KV cache phase where a rank
+        printed it, the weights were loading, or the window starts mid-run; a main-process line of that wording
+        before any weight (server_args' resolution of memory settings) is not."""
+        return (
+            rank is not None
+            or not self._server_args_seen
+            or any(k[0] in ("load_begin", "load_end") for k in self._cycles)
+        )
+
+    def _command_line(self, text: str) -> None:
+        """A line of a launch command pasted or echoed into the log (`python -m sglang.launch_server … \\`,
+        `sglang serve …`): the sizes its options state, once the command ends (its last line has no `\\`)."""
+        assert self._command is not None
+        body = text.rstrip()
+        self._command.append(body.rstrip("\\"))
+        if body.endswith("\\") and len(self._command) < 200:
+            return
+        command, self._command = " ".join(self._command), None
+        sizes = command_sizes(command)
+        if sizes is not None:
+            self._emit(sizes)
+
+    def _args_print(self, msg: str, at: str | None) -> None:
+        """A script's print of the engine's arguments, before SGLang's own `server_args=` (an offline Engine prints
+        none): the sizes it states, not a launch (a `server_args=` after it is the same launch)."""
+        algorithm = server_arg(msg, "speculative_algorithm")
+        self._emit(
+            ServerArgs(
+                model=server_arg(msg, "model_path"),
+                tp_size=server_arg_int(msg, "tp_size"),
+                dp_size=server_arg_int(msg, "dp_size"),
+                pp_size=server_arg_int(msg, "pp_size"),
+                speculative=algorithm.upper() if algorithm else None,
+                at=at,
+                t=self._t(at),
+                ep_size=server_arg_int(msg, "ep_size"),
+                nnodes=server_arg_int(msg, "nnodes"),
+                stated_only=True,
             )
         )
 

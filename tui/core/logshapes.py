@@ -31,7 +31,8 @@ Lines that place a window of the log (one that starts mid-run) in a phase, read 
   (custom_all_reduce_utils.py), `Custom allreduce is disabled …` / `Setup Custom allreduce failed …`
   (custom_all_reduce.py; field spans_nodes when `this process group spans across nodes`: the TP group spans nodes).
 - load_step: `Using model weights format […]`, `Loading|Loaded weights from remote storage` (weight_utils.py,
-  loader.py): the weights are loading.
+  loader.py), ModelExpress's `RDMA transfer complete: 2944 tensors, 165.72 GB, 6.064s, 218.6 Gbps` (2026; a load
+  with no shard bar): the weights are loading.
 - kernel_autotune: `Running FlashInfer autotune …` / `FlashInfer autotune completed.` (runner/flashinfer_autotune.py,
   0.5.x): after the KV cache, before capture.
 - graph_step: `Capture cuda graph bs […]` (cuda_graph_runner.py ≤ 0.5.9) and `Registering N cuda graph addresses`
@@ -66,7 +67,19 @@ _WARMUP_NAME = re.compile(r"Running warmup (\S+)", re.ASCII)
 _EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
 # Lines between the weights and the KV pool: the KV budget is being profiled and the pools allocated.
 _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
-               "Use Sliding window memory pool", "SWA ring:")  # fmt: skip
+               "Use Sliding window memory pool", "SWA ring:", "Tree cache initialized",
+               "Max concurrent requests (per dp worker) from the finalized token capacity")  # fmt: skip
+# Newer KV sizing lines whose wording varies by model (DeepSeek-V4's pools, hybrid SWA/SSM models): a pool being
+# built (`Initialize DeepSeekV4TokenToKVPool with max_num_reqs=256 swa_size=…`), the memory calculation behind the
+# KV budget (`DeepSeekV4 memory calculation: …`, `KV cache memory calculation …`), the hybrid split
+# (`Hybrid KV cache: full=… swa=…`, `Mamba state size: …`).
+_KV_SIZING = re.compile(
+    r"Initiali[sz](?:e|ing) \w*(?:KV|Kv|Token|Mamba|SWA|Swa|State|Cache)\w*Pool\b"
+    r"|^[\w./ -]{0,40}\b(?:[Mm]emory|KV|kv) (?:[Cc]alculation|[Cc]alc|[Bb]udget|sizing)\b"
+    r"|^(?:Hybrid|hybrid) (?:KV|kv|SWA|swa|SSM|ssm|[Mm]amba|linear)\b[^:]{0,40}(?:cache|pool|size|memory|ratio)"
+    r"|^(?:[Mm]amba|SSM|ssm) (?:state|cache|pool)s? (?:size|memory|is allocated)",
+    re.ASCII,
+)
 _LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
 # Lines of the distributed set-up (communicators, custom all-reduce): the ranks are initialising.
 _DIST_STEPS = ("Found nccl from", "reading GPU P2P access cache", "generating GPU P2P access cache",
@@ -77,6 +90,8 @@ _LOAD_STEPS = (
     "Using model weights format",
     "Loading weights from remote storage",
     "Loaded weights from remote storage",
+    "RDMA transfer complete",  # ModelExpress peer-to-peer load (sglang#24723): no shard bar at all
+    "[ModelExpress]",
 )
 _NRANKS = re.compile(r"\bn[Rr]anks (\d{1,6})\b", re.ASCII)
 
@@ -109,7 +124,10 @@ def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
         m = _LAUNCH_DP.match(msg)
         return "dist_init", (("dp_rank", int(m.group(1))), ("gpu", int(m.group(2)))) if m else ()
     if "is larger than the profiled value" in msg or msg.startswith(_KV_PROFILE) or "of the KV budget" in msg:
-        return "kv_profile", ()
+        return "kv_profile", _tree_cache(msg)
+    if ("ool" in msg or "alc" in msg or "udget" in msg or "izing" in msg or "ybrid" in msg or "state" in msg
+            or "ache" in msg) and _KV_SIZING.search(msg):  # fmt: skip
+        return "kv_profile", (("worded", True),)  # read by its words, not a known line: the parser weighs it
     if msg.startswith("Found local HF snapshot for"):
         return "hf_snapshot", (("local", True),)
     if msg.startswith(("Local snapshot incomplete for", "Local HF snapshot at")) and "download" in msg:
@@ -136,6 +154,18 @@ def _steps(msg: str) -> tuple[MilestoneKind, Fields] | None:
     return None
 
 
+def _tree_cache(msg: str) -> Fields:
+    """`Tree cache initialized: source=default impl=UnifiedRadixCache hybrid_swa=True …` (2026): the prefix cache,
+    built right after the KV pool; its implementation is a field."""
+    if not msg.startswith("Tree cache initialized"):
+        return ()
+    m = _TREE_IMPL.search(msg)
+    return (("tree_cache", m.group(1)),) if m else ()
+
+
+_TREE_IMPL = re.compile(r"\bimpl=(\w+)", re.ASCII)
+
+
 def nccl_ranks(msg: str) -> int | None:
     """The size of the communicator an NCCL INFO line names (`comm 0x… rank 3 nranks 16 cudaDev 3 … - Init
     COMPLETE`, `comm 0x… rank 0 nRanks 16 nNodes 2 localRanks 8 …`; NCCL's init.cc), else None."""
@@ -156,6 +186,8 @@ def _bracketed(msg: str) -> tuple[MilestoneKind, Fields] | None:
         return None
     if msg.startswith(("[WeightCacheDaemon", "[IpcModelLoader]")):
         return _daemons(msg)
+    if msg.startswith("[ModelExpress]"):
+        return "load_step", ()
     return None
 
 

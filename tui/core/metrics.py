@@ -8,7 +8,8 @@ no GPU reading) is left out rather than written as 0 or NaN, as `wait --json` wr
 documents each family (tests/test_metrics.py checks it against FAMILIES).
 
 Pure: the states and the clock in, text out. Every fact is read from the state or decided by its own module
-(the ETA by tui.core.eta, the stall budget by tui.core.stall, the verdict by the phase), so `export` says what
+(the ETA by tui.core.eta, the stall budget by tui.core.stall, the verdict by tui.core.verdict, freshness by
+tui.core.freshness), so `export` says what
 `wait`, the TUI and `probe` say.
 """
 
@@ -19,9 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tui.core.eta import STARTUP_PHASES, estimate
+from tui.core.freshness import is_lost, last_seen_s
 from tui.core.stall import limit_for
 from tui.core.state import PHASE_ORDER, Phase, Readiness
 from tui.core.timeline import span_duration
+from tui.core.verdict import decide
 from tui.core.vocab import ERROR_KINDS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -38,7 +41,9 @@ class Family:
 FAMILIES: tuple[Family, ...] = (
     Family("sglang_tui_phase", "1 for the startup phase the server is in, 0 for the others", ("phase",)),
     Family("sglang_tui_phase_elapsed_seconds", "Seconds since the current phase began"),
-    Family("sglang_tui_ready", "1 when the verdict is ready or serving (this server's /health 200)"),
+    Family(
+        "sglang_tui_ready", "1 when the verdict is ready or serving (this server's /health 200, its host reachable)"
+    ),
     Family("sglang_tui_ready_in_seconds", "ETA to ready (history and live progress); absent when not known"),
     Family("sglang_tui_phase_left_seconds", "Seconds the current phase has left; absent when not known"),
     Family("sglang_tui_stalled", "1 when no signal has progressed for longer than the phase allows"),
@@ -48,8 +53,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("sglang_tui_weight_shards_loaded", "Weight shards loaded (the main model's bar)"),
     Family("sglang_tui_weight_shards", "Weight shards of the main model"),
     Family("sglang_tui_gpu_memory_used_bytes", "GPU memory used, per GPU, with the rank on it", ("gpu", "rank")),
-    Family("sglang_tui_health_ok", "1 when the last /health probe answered 200"),
+    Family("sglang_tui_health_ok", "1 when the last /health probe answered 200 (0 while the host is lost)"),
     Family("sglang_tui_connected", "1 while the host is connected"),
+    Family("sglang_tui_up", "1 while the server's facts are fresh (its host answers), 0 while it cannot be reached"),
+    Family("sglang_tui_last_seen_seconds", "Seconds since the host last answered, while it cannot be reached"),
     Family("sglang_tui_startup_phase_seconds", "Seconds each finished phase of the current launch took", ("phase",)),
     Family("sglang_tui_startup_seconds", "Seconds from the launch's first phase to ready (once ready)"),
     Family("sglang_tui_usual_phase_seconds", "Median seconds of each phase over the earlier launches", ("phase",)),
@@ -97,7 +104,7 @@ def series(s: Readiness, now: float) -> Iterable[Sample]:
         yield "sglang_tui_phase", {"phase": phase.value}, float(s.phase is phase)
     if s.phase_since:
         yield "sglang_tui_phase_elapsed_seconds", {}, max(0.0, now - s.phase_since)
-    yield "sglang_tui_ready", {}, float(s.phase in (Phase.READY, Phase.SERVING))
+    yield "sglang_tui_ready", {}, float(decide(s).kind in ("ready", "serving"))  # a lost host is not ready
     eta = estimate(s, now)
     if eta.ready_in_s is not None:
         yield "sglang_tui_ready_in_seconds", {}, eta.ready_in_s
@@ -117,8 +124,12 @@ def series(s: Readiness, now: float) -> Iterable[Sample]:
         yield "sglang_tui_weight_shards", {}, float(s.shards.total)
     yield from _gpu_series(s)
     if s.health_probed is not False and s.health_checked_at:
-        yield "sglang_tui_health_ok", {}, float(s.health_ready)
+        yield "sglang_tui_health_ok", {}, float(s.health_ready and not is_lost(s))  # a 200 from before it was lost
     yield "sglang_tui_connected", {}, float(s.connection == "connected")
+    yield "sglang_tui_up", {}, float(not is_lost(s) and s.connection == "connected")
+    seen = last_seen_s(s, now)
+    if seen is not None:
+        yield "sglang_tui_last_seen_seconds", {}, seen
     yield from _startup_series(s)
     yield from _usual_series(s, now)
     info = s.server

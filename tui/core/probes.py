@@ -9,6 +9,8 @@ load balancer's), never a user's request, and no decode line follows it (one tok
 
 from __future__ import annotations
 
+import re
+
 PROBE_QUERY = "from=sglang-tui"
 _ACCESS_MARK = "?" + PROBE_QUERY
 _PREFILL_MARKS = ("#new-seq: 1, #new-token: 1, #cached-token: 0,", "#running-req: 0,")
@@ -23,6 +25,15 @@ def probe_path(endpoint: str) -> str:
 def is_probe_access(line: str) -> bool:
     """An access line of one of the tool's own requests."""
     return _ACCESS_MARK in line and "HTTP/" in line
+
+
+_ACCESS = re.compile(r'"[A-Z]+ (/[^ ?"]*)\?[^ "]*' + re.escape(PROBE_QUERY) + r'[^ "]* HTTP/[0-9.]+" (\d{3})')
+
+
+def probe_access(line: str) -> tuple[str, int] | None:
+    """(endpoint, status) of an access line of one of the tool's own requests, else None."""
+    found = _ACCESS.search(line)
+    return (found.group(1), int(found.group(2))) if found else None
 
 
 def is_probe_prefill(line: str | bytes) -> bool:

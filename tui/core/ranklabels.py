@@ -70,3 +70,19 @@ def ranks_span(names: tuple[str, ...] | list[str]) -> str:
         parts.append(f"TP{plain[i]}" if i == j else f"TP{plain[i]}–{plain[j]}")
         i = j + 1
     return ", ".join(parts + other)
+
+
+def tp_floor(seen: tuple[int, ...]) -> str | None:
+    """The TP size's lower bound that rank tags give where no line states the size: (0, …, 15) -> "tp ≥ 16: ranks
+    TP0–TP15 seen". None for no tag or TP0 alone (that says TP > 1, no bound worth saying)."""
+    if not seen or seen[-1] < 1:
+        return None
+    runs: list[str] = []
+    i = 0
+    while i < len(seen):
+        j = i
+        while j + 1 < len(seen) and seen[j + 1] == seen[j] + 1:
+            j += 1
+        runs.append(f"TP{seen[i]}" if i == j else f"TP{seen[i]}–TP{seen[j]}")
+        i = j + 1
+    return f"tp ≥ {seen[-1] + 1}: {'rank' if len(seen) == 1 else 'ranks'} {', '.join(runs)} seen"

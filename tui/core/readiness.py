@@ -23,11 +23,13 @@ from tui.core.events import (
     JitHint,
     LaunchStarted,
     LogActivity,
+    LogClues,
     LogFile,
     LogLook,
     LogReset,
     Milestone,
     PortOwner,
+    ProbeLogged,
     RankSeen,
     ServerArgs,
     ServerInfoAnswer,
@@ -65,12 +67,14 @@ from tui.core.fold_sources import (
     on_log_file,
     on_log_look,
     on_port_owner,
+    on_probe_logged,
     on_process,
     on_server_info,
     on_source_failed,
     on_tick,
 )
 from tui.core.fold_window import note_mid_run
+from tui.core.remedy_clues import on_log_clues
 from tui.core.stall import stall_for
 from tui.core.state import (
     Readiness,
@@ -115,6 +119,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_milestone(s, ev, now)
         case Tick():
             return on_tick(s, ev, now)
+        case ProbeLogged():
+            return on_probe_logged(s, ev, now)
         case GpuSnapshot():
             return on_gpus(s, ev, now)
         case HostActivity():
@@ -153,6 +159,8 @@ def _fold(s: Readiness, ev: Event, now: float) -> Readiness:
             return on_source_failed(s, ev, now)
         case WeightFiles():
             return on_weight_files(s, ev, now)
+        case LogClues():
+            return on_log_clues(s, ev, now)
 
 
 def _finish(s: Readiness, now: float) -> Readiness:

@@ -6,6 +6,8 @@ from tui.core import deployment as dm
 from tui.core import fmt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
+from tui.core.ranklabels import tp_floor
+from tui.core.remedy import remedy, remedy_json
 from tui.core.stall import stall_json
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.core.timeline import span_duration
@@ -26,7 +28,11 @@ def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
         "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards is not None else None,
         "tp_size": s.server.tp_size,
         "speculative": s.server.speculative,
-        "error": {"kind": s.error.kind, "line": s.error.line.rstrip()} if s.error is not None else None,
+        "error": (
+            {"kind": s.error.kind, "line": s.error.line.rstrip(), "remedy": remedy_json(s)}
+            if s.error is not None
+            else None
+        ),
         "decode": (
             {"accept_len": s.decode.accept_len, "gen_throughput": s.decode.gen_throughput}
             if s.decode is not None
@@ -103,7 +109,8 @@ def format_report(state: Readiness) -> str:
     facts = []
     if s.server.model:
         facts.append(f"model {s.server.model}")
-    facts.append(f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
+    floor = tp_floor(s.tp_ranks_seen) if s.server.tp_size is None else None
+    facts.append(floor if floor is not None else f"tp {s.server.tp_size if s.server.tp_size is not None else '?'}")
     if s.tp_inferred and s.server.tp_size is not None:
         facts[-1] += f" ({s.tp_inferred})"
     if s.server.speculative:
@@ -124,6 +131,7 @@ def format_report(state: Readiness) -> str:
             cause = "(root cause)" if s.error.root_cause else "(a failure marker: no root-cause line in the log)"
             lines.append(f"cause: {s.error.kind} {cause}")
             lines.append(f"line:  {s.error.line.rstrip()}")
+            lines.extend(remedy_lines(s))
         else:
             lines.append("cause: unknown (no failure line in the log)")
     if s.ranks:
@@ -135,6 +143,22 @@ def format_report(state: Readiness) -> str:
                 f"  used {fmt.gib(r.mem_usage_gb):>10}{gpu}"
             )
     return "\n".join(lines)
+
+
+def remedy_lines(state: Readiness) -> list[str]:
+    """The report's remedy: what to change, where it comes from, and the launch command with it (when known)."""
+    found = remedy(state)
+    if found is None:
+        return ["remedy: none known for this failure"] if state.phase is Phase.FAILED and state.error else []
+    lines = [f"remedy: {found.text}"]
+    if found.changes:
+        lines.append("change: " + ", ".join(
+            f"{c.flag} {c.value}" + (f" (was {c.was})" if c.was is not None else "") for c in found.changes
+        ))  # fmt: skip
+    lines.append(f"from:  {'SGLang, in the log' if found.source == 'log' else 'the known-causes table'} ({found.ref})")
+    if found.command:
+        lines.append(f"run:   {found.command}")
+    return lines
 
 
 def members_json(dep: dm.Deployment) -> list[dict[str, object]]:

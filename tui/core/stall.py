@@ -129,10 +129,23 @@ def stall_for(state: Readiness, now: float) -> StallInfo | None:
     if now - since <= limit:
         return None
     detail = f"last progress: {state.last_progress}" if state.last_progress else "no signal has moved yet"
+    hang = known_hang(state)
+    if hang is not None:
+        detail += f"; {hang}"
     previous = state.stall
     if previous is not None and previous.since == since and previous.limit_s == limit and previous.detail == detail:
         return previous  # unchanged: equal states let views skip a redraw
     return StallInfo(since=since, limit_s=limit, detail=detail)
+
+
+def known_hang(state: Readiness) -> str | None:
+    """A stall right after a line that a known hang follows: the hang's name. Silence after `Registering N cuda graph
+    addresses` (custom all-reduce registering the captured graphs' buffers) is FlashInfer's MLA hang
+    (flashinfer-ai/flashinfer#825)."""
+    m = state.latest_milestone
+    if m is not None and m.kind == "graph_step" and "cuda graph addresses" in m.line and "Registering" in m.line:
+        return "silent right after `Registering … cuda graph addresses`: the known FlashInfer MLA hang (flashinfer#825)"
+    return None
 
 
 def describe(stall: StallInfo, phase_name: str, now: float) -> str:

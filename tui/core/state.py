@@ -15,10 +15,18 @@ from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
 from tui.core.activity import ActivityState
 from tui.core.clockmap import ClockMap
-from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogFile, Milestone, PortOwner
+from tui.core.events import ControlResult, GpuSnapshot, HealthResult, LogClues, LogFile, Milestone, PortOwner
 from tui.core.past import Past
 from tui.core.stacks import ProcessStack
-from tui.core.vocab import CaptureBar, ConnectionStatus, ControlAction, ErrorKind, ServerInfoOutcome, StoppedBy
+from tui.core.vocab import (
+    CaptureBar,
+    ConnectionStatus,
+    ControlAction,
+    ErrorKind,
+    LostBy,
+    ServerInfoOutcome,
+    StoppedBy,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from 3.11
@@ -239,6 +247,7 @@ class LogFacts:
     decode_history: tuple[tuple[float, float | None, float | None], ...] = ()  # (t, gen tput, accept_len), bounded
     prefill_lines: int = 0  # prefill lines seen while no phase was in view (one alone may be the warmup's)
     log_health: Milestone | None = None  # an access line of a /health 200 with no launch in view (the server is up)
+    clues: LogClues | None = None  # what a remedy reads in the log (tui/core/remedy.py)
 
 
 @dataclass(frozen=True)
@@ -299,6 +308,7 @@ class HealthFacts:
         None  # the outcome of the one /server_info read (ok, http_error, …); None: none yet
     )
     startup_time: tuple[tuple[str, float], ...] = ()  # /server_info's `startup_time` (0.5.23), read once
+    probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
 @dataclass(frozen=True)
@@ -318,6 +328,10 @@ class LinkFacts:
     connection_detail: str = ""
     connection_since: float | None = None
     source_failures: tuple[tuple[str, str, float], ...] = ()  # (source, message, clock time): latest per source
+    # Freshness (tui/core/freshness.py): while the host cannot be reached, or its process watch has gone quiet
+    # past its cadence, lost_at is when it was last heard from and lost_by says which ("link" | "watch").
+    lost_at: float | None = None
+    lost_by: LostBy = ""
 
 
 @dataclass(frozen=True)
@@ -375,6 +389,8 @@ class WatchSetup:
     # a process watch runs (wait, the TUI). The log's fired up then vouches for a /health 200 only once the watch
     # found the log's server alive (when it can see it): a finished run's log vouches for nothing that answers now.
     process_watched: bool | None = None
+    # the command the watcher launches the server with (--launch): a remedy's `command` is it with the changes
+    launch_command: str | None = None
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
@@ -422,6 +438,7 @@ class Readiness:
     decode_history = Fact[tuple[tuple[float, float | None, float | None], ...]]("logged")
     prefill_lines = Fact[int]("logged")
     log_health = Fact[Milestone | None]("logged")
+    clues = Fact[LogClues | None]("logged")
 
     jit_kernels = Fact[int]("shape")
     jit_active = Fact[bool]("shape")
@@ -460,6 +477,7 @@ class Readiness:
     health_ok_since = Fact[float | None]("probes")
     server_info = Fact[ServerInfoOutcome | None]("probes")
     startup_time = Fact[tuple[tuple[str, float], ...]]("probes")
+    probe_logged_at = Fact[float | None]("probes")
 
     gpus = Fact[GpuSnapshot | None]("gpu")
     gpus_at = Fact[float | None]("gpu")
@@ -471,6 +489,8 @@ class Readiness:
     connection_detail = Fact[str]("link")
     connection_since = Fact[float | None]("link")
     source_failures = Fact[tuple[tuple[str, str, float], ...]]("link")
+    lost_at = Fact[float | None]("link")
+    lost_by = Fact[LostBy]("link")
 
     process_alive = Fact[bool | None]("proc")
     process_pids = Fact[tuple[int, ...]]("proc")
@@ -506,6 +526,7 @@ class Readiness:
     health_port = Fact[int | None]("setup")
     log_watched = Fact[bool | None]("setup")
     process_watched = Fact[bool | None]("setup")
+    launch_command = Fact[str | None]("setup")
     past = Fact[Past | None]("setup")
 
     @classmethod
@@ -582,6 +603,7 @@ class Facts(TypedDict, total=False):
     decode_history: tuple[tuple[float, float | None, float | None], ...]
     prefill_lines: int
     log_health: Milestone | None
+    clues: LogClues | None
 
     jit_kernels: int
     jit_active: bool
@@ -620,6 +642,7 @@ class Facts(TypedDict, total=False):
     health_ok_since: float | None
     server_info: ServerInfoOutcome | None
     startup_time: tuple[tuple[str, float], ...]
+    probe_logged_at: float | None
 
     gpus: GpuSnapshot | None
     gpus_at: float | None
@@ -631,6 +654,8 @@ class Facts(TypedDict, total=False):
     connection_detail: str
     connection_since: float | None
     source_failures: tuple[tuple[str, str, float], ...]
+    lost_at: float | None
+    lost_by: LostBy
 
     process_alive: bool | None
     process_pids: tuple[int, ...]
@@ -666,6 +691,7 @@ class Facts(TypedDict, total=False):
     health_port: int | None
     log_watched: bool | None
     process_watched: bool | None
+    launch_command: str | None
     past: Past | None
 
 

@@ -88,11 +88,9 @@ class Verdict:
 
 
 def decide(state: Readiness) -> Verdict:
-    """The verdict of a state: ready/serving, failed or stopped (who, which action), cannot connect (the link
-    gave up), stalled, bad arguments (a directory as the log: it never becomes one), else starting in its phase."""
+    """The verdict of a state: failed or stopped (who, which action), cannot connect (the link gave up, or a
+    ready server's host is lost: tui.core.freshness), ready/serving, stalled, bad arguments (a directory as the log: it never becomes one), else starting in its phase."""
     phase = state.phase
-    if phase in READY_PHASES:
-        return Verdict("serving" if phase is Phase.SERVING else "ready", phase)
     if phase is Phase.FAILED:
         error = state.error
         where = failed_phase(state)
@@ -100,8 +98,12 @@ def decide(state: Readiness) -> Verdict:
             action = stop_action(state) if error.stopped_by == "sglang-tui" else None
             return Verdict("stopped", where, error, action)
         return Verdict("failed", where, error)
-    if state.connection == "failed":
+    if state.connection == "failed" or (phase in READY_PHASES and state.lost_at is not None):
+        # freshness (tui.core.freshness): what a look that cannot reach the host would say is not known, so a
+        # lost host is never ready; a startup keeps its verdict through a reconnect (the wait rides it out)
         return Verdict("cannot_connect", phase, detail=state.connection_detail)
+    if phase in READY_PHASES:
+        return Verdict("serving" if phase is Phase.SERVING else "ready", phase)
     if state.stall is not None:
         return Verdict("stalled", phase, stall=state.stall)
     if state.log_file is not None and state.log_file.status == "directory":

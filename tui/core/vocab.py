@@ -19,6 +19,8 @@ MilestoneKind = Literal[
     "request_log",
 ]  # fmt: skip
 ConnectionStatus = Literal["connecting", "connected", "reconnecting", "failed"]
+# why a server's facts are not fresh (tui/core/freshness.py): "" fresh, the link lost, the process watch quiet
+LostBy = Literal["", "link", "watch"]
 # what one HTTP probe got: 200 (ok), 503 (starting), another status (http_error), a 2xx with the wrong body
 # (garbage), no listener (refused), no answer in time (timeout), anything else (error)
 HealthOutcome = Literal["ok", "starting", "http_error", "garbage", "refused", "timeout", "error"]

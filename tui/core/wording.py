@@ -29,6 +29,8 @@ from tui.core.explain import (
     tail_words,
     unseen_suffix,
 )
+from tui.core.failurenotes import kind_words_of, note_of
+from tui.core.freshness import lost_words
 from tui.core.names import kind_words, phase_words
 from tui.core.stall import describe
 from tui.core.state import Phase, Readiness
@@ -63,7 +65,7 @@ def line(v: Verdict, s: Readiness, now: float) -> str:
     if v.kind == "failed":
         return _failed_words(v, s)
     if v.kind == "cannot_connect":
-        return f"cannot connect: {v.detail}"
+        return lost_words(s, now) if s.lost_at is not None else f"cannot connect: {v.detail}"
     if v.kind == "bad_arguments" and s.log_file is not None:
         return f"{log_file_line(s.log_file)}; pass the log file inside it"
     return ended_line(v, s)
@@ -112,7 +114,9 @@ def _failed_words(v: Verdict, s: Readiness) -> str:
         if s.process_alive:
             return "failed: the server process exited; a new one runs, waiting for its launch in the log"
         return f"failed: {PROCESS_EXITED}, with no failure line in the log (a dead process, not a stall)"
-    return f"failed{_during(v.phase)} ({kind_words(error.kind)}): {error.line.strip()}"
+    kind = kind_words_of(error) or kind_words(error.kind)
+    note = note_of(error)
+    return f"failed{_during(v.phase)} ({kind}): {error.line.strip()}" + (f"; {note}" if note else "")
 
 
 def _during(phase: Phase | None) -> str:

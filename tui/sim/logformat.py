@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 V059 = "0.5.9"
 V0523 = "0.5.23"
-VERSIONS = (V059, V0523)
+VMAIN = "main"  # SGLang's main branch through 2026-10 (sglang-startup.md §12): 0.5.23's lines and the newest shapes
+VERSIONS = (V059, V0523, VMAIN)
 
 
 def stamp(t: float) -> str:
@@ -36,7 +37,8 @@ class LogFormat:
         if version not in VERSIONS:
             raise ValueError(f"unknown log format {version!r}: use one of {', '.join(VERSIONS)}")
         self.version = version
-        self.new = version == V0523
+        self.new = version in (V0523, VMAIN)
+        self.main = version == VMAIN
         self.tp = tp
 
     # ------------------------------------------------------------------------------------------ envelope
@@ -142,6 +144,29 @@ class LogFormat:
         bs = f"bs={list(sizes)}, " if role == "draft" else ""
         return f"Capture {role} {kind} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, {bs}avail mem={gb(avail)} GB"
 
+    def capture_steps(self, graph: str) -> int:
+        """main: a speculative draft graph is captured one step at a time, a begin line per step (2026 logs:
+        `Capture draft extend cuda graph begin (step 2)`); 1 elsewhere."""
+        return 3 if self.main and graph.startswith("draft") else 1
+
+    @staticmethod
+    def capture_step_begin(graph: str, step: int) -> str:
+        return f"Capture {graph.replace('_', ' ')} cuda graph begin (step {step})"
+
+    def tree_cache(self) -> str | None:
+        """main: the prefix cache, built right after the KV pool."""
+        if not self.main:
+            return None
+        return (
+            "Tree cache initialized: source=default impl=RadixCache hybrid_swa=False hybrid_ssm=False "
+            "hicache_attached=False streaming_wrapped=False"
+        )
+
+    def capture_stagger_s(self, rank: int) -> float:
+        """main: ranks end the regular capture at different times (sglang#20758): one rank's piecewise capture may
+        begin before another's regular capture ends."""
+        return 0.35 * rank if self.main else 0.0
+
     def capture_bs(self, sizes: Sequence[int]) -> str | None:
         return None if self.new else f"Capture cuda graph bs {list(sizes)}"
 
@@ -222,7 +247,9 @@ class LogFormat:
     def startup_timings(self, load: float, kv: float, sched: float, graphs: dict[str, float], tok: float) -> str | None:
         if not self.new:
             return None
-        names = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+        names: tuple[str, ...] = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+        if self.main and graphs.get("target_verify"):  # main: only the speculative graphs when they were captured
+            names = ("target_verify", "draft_decode", "draft_extend")
         cg = ", ".join(f"{n}={graphs.get(n, 0.0):.2f}" for n in names)
         return (
             f"Engine startup timings (s): load_weight={load:.2f}, kv_cache_allocation={kv:.2f}, "

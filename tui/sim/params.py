@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from tui.sim.logformat import VERSIONS
+from tui.sim.memory import MEM_FRACTION_STATIC
 
 FAULTS = (
     "oom-capture",
@@ -58,6 +59,9 @@ class SimParams:
     node_rank: int = 0
     dist_init_addr: str | None = None  # HOST:PORT node 0 listens on for the other nodes
     disaggregation_mode: str | None = None  # prefill | decode (PD disaggregation); None: a plain server
+    # SGLang's own options a remedy changes (tui/core/remedy.py): None is SGLang's default (0.87; 48 or 256)
+    mem_fraction_static: float | None = None
+    cuda_graph_max_bs: int | None = None
     bootstrap_port: int = 8998  # prefill: where decode servers fetch KV transfer info
 
     @property
@@ -156,3 +160,14 @@ def dist_addr(params: SimParams) -> tuple[str, int]:
     found = _host_port(params.dist_init_addr)
     assert found is not None
     return found
+
+
+def default_max_bs(p: SimParams) -> int:
+    return 48 if p.speculative else 256
+
+
+def capture_fits(p: SimParams) -> bool:
+    """The oom-capture fault's remedy was taken: less static memory than the default, or fewer capture batch sizes
+    (what SGLang's own `Possible solutions:` says), so the relaunch's capture fits."""
+    fraction = p.mem_fraction_static is not None and p.mem_fraction_static < MEM_FRACTION_STATIC
+    return fraction or (p.cuda_graph_max_bs is not None and p.cuda_graph_max_bs < default_max_bs(p))

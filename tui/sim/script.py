@@ -16,7 +16,7 @@ from tui.sim import faults, variation
 from tui.sim.bars import WEIGHTS_FORMAT, BarWriter, frame
 from tui.sim.logformat import LogFormat
 from tui.sim.memory import GRAPH_GIB, RankMemory, avail
-from tui.sim.params import SimParams
+from tui.sim.params import SimParams, capture_fits
 
 SPAWN_AT = 2.0  # server_args, then the schedulers are spawned
 INIT_AT = 9.0  # importing torch and sglang in a spawned child takes seconds
@@ -328,6 +328,8 @@ class RankScript:
         kv = self.mem.kv_draft if draft else self.mem.kv_target
         self._say(t, self.fmt.kv_alloc(self.mem.tokens, kv / 2, kv / 2), self.used + kv)
         self._say(t + 0.03, self.fmt.pool_end(avail(self.used)))
+        if not draft:
+            self._say(t + 0.05, self.fmt.tree_cache())
         self.timings["kv_cache_allocation"] = self.timings.get("kv_cache_allocation", 0.0) + 0.6
 
     def _capture(self, graph: str) -> None:
@@ -349,10 +351,14 @@ class RankScript:
             self._frame(start, writer, 0, n)
         order = list(reversed(sizes))
         t = start
+        steps = self.fmt.capture_steps(graph)
         for i, size in enumerate(order):
             mem = base + grow * i / n
             if self._capture_fault(graph, i, t, mem):
                 return
+            step = 1 + i * steps // n
+            if steps > 1 and logged and (i == 0 or step != 1 + (i - 1) * steps // n):
+                self._say(t, self.fmt.capture_step_begin(graph, step))
             desc = self.fmt.capture_bar_desc(graph, size, avail(mem))
             if self.rank == 0:
                 self._frame(t + 0.001, writer, i, n, desc)
@@ -371,7 +377,7 @@ class RankScript:
             if graph in ("target_verify", "target_decode"):
                 self._say(t + 0.2, self.fmt.registering())
         self._add(t + 0.01, action="barrier")  # capture runs collectives: no rank ends before rank 0's bar does
-        end = self._jitter(t + 0.3, 0.1)
+        end = self._jitter(t + 0.3, 0.1) + self.fmt.capture_stagger_s(self.rank)
         if logged:
             free = avail(self.used)
             self._say_elapsed(end, "capture", lambda elapsed: self.fmt.capture_end(graph, elapsed, grow, free, sizes))
@@ -443,7 +449,7 @@ class RankScript:
             self._add(at, action="stuck" if self._is_fault_rank() else "barrier")
             self._add(at + 0.01, action="hang")
             return True
-        if self._fault("oom-capture") and index == int(n * 0.35):
+        if self._fault("oom-capture") and index == int(n * 0.35) and not capture_fits(self.p):
             if self._is_fault_rank():
                 self._add(at, "", mem=faults.OOM_USED_GIB)
                 text = faults.oom_capture(self.fmt, self.p.t0 + at + 0.01, self.rank, self.fmt.new)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tui.sim.engine import Engine
-from tui.sim.memory import RankMemory
-from tui.sim.params import MODEL, SimParams
+from tui.sim.memory import MEM_FRACTION_STATIC, RankMemory
+from tui.sim.params import MODEL, SimParams, default_max_bs
 
 HOST = "127.0.0.1"
 
@@ -23,7 +23,7 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
         ("trust_remote_code", False), ("context_length", None), ("is_embedding", False), ("revision", None),
         ("model_impl", "auto"), ("host", p.host), ("port", p.port), ("skip_server_warmup", False), ("warmups", None),
         ("nccl_port", None), ("dtype", "auto"), ("quantization", None), ("kv_cache_dtype", "auto"),
-        ("mem_fraction_static", 0.87), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
+        ("mem_fraction_static", p.mem_fraction_static or MEM_FRACTION_STATIC), ("max_running_requests", 48 if spec else None), ("max_total_tokens", None),
         ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384), ("schedule_policy", "fcfs"),
         ("schedule_conservativeness", 1.0), ("page_size", 1), ("device", "cuda"), ("tp_size", p.tp),
         ("pp_size", 1), ("stream_interval", 1), ("stream_output", False), ("random_seed", 913207644),
@@ -36,7 +36,7 @@ def server_args_fields(p: SimParams) -> list[tuple[str, object]]:
         ("speculative_draft_model_path", p.draft_model), ("speculative_num_steps", 3 if spec else None),
         ("speculative_eagle_topk", 1 if spec else None), ("speculative_num_draft_tokens", 4 if spec else None),
         ("ep_size", 1), ("enable_dp_attention", False), ("disable_cuda_graph", False),
-        ("cuda_graph_max_bs", 48 if spec else 256), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
+        ("cuda_graph_max_bs", p.cuda_graph_max_bs or default_max_bs(p)), ("disable_overlap_schedule", bool(spec) and p.fmt == "0.5.9"),
         ("enable_torch_compile", False), ("enable_mixed_chunk", False),
     ] + ([("disaggregation_mode", p.disaggregation_mode), ("disaggregation_bootstrap_port", p.bootstrap_port)]
          if p.disaggregation_mode else [])  # fmt: skip
@@ -70,8 +70,8 @@ def server_info(p: SimParams, engine: Engine, startup_time: dict[str, object] | 
     if p.speculative:
         state["avg_spec_accept_length"] = engine.last_accept
     info: dict[str, object] = dict(server_args_fields(p))
-    info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": p.fmt,
+    info.update({"max_total_num_tokens": mem.tokens, "max_req_input_len": 131066, "version": "0.5.24.dev0" if p.fmt == "main" else p.fmt,
                  "internal_states": [state]})  # fmt: skip
-    if p.fmt == "0.5.23":
+    if p.fmt in ("0.5.23", "main"):
         info.update({"startup_time": startup_time, "frontend": "python"})
     return info

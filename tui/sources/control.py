@@ -66,8 +66,14 @@ class ServerControl(ProcessWatch):
 
     # ---------------------------------------------------------------------------------------- describe
 
-    def describe(self, action: str) -> str:
-        """The exact commands an action runs on the host, for the confirm dialog."""
+    def relaunch_with(self, command: str) -> None:
+        """Start the server with `command` from now on: a remedy's edit of --launch CMD, confirmed in the TUI (its
+        words were quoted by tui.core.remedy.apply_changes; nothing read from the log is run)."""
+        self.launch_cmd = command
+
+    def describe(self, action: str, launch: str | None = None) -> str:
+        """The exact commands an action runs on the host, for the confirm dialog (`launch`: a restart's command
+        in place of --launch CMD)."""
         t = self._target or _Target()
         if action == "launch":
             return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
@@ -92,13 +98,17 @@ class ServerControl(ProcessWatch):
             self._probe_once_command(),
         ]
         if action == "restart":
-            steps += ["# then launch again", self._launch_command("<new run id>") or "no --launch command given"]
+            steps += [
+                "# then launch again",
+                self._launch_command("<new run id>", launch) or "no --launch command given",
+            ]
         return "\n".join(steps)
 
-    def _launch_command(self, run_id: str) -> str | None:
-        if not self.launch_cmd or not self.log_path:
+    def _launch_command(self, run_id: str, launch: str | None = None) -> str | None:
+        command = launch or self.launch_cmd
+        if not command or not self.log_path:
             return None
-        return cmds.launch_command(self.launch_cmd, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
+        return cmds.launch_command(command, log_path=self.log_path, run_id=run_id, cwd=self.cwd)
 
     # ------------------------------------------------------------------------------------------ actions
 

@@ -254,9 +254,11 @@ class Monitor:
 
     async def _tail(self) -> None:
         from tui.core.logparse import LogParser
+        from tui.core.remedy_clues import ClueReader
 
         assert self.log_path is not None
         parser = LogParser()
+        clues = ClueReader()  # what a remedy reads (tui/core/remedy_clues.py), from the same bytes
         history = HistoryRead(self._put)  # the bytes a look found written, marked as history
         async for event in LogTail(self.host, self.log_path).events():
             if isinstance(event, LogLook):
@@ -266,6 +268,7 @@ class Monitor:
                 if event.reason in _ENDS_HISTORY:
                     history.end()
                 parser = LogParser()  # a new file or a new start: nothing of the old one carries over
+                clues = ClueReader()
                 if event.reason != "skipped":  # a skip between a launch's head and its end keeps what it says
                     self.health.uvicorn_up(False)
                 self._put(event)
@@ -289,6 +292,9 @@ class Monitor:
                     relook = getattr(self.process_watch, "relook", None)
                     if relook is not None:  # the new launch's processes may be others: search afresh
                         relook()
+            said = clues.feed(event.data)
+            if said is not None:
+                self._put(said)
             history.read_to(event.offset)
 
     async def _gpus(self) -> None:

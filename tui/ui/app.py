@@ -21,7 +21,6 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets._toast import ToastRack  # the main screen's toasts (Textual's own widget; not exported)
 
 from tui.core.benchstats import BenchResult, bound
 from tui.core.control import ServerControlLike
@@ -51,6 +50,7 @@ from tui.ui.screens.bench import BenchResultScreen
 from tui.ui.screens.confirm import ConfirmScreen, summary_lines
 from tui.ui.screens.help import HelpScreen
 from tui.ui.screens.overlay import Overlay
+from tui.ui.toasts import newest_that_fit, toast_rows, toast_width
 
 DANGER_DEBOUNCE_S = 0.5  # a second press of a dangerous key within this window is ignored
 HELD_LINES_MAX = 50_000  # log lines kept while the display is paused
@@ -458,25 +458,36 @@ class ServerView(_Node):
         never over the header: the toasts stack below it (the oldest scroll out of view)."""
         message, title = terminal_safe(message), terminal_safe(title)
         self.notices.append(message)
+        App.notify(self.app, message, title=title, severity=severity, timeout=timeout, markup=markup)  # the App's toast
         self._keep_toasts_below_header()
         self.call_after_refresh(self._keep_toasts_below_header)  # the header may grow with what brought the notice
-        App.notify(self.app, message, title=title, severity=severity, timeout=timeout, markup=markup)  # the App's toast
         top = self._top if self.app.screen_stack else None
         if isinstance(top, Overlay):
             top.show_notice(message, title, severity)
 
     def _keep_toasts_below_header(self) -> None:
-        """The main screen's toasts may use the rows under the header and above the footer, no more."""
+        """The main screen's toasts may use the rows under the header and above the footer, no more: the newest
+        that fit there stay, older ones are dismissed (tui/ui/toasts.py says why a stack may not overflow)."""
         main = self._home
         if main is None:
             return
         try:
-            rack, header = main.query_one(ToastRack), main.query_one(HeaderPane)
+            header = main.query_one(HeaderPane)
         except NoMatches:
             return
         rows = max(3, self.app.size.height - header.region.bottom - 1)  # the rack docks above the footer's row
-        if rack.styles.max_height is None or rack.styles.max_height.value != rows:
-            rack.styles.max_height = rows
+        self._drop_toasts_that_do_not_fit(rows)
+
+    def _drop_toasts_that_do_not_fit(self, rows: int) -> None:
+        """The newest toasts that fit in `rows` stay; older ones are dismissed (tui/ui/toasts.py says why)."""
+        app = self.app
+        shown = list(app._notifications)  # Textual's own list (textual==8.2.8 is pinned), oldest first
+        width = toast_width(app.size.width)
+        keep = newest_that_fit([toast_rows(n.title, n.message, width) for n in shown], rows)
+        for notification in shown[: len(shown) - keep]:
+            app._unnotify(notification, refresh=False)
+        if keep < len(shown):
+            app._refresh_notifications()
 
     def _desktop_notify(self, title: str, body: str) -> None:
         """A notification outside the terminal where it supports one (OSC 9 / 777); never fails the screen."""
@@ -807,21 +818,29 @@ class ServerView(_Node):
         if any(w.group == "control" and w.is_running for w in self.workers):
             self.notify("an action is still running", severity="warning", timeout=3)
             return
+        change = offers.remedy_change(self._live, offer) if verb == "restart" else None
+        new_launch = change.command if change is not None else None
         try:
-            command = control.describe(verb)
+            command = control.describe(verb, new_launch)
+            if change is not None:  # `c` shows the two commands' difference first, then what runs
+                command = offers.change_comment(change) + "\n" + command
         except Exception as err:
             self.notify(f"cannot {verb}: {err}", severity="error", timeout=10)
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
+                if new_launch is not None:  # the relaunch (and every later one) runs the edited command
+                    control.relaunch_with(new_launch)
+                    self._live = self._live.evolve(launch_command=new_launch)  # the watch's setup: set by its caller
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
-        summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer))
-        self.app.push_screen(
-            ConfirmScreen(offers.title(verb, offer), self.sources.host_label, command, summary), answered
-        )
+        summary = summary_lines(self.sources.host_label, self._live, offers.will(verb, offer, change))
+        if change is not None:
+            summary += offers.change_lines(change)
+        title = offers.title(verb, offer) if change is None else "Restart with this change?"
+        self.app.push_screen(ConfirmScreen(title, self.sources.host_label, command, summary), answered)
 
     # ------------------------------------------------------------------------------------------- bench
 

@@ -7,6 +7,7 @@ from tui.core import fmt
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.explain import latest_health
 from tui.core.fleet import UP, FleetEntry, gpus_held, in_phase_s
+from tui.core.freshness import lost_words
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.wording import verdict_line
@@ -63,6 +64,8 @@ def one_line(text: str) -> str:
 def phase_cell(s: Readiness) -> str:
     if stopped_by_tool(s) is not None:
         return "stopped"
+    if s.lost_at is not None and s.phase is not Phase.FAILED:
+        return "UNREACHABLE"  # its host cannot be reached: its phase is not known now (tui.core.freshness)
     if s.connection != "connected" and s.phase is Phase.STARTING and not s.launched:
         return "—"  # nothing is known of the server before the first connection
     return phase_words(s.phase)
@@ -146,8 +149,8 @@ def status_cell(s: Readiness, now: float) -> str:
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
             return f"failed ({kind_words(s.error.kind)}): {line}"
         return verdict_line(s, now)
-    if s.connection == "failed":
-        return f"cannot connect: {s.connection_detail}"
+    if s.lost_at is not None or s.connection == "failed":
+        return lost_words(s, now)  # "cannot connect: …; last seen ready 1m ago" (tui.core.freshness)
     if s.stall is not None:
         quiet = fmt.duration(max(0.0, now - s.stall.since))
         detail = f": {s.stall.detail}" if s.stall.detail else ""

@@ -100,9 +100,12 @@ def health_is_old(state: Readiness, endpoint: str) -> bool:
 
 
 def phase_label(state: Readiness) -> str:
-    """The headline: the phase, STOPPED (by us), STALLED in it, or what is missing (LOG MISSING)."""
+    """The headline: the phase, STOPPED (by us), UNREACHABLE, STALLED in it, or what is missing (LOG MISSING)."""
     if stopped_by_tool(state) is not None:
         return "STOPPED"
+    if state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING):
+        return "UNREACHABLE"  # its host cannot be reached: nothing says ready (tui.core.freshness); a startup
+        # keeps its phase, with the link's own word beside it
     if state.stall is None and nothing_found_headline(state):  # LOG MISSING, not STARTING
         return nothing_found_headline(state)
     name = PHASE_NAMES.get(state.phase, state.phase.value).upper()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui.core.remedy import Remedy, remedy
 from tui.core.state import Readiness
 from tui.ui.panes.keybar import key_for
 
@@ -72,10 +73,42 @@ def title(verb: str, offer: Offer) -> str:
     return "Kill the server (SIGKILL to all its processes)?"
 
 
-def will(verb: str, offer: Offer) -> str:
+def remedy_change(state: Readiness, offer: Offer) -> Remedy | None:
+    """The failure's remedy when a restart can start the server with its edit of --launch CMD (tui/core/remedy.py),
+    else None (no remedy, nothing it changes, or no --launch to edit)."""
+    if offer.relaunch is None:
+        return None
+    found = remedy(state)
+    if found is None or found.command is None or found.command == offer.relaunch:
+        return None
+    return found
+
+
+def change_lines(change: Remedy) -> list[str]:
+    """The dialog's lines for a restart with a remedy: what changes, from where, and the exact new command."""
+    lines = [f"why:     {change.text}"]
+    lines += [f"change:  {c.flag} {c.value}" + (f" (was {c.was})" if c.was is not None else "") for c in change.changes]
+    lines.append(
+        f"from:    {'SGLang, in the log' if change.source == 'log' else 'the known-causes table'}: {change.ref}"
+    )
+    lines.append(f"command: {change.command}")
+    return lines
+
+
+def change_comment(change: Remedy) -> str:
+    """The difference between --launch CMD and the remedy's command, as sh comments (`c` in the dialog)."""
+    lines = [
+        "# restart with this change (" + ("SGLang's own suggestion" if change.source == "log" else "known cause") + ")"
+    ]
+    lines += [f"#   {c.flag}: {c.was if c.was is not None else '(not given)'} -> {c.value}" for c in change.changes]
+    return "\n".join(lines)
+
+
+def will(verb: str, offer: Offer, change: Remedy | None = None) -> str:
     """What the action will do, in one line (the dialog's `will:`); the exact commands are one key away."""
     if verb == "restart":
-        start = f"start it with --launch: {short_command(offer.relaunch or '')}"
+        launch = change.command if change is not None and change.command else offer.relaunch
+        start = f"start it with {'the changed command' if change is not None else '--launch'}: {short_command(launch or '')}"
         if offer.stopped:
             return f"{start} (none runs now: nothing to stop first)"
         return f"SIGTERM to its process group, wait for every process to go (SIGKILL what stays), then {start}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tui.core.explain import evidence as evidence_of
 from tui.core.fmt import GIB, clock_of, duration
+from tui.core.ranklabels import tp_floor
+from tui.core.remedy import remedy
 from tui.core.state import Readiness
 from tui.core.timeline import span_duration
 from tui.core.wording import verdict_line
@@ -16,7 +18,7 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
     lines = [f"## sglang-tui: {host}", "", f"**{phase_label(state)}**: {verdict_line(state, now)}", ""]
     facts = [
         ("model", server.model),
-        ("tp", server.tp_size),
+        ("tp", server.tp_size or tp_floor(state.tp_ranks_seen)),
         ("speculative", server.speculative),
         ("port", server.port),
         ("link", state.connection),
@@ -33,6 +35,17 @@ def markdown_report(state: Readiness, now: float, host: str) -> str:
             state.error.line.strip(),
             "```",
         ]
+        found = remedy(state)
+        if found is not None:
+            source = (
+                "SGLang's own suggestion, in the log" if found.source == "log" else "sglang-tui's table of known causes"
+            )
+            lines += ["", f"### Remedy ({source}: {found.ref})", "", found.text]
+            lines += [
+                f"- `{c.flag} {c.value}`" + (f" (was {c.was})" if c.was is not None else "") for c in found.changes
+            ]
+            if found.command:
+                lines += ["", "```", found.command, "```"]
     if state.timeline:
         lines += ["", "### Timeline", "", "| phase | log time | took |", "|---|---|---|"]
         for span in state.timeline:

@@ -12,6 +12,7 @@ from tui.core.eta import estimate, eta_words
 from tui.core.explain import evidence as evidence_of
 from tui.core.explain import nothing_found_headline
 from tui.core.fmt import ago, duration
+from tui.core.remedy import remedy
 from tui.core.state import Phase, Readiness
 from tui.core.wording import verdict_line
 from tui.ui.labels import (
@@ -116,6 +117,8 @@ class HeaderPane(StatePane):
         parts = [server.model or "model ?"]
         if server.tp_size:
             parts.append(f"TP{server.tp_size}")
+        elif state.tp_ranks_seen and state.tp_ranks_seen[-1] >= 1:  # the tags' lower bound (evidence says which)
+            parts.append(f"TP≥{state.tp_ranks_seen[-1] + 1}")
         if server.speculative:
             parts.append(f"spec {server.speculative}")
         port = server.port or self.port
@@ -126,7 +129,8 @@ class HeaderPane(StatePane):
         # line 2: phase, time in phase, total, why
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
-        warn = stalled or stop is not None or bool(nothing_found_headline(state))  # LOG MISSING too
+        lost = state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING)  # UNREACHABLE
+        warn = stalled or stop is not None or lost or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
@@ -172,6 +176,11 @@ class HeaderPane(StatePane):
             badge, badge_style = error_badge(state.error)
             text.append(badge, style=badge_style)
             text.append(f" {state.error.line}", style="bold yellow" if stopped_by_us(state.error) else "bold red")
+            found = remedy(state)
+            if found is not None:  # what to change: the table's or SGLang's own words (tui/core/remedy.py)
+                text.append("\n")
+                text.append(" ➜ REMEDY ", style="bold reverse cyan")
+                text.append(f" {found.headline()}", style="cyan")
         elif stalled and state.stall is not None:
             text.append("\n")
             text.append(" ⚠ STALLED ", style="bold reverse yellow")
