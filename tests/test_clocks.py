@@ -257,7 +257,8 @@ def test_the_stall_verdict_waits_for_the_looks_bytes() -> None:
 
 def test_a_health_200_waits_for_the_looks_bytes() -> None:
     """A /health 200 that arrives while the look's bytes are read waits for them: the log may show a later
-    launch or its failure. Once read, the 200 decides."""
+    launch or its failure. Once read, the 200 decides, and ready is dated at the fired-up line (written before
+    the look's mtime), not at the 200's arrival."""
     from tui.core.events import HealthResult
 
     s = Readiness.of(log_watched=True, health_probed=True)
@@ -267,4 +268,4 @@ def test_a_health_200_waits_for_the_looks_bytes() -> None:
     s = reduce(s, HealthResult("/health", "ok", status=200), NOW)
     assert s.health_ready and s.phase is not Phase.READY  # held: the history is still being read
     s = reduce(s, LogLook(end=500, mtime_s=NOW - 1.0, skew_s=0.0, live=True), NOW + 0.1)
-    assert s.phase is Phase.READY and s.phase_since == NOW + 0.1
+    assert s.phase is Phase.READY and s.phase_since == NOW - 1.0

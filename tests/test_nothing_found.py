@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tui.cli import main
-from tui.commands.wait import Reporter, first_look_done
+from tui.commands.wait import Reporter
 from tui.core.events import HealthResult, LogActivity, LogFile, PortOwner, ServerProcess
 from tui.core.exitcodes import EXIT_NOTHING
 from tui.core.explain import nothing_found
+from tui.core.firstlook import first_look_done
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.core.wording import ended_line, verdict_line
@@ -42,10 +43,14 @@ def test_a_missing_log_is_the_headline_and_names_the_port_too() -> None:
 def test_anything_of_the_server_ends_it() -> None:
     missing = reduce(reduce(watching(log=True), LogFile("missing", "/l"), 1.0), REFUSED, 1.0)
     assert nothing_found(missing)
-    # the file appears (`launch … > log &`), a process of the server is alive, or /health answers 200
+    # the file appears (`launch … > log &`)
     assert not nothing_found(reduce(missing, LogActivity(6, b"hello\n"), 2.0))
-    assert not nothing_found(reduce(missing, ServerProcess(alive=True, pids=(7,)), 2.0))
-    assert not nothing_found(reduce(missing, HealthResult("/health", "ok", status=200), 2.0))
+    # a process alive or /health's 200 while the log stays missing: the missing log is still the verdict (a typo
+    # in --log never waits forever on a server whose log it cannot see), named first (issue 30)
+    alive = nothing_found(reduce(missing, ServerProcess(alive=True, pids=(7,)), 2.0))
+    assert alive == "log file missing: /l; nothing listens on port 1"  # /health was refused: it does not listen
+    answers = nothing_found(reduce(missing, HealthResult("/health", "ok", status=200), 2.0))
+    assert answers == "log file missing: /l (a server answers on port 1: is the path right?)"
     # something listens on the port, no log: not "nothing" (the verdict is the answerer's)
     listening = reduce(watching(log=False), HealthResult("/health", "starting", status=503), 1.0)
     assert not nothing_found(listening) and phase_label(listening) == "STARTING"

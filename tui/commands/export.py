@@ -121,7 +121,7 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
     for target in opts.servers:
         host = hosts[target.host]
         config = replace(opts.watch, port=target.port, log=target.log)
-        recorder = Recorder(opts.history, target.host, "export")
+        recorder = Recorder(opts.history, target.host, "export", port=target.port, log=target.log or "")
         session = Session.open(
             host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step),
             gpu_feed=pool.gpus(host, config.sim_gpus), rest_when_up=True,

@@ -26,7 +26,7 @@ from tui.commands.targets import FleetTarget
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
 from tui.core.explain import nothing_found
-from tui.core.fleet import once_code, worst
+from tui.core.fleet import first_state_said, once_code, worst
 from tui.core.report import to_json
 from tui.sources.hostpool import HostPool
 
@@ -133,6 +133,8 @@ async def _stream(fleet: Fleet) -> int:
     said: dict[int, str] = {}
 
     def say(index: int) -> None:
+        if not first_state_said(fleet.rows[index].entry):
+            return  # no look yet: its first object is the state its first look found, never a replayed startup
         text = json.dumps(object_of(fleet, index), ensure_ascii=False)
         if said.get(index) != text:
             said[index] = text

@@ -181,7 +181,7 @@ class Fleet:
             port=target.port, log=target.log, remote_python=opts.remote_python, sim_gpus=sim_gpus,
             read_only=opts.read_only, health=opts.health, stall_after=opts.stall_after,
         )  # fmt: skip
-        recorder = Recorder(opts.history, target.host, "fleet", warn=False)
+        recorder = Recorder(opts.history, target.host, "fleet", warn=False, port=target.port, log=target.log or "")
         watch = process_watch(host, config, None)  # under --read-only a ProcessWatch alone: nothing can signal
         session = Session.open(
             host, config, process_watch=watch, initial=config.first_state(),

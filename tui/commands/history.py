@@ -108,9 +108,10 @@ def _key_words(key: dict[str, object]) -> str:
 
 def _outcome(launch: LaunchRow) -> str:
     error = launch.get("error")
+    late = " (late)" if launch.get("seen_from") == "late" else ""  # first seen after its outcome: log-timed phases only
     if launch["outcome"] == "failed" and isinstance(error, dict) and error.get("kind"):
-        return f"failed ({error['kind']})"
-    return str(launch["outcome"])
+        return f"failed ({error['kind']}){late}"
+    return f"{launch['outcome']}{late}"
 
 
 def format_launches(rows: list[LaunchRow]) -> str:

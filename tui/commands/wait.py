@@ -41,6 +41,7 @@ from tui.core.exitcodes import (
     EXIT_TIMEOUT,
 )
 from tui.core.explain import nothing_found, symlink_line
+from tui.core.firstlook import first_look_done
 from tui.core.readiness import reduce
 from tui.core.remedy import remedy_line
 from tui.core.report import to_json
@@ -95,17 +96,6 @@ def progress_line(state: Readiness, elapsed: float) -> str:
     return f"[{fmt.duration(elapsed):>6}] " + " · ".join(parts)
 
 
-def first_look_done(state: Readiness) -> bool:
-    """The log and the port have each been looked at once (or are not watched): the first line can say what is
-    there, rather than "waiting for the first log line" a moment before "log file missing"."""
-    log_seen = state.log_watched is not True or state.log_file is not None or state.log_grew_at is not None
-    if state.health_probed is False:  # only the process watch looks at the port, if it runs
-        port_seen = state.port_owner is not None or not state.process_watched
-    else:
-        port_seen = bool(state.health)
-    return log_seen and port_seen
-
-
 def grace_words(state: Readiness, grace: float | None) -> str:
     """While nothing is found: "exit 6 after 30s if nothing turns up (--missing-log-grace)"; else ""."""
     if grace is None or not nothing_found(state):
@@ -141,10 +131,11 @@ class Reporter:
         grace = grace_words(state, self.grace)
         if grace:
             line += f" · {grace}"
-        # the first line waits for the first look, so that it says what that look found
-        early = self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S
+        # the first line and the first JSON object wait for the first look, so that they say what that look found
+        if self._last_key is None and not first_look_done(state) and elapsed < FIRST_LOOK_S:
+            return
         since = elapsed - self._last_at
-        if not early and (
+        if (
             key != self._last_key
             or (counts != self._last_counts and since >= COUNT_EVERY_S)
             or (since >= HEARTBEAT_S and line != self._last_line)
@@ -231,7 +222,7 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
                 run_hook(opts.hooks, found, where, config.port)
                 return found.code
         remaining = None if opts.timeout is None else max(0.0, opts.timeout - (time.monotonic() - started))
-        recorder = Recorder(opts.history, where, "wait")
+        recorder = Recorder(opts.history, where, "wait", port=config.port, log=config.log or "")
         initial = config.first_state()
         if launched is not None:  # our own launch, folded first
             initial = reduce(initial, launched, time.time())

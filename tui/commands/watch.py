@@ -92,7 +92,7 @@ def build_app(
     config = opts.server
     watch = process_watch(host, config, control)
     start = config.first_state(initial)
-    recorder = Recorder(opts.history, host_label, "tui")
+    recorder = Recorder(opts.history, host_label, "tui", port=config.port, log=config.log or "")
     steps = (weights_step(WeightFilesProbe(host)), recorder.step)  # the weights' bytes on the host, then the history
     # the app ticks itself: a Tick through the Monitor's queue too would fold every second twice
     session = Session.open(host, config, process_watch=watch, initial=start, steps=steps, ticks=False)

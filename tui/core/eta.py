@@ -10,9 +10,9 @@ Pure: `estimate(state, now)` reads only the state (its `past` is the history the
   a faster history does not shorten it. A capture bar is one graph's of several: the phase has at least what it
   says left, and with history, at least what the median leaves. With no progress, the median's rest. The later
   phases add their medians.
-- While no progress arrives, a progress ETA decays with the silence; after WITHDRAW_AFTER x the mean interval
-  between progress steps it is withdrawn (None), and the words say how long nothing moved and when the stall
-  verdict comes: "no progress for 45 s · stalled at 3m00s".
+- While no progress arrives, a progress ETA decays with the silence through one mean interval between progress
+  steps (the next step is due) and holds; after WITHDRAW_AFTER x that interval it is withdrawn (None), and the
+  words say how long nothing moved and when the stall verdict comes: "no progress for 45 s · stalled at 3m00s".
 - ready_in_s is None when it cannot be known honestly: no history, a withdrawn ETA, stalled, failed, ready.
 """
 
@@ -25,10 +25,16 @@ from tui.core.progress import is_complete, mean_interval
 from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
-WITHDRAW_AFTER = 3.0  # mean progress intervals of silence before a progress ETA is withdrawn
+# mean progress intervals of silence before a progress ETA is withdrawn: the next step is then overdue by a whole
+# interval (progress stopped); until then the ETA counts down through one interval at most (the step due), never
+# down a stuck bar (a capture's "~13 s" ran down to "~2.4 s" over three intervals before it was withdrawn)
+WITHDRAW_AFTER = 2.0
 MEM_WITHDRAW_FLOOR_S = 3.0  # GPU memory is sampled about once a second: a missed tick is not silence
 SLOW_FACTOR = 1.5  # a phase past this many times its median is flagged
 SLOW_MIN_LAUNCHES = 2  # ... once this many earlier launches had it
+# ... and only over a median this long: a phase is timed by whole-second log stamps (±1 s), so under 5 s the
+# error alone is 20% or more, and a 0.2 s KV-cache phase read "301× slower" where nothing was slow
+RATIO_FLOOR_S = 5.0
 STARTUP_PHASES = tuple(p for p in PHASE_ORDER if p not in (Phase.READY, Phase.SERVING, Phase.FAILED))
 SHORT_NAMES = {
     "starting": "start",
@@ -169,15 +175,15 @@ def expected_weight_gib(s: Readiness) -> float | None:
 
 
 def bar_left(bar: BarState, now: float) -> tuple[float | None, float | None]:
-    """(seconds left, None) from a bar's rate, decayed by the silence since its last step; (None, silence) once
-    the silence passes WITHDRAW_AFTER x the mean step interval."""
+    """(seconds left, None) from a bar's rate, decayed by the silence since its last step through one mean step
+    interval at most; (None, silence) once the silence passes WITHDRAW_AFTER x that interval."""
     silence = max(0.0, now - bar.updated_at)
     interval = mean_interval(bar)
     if interval is not None and silence > WITHDRAW_AFTER * interval:
         return None, silence
     if bar.eta_s is None:
         return None, None
-    return max(0.0, bar.eta_s - silence), None
+    return max(0.0, bar.eta_s - (min(silence, interval) if interval is not None else silence)), None
 
 
 def memory_left(
@@ -207,7 +213,7 @@ def _slow(s: Readiness, elapsed: float) -> tuple[str, float] | None:
     if past is None or len(past.durations(s.phase.value)) < SLOW_MIN_LAUNCHES:
         return None
     median = past.median(s.phase.value)
-    if not median or elapsed <= SLOW_FACTOR * median:
+    if not median or median < RATIO_FLOOR_S or elapsed <= SLOW_FACTOR * median:
         return None
     return s.phase.value, elapsed / median
 
@@ -224,7 +230,7 @@ def slow_phases(s: Readiness) -> tuple[tuple[str, float], ...]:
         if len(past.durations(span.phase.value)) < SLOW_MIN_LAUNCHES:
             continue
         median = past.median(span.phase.value)
-        if median and span.duration_s > SLOW_FACTOR * median:
+        if median and median >= RATIO_FLOOR_S and span.duration_s > SLOW_FACTOR * median:
             found.append((span.phase.value, span.duration_s / median))
     return tuple(found)
 

@@ -89,11 +89,18 @@ def nothing_listens(s: Readiness) -> bool:
 def nothing_found(s: Readiness) -> str:
     """What is missing while nothing of the server is found ("" once anything of it is: a log line, a launch, a
     live process, a listener): "nothing listens on port 1 and no log was given", "log file missing: PATH"."""
-    if s.phase is not Phase.STARTING or s.launched or s.process_alive or s.decode is not None or s.health_ready:
+    if s.phase is not Phase.STARTING or s.launched or s.decode is not None:
         return ""
     lf = s.log_file
     if lf is not None and lf.status == "missing":
-        return log_file_line(lf) + (f"; nothing listens on {port_words(s)}" if nothing_listens(s) else "")
+        # the missing log is the verdict whatever answers on the port: a typo in --log must not wait forever on
+        # a server it cannot see the log of (its line names the log first, and what answers after)
+        if nothing_listens(s):
+            return f"{log_file_line(lf)}; nothing listens on {port_words(s)}"
+        answers = s.health_ready or s.process_alive or any(r.endpoint == "/health" for r in s.health)
+        return log_file_line(lf) + (f" (a server answers on {port_words(s)}: is the path right?)" if answers else "")
+    if s.process_alive or s.health_ready:
+        return ""
     if s.log_watched is False and nothing_listens(s):
         return f"nothing listens on {port_words(s)} and no log was given"
     return ""

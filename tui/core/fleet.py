@@ -18,6 +18,7 @@ from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_NO
 from tui.core.exitcodes import EXIT_CANNOT_SEE as EXIT_UNSEEN
 from tui.core.exitcodes import EXIT_OK as EXIT_READY
 from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
+from tui.core.firstlook import log_looked
 from tui.core.liveness import failure_settling
 from tui.core.state import PHASE_ORDER, Phase, Readiness
 from tui.core.verdict import decide
@@ -98,7 +99,7 @@ def first_state_said(entry: FleetEntry) -> bool:
     if entry.parts:  # a job: once every node has said its own
         return all(first_state_said(FleetEntry(entry.name, entry.where, part)) for part in entry.parts)
     s = entry.state
-    log_seen = not s.log_watched or s.log_read_at is not None or s.log_file is not None
+    log_seen = log_looked(s)  # the bytes of the first look all read: never a state from halfway through them
     procs_seen = not s.process_watched or s.process_checked_at is not None
     health = next((r for r in s.health if r.endpoint == "/health"), None)  # its own answer, not another endpoint's
     health_seen = not s.health_probed or (health is not None and health.outcome not in ("timeout", "error"))

@@ -342,8 +342,11 @@ def on_milestone(s: Readiness, ev: Milestone, now: float) -> Readiness:
     if target is not None or ev.kind == "fired_up":
         s = s.evolve(launched=True)
     if ev.kind == "fired_up":
-        ready_at = s.log_ready_at if s.log_ready else clocks.event_time(s, ev.t, now)
-        return maybe_ready(s.evolve(log_ready=True, log_ready_at=ready_at), ev.at, ev.t, now)
+        if s.log_ready:  # another rank's fired up: the first one dates it
+            return maybe_ready(s, ev.at, ev.t, now)
+        ready_at = clocks.event_time(s, ev.t, now)
+        s = s.evolve(log_ready=True, log_ready_at=ready_at, log_ready_stamp=(ev.at, ev.t))
+        return maybe_ready(s, ev.at, ev.t, now)
     if target is None:
         return s
     if ev.kind == "health_access":  # ready where the rule allows (no warmup span of its own), else HTTP up

@@ -15,14 +15,22 @@ PHASE_RANK = {phase: i for i, phase in enumerate(PHASE_ORDER)}
 
 
 def advance(
-    s: Readiness, target: Phase, at: str | None, t: float | None, now: float, *, logged: bool = True
+    s: Readiness,
+    target: Phase,
+    at: str | None,
+    t: float | None,
+    now: float,
+    *,
+    logged: bool = True,
+    since: float | None = None,
 ) -> Readiness:
     """Move to `target` when it is ahead of the current phase (failed is final until a new launch); the phase
     began when the line that shows it was written (tui.core.clocks), else now (`logged` False: another source's
-    event, HTTP or the process watch)."""
+    event, HTTP or the process watch), unless the caller knows the moment (`since`, on our clock)."""
     if s.phase is Phase.FAILED or PHASE_RANK[target] <= PHASE_RANK[s.phase]:
         return s
-    since = event_time(s, t, now, logged)
+    if since is None:
+        since = event_time(s, t, now, logged)
     return s.evolve(
         phase=target,
         phase_since=since,
@@ -51,6 +59,11 @@ def maybe_ready(s: Readiness, at: str | None, t: float | None, now: float, *, lo
     if s.phase in (Phase.READY, Phase.SERVING, Phase.FAILED) or (s.reading_history and not logged):
         return s
     if (s.log_ready or s.health_ready or s.log_health is not None) and may_be_ready(s):
+        if not logged and s.log_ready and s.log_ready_at is not None:
+            # the 200 confirms what the log said: ready began at the fired-up line, on the log's clock, not when
+            # we happened to look (an attach 40 s after ready must not make the warmup 40 s longer)
+            stamp_at, stamp_t = s.log_ready_stamp
+            return advance(s, Phase.READY, stamp_at, stamp_t, now, since=min(now, s.log_ready_at))
         return advance(s, Phase.READY, at, t, now, logged=logged)
     return s
 

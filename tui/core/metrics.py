@@ -19,9 +19,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tui.core.eta import STARTUP_PHASES, estimate
+from tui.core.eta import RATIO_FLOOR_S, STARTUP_PHASES, estimate
 from tui.core.freshness import is_lost, last_seen_s
-from tui.core.stall import limit_for
+from tui.core.stall import budget_for, quiet_since
 from tui.core.state import PHASE_ORDER, Phase, Readiness
 from tui.core.timeline import span_duration
 from tui.core.verdict import decide
@@ -111,8 +111,8 @@ def series(s: Readiness, now: float) -> Iterable[Sample]:
     if eta.phase_left_s is not None:
         yield "sglang_tui_phase_left_seconds", {}, eta.phase_left_s
     yield "sglang_tui_stalled", {}, float(s.stall is not None)
-    budget = None if s.process_alive is False else limit_for(s)
-    since = s.last_progress_at if s.last_progress_at is not None else s.first_seen_at
+    budget = budget_for(s)  # the stall rule's own quiet time and budget: the figures `wait` and the board say
+    since = quiet_since(s)
     if budget is not None and since is not None:
         yield "sglang_tui_quiet_seconds", {}, max(0.0, now - since)
         yield "sglang_tui_stall_budget_seconds", {}, budget
@@ -186,7 +186,7 @@ def _usual_series(s: Readiness, now: float) -> Iterable[Sample]:
         if median is not None:
             yield "sglang_tui_usual_phase_seconds", {"phase": phase.value}, median
     median = past.median(s.phase.value) if s.phase in STARTUP_PHASES else None
-    if median and s.phase_since:
+    if median and median >= RATIO_FLOOR_S and s.phase_since:  # no ratio over a median within the stamps' error
         yield "sglang_tui_phase_usual_ratio", {}, max(0.0, now - s.phase_since) / median
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 MAX_SECONDS = 7 * 86400.0  # a phase (or a whole launch) longer than a week is not a startup: an odd row
 MAX_WEIGHT_GIB = 4096.0  # per rank: no GPU holds more than a few hundred GiB
 MAX_SHARDS = 1_000_000
+MIN_LAUNCHES = 2  # a median (an ETA, a ratio, a stall budget) rests on at least this many launches: one is an anecdote
 
 
 class OddRow(ValueError):
@@ -88,10 +89,18 @@ class Past:
     key: str
     launches: tuple[PastLaunch, ...] = ()
     skipped: tuple[str, ...] = ()  # the odd rows left out: "launch 7: loading_weights 1e+308 s is not a duration"
+    attach_timed: int = 0  # launches of an older sglang-tui whose phases without log stamps were left out
 
     def skipped_words(self) -> str | None:
-        """One line naming the odd rows left out of the ETA, or None when none was."""
-        return f"left out of the ETA: {odd_rows(self.skipped)}" if self.skipped else None
+        """One line naming the rows (or phases) left out of the ETA, or None when none was."""
+        parts = [odd_rows(self.skipped)] if self.skipped else []
+        if self.attach_timed:
+            n = self.attach_timed
+            parts.append(
+                f"{n} launch{'es' if n > 1 else ''} recorded by an older sglang-tui with phases timed by its look,"
+                " not by the log"
+            )
+        return f"left out of the ETA: {'; '.join(parts)}" if parts else None
 
     @property
     def count(self) -> int:
@@ -101,8 +110,9 @@ class Past:
         return tuple(d for d in (launch.phase_s(phase) for launch in self.launches) if d is not None)
 
     def median(self, phase: str) -> float | None:
+        """The phase's median over the launches that timed it on the log's clock; None under MIN_LAUNCHES."""
         found = self.durations(phase)
-        return _median(found) if found else None
+        return _median(found) if len(found) >= MIN_LAUNCHES else None
 
     def totals(self) -> tuple[float, ...]:
         return tuple(launch.total_s for launch in self.launches if launch.total_s is not None)

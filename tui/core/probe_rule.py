@@ -23,7 +23,7 @@ from typing import Literal
 
 from tui.core import exitcodes as ec
 from tui.core.explain import health_text, latest_health
-from tui.core.stall import limit_for
+from tui.core.stall import budget_for, quiet_since
 from tui.core.state import Readiness
 from tui.core.verdict import decide
 from tui.core.wording import line
@@ -79,6 +79,5 @@ CODES = {"failed": EXIT_FAILED, "stopped": EXIT_FAILED, "cannot_connect": EXIT_C
 def quiet_and_budget(state: Readiness, now: float) -> tuple[float | None, float | None]:
     """(seconds since the last progress, the phase's stall budget): the stall rule's own facts, for the probe's
     JSON (None where they do not apply)."""
-    since = state.last_progress_at if state.last_progress_at is not None else state.first_seen_at
-    budget = None if state.process_alive is False else limit_for(state)
-    return (max(0.0, now - since) if since is not None else None), budget
+    since = quiet_since(state)  # the stall rule's own figures (tui.core.stall): never a second reckoning
+    return (max(0.0, now - since) if since is not None else None), budget_for(state)

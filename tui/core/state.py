@@ -230,6 +230,8 @@ class LaunchFacts:
     shutdown: Milestone | None = None  # this launch's log said it is shutting down (SIGTERM received, uvicorn)
     log_ready: bool = False  # the log said "fired up"
     log_ready_at: float | None = None  # clock time the log said fired up (a /health probe after it decides)
+    # the fired-up line's log time (as printed, and as seconds): ready is dated there when a /health 200 confirms it
+    log_ready_stamp: tuple[str | None, float | None] = (None, None)
     mid_run: MidRun | None = None  # the first phase came from a window of the log with no launch line before it
     launch_line: bool = False  # this launch's `server_args=` line is in the log read (its start is in view)
     failed_log_offset: int | None = None  # how far the log was read when it failed (the end of the failure's bytes)
@@ -426,6 +428,7 @@ class Readiness:
     shutdown = Fact[Milestone | None]("launch")
     log_ready = Fact[bool]("launch")
     log_ready_at = Fact[float | None]("launch")
+    log_ready_stamp = Fact[tuple[str | None, float | None]]("launch")
     mid_run = Fact[MidRun | None]("launch")
     launch_line = Fact[bool]("launch")
     failed_log_offset = Fact[int | None]("launch")
@@ -591,6 +594,7 @@ class Facts(TypedDict, total=False):
     shutdown: Milestone | None
     log_ready: bool
     log_ready_at: float | None
+    log_ready_stamp: tuple[str | None, float | None]
     mid_run: MidRun | None
     launch_line: bool
     failed_log_offset: int | None

@@ -9,7 +9,11 @@ still queued what is left of the caller's time, then leaves them (one line says 
 SGLang's log does not name its version; /server_info does, once the server answers. Until then the past is looked
 up under the version this host's newest launch of the same key ran (HistoryStore.known_version); the launch is
 recorded under the version it really shows (None when nothing showed it), and recorded again, as the same row,
-when /server_info tells the version or startup_time after an earlier record."""
+when /server_info tells the version or startup_time after an earlier record.
+
+A launch is `seen_from` "first_line" when this watcher saw it, after its look's history was read, before its
+outcome; else "late" (a board or an exporter attaching to a server ready for hours): then only the phases the
+log's stamps time are recorded, and the store never lets it rewrite a first-line row (tui.history.record)."""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from typing import Any
 from tui.core.launchkey import key_fields, launch_key
 from tui.core.past import OddRow, Past
 from tui.core.state import Readiness, ServerInfo
-from tui.history.record import outcome_of, start_mark, to_record
+from tui.history.record import FIRST_LINE, LATE, outcome_of, start_mark, to_record
 from tui.history.store import WATCH_BUSY_S, HistoryError, HistoryStore
 
 LOAD_WAIT_S = 0.5  # how long a fold step waits for the past it asked for (then it comes with a later step)
@@ -96,10 +100,20 @@ class Recorder:
     """One watcher's link to the history. Every failure of the file is said once and turns history off."""
 
     def __init__(
-        self, path: Path | None, host: str, source: str, *, warn: bool = True, say: Callable[[str], None] | None = None
+        self,
+        path: Path | None,
+        host: str,
+        source: str,
+        *,
+        warn: bool = True,
+        say: Callable[[str], None] | None = None,
+        port: int = 0,
+        log: str = "",
     ) -> None:
         self.host = host
         self.source = source
+        self.port = port  # with the log, what tells two servers of one key apart (one launch, one row)
+        self.log = log
         self.warn = warn
         self._say = say or (lambda line: print(f"sglang-tui: {line}", file=sys.stderr, flush=True))
         self.path = path
@@ -111,6 +125,7 @@ class Recorder:
         self._real: tuple[ServerInfo, str] | None = None  # (server, its key with the version it really shows)
         self._recorded: dict[str, tuple[str, str, float | None]] = {}  # start mark -> (outcome, key, startup_time_s)
         self._said: set[str] = set()
+        self._live: set[str] = set()  # start marks seen before their outcome, after the look's history was read
         self.last_id: int | None = None
 
     @property
@@ -165,6 +180,8 @@ class Recorder:
         if self.worker is None:
             return state
         mark = start_mark(state)
+        if mark is not None and not state.reading_history and outcome_of(state) is None and not state.log_ready:
+            self._live.add(mark)  # seen before the log said fired up: its end is timed live (a 200 may come later)
         asked = (state.server, mark)
         if self._asked is None or self._asked[0] is not state.server or self._asked[1] != mark:
             self._asked = asked
@@ -214,7 +231,9 @@ class Recorder:
         self._check()
         if self.worker is None:
             return None
-        rec = to_record(state, self.host, self.source, outcome)
+        mark = start_mark(state)
+        seen_from = FIRST_LINE if mark in self._live else LATE
+        rec = to_record(state, self.host, self.source, outcome, port=self.port, log=self.log, seen_from=seen_from)
         if rec is None:
             return None
         before = self._recorded.get(rec.start_mark)

@@ -2,8 +2,13 @@
 
 Every write is one transaction, so a writer killed mid-write (kill -9) leaves the file as it was before that
 write; two TUIs (or a TUI and `wait`) writing at once take turns through SQLite's lock (the busy timeout).
-A launch is identified by its key and its start mark (the log time of its first line): recording it again,
-by a second watcher or a later outcome, updates the same row.
+A launch is identified by its key, its start mark (the log time of its first line), its port and its log:
+recording it again, by a second watcher or a later outcome, updates the same row, except that a look that came
+after the outcome ("late") never rewrites what a watcher from before it ("first_line") recorded.
+
+Rows of schema 1 (before `seen_from`) were written with the reducer's clock where the log gave no stamp: a
+phase that ended at our first look (ready by /health at an attach) holds the attach time. Such phases are left out
+of medians (`Past.attach_timed` counts the launches, said once).
 
 Whatever goes wrong with the file (locked past the busy timeout, read-only, corrupt, not a file at all) is a
 HistoryError of one line, from every method; a row whose figures no launch can have is left out and named
@@ -75,6 +80,43 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX bench_launch ON bench (launch_id, recorded_at);
     """,
+    # 2: a launch is one launch of one server: (key, start mark, port, log); and how it was seen. SQLite cannot
+    # change a table's UNIQUE, so the table is rebuilt (foreign keys are off during migrations: phases and bench
+    # keep their rows and ids)
+    """
+    CREATE TABLE launches_v2 (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        key_json TEXT NOT NULL,
+        host TEXT NOT NULL,
+        model TEXT,
+        start_mark TEXT NOT NULL,
+        started_at REAL,
+        recorded_at REAL NOT NULL,
+        source TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        fail_kind TEXT,
+        fail_line TEXT,
+        total_s REAL,
+        shards INTEGER,
+        draft_shards INTEGER,
+        weight_gib_per_rank REAL,
+        startup_timings TEXT,
+        startup_time_s REAL,
+        port INTEGER NOT NULL DEFAULT 0,
+        log TEXT NOT NULL DEFAULT '',
+        seen_from TEXT,
+        UNIQUE (key, start_mark, port, log)
+    );
+    INSERT INTO launches_v2 (id, key, key_json, host, model, start_mark, started_at, recorded_at, source, outcome,
+        fail_kind, fail_line, total_s, shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s)
+        SELECT id, key, key_json, host, model, start_mark, started_at, recorded_at, source, outcome, fail_kind,
+        fail_line, total_s, shards, draft_shards, weight_gib_per_rank, startup_timings, startup_time_s FROM launches;
+    DROP TABLE launches;
+    ALTER TABLE launches_v2 RENAME TO launches;
+    CREATE INDEX launches_key ON launches (key, started_at);
+    CREATE INDEX launches_host ON launches (host, started_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -103,6 +145,9 @@ class LaunchRecord:
     phases: tuple[tuple[str, str, str | None, str | None, float | None], ...] = ()  # phase, model, start, end, s
     startup_timings: dict[str, float] = field(default_factory=dict)
     startup_time_s: float | None = None
+    port: int = 0  # the server's port (0: not known, a replayed log)
+    log: str = ""  # the log path watched ("": none)
+    seen_from: str = "first_line"  # first_line | late (tui.history.record)
 
 
 class HistoryStore:
@@ -132,8 +177,9 @@ class HistoryStore:
                 self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
-                self.db.execute("PRAGMA foreign_keys = ON")
+                self.db.execute("PRAGMA foreign_keys = OFF")  # a migration rebuilds launches: no cascade then
                 self._migrate()
+                self.db.execute("PRAGMA foreign_keys = ON")
             except BaseException:
                 self.db.close()
                 raise
@@ -204,37 +250,59 @@ class HistoryStore:
             return self._record_launch(rec, replaces_key)
 
     def _record_launch(self, rec: LaunchRecord, replaces_key: str | None) -> int:
+        where = (rec.start_mark, rec.port, rec.log)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if replaces_key is not None and replaces_key != rec.key:
                 self.db.execute(
-                    "UPDATE OR IGNORE launches SET key = ?, key_json = ? WHERE key = ? AND start_mark = ?",
-                    (rec.key, json.dumps(rec.key_fields, sort_keys=True), replaces_key, rec.start_mark),
+                    "UPDATE OR IGNORE launches SET key = ?, key_json = ? WHERE key = ? AND start_mark = ? AND port = ?"
+                    " AND log = ?",
+                    (rec.key, json.dumps(rec.key_fields, sort_keys=True), replaces_key, *where),
                 )
                 # left only when a row of the new key was there already (another watcher): one row stays
-                self.db.execute("DELETE FROM launches WHERE key = ? AND start_mark = ?", (replaces_key, rec.start_mark))
+                self.db.execute(
+                    "DELETE FROM launches WHERE key = ? AND start_mark = ? AND port = ? AND log = ?",
+                    (replaces_key, *where),
+                )
+            found = self.db.execute(
+                "SELECT id, seen_from, outcome FROM launches WHERE key = ? AND start_mark = ? AND port = ? AND log = ?",
+                (rec.key, *where),
+            ).fetchone()
+            if found is not None and _keeps(found[1], found[2], rec):
+                launch_id = int(found[0])  # what was seen from the first line stands: only late facts are added
+                self.db.execute(
+                    "UPDATE launches SET weight_gib_per_rank = COALESCE(weight_gib_per_rank, ?),"
+                    " startup_timings = COALESCE(startup_timings, ?), startup_time_s = COALESCE(startup_time_s, ?)"
+                    " WHERE id = ?",
+                    (rec.weight_gib_per_rank, json.dumps(rec.startup_timings) if rec.startup_timings else None,
+                     rec.startup_time_s, launch_id),
+                )  # fmt: skip
+                self.db.execute("COMMIT")
+                return launch_id
             row = (
                 rec.key, json.dumps(rec.key_fields, sort_keys=True), str(rec.key_fields.get("host") or ""),
                 rec.key_fields.get("model"), rec.start_mark, rec.started_at, time.time(), rec.source, rec.outcome,
                 rec.fail_kind, rec.fail_line, rec.total_s, rec.shards, rec.draft_shards, rec.weight_gib_per_rank,
-                json.dumps(rec.startup_timings) if rec.startup_timings else None, rec.startup_time_s,
+                json.dumps(rec.startup_timings) if rec.startup_timings else None, rec.startup_time_s, rec.port,
+                rec.log, rec.seen_from,
             )  # fmt: skip
             self.db.execute(
                 "INSERT INTO launches (key, key_json, host, model, start_mark, started_at, recorded_at, source, outcome,"
                 " fail_kind, fail_line, total_s, shards, draft_shards, weight_gib_per_rank, startup_timings,"
-                " startup_time_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT (key, start_mark) DO UPDATE SET recorded_at=excluded.recorded_at,"
+                " startup_time_s, port, log, seen_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (key, start_mark, port, log) DO UPDATE SET recorded_at=excluded.recorded_at,"
                 " source=excluded.source, outcome=excluded.outcome, fail_kind=excluded.fail_kind,"
                 " fail_line=excluded.fail_line, total_s=excluded.total_s, shards=excluded.shards,"
                 " draft_shards=excluded.draft_shards,"
                 " weight_gib_per_rank=COALESCE(excluded.weight_gib_per_rank, weight_gib_per_rank),"
                 " startup_timings=COALESCE(excluded.startup_timings, startup_timings),"
-                " startup_time_s=COALESCE(excluded.startup_time_s, startup_time_s)",
+                " startup_time_s=COALESCE(excluded.startup_time_s, startup_time_s), seen_from=excluded.seen_from",
                 row,
             )
             launch_id = int(
                 self.db.execute(
-                    "SELECT id FROM launches WHERE key = ? AND start_mark = ?", (rec.key, rec.start_mark)
+                    "SELECT id FROM launches WHERE key = ? AND start_mark = ? AND port = ? AND log = ?",
+                    (rec.key, *where),
                 ).fetchone()[0]
             )
             self.db.execute("DELETE FROM phases WHERE launch_id = ?", (launch_id,))
@@ -263,23 +331,28 @@ class HistoryStore:
         """The ready launches of `key`, newest first, as the core's frozen value; odd rows left out and named."""
         with self._one_line():
             rows = self.db.execute(
-                "SELECT id, total_s, weight_gib_per_rank, shards FROM launches WHERE key = ? AND outcome = 'ready'"
-                " AND start_mark IS NOT ? ORDER BY started_at DESC, id DESC LIMIT ?",
+                "SELECT id, total_s, weight_gib_per_rank, shards, seen_from FROM launches WHERE key = ?"
+                " AND outcome = 'ready' AND start_mark IS NOT ? ORDER BY started_at DESC, id DESC LIMIT ?",
                 (key, exclude_mark, limit),
             ).fetchall()
             launches: list[PastLaunch] = []
             skipped: list[str] = []
-            for launch_id, total, weight, shards in rows:
+            attach_timed = 0
+            for launch_id, total, weight, shards, seen_from in rows:
                 phases = self.db.execute(
-                    "SELECT phase, duration_s FROM phases WHERE launch_id = ? AND model = 'main'"
+                    "SELECT phase, duration_s, start, \"end\" FROM phases WHERE launch_id = ? AND model = 'main'"
                     " AND duration_s IS NOT NULL ORDER BY idx",
                     (launch_id,),
                 ).fetchall()
+                timed = [(p, d) for p, d, start, end in phases if seen_from is not None or (start and end)]
+                if len(timed) < len(phases):  # an older sglang-tui's row: a phase timed by our look, not the log
+                    attach_timed += 1
+                    total = None
                 try:
-                    launches.append(past_launch(int(launch_id), total, phases, weight, shards))
+                    launches.append(past_launch(int(launch_id), total, timed, weight, shards))
                 except OddRow as odd:
                     skipped.append(f"launch {launch_id}: {odd}")
-        return Past(key=key, launches=tuple(launches), skipped=tuple(skipped))
+        return Past(key=key, launches=tuple(launches), skipped=tuple(skipped), attach_timed=attach_timed)
 
     def listing(self, host: str | None = None, limit: int = 50) -> tuple[list[LaunchRow], tuple[str, ...]]:
         """Launches, newest first (of one host when given), each with its key fields and phases; and the odd rows
@@ -354,7 +427,7 @@ class HistoryStore:
     def _launch_dict(self, row: tuple[object, ...]) -> LaunchRow:
         """A launch row as the dict `history` shows; OddRow when a figure in it is none a launch can have."""
         (launch_id, key_json, host, mark, started, source, outcome, kind, line, total, shards, draft, weight,
-         timings, startup_time, key) = row  # fmt: skip
+         timings, startup_time, key, seen_from) = row  # fmt: skip
         phases = self.db.execute(
             'SELECT phase, model, start, "end", duration_s FROM phases WHERE launch_id = ? ORDER BY idx', (launch_id,)
         ).fetchall()
@@ -387,13 +460,23 @@ class HistoryStore:
             "startup_timings": startup_timings,
             "startup_time_s": _number("startup_time_s", startup_time),
             "key_id": _text("key", key),
+            "seen_from": _optional_text("seen_from", seen_from),  # null: recorded before sglang-tui said it
         }
 
 
 _LAUNCH_COLUMNS = (
     "id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s, shards,"
-    " draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key"
+    " draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key, seen_from"
 )
+
+
+def _keeps(seen_from: object, outcome: object, rec: LaunchRecord) -> bool:
+    """Whether the row recorded as (seen_from, outcome) stands against `rec`: a launch recorded from its first line
+    with an outcome is never rewritten by a look that came after it (a board, an exporter, a later `wait`), and an
+    outcome is never rewritten by a watcher that left before one ("unfinished": it knows less)."""
+    if outcome != "unfinished" and rec.outcome == "unfinished":
+        return True
+    return seen_from == "first_line" and outcome != "unfinished" and rec.seen_from != "first_line"
 
 
 def _json_object(name: str, value: object) -> dict[str, object]:
