@@ -13,11 +13,14 @@ import sys
 from typing import NoReturn
 
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
-from tui.sim.params import FAULTS
 
 SUBCOMMANDS = (
     "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
 )  # fmt: skip
+# probe --timeout: /health's own answer time, from its request. SGLang's /health runs a 1-token generation, which a
+# server busy serving answers in a second or more; 2 s leaves it that room, and a call then takes at most the
+# process start (up to 1.4 s on a node with every CPU busy, issue 32) + 1.5 x 2 s: kubelet's timeoutSeconds 5.
+PROBE_TIMEOUT_S = 2.0
 # argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
 _TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
 
@@ -218,6 +221,8 @@ def _history_options(p: argparse.ArgumentParser) -> None:
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
+    from tui.sim.params import FAULTS  # the simulator's module for demo and simulate only
+
     p.add_argument("--speed", type=_factor, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
     p.add_argument("--fault", choices=FAULTS, help="inject a failure")
     p.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
@@ -232,7 +237,9 @@ def settings_line() -> str:
     return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """The whole command line; `only` one of ALONE: the top parser with that command's parser alone (a probe is
+    exec'd each period, and builds no other command's options)."""
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
@@ -242,6 +249,9 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only in ALONE:
+        ALONE[only](sub)
+        return _with_epilogs(parser)
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -409,6 +419,10 @@ def build_parser() -> Parser:
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
+    return _with_epilogs(parser)
+
+
+def _with_epilogs(parser: Parser) -> Parser:
     for name, command in subcommand_parsers(parser).items():  # every command's codes, from the one table
         command.formatter_class = argparse.RawDescriptionHelpFormatter
         command.epilog = (command.epilog + "\n\n" if command.epilog else "") + epilog(name)
@@ -430,8 +444,10 @@ def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
                       help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
     probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
     _stall_after(probe)
-    probe.add_argument("--timeout", type=positive_seconds, default=1.0, metavar="S",
-                       help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
+    probe.add_argument("--timeout", type=positive_seconds, default=PROBE_TIMEOUT_S, metavar="S",
+                       help="what /health's answer may take, counted from its request, never from the process "
+                            "start (default 2: /health is a 1-token generation, which a busy server answers late; "
+                            "the log read before it gets half of S; set kubelet's timeoutSeconds to 5)")  # fmt: skip
     probe.add_argument("--no-health", action="store_true",
                        help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
     _history_options(probe)
@@ -478,6 +494,9 @@ def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _stall_after(fleet)
     fleet.add_argument("--no-health", action="store_true", help="do not probe /health")
     _history_options(fleet)
+
+
+ALONE = {"probe": _probe_parser, "export": _export_parser, "fleet": _fleet_parser}  # build_parser(only=NAME)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -553,7 +572,7 @@ def _main(argv: list[str]) -> int:
             )
             return EXIT_BAD_ARGS
         argv.insert(0, "watch")
-    parser = build_parser()
+    parser = build_parser(only=argv[0] if argv else None)
     from tui.commands.settings import load
     from tui.core.settings import SettingsError
 

@@ -194,7 +194,7 @@ class Fleet:
         session = Session.open(
             host, config, process_watch=watch, initial=config.first_state(),
             steps=(weights_step(WeightFilesProbe(host)), recorder.step),
-            gpu_feed=self.pool.gpus(host, sim_gpus, remote_python=own.remote_python),
+            gpu_feed=self.pool.gpus(host, sim_gpus, remote_python=own.remote_python), rest_when_up=True,
         )  # fmt: skip
         entry = FleetEntry(name, target.host, session.state, group=group, order=len(self.rows))
         control = watch if isinstance(watch, ServerControl) else None

@@ -8,6 +8,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.commands.targets import ServerTarget, parse_listen, parse_target
 from tui.core.config import Hooks, Ssh, Target, WatchConfig
@@ -15,7 +16,9 @@ from tui.core.discovery import DEFAULT_PORT
 from tui.core.settings import Given, Settings
 from tui.core.slurmjob import is_slurm_target
 from tui.history.paths import history_path
-from tui.sim.params import SimParams
+
+if TYPE_CHECKING:  # the simulator's module only for demo and simulate (a probe exec'd each period loads none)
+    from tui.sim.params import SimParams
 
 
 class OptionsError(Exception):
@@ -403,6 +406,8 @@ def _accept_len(text: str | None) -> float | None:
 
 
 def _sim_params(ns: argparse.Namespace) -> SimParams:
+    from tui.sim.params import SimParams
+
     speculative = None if str(ns.speculative).lower() == "none" else str(ns.speculative).upper()
     accept = _accept_len(ns.accept_len)
     if accept == 0.0:

@@ -6,7 +6,8 @@ opens the row's full view (tui/ui/app.py's ServerScreen, built by the command la
 
 What it redraws: only the cells whose words changed. A row's words are made again when its state changed, and
 for the time in phase and the ETA once a second while it starts (once a minute once it is up: its cell shows
-whole minutes then).
+whole minutes then). One timer keeps the clocks: it fires when the first row's words are due (in a second while
+one starts, at the next minute when every row is up), so a board at rest does nothing in between (issue 32).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from tui.core.fleet import (
@@ -54,6 +56,14 @@ class BoardSources:
 
 
 _KEYS = [k for k, _ in fleet_rows.COLUMNS]
+
+
+def _bucket_s(entry: FleetEntry) -> float:
+    """How often a row's words can change with the clock alone: each second while it starts, each minute once it
+    is up (its time in phase in whole minutes) or where there is no server."""
+    return 60.0 if entry.state.phase in UP or entry.kind == "nothing" else TICK_S
+
+
 _CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold red"}
 #: The long cells are cut on the board so that the state before them keeps its room (the server's own view, `/`
 #: and `fleet --once` have them whole); NAME is never cut (it stays frozen on the left, as k9s keeps it).
@@ -125,6 +135,8 @@ class FleetApp(App[None]):
         self._dirty: set[int] = set()
         self._flush_pending = False
         self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
+        self._clock: Timer | None = None  # the one timer for the clocks, set for when the next row's words are due
+        self._clock_due = float("inf")
         self._summary_shown = ""
         self._keys_shown = ""
         self._headers_for: tuple[str, bool] = ("order", False)
@@ -160,7 +172,6 @@ class FleetApp(App[None]):
     def on_mount(self) -> None:
         self._redraw()
         self.table.focus()
-        self.set_interval(TICK_S, self._redraw)
         self._follow()
 
     # ------------------------------------------------------------------------------------------- changes
@@ -177,9 +188,30 @@ class FleetApp(App[None]):
         self._flush_pending = False
         self._redraw()
 
+    @property
+    def clock_due(self) -> float:
+        """The clock time the clocks' timer fires at next (inf: none is set)."""
+        return self._clock_due
+
+    def _clock_fired(self) -> None:
+        self._clock, self._clock_due = None, float("inf")
+        self._redraw()
+
+    def _keep_time(self, entries: list[FleetEntry], now: float) -> None:
+        """The clocks' timer, set for the next bucket of the row whose words are due first."""
+        if not entries:
+            return
+        step = min(_bucket_s(e) for e in entries)
+        due = (now // step + 1) * step
+        if self._clock is not None and self._clock_due <= due:
+            return
+        if self._clock is not None:
+            self._clock.stop()
+        self._clock, self._clock_due = self.set_timer(max(0.05, due - now), self._clock_fired), due
+
     def _words(self, index: int, entry: FleetEntry, now: float) -> dict[str, str]:
         """The row's words, made again only when its state or its clock bucket moved."""
-        bucket = int(now // 60) if entry.state.phase in UP or entry.kind == "nothing" else int(now)
+        bucket = int(now // _bucket_s(entry))
         state, made_bucket = self._made.get(index, (None, -1))
         if index not in self._cells or state is not entry.state or made_bucket != bucket:  # `is`: no deep compare
             self._cells[index] = fleet_rows.cells(entry, now)
@@ -228,6 +260,7 @@ class FleetApp(App[None]):
             self._summary_shown = summary.plain
             self._board.query_one("#fleet-summary", Static).update(summary)
         self._show_keys()
+        self._keep_time(entries, now)
 
     def on_resize(self, event: events.Resize) -> None:
         """Another width cuts the long cells anew: every row drawn again."""
