@@ -35,8 +35,9 @@ def test_each_row_calls_for_its_code() -> None:
 
 
 def test_a_row_has_said_its_first_state_once_every_source_has_and_a_job_once_every_node_has() -> None:
+    # clock: the tail's first look was read (tui.core.firstlook)
     looked = dict(connection="connected", log_watched=True, log_read_at=1.0, clock=ClockMap(), process_watched=True,
-                  process_checked_at=1.0, health_probed=False)  # fmt: skip  (clock: the tail's first look was read)
+                  process_checked_at=1.0, health_probed=False)  # fmt: skip
     said = _at(Phase.READY, **looked, gpus=GpuSnapshot(source="probe", error="no NVML"))
     no_gpus_yet = _at(Phase.READY, **looked)  # ready, but its GPUS cell would still be empty
     unsaid = Readiness().evolve(log_watched=True, connection="connecting")
