@@ -46,6 +46,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("stop", "bench_stop.py", ("--trials", "3"), ("--trials", "1")),
     Bench("probe_count", "bench_probe_count.py", ("--window", "120"), ("--window", "30")),
     Bench("probe_call", "bench_probe.py", (), ("--lines", "100000", "--calls", "5")),
+    Bench("probe_busy", "bench_probe_busy.py", ("--calls", "20"), ("--calls", "3")),
     Bench("reliability", "reliability_table.py", (), ("--collect-only",)),
     Bench("eta_bursts", "bench_eta_bursts.py", ("--speed", "3", "--shards", "32"), ("--speed", "20", "--shards", "8"),
           in_all=False, title="The weights ETA under the multi-thread loader's bursts"),
@@ -55,6 +56,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("ui_log", "bench_ui_log.py", in_all=False, title="Log lines per second into the TUI"),
     Bench("deployment_cost", "bench_deployment_cost.py", ("--seconds", "30"), ("--seconds", "5"), in_all=False),
     Bench("slurm", "bench_slurm.py", ("--trials", "3"), ("--trials", "1", "--runs", "5"), in_all=False),  # root, slurm-wlm
+    Bench("board_idle", "bench_board_idle.py", ("--servers", "24", "--seconds", "60"), ("--servers", "3", "--seconds", "5"),
+          in_all=False),  # 24 simulators and a minute per window: minutes of a shared machine's CPU
     Bench("fleet", "bench_fleet.py", ("--servers", "24", "--seconds", "30"), ("--servers", "4", "--seconds", "5", "--probes", "2"),
           in_all=False),  # 24 simulators: minutes of a shared machine's CPU
 )  # fmt: skip

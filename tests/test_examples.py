@@ -14,7 +14,9 @@ import yaml
 from tests.helpers.options import options_of
 from tests.helpers.processes import Spawner
 from tui.cli import build_parser
-from tui.commands.options import ProbeOptions
+from tui.commands.export_probes import ROUTES
+from tui.commands.options import ExportOptions, ProbeOptions
+from tui.commands.probe import BUSY_START_S, call_bound_s
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MANIFESTS = sorted((EXAMPLES / "kubernetes").glob("*.yaml"))
@@ -54,6 +56,14 @@ def containers(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
         raise AssertionError(f"an example of kind {doc['kind']}")
 
 
+ROUTE_OF = {mode: route for route, mode in ROUTES.items()}
+
+
+def export_options(command: list[str]) -> ExportOptions:
+    assert command[:2] == ["sglang-tui", "export"], command
+    return options_of(ExportOptions, *command[1:])
+
+
 def probe_options(command: list[str]) -> ProbeOptions:
     assert command[:2] == ["sglang-tui", "probe"], command
     return options_of(ProbeOptions, *command[1:])
@@ -65,16 +75,24 @@ def test_each_manifest_parses_and_its_probes_are_sglang_tui_probe_commands(path:
     assert docs
     probes = 0
     for doc in docs:
+        listens = {
+            export_options(c["command"]).listen[1] for c in containers(doc) if c.get("command", [])[1:2] == ["export"]
+        }
         for container in containers(doc):
             assert "startupProbe" not in container  # liveness knows slow from hung from the start (see the comments)
             for kind, mode in (("readinessProbe", "ready"), ("livenessProbe", "alive")):
                 probe = container.get(kind)
                 if probe is None:
                     continue
+                if "httpGet" in probe:  # asked of an export sidecar of this pod: its route for the mode, its port
+                    assert probe["httpGet"]["path"] == ROUTE_OF[mode] and probe["httpGet"]["port"] in listens
+                    probes += 1
+                    continue
                 opts = probe_options(probe["exec"]["command"])
                 assert opts.ready == (mode == "ready")
                 assert opts.server.log and opts.server.host == "local"
-                assert opts.timeout < probe["timeoutSeconds"]  # the probe answers before kubelet kills it
+                # the probe answers before kubelet kills it, even where a busy node slows its start
+                assert call_bound_s(opts.timeout) + BUSY_START_S <= probe["timeoutSeconds"]
                 probes += 1
     assert probes >= 2
 

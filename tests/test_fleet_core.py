@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.core.clockmap import ClockMap
 from tui.core.events import ConnectionState, GpuSnapshot
 from tui.core.fleet import FleetEntry, exit_code, first_state_said, matches, sort_key, worst
 from tui.core.readiness import reduce
@@ -34,7 +35,8 @@ def test_each_row_calls_for_its_code() -> None:
 
 
 def test_a_row_has_said_its_first_state_once_every_source_has_and_a_job_once_every_node_has() -> None:
-    looked = dict(connection="connected", log_watched=True, log_read_at=1.0, process_watched=True,
+    # clock: the tail's first look was read (tui.core.firstlook)
+    looked = dict(connection="connected", log_watched=True, log_read_at=1.0, clock=ClockMap(), process_watched=True,
                   process_checked_at=1.0, health_probed=False)  # fmt: skip
     said = _at(Phase.READY, **looked, gpus=GpuSnapshot(source="probe", error="no NVML"))
     no_gpus_yet = _at(Phase.READY, **looked)  # ready, but its GPUS cell would still be empty

@@ -87,7 +87,7 @@ def test_four_servers_on_one_host_one_failing(tight_sshd: Sshd, sim: Sims, cli: 
     for name in ("good0", "good1", "good2"):
         assert by_name[name].split()[1:3] == ["testhost", "ready"], by_name[name]
         assert " 200 " in by_name[name] and "8× " in by_name[name]  # /health and the GPUs its processes hold
-    assert by_name["bad"].split()[1:3] == ["testhost", "failed"] and "out of memory" in by_name["bad"]
+    assert by_name["bad"].split()[1:3] == ["testhost", "FAILED"] and "out of memory" in by_name["bad"]
 
     # the same look as JSON: one object per server, the code the same
     once_json = cli("fleet", "--once", "--json", "--inventory", str(inventory), *_ssh(tight_sshd, servers))

@@ -53,7 +53,7 @@ def test_a_server_killed_before_the_look_is_one(sim: Sims, cli: Cli) -> None:
     done = cli(*ONCE, f"local:{server.port}:{server.log}")
     assert done.returncode == 1, done.stdout + done.stderr
     row = _rows(done.stdout)[f"local:{server.port}:{server.log}"]
-    assert row.split()[2] == "failed" and "no process of the server is left" in row, row
+    assert row.split()[2] == "FAILED" and "no process of the server is left" in row, row
 
 
 def test_a_hung_load_is_three(sim: Sims, cli: Cli, tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # Options README names that belong to other programs, each with the program.
 FOREIGN = {
     "--check": "ruff format --check, in the test command",
-    "--enable-metrics": "SGLang's server flag, for /metrics",
     "--quick": "bench/bench_all.py's, in the test command",
     "--no-write": "bench/bench_all.py's, in the test command",
 }

@@ -15,6 +15,7 @@ from tests.helpers.processes import Cli, Spawner
 from tests.helpers.ui_fakes import FakeBatchSource, FakeControl, make_app, until
 from tui.commands.settings import config_path, parse, save_theme
 from tui.core.settings import Given, SettingsError, with_theme
+from tui.core.settings import parse as core_parse
 from tui.ui.panes.keybar import KeyBar
 from tui.ui.screens.confirm import ConfirmScreen
 
@@ -158,7 +159,7 @@ def test_with_theme_replaces_or_adds_the_top_level_key_and_keeps_the_rest() -> N
     assert with_theme(text, "gruvbox") == text.replace('"nord"', '"gruvbox"')
     added = with_theme("[defaults]\nport = 31000\n", "dracula")
     assert added.startswith('theme = "dracula"\n') and parse(added).defaults == Given(port=31000)
-    assert parse(with_theme("", 'odd"name')).theme == 'odd"name'  # quoted as TOML
+    assert core_parse(with_theme("", 'odd"name')).theme == 'odd"name'  # quoted as TOML (no theme has the name)
 
 
 async def test_a_theme_chosen_in_the_app_sticks_in_the_config_file(tmp_path: Path) -> None:

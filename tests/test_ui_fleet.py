@@ -57,18 +57,32 @@ async def test_board_sorts_filters_opens_and_comes_back(sim: Sims) -> None:
                 return [e.state.phase for e in fleet.entries]
 
             await _until(pilot, lambda: phases() == [Phase.READY, Phase.FAILED, Phase.READY], "2 ready, 1 failed")
-            await _until(pilot, lambda: [str(app.table.get_row_at(i)[2]) for i in range(3)] == ["ready", "failed", "ready"],
-                         "the rows drawn")  # fmt: skip
+            drawn = ["ready", "FAILED (out of memory)", "ready"]  # the failure's cause in the state's own cell
+            await _until(pilot, lambda: [str(app.table.get_row_at(i)[2]) for i in range(3)] == drawn, "the rows drawn")
             assert _names(app) == ["alpha", "beta", "gamma"]  # the order given
             table = app.table
+            assert app.table.get_row_at(1)[2].style == "bold reverse red"
             assert "out of memory" in str(table.get_row_at(1)[8])
+            summary = str(app.query_one("#fleet-summary").render())
+            assert "3 servers: 2 ready · 0 starting · 1 failed" in summary, summary
+            assert table.fixed_columns == 1  # NAME stays in view when → scrolls the rest
 
+            table.move_cursor(row=2)  # on gamma: the cursor follows gamma through every re-sort below
             for _ in range(3):  # order given -> name -> where -> phase
                 await pilot.press("s")
             assert app.sort_column == "phase"
             assert _names(app)[0] == "beta"  # the worst first
+            assert [str(c.label).rstrip() for c in table.ordered_columns][2] == "PHASE ▲"
+            assert _names(app)[table.cursor_row] == "gamma"
             await pilot.press("S")
             assert _names(app)[-1] == "beta"
+            assert [str(c.label).rstrip() for c in table.ordered_columns][2] == "PHASE ▼"
+            assert _names(app)[table.cursor_row] == "gamma"
+            keys = str(app.query_one("#fleet-keys").render())
+            assert "T terminate" in keys and "r restart" not in keys  # no launch command: no restart offered
+            await pilot.press("r")
+            await pilot.pause()
+            assert app.screen is app.screen_stack[0]  # refused on the board, with why (no view opened for nothing)
 
             await pilot.press("slash")
             for key in "prod":

@@ -55,3 +55,17 @@ async def test_header_shows_ready_in_and_the_last_launches(tmp_path: Path) -> No
     recorder.finish(state)  # quit mid-launch: recorded as unfinished
     with HistoryStore(path) as store:
         assert [r["outcome"] for r in store.launches()][0] == "unfinished"
+
+
+async def test_at_80x24_the_header_keeps_the_history_eta_in_view(tmp_path: Path) -> None:
+    """A short terminal is a narrow one: the ETA and the last launches come right after the phase, within the 80
+    columns (the README's own 80×24 picture had `· ready in ~21s · last 2 laun…`)."""
+    path = tmp_path / "history.sqlite3"
+    seed_history(path)
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    app.sources.fold = Fold(steps=(Recorder(path, HOST, "tui").step,))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await play(pilot, source, clock, startup_to_loading(16))
+        line = next(x for x in app.query_one(HeaderPane).shown.splitlines() if "in phase" in x)
+        assert "ready in ~" in line[:78] and "last 2 launches 9m41s–10m04s" in line[:78], line

@@ -26,7 +26,7 @@ from tests.helpers.ui_fakes import (
     startup_to_ready,
     until,
 )
-from tui.core.events import ConnectionState, HealthResult, Tick
+from tui.core.events import ConnectionState, GpuSnapshot, HealthResult, Tick
 from tui.core.state import Phase, Readiness
 from tui.ui.messages import EventsReceived
 from tui.ui.panes.gpus import GpuPane
@@ -161,6 +161,21 @@ async def test_failed_shows_the_oom_line_and_rings() -> None:
         assert any("failed" in note and "CUDA out of memory" in note for note in _notes(seen))
 
 
+async def test_at_80x24_the_failure_toast_is_short_and_brief() -> None:
+    """The OOM toast at 80×24 would cover half of the 4-line log pane for 30 s: there it is one short line for 5 s
+    (the header and the log have the cause whole); at a big terminal it stays 30 s."""
+    for size, most_chars, timeout in (((80, 24), 60, 5.0), (SIZE, 140, 30.0)):
+        clock, source = FakeClock(), FakeBatchSource()
+        app = make_app(source, clock=clock)
+        seen: list[object] = []
+        async with app.run_test(size=size, message_hook=seen.append) as pilot:
+            await play(pilot, source, clock, startup_failed_oom())
+            failed = [
+                m.notification for m in seen if isinstance(m, Notify) and "failed" in (m.notification.title or "")
+            ]
+            assert len(failed) == 1 and failed[0].timeout == timeout and len(failed[0].message) <= most_chars, failed
+
+
 async def test_stalled_is_shown_and_announced() -> None:
     clock, source = FakeClock(), FakeBatchSource()
     app = make_app(source, clock=clock, initial=Readiness.of(stall_after=120.0))
@@ -184,6 +199,18 @@ async def test_disconnected_marks_gpu_data_stale() -> None:
         table = app.query_one(GpuPane)
         assert "STALE" in str(table.border_title)
         assert table.row_count == 8 and "16.2" in table.get_row("gpu0")[3].plain  # kept, not blanked
+
+
+async def test_a_probe_that_never_read_a_gpu_is_not_stale() -> None:
+    """No driver: the probe's one answer is its error; 11 s later the pane says there never was a sample (no
+    "STALE: last sample 11 s ago" for a sample that never was)."""
+    clock, source = FakeClock(), FakeBatchSource()
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        no_driver = GpuSnapshot("none", error="NVML Shared Library Not Found; no nvidia-smi")
+        await play(pilot, source, clock, [Step(1.0, [ConnectionState("connected"), no_driver]), Step(12.0, [Tick()])])
+        title = str(app.query_one(GpuPane).border_title)
+        assert "never a GPU sample" in title and "STALE" not in title, title
 
 
 async def test_a_dead_source_becomes_state_not_a_crash() -> None:

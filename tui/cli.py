@@ -5,6 +5,7 @@ tui/commands/options.py (the one place that reads it); each subcommand lives in 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import math
 import os
@@ -12,11 +13,14 @@ import sys
 from typing import NoReturn
 
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
-from tui.sim.params import FAULTS
 
 SUBCOMMANDS = (
     "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
 )  # fmt: skip
+# probe --timeout: /health's own answer time, from its request. SGLang's /health runs a 1-token generation, which a
+# server busy serving answers in a second or more; 2 s leaves it that room, and a call then takes at most the
+# process start (up to 1.4 s on a node with every CPU busy, issue 32) + 1.5 x 2 s: kubelet's timeoutSeconds 5.
+PROBE_TIMEOUT_S = 2.0
 # argparse's words for a value its `type=` refused, said plainly (argparse has said them this way since 3.2)
 _TYPE_WORDS = {"invalid int value: ": "not a whole number: ", "invalid float value: ": "not a number: "}
 
@@ -34,6 +38,18 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+#: The commands whose screens read [keys] (a clash there is fatal); headless ones never read a key.
+KEYED = ("watch", "demo")
+
+
+def uses_keys(argv: list[str]) -> bool:
+    """The command line opens a screen that reads [keys]: the TUI, the demo, the fleet board (not --once/--json)."""
+    command = argv[0] if argv else "watch"
+    if command == "fleet":
+        return not any(a in ("--once", "--json") for a in argv[1:])
+    return command in KEYED
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors for every command: `sglang-tui wait: --port: not a port number: 'x' (try
     sglang-tui wait --help)`, with no usage block before it."""
@@ -45,7 +61,27 @@ class Parser(argparse.ArgumentParser):
         message = message.removeprefix("argument ")
         for said, plain in _TYPE_WORDS.items():
             message = message.replace(said, plain)
+        message += self.closest_option(message)
         self.exit(EXIT_BAD_ARGS, f"{prog}: {message} (try {prog} --help)\n")
+
+    command_options: tuple[str, ...] = ()  # the subcommand's own options, for "did you mean"
+    typed: tuple[str, ...] = ()  # the command line as typed
+
+    def closest_option(self, message: str) -> str:
+        """ " (did you mean --port?)" for a misspelt `--prot` typed (Python 3.12's habit, for every error: `probe
+        --redy` fails first for want of --ready or --alive, and says which one was meant)."""
+        known = self.command_options or tuple(o for a in self._actions for o in a.option_strings)
+        for word in self.typed:
+            option = word.split("=", 1)[0]
+            if option.startswith("--") and option not in known:
+                close = difflib.get_close_matches(option, known, n=1)
+                if close:
+                    return (
+                        f" (did you mean {close[0]}?)"
+                        if option in message
+                        else f" ({option}: did you mean {close[0]}?)"
+                    )
+        return ""
 
 
 def port_number(text: str) -> int:
@@ -185,6 +221,8 @@ def _history_options(p: argparse.ArgumentParser) -> None:
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
+    from tui.sim.params import FAULTS  # the simulator's module for demo and simulate only
+
     p.add_argument("--speed", type=_factor, default=10.0, help="time factor (10: a 10-minute startup in a minute)")
     p.add_argument("--fault", choices=FAULTS, help="inject a failure")
     p.add_argument("--accept-len", type=_accept_len_arg, metavar="X",
@@ -199,7 +237,9 @@ def settings_line() -> str:
     return f"settings: {config_path()} (key remaps, theme, option defaults, per-host log and port; README: Settings)"
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """The whole command line; `only` one of ALONE: the top parser with that command's parser alone (a probe is
+    exec'd each period, and builds no other command's options)."""
     parser = Parser(
         prog="sglang-tui",
         description="Watch an SGLang server start on a GPU host.",
@@ -209,6 +249,9 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only in ALONE:
+        ALONE[only](sub)
+        return _with_epilogs(parser)
 
     watch = sub.add_parser("watch", help="the TUI (default: `sglang-tui HOST`)", epilog=settings_line(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -320,6 +363,9 @@ def build_parser() -> Parser:
     demo = sub.add_parser("demo", help="a simulated 8-GPU EAGLE3 startup, watched by the real TUI")
     _sim_options(demo)
     demo.add_argument("--read-only", action="store_true", help="no restart, terminate or kill")
+    demo.add_argument("--fleet", action="store_true",
+                      help="seven simulated servers at once on the fleet board (mixed speeds, a stall, an OOM, one "
+                           "slower than its history); q stops them all")  # fmt: skip
     demo.add_argument(
         "--stall-after",
         type=positive_seconds,
@@ -377,6 +423,10 @@ def build_parser() -> Parser:
                           help="--router: a prefill worker (and its bootstrap port, default 8998)")  # fmt: skip
     simulate.add_argument("--decode", action="append", default=[], metavar="URL", help="--router: a decode worker")
     _sim_options(simulate)
+    return _with_epilogs(parser)
+
+
+def _with_epilogs(parser: Parser) -> Parser:
     for name, command in subcommand_parsers(parser).items():  # every command's codes, from the one table
         command.formatter_class = argparse.RawDescriptionHelpFormatter
         command.epilog = (command.epilog + "\n\n" if command.epilog else "") + epilog(name)
@@ -398,8 +448,10 @@ def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
                       help="exit 0 unless stalled or failed (a livenessProbe: restarts a hung startup, never a slow one)")  # fmt: skip
     probe.add_argument("--json", action="store_true", help='print the `wait --json` object (with a "probe" key)')
     _stall_after(probe)
-    probe.add_argument("--timeout", type=positive_seconds, default=1.0, metavar="S",
-                       help="the call's budget in seconds (default 1, kubelet's timeoutSeconds; /health gets what is left)")  # fmt: skip
+    probe.add_argument("--timeout", type=positive_seconds, default=PROBE_TIMEOUT_S, metavar="S",
+                       help="what /health's answer may take, counted from its request, never from the process "
+                            "start (default 2: /health is a 1-token generation, which a busy server answers late; "
+                            "the log read before it gets half of S; set kubelet's timeoutSeconds to 5)")  # fmt: skip
     probe.add_argument("--no-health", action="store_true",
                        help="do not probe /health: ready rests on the log's fired-up line and a live process")  # fmt: skip
     _history_options(probe)
@@ -448,6 +500,9 @@ def _fleet_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _history_options(fleet)
 
 
+ALONE = {"probe": _probe_parser, "export": _export_parser, "fleet": _fleet_parser}  # build_parser(only=NAME)
+
+
 def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser by name: the README tests read the options each one accepts (argparse offers no
     public way to reach them)."""
@@ -492,6 +547,14 @@ def looks_like_a_mistyped_command(word: str, argv: list[str]) -> bool:
     return word not in _ssh_aliases(argv) and word not in _etc_hosts()
 
 
+def _options_of(parser: argparse.ArgumentParser, command: str) -> tuple[str, ...]:
+    """The option strings the subcommand `command` takes (for the top parser's "did you mean")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return tuple(o for a in action.choices[command]._actions for o in a.option_strings)
+    return ()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.dependency_warnings import keep_dependency_warnings_out
@@ -513,17 +576,19 @@ def _main(argv: list[str]) -> int:
             )
             return EXIT_BAD_ARGS
         argv.insert(0, "watch")
-    parser = build_parser()
+    parser = build_parser(only=argv[0] if argv else None)
     from tui.commands.settings import load
     from tui.core.settings import SettingsError
 
     try:
-        settings = load()
+        settings = load(keys=uses_keys(argv))
     except SettingsError as err:
         print(f"sglang-tui: {err}", file=sys.stderr)
         return EXIT_BAD_ARGS
     if argv and argv[0] in ("watch", *SUBCOMMANDS):
         parser.command_prog = f"sglang-tui {argv[0]}"  # "unrecognized arguments" is the top parser's to say
+        parser.command_options = _options_of(parser, argv[0])
+        Parser.typed = tuple(argv[1:])  # every parser of this command line (a subcommand's reports its own errors)
     namespace = parser.parse_args(argv)  # a bad command line: one line, SystemExit(2) (Parser.error)
     if not namespace.command:
         parser.print_help()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -12,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import tui
+from tui.commands.demo_launch import DEMO_TRAFFIC as DEMO_TRAFFIC  # the demo's names, as tests import them
+from tui.commands.demo_launch import PROJECT_ROOT, free_port, simulate_command
+from tui.commands.demo_launch import SIM_STALL_S as SIM_STALL_S
+from tui.commands.demo_launch import demo_stall_after as demo_stall_after
 from tui.commands.options import DemoOptions, WatchOptions
-from tui.commands.simulate import command_line
 from tui.core.config import Target, WatchConfig
 from tui.core.events import ControlResult
 from tui.core.exitcodes import EXIT_FAILED
@@ -26,12 +27,6 @@ from tui.sources.control import ServerControl
 from tui.sources.local import LocalHost
 
 STOP_GRACE_S = 5.0  # the simulator drains at once; a real server gets ServerControl's default
-PROJECT_ROOT = str(Path(tui.__file__).resolve().parent.parent)  # the launch runs here, so `-m tui` imports this tree
-DEMO_TRAFFIC = 20  # background requests per simulated minute once ready, so the decode figures move
-#: With no --stall-after, the demo calls a silence a stall after this many *simulated* seconds (divided by --speed):
-#: the simulated startup has no silent stretch this long, and a hang fault shows as STALLED in 30 s at speed 10
-#: instead of the real per-phase limits (3-20 minutes of wall clock, whatever the speed).
-SIM_STALL_S = 5 * 60.0
 #: The demo records its launches in a history of its own, next to the real one and never in it, under one host
 #: name (its port changes every run): the second run shows "ready in ~…" from the first.
 DEMO_HISTORY = "demo-history.sqlite3"
@@ -68,11 +63,6 @@ def launch_variation(number: int, fault: str | None) -> list[str]:
     return options
 
 
-def demo_stall_after(speed: float, stall_after: float | None) -> float:
-    """The stall limit the demo watches with, in real seconds: --stall-after as given, else scaled by --speed."""
-    return stall_after if stall_after is not None else SIM_STALL_S / speed
-
-
 class DemoError(Exception):
     """The demo could not start; str() is one line."""
 
@@ -107,32 +97,6 @@ class Demo:
         return WatchOptions(
             Target(("local",)), server, history=demo_history_path(), settings=settings or Settings(), demo=True
         )
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now (the simulator binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def simulate_command(
-    *,
-    log: Path,
-    port: int,
-    gpu_dir: Path,
-    speed: float,
-    fault: str | None,
-    accept_len: str | None = None,
-    variation: list[str] | None = None,
-) -> str:
-    """The `--launch` command line that starts the demo's simulator (every word quoted)."""
-    options = ["--speed", f"{speed:g}", "--traffic", str(DEMO_TRAFFIC), *(variation or [])]
-    if fault:
-        options += ["--fault", fault]
-    if accept_len is not None:
-        options += ["--accept-len", accept_len]
-    return command_line(log, port, gpu_dir, *options)
 
 
 async def start_demo(speed: float, fault: str | None, accept_len: str | None = None) -> Demo:
@@ -172,6 +136,10 @@ async def stop_demo(demo: Demo) -> ControlResult:
 
 
 def run(opts: DemoOptions) -> int:
+    if opts.fleet:
+        from tui.commands.demo_fleet import demo_fleet
+
+        return asyncio.run(demo_fleet(opts))
     return asyncio.run(demo(opts))
 
 

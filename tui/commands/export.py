@@ -21,6 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.commands.export_http import WRITE_TIMEOUT_S, HeadRefused, read_head, refuse
+from tui.commands.export_probes import ROUTES
+from tui.commands.export_probes import answer as probe_answer
 from tui.commands.options import ExportOptions
 from tui.commands.probe_file import write as write_atomically
 from tui.commands.targets import ServerTarget
@@ -28,8 +30,8 @@ from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.metrics import CONTENT_TYPE, Exported, exposition
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
-from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
+from tui.sources.hostpool import HostPool
 from tui.sources.session import Session, weights_step
 from tui.sources.weightfiles import WeightFilesProbe
 
@@ -101,11 +103,15 @@ def _url_host(host: str) -> str:
 
 
 async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
-    """One Session per target, one Host per distinct host (connected once before the sessions start)."""
+    """One Session per target, one Host per distinct host (connected once before the sessions start) from one
+    HostPool, as `fleet` has them: every command there through one agent on one connection (sshd's MaxSessions
+    counts channels: two dozen servers' tails and process watches alone would pass OpenSSH's 10), and one GPU probe
+    per host."""
+    pool = HostPool(remote_python=opts.watch.remote_python)
     hosts: dict[str, Host] = {}
     for target in opts.servers:
         if target.host not in hosts:
-            hosts[target.host] = make_host(opts.target.spec(target.host))
+            hosts[target.host] = pool.host(opts.target.spec(target.host))
     for name, host in hosts.items():
         try:
             await host.connect()
@@ -117,8 +123,9 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
         config = replace(opts.watch, port=target.port, log=target.log)
         recorder = Recorder(opts.history, target.host, "export", port=target.port, log=target.log or "")
         session = Session.open(
-            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step)
-        )
+            host, config, initial=config.first_state(), steps=(weights_step(WeightFilesProbe(host)), recorder.step),
+            gpu_feed=pool.gpus(host, config.sim_gpus), rest_when_up=True,
+        )  # fmt: skip
         board.put(target.name, session.state)
         sessions.append((target, session, recorder))
 
@@ -136,7 +143,7 @@ async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) 
         for _, session, recorder in sessions:
             await session.close()
             recorder.finish(session.state)
-        await asyncio.gather(*(h.close() for h in hosts.values()), return_exceptions=True)
+        await pool.close()
     return EXIT_OK
 
 
@@ -196,20 +203,27 @@ async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> N
 
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
-    """One HTTP/1.x request: GET /metrics (the exposition), GET / (a pointer to it), anything else 404/405."""
+    """One HTTP/1.x request: GET /metrics (the exposition), /livez and /readyz (tui.commands.export_probes), GET /
+    (a pointer to them), anything else 404/405."""
     try:
         request = await read_head(reader)  # within limits (tui.commands.export_http): else 400/431, one deadline
         words = request.decode("latin-1").split()
-        method, path = (words[0], words[1].split("?", 1)[0]) if len(words) >= 2 else ("", "")
+        method, (path, _, query) = (words[0], words[1].partition("?")) if len(words) >= 2 else ("", ("", "", ""))
+        extra: dict[str, str] = {}
         if method not in ("GET", "HEAD"):
             status, ctype, body = "405 Method Not Allowed", "text/plain; charset=utf-8", b"GET /metrics\n"
         elif path == "/metrics":
             status, ctype, body = "200 OK", CONTENT_TYPE, board.text().encode("utf-8")
+        elif path in ROUTES:  # probe --alive / --ready over HTTP: kubelet's httpGet probes
+            servers = {server: state for (server, member), state in board.entries.items() if member is None}
+            status, said, extra = probe_answer(path, query, servers, time.time())
+            ctype, body = "text/plain; charset=utf-8", said.encode("utf-8")
         elif path == "/":
             status, ctype, body = "200 OK", "text/plain; charset=utf-8", b"sglang-tui export: see /metrics\n"
         else:
             status, ctype, body = "404 Not Found", "text/plain; charset=utf-8", b"not found; see /metrics\n"
-        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        more = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{more}Connection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
     except HeadRefused as refused:

@@ -18,6 +18,7 @@ import contextlib
 import json
 import signal
 import sys
+from dataclasses import replace
 
 from tui.commands.fleet_watch import Fleet, targets_of
 from tui.commands.inventory import InventoryEntry, load
@@ -37,6 +38,7 @@ def run(opts: FleetOptions) -> int:
         targets = targets_of(opts, inventory)
     except ValueError as err:
         return _bad(str(err))
+    opts = replace(opts, servers=tuple((e.name, e.server) for e in inventory))  # each server's own SSH, launch
     if not targets:
         return _bad("give TARGETs (HOST, HOST:PORT[:LOG]) or --inventory FILE.toml")
     if opts.once or opts.json:

@@ -37,7 +37,9 @@ def server_screen(opts: FleetOptions, watched: Watched) -> Screen[Any] | None:
         host_label=watched.entry.name,
         port=watched.port,
         fold=watched.mirror_fold(),
-        dump=_dumper(watched.host, watch, opts.remote_python, watched.entry.name),
+        dump=_dumper(
+            watched.host, watch, opts.server(watched.entry.name).remote_python or opts.remote_python, watched.entry.name
+        ),  # fmt: skip
         bench=partial(_bench_runner, watched.host, port, log),
     )
     return ServerScreen(
@@ -64,6 +66,15 @@ def job_screen(watched: Watched, job: JobWatch) -> Screen[Any]:
     return DeploymentScreen(sources, job.dep, watched.tee.batches, lambda dep, name, items, now: job.dep)
 
 
+def controls(watched: Watched) -> frozenset[str]:
+    """What the row's server can be made to do: terminate and kill with a control of its own (none under
+    --read-only, none for a Slurm job), restart only with its launch command (the inventory's `launch`)."""
+    control = watched.control
+    if control is None or watched.job is not None:
+        return frozenset()
+    return frozenset(("terminate", "kill", "restart") if control.relaunch else ("terminate", "kill"))
+
+
 def board_app(opts: FleetOptions, fleet: Fleet) -> FleetApp:
     async def changes() -> AsyncIterator[int]:
         while True:
@@ -76,6 +87,7 @@ def board_app(opts: FleetOptions, fleet: Fleet) -> FleetApp:
             open_view=lambda i: server_screen(opts, fleet.rows[i]),
             clock=fleet.clock,
             read_only=opts.read_only,
+            controls=lambda i: controls(fleet.rows[i]),
         )
     )
 

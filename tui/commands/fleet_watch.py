@@ -23,7 +23,7 @@ from tui.commands.slurm_members import OpenJob, SlurmMembers
 from tui.commands.targets import FleetTarget, HostTarget, JobTarget, ServerTarget
 from tui.core import deployment as dm
 from tui.core.answerer import printable
-from tui.core.config import Target, WatchConfig
+from tui.core.config import HostSpec, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset
 from tui.core.fleet import FleetEntry
@@ -186,29 +186,37 @@ class Fleet:
                 sim = sims[len(self.rows)] if len(self.rows) < len(sims) and sims[len(self.rows)] else None
                 self._open_server(target, name, group, sim)
 
-    def _host(self, name: str) -> Host:
-        return self.pool.host(self.opts.target.spec(name))
+    def _host(self, name: str, row: str = "") -> Host:
+        """The host `name`, over the SSH options of the inventory's server `row` where it names its own."""
+        own = self.opts.server(row)
+        spec = HostSpec(name, own.ssh(self.opts.ssh)) if name != "local" else self.opts.target.spec(name)
+        return self.pool.host(spec, own.remote_python)
 
-    def _open_server(self, target: ServerTarget, name: str, group: str, sim_gpus: str | None) -> None:
-        host = self._host(target.host)
+    def _open_server(
+        self, target: ServerTarget, name: str, group: str, sim_gpus: str | None, row: str | None = None
+    ) -> None:
+        """One server's row; `row`: the inventory entry it came from (a discovered server's: its host's)."""
+        own = self.opts.server(row or name)
+        host = self._host(target.host, row or name)
         opts = self.opts
         config = WatchConfig(
-            port=target.port, log=target.log, remote_python=opts.remote_python, sim_gpus=sim_gpus,
-            read_only=opts.read_only, health=opts.health, stall_after=opts.stall_after,
+            port=target.port, log=target.log, remote_python=own.remote_python or opts.remote_python,
+            sim_gpus=sim_gpus, launch=own.launch, cwd=own.cwd, read_only=opts.read_only, health=opts.health,
+            stall_after=opts.stall_after,
         )  # fmt: skip
         recorder = Recorder(opts.history, target.host, "fleet", warn=False, port=target.port, log=target.log or "")
         watch = process_watch(host, config, None)  # under --read-only a ProcessWatch alone: nothing can signal
         session = Session.open(
             host, config, process_watch=watch, initial=config.first_state(),
             steps=(weights_step(WeightFilesProbe(host)), recorder.step),
-            gpu_feed=self.pool.gpus(host, sim_gpus),
+            gpu_feed=self.pool.gpus(host, sim_gpus, remote_python=own.remote_python), rest_when_up=True,
         )  # fmt: skip
         entry = FleetEntry(name, target.host, session.state, group=group, order=len(self.rows))
         control = watch if isinstance(watch, ServerControl) else None
         self.rows.append(Watched(entry, session, host, control, watch, target.port, recorder))
 
     async def _open_discovered(self, target: HostTarget, name: str, group: str) -> None:
-        host = self._host(target.host)
+        host = self._host(target.host, name)
         try:
             found = await discover(host, timeout=DISCOVER_TIMEOUT_S)
         except (HostError, OSError, TimeoutError) as err:
@@ -222,7 +230,7 @@ class Fleet:
             return
         for server in found:
             each = f"{name}:{server.port}" if len(found) > 1 or name == target.host else name
-            self._open_server(ServerTarget(each, target.host, server.port, server.log), each, group, None)
+            self._open_server(ServerTarget(each, target.host, server.port, server.log), each, group, None, name)
 
     async def _open_jobs(self, target: JobTarget, name: str, group: str) -> None:
         """`slurm:JOBID` (or through a login node): one row, the job's nodes as one server, node 0 first;

@@ -8,6 +8,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.commands.targets import ServerTarget, parse_listen, parse_target
 from tui.core.config import Hooks, Ssh, Target, WatchConfig
@@ -16,7 +17,9 @@ from tui.core.settings import Given, Settings
 from tui.core.slurmjob import is_slurm_target
 from tui.core.srtlayout import is_srt_target
 from tui.history.paths import history_path
-from tui.sim.params import SimParams
+
+if TYPE_CHECKING:  # the simulator's module only for demo and simulate (a probe exec'd each period loads none)
+    from tui.sim.params import SimParams
 
 
 class OptionsError(Exception):
@@ -145,6 +148,7 @@ class DemoOptions:
     read_only: bool = False
     stall_after: float | None = None
     settings: Settings = Settings()
+    fleet: bool = False  # --fleet: several simulated servers at once, on the fleet board
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,29 @@ class SimulateOptions:
     router: bool = False
     prefill: tuple[str, ...] = ()
     decode: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """One inventory server's own settings, over the command line's (None: the command line's, or SSH's)."""
+
+    ssh_port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    remote_python: str | None = None
+    launch: str | None = None  # what `r` (restart) starts it with; it needs the server's log
+    cwd: str | None = None
+
+    def ssh(self, given: Ssh) -> Ssh:
+        """The SSH options for this server: its own where it names them, else the command line's."""
+        return Ssh(
+            port=self.ssh_port if self.ssh_port is not None else given.port,
+            user=self.user if self.user is not None else given.user,
+            identity=self.identity if self.identity is not None else given.identity,
+            known_hosts=self.known_hosts if self.known_hosts is not None else given.known_hosts,
+            config=given.config,
+        )
 
 
 @dataclass(frozen=True)
@@ -176,6 +203,10 @@ class FleetOptions:
     stall_after: float | None = None
     history: Path | None = None
     settings: Settings = Settings()  # the keys of a row's full view
+    servers: tuple[tuple[str, ServerOptions], ...] = ()  # the inventory's own settings, by server name
+
+    def server(self, name: str) -> ServerOptions:
+        return dict(self.servers).get(name, ServerOptions())
 
     @property
     def target(self) -> Target:
@@ -209,7 +240,7 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
         compare = (ns.compare[0], ns.compare[1]) if ns.compare else None
         return HistoryOptions(ns.host, json=ns.json, compare=compare, limit=ns.limit, history=_history(ns))
     if command == "demo":
-        return DemoOptions(ns.speed, ns.fault, ns.accept_len, ns.read_only, ns.stall_after, settings)
+        return DemoOptions(ns.speed, ns.fault, ns.accept_len, ns.read_only, ns.stall_after, settings, ns.fleet)
     if command == "simulate":
         return SimulateOptions(_sim_params(ns), ns.router, tuple(ns.prefill), tuple(ns.decode))
     if command == "probe":
@@ -377,6 +408,8 @@ def _accept_len(text: str | None) -> float | None:
 
 
 def _sim_params(ns: argparse.Namespace) -> SimParams:
+    from tui.sim.params import SimParams
+
     speculative = None if str(ns.speculative).lower() == "none" else str(ns.speculative).upper()
     accept = _accept_len(ns.accept_len)
     if accept == 0.0:

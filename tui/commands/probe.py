@@ -4,8 +4,11 @@ systemd, Slurm scripts and CI, run where the server runs (`probe local --port N 
 Each call is a fresh process: it takes the memo the last call left (tui.core.probe_memo, in the state dir),
 reads only the log bytes written since, looks once at the server's processes, asks /health once (marked as
 ours; at the first 200 of a run, the identity probe too), folds it all with the same reducer as `wait`, saves
-the memo atomically and exits with tui.core.probe_rule's code. Within --timeout (default 1 s, kubelet's
-timeoutSeconds): a first call on a large log reads what the budget allows and the next calls read on.
+the memo atomically and exits with tui.core.probe_rule's code. `--timeout S` (default 2) is what /health's own
+answer may take, counted from its request, never from the process start: a start slowed by a busy node (every
+CPU compiling kernels) costs the call time, never /health its budget. The look before it (the connection, the
+log) has READ_SHARE of S from when it begins: a first call on a large log reads what that allows and the next
+calls read on. So a call takes at most its start + CALL_BOUND(S); kubelet's timeoutSeconds must cover both.
 It imports no Textual and no httpx; it records nothing in the history (it reads its past, for the budgets).
 
 Exit codes (the one table): 0 ready (--ready) / progressing or ready (--alive), 1 failed or stopped,
@@ -50,6 +53,15 @@ MIN_READ = 8 << 20  # a call starved of its budget (a loaded host) still moves o
 HEALTH_GAP_S = 1.0  # a /health younger than this (the other probe of the pair just asked) is not asked again
 MARGIN_S = 0.15  # kept for the fold, the memo and the exit after the last answer
 HISTORY_BUSY_S = 0.2  # a history another process holds longer than this is read by a later call
+READ_SHARE = 0.5  # of --timeout, for the connection and the log read before /health is asked
+BUSY_START_S = 1.4  # a call's start to its look with every CPU busy (issue 32: 1353 ms max on a 16-CPU H100 host)
+
+
+def call_bound_s(timeout: float) -> float:
+    """The most a call takes after its start: the look (READ_SHARE of --timeout), /health (--timeout from its
+    request) and the fold, the memo and the exit (MARGIN_S). kubelet's timeoutSeconds adds the start to it
+    (BUSY_START_S on a busy node): 5 for the default --timeout."""
+    return timeout * (1 + READ_SHARE) + MARGIN_S
 
 
 def run(opts: ProbeOptions) -> int:
@@ -68,21 +80,9 @@ def config_of(opts: ProbeOptions) -> WatchConfig:
     )
 
 
-def started_ago() -> float:
-    """Seconds since this process started (Linux: /proc/self/stat against /proc/uptime), 0 where unknown: the
-    budget counts from the exec, as kubelet's timeout does, not from the end of the imports."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 async def probe(opts: ProbeOptions, mode: Mode) -> int:
-    deadline = time.monotonic() + opts.timeout - started_ago()
+    # the look's own deadline, from when it begins (the process start, slow on a busy node, is not /health's)
+    deadline = time.monotonic() + opts.timeout * READ_SHARE
     config = config_of(opts)
     target = opts.server
     key = probe_file.memo_key(target.host, target.port, target.log)
@@ -161,9 +161,8 @@ async def look_and_fold(
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui probe: the process look failed: {exc}", file=sys.stderr)
         if config.health and wants_health(memo.state, opts.ready, time.time()):
-            left = max(0.05, deadline - time.monotonic() - MARGIN_S)
-            answers.extend(
-                await probe_look.health(host, target.port, timeout=left, identify=wants_identity(memo.state))
+            answers.extend(  # its whole --timeout, from its request: whatever the start and the look took
+                await probe_look.health(host, target.port, timeout=opts.timeout, identify=wants_identity(memo.state))
             )
     finally:
         await host.close()
@@ -188,7 +187,7 @@ async def _read(host: Host, log: str, memo: ProbeMemo, deadline: float) -> tuple
         start, detail = await probe_look.last_launch_offset(host, log, look.size)
         if start > 0:
             plan = ReadPlan(start, (*plan.resets, LogReset("started_at_last_launch", detail)), fresh_parser=True)
-    limit = max(MIN_READ, int(max(0.0, deadline - time.monotonic() - 2 * MARGIN_S) * READ_RATE))
+    limit = max(MIN_READ, int(max(0.0, deadline - time.monotonic()) * READ_RATE))
     data = await probe_look.read_log(host, log, start, limit) if look.size > start else b""
     return look, plan, start, data
 

@@ -5,9 +5,11 @@ loads Textual)."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from tui.core import settings
@@ -22,32 +24,49 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "sglang-tui" / "config.toml"
 
 
-def keys_problem(keys: Mapping[str, str]) -> str | None:
-    """What is wrong with a [keys] table by the action registry: an id no action has, or a key two actions would
-    share (the footer would offer both, and the key would run only one)."""
+def keys_problem(keys: Mapping[str, str], clash: bool = True) -> str | None:
+    """What is wrong with a [keys] table by the action registry: an id no action has, or (`clash`) a key two actions
+    would share (the footer would offer both, and the key would run only one)."""
     from tui.ui.actions import ACTIONS, key_clash
 
     ids = {a.id for a in ACTIONS if not a.builtin}
     for action_id in keys:
         if action_id not in ids:
             return f"[keys] {action_id}: no action has this id (ids: {', '.join(sorted(ids))})"
-    clash = key_clash(dict(keys))
-    if clash is not None:
-        key, first, second = clash
+    found = key_clash(dict(keys)) if clash else None
+    if found is not None:
+        key, first, second = found
         return f'[keys] {second} = "{key}" is already the key of {first}: give one of them another'
     return None
 
 
-def parse(text: str, where: str = "config.toml") -> Settings:
-    """The file's text as Settings, its keys checked against the action registry; SettingsError names the key."""
-    return settings.parse(text, where, check_keys=keys_problem)
+def parse(text: str, where: str = "config.toml", *, keys: bool = True) -> Settings:
+    """The file's text as Settings, its keys checked against the action registry (a clash only when `keys`: a
+    command with no screen, `wait`, is not stopped by two actions on one key) and its theme against Textual's;
+    SettingsError names the key."""
+    found = settings.parse(text, where, check_keys=partial(keys_problem, clash=keys))
+    problem = theme_problem(found.theme)
+    if problem is not None:
+        raise SettingsError(f"{where}: {problem}")
+    return found
 
 
-def load(path: Path | None = None) -> Settings:
+def theme_problem(theme: str | None) -> str | None:
+    """`theme = "nrod"`: a name no theme has, with the closest one's (Textual's own themes; ctrl+p lists them)."""
+    from textual.theme import BUILTIN_THEMES
+
+    if theme is None or theme in BUILTIN_THEMES:
+        return None
+    close = difflib.get_close_matches(theme, sorted(BUILTIN_THEMES), n=1)
+    meant = f' (did you mean "{close[0]}"?)' if close else ""
+    return f'theme "{theme}" is no theme{meant}; themes: {", ".join(sorted(BUILTIN_THEMES))}'
+
+
+def load(path: Path | None = None, *, keys: bool = True) -> Settings:
     """The settings file, or the defaults when there is none; SettingsError when it is there but wrong."""
     path = path or config_path()
     text = read_text(path)
-    return Settings() if text is None else parse(text, str(path))
+    return Settings() if text is None else parse(text, str(path), keys=keys)
 
 
 def read_text(path: Path) -> str | None:

@@ -21,11 +21,6 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover  (3.10: the tomli backport, a dependency there)
-    import tomli as tomllib
-
 _TOP = {"theme", "defaults", "keys", "hosts"}
 _DEFAULTS = {"port": int, "remote_python": str}
 _HOST_KEYS = {"port": int, "remote_python": str, "log": str}
@@ -72,6 +67,11 @@ class Settings:
 
 def parse(text: str, where: str = "config.toml", check_keys: KeyCheck | None = None) -> Settings:
     """Settings out of the file's text; the first wrong key raises SettingsError naming it."""
+    # the TOML parser only when there is a file: every command reads the settings, a probe exec'd each period too
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover  (3.10: the tomli backport, a dependency there)
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -103,20 +103,23 @@ class HostPool:
             self._bases[spec] = self._make(spec)
         return self._bases[spec]
 
-    def host(self, spec: HostSpec) -> Host:
-        """The Host every server on this destination shares (commands through one agent over SSH)."""
+    def host(self, spec: HostSpec, remote_python: str | None = None) -> Host:
+        """The Host every server on this destination shares (commands through one agent over SSH, run by
+        `remote_python` where the first server there names its own, else the pool's)."""
         if spec not in self._hosts:
             base = self.base(spec)
-            self._hosts[spec] = SshMuxHost(base, self.remote_python) if self._mux and spec.host != "local" else base
+            python = remote_python or self.remote_python
+            self._hosts[spec] = SshMuxHost(base, python) if self._mux and spec.host != "local" else base
         return self._hosts[spec]
 
     def gpus(
-        self, host: Host, sim_dir: str | None = None, interval: float = 1.0
+        self, host: Host, sim_dir: str | None = None, interval: float = 1.0, remote_python: str | None = None
     ) -> Callable[[], AsyncIterator[GpuSnapshot]]:
-        """The host's one GPU probe, as the Monitor's `gpu_feed` takes it."""
+        """The host's one GPU probe, as the Monitor's `gpu_feed` takes it (run by the first server's Python)."""
         key = (id(host), sim_dir)
         if key not in self._gpus:
-            self._gpus[key] = SharedGpus(host, remote_python=self.remote_python, interval=interval, sim_dir=sim_dir)
+            python = remote_python or self.remote_python
+            self._gpus[key] = SharedGpus(host, remote_python=python, interval=interval, sim_dir=sim_dir)
         return self._gpus[key].snapshots
 
     @property

@@ -110,6 +110,7 @@ class Monitor:
         activity: bool = True,
         ticks: bool = True,
         gpu_feed: Callable[[], AsyncIterator[GpuSnapshot]] | None = None,
+        rest_when_up: bool = False,
     ) -> None:
         self.host = host
         self.log_path = log_path
@@ -129,6 +130,7 @@ class Monitor:
         self._want_activity = activity  # the process watch's signals beyond the log (issue 13)
         self._want_ticks = ticks  # False: the consumer keeps its own clock (the TUI's timer), so none are queued
         self._gpu_feed = gpu_feed  # the host's one probe, shared with other servers there (sources/hostpool.py)
+        self._rest_when_up = rest_when_up  # fleet, export: once up, the process watch only says it lives
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connection = "connecting"
@@ -139,8 +141,13 @@ class Monitor:
     # ------------------------------------------------------------------------------------------- public
 
     def set_phase(self, phase: object) -> None:
-        """The consumer's current phase (from its reducer), so the health poller picks its cadence."""
-        self.health.set_phase(getattr(phase, "value", phase))  # type: ignore[arg-type]
+        """The consumer's current phase (from its reducer), so the health poller picks its cadence, and with
+        rest_when_up the process watch its own (ProcessWatch.rest: what is due once the server is up)."""
+        name = getattr(phase, "value", phase)
+        self.health.set_phase(name)  # type: ignore[arg-type]
+        rest = getattr(self.process_watch, "rest", None) if self._rest_when_up else None
+        if rest is not None:
+            rest(name in ("ready", "serving"))
 
     async def batches(self) -> AsyncIterator[list[Event]]:
         """Forever (until close()): the events that arrived since the last batch, LogActivity merged."""

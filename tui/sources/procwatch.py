@@ -24,6 +24,7 @@ from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
 _ADOPT_EVERY_S = 5.0  # the adoption scan reads every fd on the host: not on every Monitor poll
 RESCAN_S = 30.0  # the watch's longest gap between full scans while every known process lives
+REST_EVERY_S = 6.0  # at rest (the server up, for a watcher that only needs to know it lives): the loop's period
 
 
 @dataclass
@@ -69,6 +70,7 @@ class ProcessWatch:
         self._last_find: FindResult | None = None  # the last search's answer (what it could and could not see)
         self._last_owner: PortOwner | None = None  # the last PortOwner the watch reported
         self._activity: HostActivity | None = None  # the watch's last activity block, for the check after it
+        self._at_rest = False  # rest(): the server is up and the watcher wants only whether it lives
 
     @property
     def _target(self) -> _Target | None:
@@ -184,6 +186,20 @@ class ProcessWatch:
         found = cmds.parse_find(await self._run(cmds.find_command(self.port, self.log_path)))
         return cmds.disagreement(found, self.port, self.log_path)
 
+    @property
+    def at_rest(self) -> bool:
+        return self._at_rest
+
+    def rest(self, at_rest: bool) -> None:
+        """The server is up (ready or serving) and the watcher needs only to know that it lives (a fleet board, an
+        exporter: issue 32): the loop then reports every REST_EVERY_S and without the activity sample, which only
+        the stall rule reads (it does not apply once up). Any other phase brings both back; a change restarts
+        the loop on the host to take it."""
+        if at_rest != self._at_rest:
+            self._at_rest = at_rest
+            if self._target_changed is not None:
+                self._target_changed.set()
+
     def relook(self) -> None:
         """The log shows a new launch: its processes may be others than those watched (`launch … >> LOG`
         while an earlier server still runs), so the server is searched afresh (the watch starts over)."""
@@ -285,7 +301,9 @@ class ProcessWatch:
         while True:
             generation, target = self._generation, self._target
             self._target_changed.clear()
+            resting = self._at_rest and target is not None
             every = interval if target else max(interval, _ADOPT_EVERY_S)  # how often the loop reports
+            every = max(every, REST_EVERY_S) if resting else every
             if target is None:
                 command = cmds.watch_find_command(self.port, self.log_path, every_s=every, find=self._find_command())
             else:
@@ -293,11 +311,11 @@ class ProcessWatch:
                     group=target.group,
                     session=target.session,
                     known=target.known,
-                    interval=interval,
+                    interval=every,
                     rescan_s=rescan_s,
                     first_rescan_s=first_rescan_s,
                     port=self.port,
-                    activity=activity,
+                    activity=activity and not resting,
                 )
             reported = False
             try:
@@ -318,8 +336,8 @@ class ProcessWatch:
                 raise  # final: the host already reported `failed`
             except (HostError, TimeoutError):
                 pass  # unreachable: unknown, not dead; start again below
-            if generation != self._generation:
-                delays = backoff_delays(1.0, 30.0)  # a new target: watch it at once
+            if generation != self._generation or resting != (self._at_rest and self._target is not None):
+                delays = backoff_delays(1.0, 30.0)  # a new target, or at rest or no longer: watch on at once
                 continue
             if reported:
                 delays = backoff_delays(1.0, 30.0)

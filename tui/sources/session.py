@@ -53,10 +53,12 @@ class Session:
         steps: tuple[StateStep, ...] = (),
         ticks: bool = True,
         gpu_feed: Callable[[], AsyncIterator[GpuSnapshot]] | None = None,
+        rest_when_up: bool = False,
     ) -> Session:
         """A Session over a new Monitor of the host, as the options say (its /health probed unless --no-health);
         ticks=False when the consumer keeps its own clock (the TUI); gpu_feed: the host's GPU probe when it is
-        shared with other servers there (tui/sources/hostpool.py)."""
+        shared with other servers there (tui/sources/hostpool.py); rest_when_up: once up, the process watch only
+        says that it lives (Monitor.set_phase): a board or an exporter of many servers at rest."""
         monitor = Monitor(
             host,
             log_path=config.log,
@@ -67,6 +69,7 @@ class Session:
             health=HealthPoller(host, config.port, enabled=config.health),
             ticks=ticks,
             gpu_feed=gpu_feed,
+            rest_when_up=rest_when_up,
         )
         return cls(monitor, initial=initial, steps=steps)
 

@@ -58,6 +58,9 @@ CLOCK_STEP = 0.9  # the shown clock moves when it is this many ticks behind (und
 _UP = (Phase.READY, Phase.SERVING)
 READY_CLOCK_TICKS = 5  # the real TUI: once up, ages and "in phase" step every 5 ticks (idle CPU; events redraw at once)
 TOAST_CHARS = 140  # a failure toast longer than this would cover half of an 80x24 screen
+SMALL_ROWS = 30  # under this many rows the failure toast is short and brief: the log pane under it has ~4 lines
+TOAST_CHARS_SMALL = 60
+TOAST_SMALL_S = 5.0
 SHORT_BELOW = 36  # rows: the vertical breakpoint under which panes fold (VERTICAL_BREAKPOINTS' "-short")
 
 #: The panes keys 1-4 focus, by the name the action registry uses.
@@ -520,11 +523,12 @@ class ServerView(_Node):
             self.notify(said, title=f"{self.sources.host_label}: the server stopped", timeout=10)  # asked for: no bell
         elif new.phase is Phase.FAILED and old.phase is not Phase.FAILED:
             self.app.bell()
-            why = (
-                said if len(said) <= TOAST_CHARS else said[: TOAST_CHARS - 1] + "…"
-            )  # the header and log have it whole
+            small = self.app.size.height < SMALL_ROWS  # the toast would sit over the log pane's few lines
+            chars = TOAST_CHARS_SMALL if small else TOAST_CHARS
+            why = said if len(said) <= chars else said[: chars - 1] + "…"  # the header and log have it whole
             self._desktop_notify(f"{self.sources.host_label}: the server failed", why)
-            self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error", timeout=30)
+            self.notify(why, title=f"{self.sources.host_label}: the server failed", severity="error",
+                        timeout=TOAST_SMALL_S if small else 30)  # fmt: skip
         elif new.stall is not None and old.stall is None and new.phase not in (*_UP, Phase.FAILED):
             self.app.bell()
             self._desktop_notify(f"{self.sources.host_label}: stalled", said)

@@ -6,7 +6,8 @@ opens the row's full view (tui/ui/app.py's ServerScreen, built by the command la
 
 What it redraws: only the cells whose words changed. A row's words are made again when its state changed, and
 for the time in phase and the ETA once a second while it starts (once a minute once it is up: its cell shows
-whole minutes then).
+whole minutes then). One timer keeps the clocks: it fires when the first row's words are due (in a second while
+one starts, at the next minute when every row is up), so a board at rest does nothing in between (issue 32).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from tui.core.fleet import (
@@ -28,13 +30,10 @@ from tui.core.fleet import (
     UP,
     EntryKind,
     FleetEntry,
-    exit_code,
     matches,
     sort_key,
 )
-from tui.core.state import Phase
 from tui.ui import fleet_rows
-from tui.ui.labels import PHASE_STYLES
 
 FLUSH_S = 0.1  # a change is drawn this long after it came (changes in between are drawn together)
 TICK_S = 1.0
@@ -52,16 +51,48 @@ class BoardSources:
     """The row's full view, new each time (None: nothing to open, e.g. a host with no server)."""
     clock: Callable[[], float] = time.time
     read_only: bool = False
+    controls: Callable[[int], frozenset[str]] = lambda _index: frozenset(("restart", "terminate", "kill"))
+    """What the row's server can be made to do (restart needs its launch command; a Slurm job, nothing here)."""
 
 
 _KEYS = [k for k, _ in fleet_rows.COLUMNS]
+
+
+def _bucket_s(entry: FleetEntry) -> float:
+    """How often a row's words can change with the clock alone: each second while it starts, each minute once it
+    is up (its time in phase in whole minutes) or where there is no server."""
+    return 60.0 if entry.state.phase in UP or entry.kind == "nothing" else TICK_S
+
+
 _CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold red"}
+#: The long cells are cut on the board so that the state before them keeps its room (the server's own view, `/`
+#: and `fleet --once` have them whole); NAME is never cut (it stays frozen on the left, as k9s keeps it).
+CUT_AT = {"where": 24, "usual": 28, "status": 72}
+NARROW = 160  # under this many columns VS USUAL is cut shorter (STATUS is one → away, NAME staying in view)
 
 
-def _styled(column: str, text: str, entry: FleetEntry) -> Text | str:
-    """The phase in its colour, a verdict that needs someone in its."""
-    if column == "phase" and entry.kind != "nothing":
-        return Text(text, style=PHASE_STYLES.get(entry.state.phase, ""))
+def cuts_for(width: int) -> dict[str, int]:
+    """The cut of each long cell on a terminal this wide."""
+    if width >= NARROW:
+        return {**CUT_AT, "status": max(CUT_AT["status"], width - 120)}
+    return {**CUT_AT, "usual": 20}
+
+
+#: The sorted column's header: ▲ for the order sort_key gives, ▼ reversed (two cells kept for it on every header,
+#: so a re-sort never widens a column).
+ARROWS = {False: " ▲", True: " ▼"}
+
+
+def cut(column: str, text: str, cuts: dict[str, int] = CUT_AT) -> str:
+    limit = cuts.get(column)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _styled(column: str, text: str, entry: FleetEntry, cuts: dict[str, int] = CUT_AT) -> Text | str:
+    """The state in its colour (fleet_rows.row_state), a verdict that needs someone in its; long cells cut."""
+    if column == "phase":
+        return Text(text, style=fleet_rows.row_state(entry).style)
+    text = cut(column, text, cuts)
     if column == "status":
         for start, style in _CELL_STYLES.items():
             if text.startswith(start):
@@ -104,17 +135,30 @@ class FleetApp(App[None]):
         self._dirty: set[int] = set()
         self._flush_pending = False
         self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
+        self._clock: Timer | None = None  # the one timer for the clocks, set for when the next row's words are due
+        self._clock_due = float("inf")
         self._summary_shown = ""
+        self._keys_shown = ""
+        self._headers_for: tuple[str, bool] = ("order", False)
+        self._cuts = CUT_AT
+        self._rebuild = False  # the next redraw draws every row anew (the cuts changed)
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-summary")
         yield Input(placeholder="filter: words that must appear, !word to leave out (enter: done, esc: clear)",
                     id="fleet-filter")  # fmt: skip
-        table: DataTable[Any] = DataTable(id="fleet-board", cursor_type="row", zebra_stripes=True)
-        for key, header in fleet_rows.COLUMNS:
-            table.add_column(header, key=key)
+        # NAME frozen on the left: → scrolls the other columns under it (k9s keeps its NAME in view the same way)
+        table: DataTable[Any] = DataTable(id="fleet-board", cursor_type="row", zebra_stripes=True, fixed_columns=1)
+        self._add_columns(table)
         yield table
         yield Static(self._keys_line(), id="fleet-keys")
+
+    def _add_columns(self, table: DataTable[Any]) -> None:
+        """The headers, the sorted one with its arrow (every header keeps the arrow's two cells: no re-layout)."""
+        for key, header in fleet_rows.COLUMNS:
+            arrow = ARROWS[self.reverse] if key == self.sort_column else "  "
+            table.add_column(header + arrow, key=key)
+        self._headers_for = (self.sort_column, self.reverse)
 
     @property
     def table(self) -> DataTable[Any]:
@@ -128,7 +172,6 @@ class FleetApp(App[None]):
     def on_mount(self) -> None:
         self._redraw()
         self.table.focus()
-        self.set_interval(TICK_S, self._redraw)
         self._follow()
 
     # ------------------------------------------------------------------------------------------- changes
@@ -145,9 +188,30 @@ class FleetApp(App[None]):
         self._flush_pending = False
         self._redraw()
 
+    @property
+    def clock_due(self) -> float:
+        """The clock time the clocks' timer fires at next (inf: none is set)."""
+        return self._clock_due
+
+    def _clock_fired(self) -> None:
+        self._clock, self._clock_due = None, float("inf")
+        self._redraw()
+
+    def _keep_time(self, entries: list[FleetEntry], now: float) -> None:
+        """The clocks' timer, set for the next bucket of the row whose words are due first."""
+        if not entries:
+            return
+        step = min(_bucket_s(e) for e in entries)
+        due = (now // step + 1) * step
+        if self._clock is not None and self._clock_due <= due:
+            return
+        if self._clock is not None:
+            self._clock.stop()
+        self._clock, self._clock_due = self.set_timer(max(0.05, due - now), self._clock_fired), due
+
     def _words(self, index: int, entry: FleetEntry, now: float) -> dict[str, str]:
         """The row's words, made again only when its state or its clock bucket moved."""
-        bucket = int(now // 60) if entry.state.phase in UP or entry.kind == "nothing" else int(now)
+        bucket = int(now // _bucket_s(entry))
         state, made_bucket = self._made.get(index, (None, -1))
         if index not in self._cells or state is not entry.state or made_bucket != bucket:  # `is`: no deep compare
             self._cells[index] = fleet_rows.cells(entry, now)
@@ -168,40 +232,58 @@ class FleetApp(App[None]):
             key=lambda i: sort_key(column, entries[i], now, fleet_rows.eta_s(entries[i], now)), reverse=self.reverse
         )
         table = self.table
-        if shown != self.order:
-            selected = self.order[table.cursor_row] if self.order and 0 <= table.cursor_row < len(self.order) else None
-            table.clear()
+        headers = self._headers_for != (self.sort_column, self.reverse)
+        if shown != self.order or headers or self._rebuild:
+            self._rebuild = False
+            selected = self.selected()  # the cursor stays on its server, wherever the new order puts it
+            table.clear(columns=headers)
+            if headers:
+                self._add_columns(table)
             for i in shown:
-                table.add_row(*(_styled(k, words[i][k], entries[i]) for k in _KEYS), key=str(i))
+                table.add_row(*(_styled(k, words[i][k], entries[i], self._cuts) for k in _KEYS), key=str(i))
                 self.redraws += len(_KEYS)
             self.order = shown
             if selected in shown:
-                table.move_cursor(row=shown.index(selected))
+                table.move_cursor(row=shown.index(selected), animate=False)
         else:
             for i in shown:
                 old = before.get(i, {})
                 for k in _KEYS:
                     if old.get(k) != words[i][k]:  # a wider text widens its column (a full re-layout): only then
                         wider = len(words[i][k]) > len(old.get(k, ""))
-                        table.update_cell(str(i), k, _styled(k, words[i][k], entries[i]), update_width=wider)
+                        table.update_cell(
+                            str(i), k, _styled(k, words[i][k], entries[i], self._cuts), update_width=wider
+                        )
                         self.redraws += 1
         summary = self._summary(entries)
         if summary.plain != self._summary_shown:  # the same words: no repaint
             self._summary_shown = summary.plain
             self._board.query_one("#fleet-summary", Static).update(summary)
+        self._show_keys()
+        self._keep_time(entries, now)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Another width cuts the long cells anew: every row drawn again."""
+        cuts = cuts_for(event.size.width)
+        if cuts != self._cuts:
+            self._cuts = cuts
+            self._rebuild = True
+            if self.order:  # drawn once already (the first size comes before the first rows)
+                self._redraw()
 
     def _summary(self, entries: list[FleetEntry]) -> Text:
-        up = sum(1 for e in entries if e.kind != "nothing" and e.state.phase in UP)
-        failed = sum(1 for e in entries if e.kind != "nothing" and e.state.phase is Phase.FAILED)
-        trouble = sum(1 for e in entries if exit_code(e) in (2, 3, 4, 6)) if entries else 0
-        starting = len(entries) - up - failed - trouble
+        """Each state counted apart (fleet_rows.row_state's buckets): ready and starting always, the rest when any."""
+        counts: dict[str, int] = {}
+        for entry in entries:
+            bucket = fleet_rows.row_state(entry).bucket
+            counts[bucket] = counts.get(bucket, 0) + 1
         text = Text(f"{len(entries)} servers: ", style="bold")
-        text.append(f"{up} ready", style="green")
-        text.append(f" · {starting} starting")
-        if failed:
-            text.append(f" · {failed} failed", style="bold red")
-        if trouble:
-            text.append(f" · {trouble} stalled/unreachable/empty", style="bold yellow")
+        said = 0
+        for bucket, style in fleet_rows.BUCKETS:
+            if counts.get(bucket) or bucket in ("ready", "starting"):
+                text.append(" · " if said else "")
+                text.append(f"{counts.get(bucket, 0)} {bucket}", style=style)
+                said += 1
         sort = "order given" if self.sort_column == "order" else fleet_rows.HEADERS.get(self.sort_column, "")
         text.append(f"   sort: {sort.lower()}{' (reversed)' if self.reverse else ''}", style="dim")
         if self.filter_words:
@@ -209,8 +291,31 @@ class FleetApp(App[None]):
         return text
 
     def _keys_line(self) -> str:
-        control = "" if self.sources.read_only else "  r/T/K restart/terminate/kill"
-        return f"enter open  / filter  s/S sort  ?{' '}keys{control}  q quit"
+        """The keys that apply here: r/T/K only for what the row under the cursor can do."""
+        offered = self._offered()
+        control = "".join(f"  {key} {verb}" for key, verb in (("r", "restart"), ("T", "terminate"), ("K", "kill"))
+                          if verb in offered)  # fmt: skip
+        return f"enter open  / filter  s/S sort  ? keys{control}  q quit"
+
+    def _offered(self) -> frozenset[str]:
+        """What the row under the cursor can be made to do (nothing under --read-only, or with no rows)."""
+        if self.sources.read_only or not self.order:  # (no rows yet: the keys line of compose)
+            return frozenset()
+        index = self.selected()
+        if index is None:
+            return frozenset()
+        if self.sources.entries()[index].kind != "server":
+            return frozenset()
+        return self.sources.controls(index)
+
+    def _show_keys(self) -> None:
+        line = self._keys_line()
+        if line != self._keys_shown:
+            self._keys_shown = line
+            self._board.query_one("#fleet-keys", Static).update(line)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_keys()
 
     # ------------------------------------------------------------------------------------------- keys
 
@@ -272,6 +377,16 @@ class FleetApp(App[None]):
         self.push_screen(screen)
         return screen
 
+    def _why_not(self, index: int, verb: str) -> str:
+        entry = self.sources.entries()[index]
+        if entry.kind == "job":
+            return f"{entry.name} is a Slurm job: scancel it (sglang-tui stop slurm:JOBID)"
+        if entry.kind == "nothing":
+            return f"{entry.name}: no server to {verb}"
+        if verb == "restart":
+            return f'{entry.name}: restart needs its launch command (launch = "…" in its --inventory entry)'
+        return f"{entry.name}: its processes cannot be signalled from here"
+
     def action_help(self) -> None:
         from tui.ui.screens.fleet_help import FleetHelpScreen
 
@@ -284,6 +399,9 @@ class FleetApp(App[None]):
             return
         index = self.selected()
         if index is None or self.screen is not self.screen_stack[0]:
+            return
+        if verb not in self._offered():
+            self.notify(self._why_not(index, verb), severity="warning", timeout=3)
             return
         screen = self.open_row(index)
         if screen is not None:  # its own key, on its own view: the same confirm dialog, the exact command

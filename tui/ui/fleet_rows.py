@@ -3,10 +3,13 @@ as plain text for `fleet --once`. No Textual here: the command prints these word
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tui.core import fmt
 from tui.core.eta import estimate, slow_phases, slow_words
-from tui.core.explain import latest_health
-from tui.core.fleet import UP, FleetEntry, gpus_held, in_phase_s
+from tui.core.exitcodes import EXIT_BAD_ARGS
+from tui.core.explain import PROCESS_EXITED, latest_health
+from tui.core.fleet import UP, FleetEntry, exit_code, gpus_held, in_phase_s
 from tui.core.freshness import lost_words
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
@@ -28,6 +31,65 @@ HEADERS = dict(COLUMNS)
 LINE_CHARS = 70  # a failure's line in the STATUS cell (the server's own view has it whole)
 
 
+@dataclass(frozen=True)
+class RowState:
+    """What a person must act on in a row, as the PHASE cell says it: `word` the cell's text, `bucket` what the
+    summary counts it as, `style` its colour (a Rich style: no Textual here, the board applies it)."""
+
+    word: str
+    bucket: str
+    style: str = ""
+
+
+#: The summary's buckets, in the order it says them, each with its colour (the PHASE cell's, less the reverse).
+BUCKETS: tuple[tuple[str, str], ...] = (
+    ("ready", "green"),
+    ("starting", ""),
+    ("queued", "cyan"),
+    ("stalled", "bold yellow"),
+    ("failed", "bold red"),
+    ("unreachable", "bold magenta"),
+    ("stopped", "yellow"),
+    ("bad log", "bold red"),
+    ("nothing", "dim"),
+)
+_STALLED = "bold reverse yellow"
+_FAILED = "bold reverse red"
+_UNREACHABLE = "bold reverse magenta"
+
+
+def row_state(entry: FleetEntry) -> RowState:
+    """The one mapping from a row's state to its PHASE cell, its colour and its summary bucket (the board, its
+    summary and `fleet --once` read it here): the states that need someone in capitals and their own colour
+    (STALLED, FAILED with its cause, UNREACHABLE, STOPPED, QUEUED), the calm ones as the phase says them."""
+    s = entry.state
+    if entry.kind == "nothing":
+        return RowState("nothing", "nothing", "dim")
+    stop = stopped_by_tool(s)
+    if stop is not None or (s.error is not None and s.error.stopped_by == "outside"):
+        return RowState("STOPPED", "stopped", "bold yellow")  # a stop is no failure: someone meant it
+    if s.phase is Phase.FAILED:
+        cause = "exited" if s.error is not None and s.error.line == PROCESS_EXITED else None
+        if cause is None and s.error is not None and s.error.kind != "other":
+            cause = kind_words(s.error.kind)
+        return RowState(f"FAILED ({cause})" if cause else "FAILED", "failed", _FAILED)
+    if s.lost_at is not None:  # its host cannot be reached: its phase is not known now (tui.core.freshness)
+        return RowState("UNREACHABLE", "unreachable", _UNREACHABLE)
+    if s.phase in UP:
+        return RowState(phase_words(s.phase), "ready", "bold green")
+    if exit_code(entry) == EXIT_BAD_ARGS:
+        return RowState("BAD LOG PATH", "bad log", _FAILED)
+    if s.connection == "failed":
+        return RowState("UNREACHABLE", "unreachable", _UNREACHABLE)
+    if s.stall is not None:
+        return RowState(f"STALLED in {phase_words(s.phase)}", "stalled", _STALLED)
+    if s.phase.value == "queued":  # a Slurm job not yet running (its phase, where the state has one)
+        return RowState("QUEUED", "queued", "bold cyan")
+    if s.connection != "connected" and s.phase is Phase.STARTING and not s.launched:
+        return RowState("connecting", "starting", "dim")  # nothing is known of the server before the first connection
+    return RowState(phase_words(s.phase), "starting", "cyan")
+
+
 def eta_s(entry: FleetEntry, now: float) -> float | None:
     """Seconds to ready, when they can be known honestly (tui.core.eta)."""
     if entry.kind == "nothing" or entry.state.phase in UP:
@@ -45,7 +107,7 @@ def cells(entry: FleetEntry, now: float) -> dict[str, str]:
         out = {
             "name": entry.name,
             "where": entry.where,
-            "phase": phase_cell(s),
+            "phase": row_state(entry).word,
             "in_phase": in_phase_cell(s, now),
             "eta": eta_cell(entry, now),
             "health": health_cell(s),
@@ -59,16 +121,6 @@ def cells(entry: FleetEntry, now: float) -> dict[str, str]:
 def one_line(text: str) -> str:
     """A cell's text on one line, with nothing a terminal would obey (tui.core.termtext)."""
     return " ".join(terminal_safe(text).split())
-
-
-def phase_cell(s: Readiness) -> str:
-    if stopped_by_tool(s) is not None:
-        return "stopped"
-    if s.lost_at is not None and s.phase is not Phase.FAILED:
-        return "UNREACHABLE"  # its host cannot be reached: its phase is not known now (tui.core.freshness)
-    if s.connection != "connected" and s.phase is Phase.STARTING and not s.launched:
-        return "—"  # nothing is known of the server before the first connection
-    return phase_words(s.phase)
 
 
 def in_phase_cell(s: Readiness, now: float) -> str:

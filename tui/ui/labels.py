@@ -100,8 +100,9 @@ def health_is_old(state: Readiness, endpoint: str) -> bool:
 
 
 def phase_label(state: Readiness) -> str:
-    """The headline: the phase, STOPPED (by us), UNREACHABLE, STALLED in it, or what is missing (LOG MISSING)."""
-    if stopped_by_tool(state) is not None:
+    """The headline: the phase, STOPPED (by us, or by a signal from another shell: someone meant it, no failure),
+    UNREACHABLE, STALLED in it, or what is missing (LOG MISSING)."""
+    if stopped_by_tool(state) is not None or (state.error is not None and state.error.stopped_by == "outside"):
         return "STOPPED"
     if state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING):
         return "UNREACHABLE"  # its host cannot be reached: nothing says ready (tui.core.freshness); a startup

@@ -163,10 +163,18 @@ class GpuPane(DataTable[Text]):
         state, now = self.view
         snapshot = state.gpus
         age = now - state.gpus_at if state.gpus_at is not None else None
-        stale = snapshot is not None and (state.connection != "connected" or (age is not None and age > STALE_AFTER_S))
+        # stale: GPU figures are shown, and old; a probe that never read a GPU (no driver) has nothing to be stale
+        never = snapshot is not None and not snapshot.gpus and not state.gpu_history
+        stale = (
+            not never
+            and snapshot is not None
+            and (state.connection != "connected" or (age is not None and age > STALE_AFTER_S))
+        )
         title = "GPUs"
         if snapshot is not None:
             title += f" ({snapshot.source})"
+        if never:
+            title += " — never a GPU sample"
         if stale:
             title += f" STALE: last sample {ago(age) if age is not None else 'never'}"
         self._title = title

@@ -130,16 +130,19 @@ class HeaderPane(StatePane):
         stalled = state.stall is not None and state.phase not in (Phase.FAILED, Phase.READY, Phase.SERVING)
         stop = stopped_by_tool(state)
         lost = state.lost_at is not None and state.phase in (Phase.READY, Phase.SERVING)  # UNREACHABLE
-        warn = stalled or stop is not None or lost or bool(nothing_found_headline(state))  # LOG MISSING too
+        stopped = phase_label(state) == "STOPPED"  # by us, or a signal from another shell
+        warn = stalled or stopped or lost or bool(nothing_found_headline(state))  # LOG MISSING too
         style = "bold reverse yellow" if warn else PHASE_STYLES.get(state.phase, "bold reverse")
         text.append(f" {phase_label(state)} ", style=style)
+        ahead = eta_words(estimate(state, now))  # "ready in ~4m10s · last 3 launches 9m02s–9m40s" (history)
+        if ahead and self.compact:  # a short terminal is a narrow one too: the ETA first, before the line is cut
+            text.append(f"  {ahead} ·", style="bold cyan")
         since = state.phase_since or state.first_seen_at  # 0.0: the phase began before the first event
         text.append(f"  {duration(now - since) if since is not None else '—'} in phase")
         began = state.timeline[0].started_at if state.timeline else state.first_seen_at  # this launch, not the session
         if began is not None:
             text.append(f" · {duration(now - began)} total")
-        ahead = eta_words(estimate(state, now))  # "ready in ~4m10s · last 3 launches 9m02s–9m40s" (history)
-        if ahead:
+        if ahead and not self.compact:
             text.append(f" · {ahead}", style="bold cyan")
         if reason:
             text.append(f"   {reason}", style="italic")

@@ -23,7 +23,10 @@ def summary_lines(host: str, state: Readiness, will: str) -> list[str]:
         procs = "no process running"
     lines = [
         f"host:    {host}",
-        f"server:  {procs}" + (f" (pid {pids[0]}…)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else "")),
+        f"server:  {procs}"
+        + (
+            f" (pid {pids[0]} and {len(pids) - 1} more)" if len(pids) > 1 else (f" (pid {pids[0]})" if pids else "")
+        ),  # fmt: skip
     ]
     held: list[tuple[int, int]] = []
     gpus = state.gpus.gpus if state.gpus is not None else ()
@@ -49,6 +52,15 @@ def summary_lines(host: str, state: Readiness, will: str) -> list[str]:
 
 
 BOX_ROWS = 14  # the dialog's rows around the commands: border, padding, title, the `c` line, buttons, a notice
+BOX_WIDE = 110  # the dialog with its exact commands shown (long sh lines)
+BOX_NARROW = 60  # the least: title, buttons
+BOX_FRAME = 8  # border and padding, both sides
+
+
+def box_width(title: str, summary: list[str]) -> int:
+    """As wide as its summary needs (a terminate of one server is short: no wide empty box), at most BOX_WIDE."""
+    longest = max([len(title), *(len(line) for line in summary)])
+    return max(BOX_NARROW, min(BOX_WIDE, longest + BOX_FRAME))
 
 
 class ConfirmScreen(Overlay[bool]):
@@ -114,6 +126,7 @@ class ConfirmScreen(Overlay[bool]):
         )
 
     def on_mount(self) -> None:
+        self.query_one("#confirm-box").styles.width = box_width(self.title_text, self.summary)
         self.query_one("#no", Button).focus()
 
     def action_commands(self) -> None:
@@ -121,6 +134,9 @@ class ConfirmScreen(Overlay[bool]):
         if not self.command:
             return
         self.toggle_class("-commands")
+        self.query_one("#confirm-box").styles.width = (
+            BOX_WIDE if self.has_class("-commands") else box_width(self.title_text, self.summary)
+        )
         self.query_one("#confirm-commands-key", Static).update(self._commands_key())
         if self.has_class("-commands"):
             scroll = self.query_one("#confirm-commands", VerticalScroll)

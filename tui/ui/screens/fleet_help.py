@@ -13,9 +13,18 @@ BOARD_KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓ PgUp PgDn", "move between servers"),
     ("enter", "open the server's full view (its log, shards, GPUs, health; the same keys); esc comes back"),
     ("/", "filter the rows: every word must appear (any column, the group); !word leaves rows out; esc clears"),
-    ("s / S", "sort by the next column (order given, name, where, phase: worst first, in phase, ETA, GPUs) / reverse"),
+    (
+        "s / S",
+        "sort by the next column (order given, name, where, phase: worst first, in phase, ETA, GPUs) / reverse;"
+        " ▲/▼ on the sorted column's header, the cursor stays on its server",
+    ),
     ("click a header", "sort by that column"),
-    ("r T K", "restart / terminate / kill the server on the row (its view opens and asks first, with the command)"),
+    ("← →", "scroll the columns (NAME stays)"),
+    (
+        "r T K",
+        "restart / terminate / kill the server on the row (its view opens and asks first, with the command);"
+        " offered where they apply: r with the server's launch command (the inventory's launch)",
+    ),
     ("?", "these keys"),
     ("q", "quit (the servers keep running)"),
 )

@@ -1,0 +1,67 @@
+"""The fleet board's one mapping from a row's state to its PHASE cell, colour and summary bucket
+(tui/ui/fleet_rows.row_state): what a person must act on in capitals (STALLED, FAILED with its cause, UNREACHABLE,
+STOPPED), a stop never counted as a failure, the calm states as the phase says them; and the header's STOPPED for
+a signal from another shell, as for a stop by sglang-tui."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.core.explain import PROCESS_EXITED
+from tui.core.fleet import FleetEntry
+from tui.core.state import ErrorInfo, Phase, Readiness, StallInfo
+from tui.ui.fleet_rows import BUCKETS, cells, row_state
+from tui.ui.labels import phase_label
+
+CONNECTED = Readiness.of(connection="connected")
+
+
+def _entry(state: Readiness, kind: str = "server") -> FleetEntry:
+    return FleetEntry("a", "gpu1", state, kind=kind)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("state", "word", "bucket"),
+    [
+        (CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("oom", "torch.OutOfMemoryError: CUDA out of memory")),
+         "FAILED (out of memory)", "failed"),
+        (CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", PROCESS_EXITED)), "FAILED (exited)", "failed"),
+        (CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "killed by SIGTERM", stopped_by="outside")),
+         "STOPPED", "stopped"),
+        (CONNECTED.evolve(phase=Phase.LOADING_WEIGHTS, stall=StallInfo(0.0, 180.0)), "STALLED in loading weights",
+         "stalled"),
+        (Readiness.of(connection="failed", connection_detail="gpu9: name not known"), "UNREACHABLE", "unreachable"),
+        (CONNECTED.evolve(phase=Phase.CUDA_GRAPH), "CUDA graph capture", "starting"),
+        (CONNECTED.evolve(phase=Phase.SERVING), "serving", "ready"),
+    ],
+)  # fmt: skip
+def test_the_state_first_in_its_own_words_and_bucket(state: Readiness, word: str, bucket: str) -> None:
+    found = row_state(_entry(state))
+    assert (found.word, found.bucket) == (word, bucket)
+    assert cells(_entry(state), 0.0)["phase"] == word
+    assert bucket in dict(BUCKETS)
+
+
+def test_the_states_that_need_someone_have_colours_of_their_own() -> None:
+    styles = {
+        row_state(_entry(s)).style
+        for s in (
+            CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("oom", "x")),
+            CONNECTED.evolve(phase=Phase.INIT, stall=StallInfo(0.0, 60.0)),
+            Readiness.of(connection="failed"),
+            CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "x", stopped_by="outside")),
+            CONNECTED.evolve(phase=Phase.READY),
+            CONNECTED.evolve(phase=Phase.INIT),
+        )
+    }
+    assert len(styles) == 6  # failed, stalled, unreachable, stopped, ready, starting: each its own
+
+
+def test_a_row_with_nothing_to_watch_says_so() -> None:
+    assert row_state(_entry(Readiness(), kind="nothing")).bucket == "nothing"
+
+
+def test_a_stop_from_another_shell_reads_stopped_in_the_header_too() -> None:
+    outside = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "killed by SIGTERM", stopped_by="outside"))
+    assert phase_label(outside) == "STOPPED"
+    assert phase_label(CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("oom", "x"))) == "FAILED"

@@ -1,0 +1,41 @@
+"""The board's one timer for the clocks (issue 32): a board whose rows are all up has nothing to redraw until the
+next minute (their time in phase is whole minutes), so its timer is set for then; a row that starts brings it to
+the next second. Driven by Textual's pilot over the board's own sources, with a clock that stands still."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from textual.screen import Screen
+
+from tui.core.fleet import FleetEntry
+from tui.core.state import Phase, Readiness
+from tui.ui.fleet_app import BoardSources, FleetApp
+
+NOW = 1000.5  # the sources' clock: the next second is 1001, the next minute 1020
+
+
+async def test_a_board_at_rest_sets_its_clock_for_the_next_minute_and_a_starting_row_for_the_next_second() -> None:
+    entries = [FleetEntry(f"s{i}", "gpu1", Readiness().evolve(phase=Phase.READY), order=i) for i in range(3)]
+    changes: asyncio.Queue[int] = asyncio.Queue()
+
+    async def changed() -> AsyncIterator[int]:
+        while True:
+            yield await changes.get()
+
+    def no_view(index: int) -> Screen[object] | None:
+        return None
+
+    app = FleetApp(BoardSources(lambda: list(entries), changed, no_view, clock=lambda: NOW))
+    async with app.run_test(size=(160, 20)) as pilot:
+        await pilot.pause()
+        assert app.table.row_count == 3 and app.clock_due == 1020.0
+        entries[1] = FleetEntry("s1", "gpu1", Readiness().evolve(phase=Phase.LOADING_WEIGHTS), order=1)
+        changes.put_nowait(1)
+        for _ in range(200):
+            if app.clock_due != 1020.0:
+                break
+            await pilot.pause(0.05)
+        assert app.clock_due == 1001.0
+        assert str(app.table.get_row_at(1)[2]) != "ready"
