@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tests.helpers.processes import Tmux
 from tests.helpers.sim import ROOT
+from tui.ui.toasts import TOAST_WIDTH
 
 SIZES = [(80, 24), (120, 40), (200, 50)]
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
@@ -89,8 +90,13 @@ class TuiPane:
         return self.tmux("capture-pane", "-p", "-J", "-t", self.target).stdout
 
     def toasts(self) -> str:
-        """The toasts' words: on each row, what follows a toast's left edge (▌), the pane border after it cut."""
-        parts = [row[row.rfind("▌") + 1 :].rstrip(" │╮╯─") for row in self.rows() if "▌" in row]
+        """The toasts' words: on each row, the toast's own columns after its left edge (▌); what shows to its right
+        (a pane's scrollbar, its border) is not the toast's (tui/ui/toasts.py: a toast is TOAST_WIDTH wide)."""
+        parts = []
+        for row in self.rows():
+            edge = row.rfind("▌")
+            if edge >= 0:
+                parts.append(row[edge + 1 : edge + TOAST_WIDTH].rstrip(" │╮╯─"))
         return " ".join(" ".join(parts).split())
 
     def until_toast(self, needle: str, timeout: float = 60.0) -> str:

@@ -83,6 +83,11 @@ class ConfirmScreen(Overlay[bool]):
     ConfirmScreen #confirm-command { padding: 0 1; color: $text; }
     ConfirmScreen Horizontal { height: auto; align: right middle; margin-top: 1; }
     ConfirmScreen Button { margin-left: 2; }
+    ConfirmScreen.-compact #confirm-box { padding: 0 2; }
+    ConfirmScreen.-compact #confirm-title { margin-bottom: 0; }
+    ConfirmScreen.-compact #confirm-summary { margin-bottom: 0; }
+    ConfirmScreen.-compact NoticeLine { margin-top: 0; }
+    ConfirmScreen.-compact Horizontal { margin-top: 0; }
     """
 
     BINDINGS = [

@@ -50,6 +50,9 @@ class NoticeLine(Static):
         self.add_class("-shown")
 
 
+COMPACT_BELOW_ROWS = 24  # rows under the header below which a dialog is drawn without its blank rows
+
+
 class Overlay(ModalScreen[ResultT]):
     """A modal dialog below the header; a subclass composes its dialog in `compose_dialog` (one box, BOX, with a
     NoticeLine where notices go); `show_notice` puts one there."""
@@ -88,6 +91,9 @@ class Overlay(ModalScreen[ResultT]):
         top = header.region.bottom if header.display else 0
         if self.size.height - top < 12:  # a terminal too short for both: the dialog comes first
             top = 0
+        # Few rows under the header (80x24 with a failure's cause and remedy lines): the dialog drops its blank rows,
+        # so that its notice and its buttons stay in view (a subclass's CSS says which, under `.-compact`).
+        self.set_class(self.size.height - top < COMPACT_BELOW_ROWS, "-compact")
         try:
             box = self.query_one(self.BOX)
         except NoMatches:
