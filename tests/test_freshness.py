@@ -81,3 +81,16 @@ def test_a_deployment_with_a_lost_node_is_not_ready_and_names_it() -> None:
     whole = dm.combined(dep)
     assert whole.lost_at == 110.0 and decide(whole).kind == "cannot_connect"
     assert verdict_line(whole).startswith("cannot connect: node1 (h1): connection lost")
+
+
+def test_a_mux_agents_retries_flipping_connecting_and_reconnecting_are_one_outage() -> None:
+    """A host behind the mux agent (fleet, export: sources/muxhost.py) says "connecting" at each retry of a lost
+    link and "reconnecting" when it fails again: one outage since the first drop, lost once it lasts FRESH_S (the
+    exporter's `sglang_tui_ready` stayed 1 for minutes after its host died while the words flipped)."""
+    s = fold(ready_at(100.0), (110.0, ConnectionState("reconnecting", "connection lost: reset")))
+    for i in range(1, 6):
+        retry = ConnectionState("connecting", "retry") if i % 2 else ConnectionState("reconnecting", "refused")
+        s = fold(s, (110.0 + i, retry), (110.0 + i, Tick()))
+    assert s.connection_since == 110.0 and s.connection == "connecting"
+    assert s.lost_at == 110.0 and s.lost_by == "link" and decide(s).kind == "cannot_connect"
+    assert metric(s, "sglang_tui_ready", 116.0) == 0 and metric(s, "sglang_tui_up", 116.0) == 0

@@ -218,8 +218,12 @@ def on_port_owner(s: Readiness, ev: PortOwner, now: float) -> Readiness:
     return maybe_ready(s.evolve(port_owner=ev), None, None, now, logged=False)
 
 
+_DOWN = frozenset(("connecting", "reconnecting"))  # one outage: a mux agent's retries flip between the two
+
+
 def on_connection(s: Readiness, ev: ConnectionState, now: float) -> Readiness:
-    since = s.connection_since if ev.state == s.connection and s.connection_since is not None else now
+    same = ev.state == s.connection or {ev.state, s.connection} <= _DOWN  # the link's state since, not the word's
+    since = s.connection_since if same and s.connection_since is not None else now
     folded = s.evolve(connection=ev.state, connection_detail=ev.detail, connection_since=since)
     return freshness.on_connection(s, folded, ev, now)
 

@@ -44,7 +44,9 @@ def on_tick(s: Readiness, now: float) -> Readiness:
     if s.lost_by == "link":
         return s
     since = s.connection_since
-    if s.connection == "reconnecting" and since is not None and now - since >= FRESH_S:
+    # "connecting" too: a host behind a mux agent says it again at each retry of a lost link (sources/muxhost.py),
+    # and a first connection that has not come within FRESH_S is no fresher
+    if s.connection in ("reconnecting", "connecting") and since is not None and now - since >= FRESH_S:
         heard_last = since if s.lost_at is None else min(since, s.lost_at)  # quiet before the link dropped
         return s.evolve(lost_at=heard_last, lost_by="link")
     heard = last_heard(s)
@@ -69,8 +71,8 @@ def _last_heard(was: Readiness, now: float) -> float:
     of a reconnect, or now when it never answered."""
     if was.connection == "connected" and was.updated_at > 0:
         return min(now, was.updated_at)
-    if was.connection == "reconnecting" and was.connection_since is not None:
-        return was.connection_since
+    if was.connection in ("reconnecting", "connecting") and was.connection_since is not None:
+        return was.connection_since  # the outage's start (a mux agent's retries say both words: one outage)
     if was.lost_at is not None:
         return was.lost_at
     return now
