@@ -17,6 +17,7 @@ from tui.core.events import (
     LogReset,
     Milestone,
     ServerArgs,
+    ServerProcess,
 )
 from tui.core.explain import evidence
 from tui.core.readiness import reduce
@@ -111,3 +112,16 @@ def test_our_launch_of_a_stopped_server_starts_over() -> None:
     assert s.phase is Phase.FAILED and verdict_line(s).startswith("stopped by sglang-tui (terminate)")
     s = reduce(s, ControlResult("launch", ok=True), 36200.0)
     assert s.phase is Phase.STARTING and s.error is None and s.process_alive is None
+
+
+def test_a_server_our_kill_ended_moments_after_its_launch_stays_gone_through_the_next_process_report() -> None:
+    """The finder's grace (a launch begun moments ago may not be found yet) is not for a server our own stop ended:
+    after `kill done`, the next report (nothing alive) keeps it stopped, so K says "nothing to kill" instead of
+    opening a kill dialog for "its processes (none seen yet)" (the tmux test's flake, 2 sizes of 3 in one run)."""
+    s = reduce(Readiness(), ConnectionState("connected"), 35990.0)
+    s = feed(startup("load_begin"), s)  # a launch 4 s old
+    s = reduce(s, ServerProcess(alive=True, pids=(7, 8)), 36004.5)
+    s = reduce(s, ControlResult("kill", ok=True, detail="no server process left"), 36005.0)
+    assert s.process_alive is False and s.error is not None and s.error.stopped_by == "sglang-tui"
+    s = reduce(s, ServerProcess(alive=False, pids=()), 36006.0)  # within the finder's grace of the launch
+    assert s.process_alive is False and s.phase is Phase.FAILED

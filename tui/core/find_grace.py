@@ -14,6 +14,8 @@ def not_found_yet(s: Readiness, now: float) -> bool:
     since we first saw it: a launch the log says began long before the attach gets the same grace."""
     if s.process_alive is True or not s.timeline:
         return False
+    if s.error is not None and s.error.stopped_by == "sglang-tui":
+        return False  # our own stop ended it, confirmed: gone, not "not found yet" (K then opened a kill dialog)
     return now - _seen(s) <= FIND_GRACE_S
 
 
