@@ -245,21 +245,3 @@ def test_a_line_glued_after_a_space_padded_bar_frame_is_still_parsed() -> None:
         kinds = [e.kind for e in events if isinstance(e, Milestone)]
         assert kinds == ["load_end"], (pad, events)
         assert [e.done for e in events if isinstance(e, BarProgress)] == [30]
-
-
-def test_the_last_tqdm_frame_counts_without_its_terminator() -> None:
-    """tqdm writes "\\r" before each frame: the newest frame has no terminator until the next one comes. It counts
-    now (the log says 24/64: so does the state, not 23/64), and once more with its terminator, no newer."""
-    from tui.core.events import BarProgress
-    from tui.core.logparse import LogParser
-
-    def frame(done: int) -> str:
-        return f"\rLoading safetensors checkpoint shards:  {100 * done // 64:2d}% Completed | {done}/64 [00:{done:02d}<00:40,  1.32s/it]"
-
-    parser = LogParser()
-    bars = [e for e in parser.feed((frame(22) + frame(23) + frame(24)).encode()) if isinstance(e, BarProgress)]
-    assert [b.done for b in bars] == [22, 23, 24]
-    half = frame(25).encode()
-    assert not [e for e in parser.feed(half[:40]) if isinstance(e, BarProgress)]  # half a frame is no frame
-    again = [e.done for e in parser.feed(half[40:] + b"\n") if isinstance(e, BarProgress)]
-    assert again[-1] == 25 and set(again) <= {24, 25}

@@ -15,9 +15,6 @@ ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@
 # A tqdm frame ends with "…it/s]" or "…s/it]", maybe padded with spaces to its width; text after that is
 # another process's line glued on. The padding stays with the frame.
 _GLUE = re.compile(r"(?:it/s|s/it)\] *(?=\S)")
-# A whole tqdm frame at the end of the bytes read (tqdm writes "\r" before a frame, so its newest frame has no
-# terminator until the next one): it ends in "…it/s]"/"…s/it]" and maybe its padding.
-_FRAME_END = re.compile(r"(?:it/s|s/it)\] *$")
 # Longest run without "\n" or "\r": a longer one is cut into lines of this size (a stream with no newline
 # must not grow memory without end). Cut from the run's start, so any chunking cuts the same way.
 MAX_PENDING = 1 << 20
@@ -69,14 +66,6 @@ def _cap_runs(buf: bytes) -> bytes:
     return b"".join(out) if len(out) > 1 else buf
 
 
-def _whole_frame(pending: bytes) -> bool:
-    """The unterminated bytes are one whole tqdm frame ("… 24/64 [00:31<00:51,  1.32s/it]")."""
-    if b"/it]" not in pending and b"it/s]" not in pending:
-        return False
-    text = strip_ansi(pending.decode("utf-8", "replace"))
-    return ("%|" in text or "Completed |" in text) and _FRAME_END.search(text) is not None
-
-
 class LineSplitter:
     """Turns a byte stream, fed in chunks cut anywhere, into display lines (and parser pieces)."""
 
@@ -84,7 +73,6 @@ class LineSplitter:
         self._pending = b""  # bytes after the last consumed "\n" or "\r"
         self._current: str | None = None  # display: latest frame of the open physical line
         self._line_shown = False  # display: the open physical line produced a display line already
-        self._early = b""  # the open line's last frame, handed out before its terminator came (once)
 
     # ------------------------------------------------------------------ display API
 
@@ -129,11 +117,6 @@ class LineSplitter:
             partial, buf = buf[:cr].decode("utf-8", "replace"), buf[cr + 1 :]
             partial += "\r"  # marks that the open line holds frames (even an empty first one)
         self._pending = buf
-        if buf and buf != self._early and _whole_frame(buf):
-            # the newest tqdm frame counts now, not when the next one comes (24/64 in the log is 24/64 here); it
-            # comes again with its terminator, a frame no newer than the bar, which the parser passes over
-            self._early = buf
-            partial += buf.decode("utf-8", "replace") + "\r"
         return block, partial
 
     def take_tail(self) -> str | None:
