@@ -97,6 +97,7 @@ _TOKENS = [
     b"Capturing batches (bs=9 avail_mem=1.5 GB):  50%|##| 1/2 [00:01<00:01, 1.0it/s]",
     b"  0%|   | 0/3 [00:00<?, ?it/s]",
     b"Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.00s/it]",
+    b"\rLoading safetensors checkpoint shards: 100% Completed | 2/2 [00:02<00:00,  1.0s/it]   ",
     b"INFO:     Started server process [12]",
     b'INFO:     1.2.3.4:5 - "GET /model_info HTTP/1.1" 200 OK',
     b"The server is fired up and ready to roll!",
@@ -245,3 +246,28 @@ def test_a_line_glued_after_a_space_padded_bar_frame_is_still_parsed() -> None:
         kinds = [e.kind for e in events if isinstance(e, Milestone)]
         assert kinds == ["load_end"], (pad, events)
         assert [e.done for e in events if isinstance(e, BarProgress)] == [30]
+
+
+def test_the_last_tqdm_frame_counts_without_its_terminator() -> None:
+    """tqdm writes "\\r" before each frame: the newest frame has no terminator until the next one comes. It counts
+    now (the log says 24/64: so does the state, not 23/64), and not again when its terminator comes."""
+
+    def frame(done: int, pad: str = "") -> str:
+        return f"\rLoading safetensors checkpoint shards:  {100 * done // 64:2d}% Completed | {done}/64 [00:{done:02d}<00:40,  1.32s/it]{pad}"
+
+    parser = LogParser()
+    bars = [e for e in parser.feed((frame(22) + frame(23) + frame(24)).encode()) if isinstance(e, BarProgress)]
+    assert [b.done for b in bars] == [22, 23, 24]
+    assert not [e for e in parser.feed(b"   ") if isinstance(e, BarProgress)]  # tqdm's padding: the same frame
+    half = frame(25).encode()
+    assert not [e for e in parser.feed(half[:40]) if isinstance(e, BarProgress)]  # half a frame is no frame
+    assert [e.done for e in parser.feed(half[40:]) if isinstance(e, BarProgress)] == [25]
+    assert not [e for e in parser.feed(b"\n") + parser.flush() if isinstance(e, BarProgress)]
+
+
+def test_the_log_panes_live_bar_is_the_newest_frame_drawn() -> None:
+    splitter = LineSplitter()
+    splitter.feed(b"\rLoading shards:  34% Completed | 22/64 [00:22<00:40,  1.32s/it]")
+    assert splitter.current is not None and "22/64" in splitter.current
+    splitter.feed(b"\rLoading shards:  35% Completed | 23/64 [00:23<00:40,  1.32s/it]\rLoading sh")
+    assert "23/64" in splitter.current

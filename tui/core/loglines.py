@@ -15,6 +15,9 @@ ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@
 # A tqdm frame ends with "…it/s]" or "…s/it]", maybe padded with spaces to its width; text after that is
 # another process's line glued on. The padding stays with the frame.
 _GLUE = re.compile(r"(?:it/s|s/it)\] *(?=\S)")
+# The open line's bytes end in a whole tqdm frame ("… 24/64 [00:31<00:51,  1.32s/it]", maybe padded): tqdm
+# writes "\r" BEFORE each frame, so its newest frame has no terminator until the next one is drawn.
+_FRAME_END = re.compile(r"(?:it/s|s/it)\] *$")
 # Longest run without "\n" or "\r": a longer one is cut into lines of this size (a stream with no newline
 # must not grow memory without end). Cut from the run's start, so any chunking cuts the same way.
 MAX_PENDING = 1 << 20
@@ -41,6 +44,17 @@ def split_glued(frame: str) -> list[str]:
         start = m.end()
     parts.append(frame[start:])
     return parts
+
+
+def frame_pieces(frame: str) -> list[str]:
+    """The parser pieces of one "\\r"-separated frame (ANSI already stripped): the frame, then any lines glued
+    after it, each tqdm frame without its padding (a frame padded by a later write is the same piece). Text that
+    is no tqdm frame stays as it is: the same text as a plain line is the same piece."""
+    if not may_be_glued(frame):
+        return [] if not frame or frame.isspace() else [frame]
+    parts = split_glued(frame)
+    pieces = [part.rstrip(" ") if _FRAME_END.search(part) else part for part in parts]
+    return pieces[1:] if not parts[0] or parts[0].isspace() else pieces
 
 
 def _cap_runs(buf: bytes) -> bytes:
@@ -94,10 +108,26 @@ class LineSplitter:
             self.split_block(tail + "\n", None, display)
         return display
 
+    def open_frame_pieces(self) -> list[str]:
+        """The parser pieces of the open line when its bytes end in a whole tqdm frame, else [].
+
+        The pieces a later terminator hands out for this line start with these, whatever comes before it: text
+        appended to the line can only split its last piece off at a frame end or pad it with spaces, and pieces
+        carry no padding. So a reader may take them now and pass over them when they come (LogParser does)."""
+        pending = self._pending
+        if not pending or (b"it/s]" not in pending and b"s/it]" not in pending):
+            return []
+        text = strip_ansi(pending.decode("utf-8", "replace"))
+        if _FRAME_END.search(text) is None or not may_be_glued(text):
+            return []
+        return frame_pieces(text)
+
     @property
     def current(self) -> str | None:
-        """The open line's latest complete frame (a live progress bar), or None."""
-        return self._current
+        """The open line's latest complete frame (a live progress bar: the newest one drawn, before its
+        terminator), or None."""
+        drawn = self.open_frame_pieces()
+        return drawn[-1] if drawn else self._current
 
     # ------------------------------------------------------------------ shared machinery
 
@@ -155,15 +185,13 @@ class LineSplitter:
     def _frames(self, frames: list[str], pieces: list[str] | None, display: list[str] | None) -> None:
         for frame in frames:
             frame = strip_ansi(frame)
+            if pieces is not None:
+                pieces += frame_pieces(frame)
             parts = split_glued(frame)
             head = parts[0]
             if head and not head.isspace():
-                if pieces is not None:
-                    pieces.append(head)
                 self._current = head
             for tail in parts[1:]:  # another process's line: shown after the frame it was glued to
-                if pieces is not None:
-                    pieces.append(tail)
                 if display is not None:
                     if self._current is not None:
                         display.append(self._current)

@@ -103,6 +103,7 @@ class LogParser:
         self._run = BatchRun()
         self._server_args_seen = False
         self._version: str | None = None  # from a `sglang version: X` line (SGLang itself never logs it)
+        self._early: list[str] = []  # the open line's pieces read before their terminator came (its newest frame)
         self._reset_launch()
 
     def _reset_launch(self) -> None:
@@ -151,16 +152,34 @@ class LogParser:
         block, partial = self._splitter.cut(data)
         if block:
             # tqdm frames are the splitter's work ("%" alone is a memchr; serving lines rarely hold one)
-            if b"\r" in block or (b"%" in block and (b"%|" in block or b"Completed |" in block)):
+            if self._early or b"\r" in block or (b"%" in block and (b"%|" in block or b"Completed |" in block)):
                 self._slow(block.decode("utf-8", "replace"))
             else:
                 self._lean(block)
         if partial:
             pieces: list[str] = []
             self._splitter.split_partial(partial, pieces, None)
-            for piece in pieces:
-                self._piece(piece)
+            self._pieces(pieces)
+        self._read_open_frame()
         return self._take()
+
+    def _read_open_frame(self) -> None:
+        """tqdm draws "\r" before each frame, so the log's newest frame has no terminator yet: read it now (the
+        bar says 24/64 when the log does, not 23/64), and pass over it when its terminator hands it out again.
+        The same pieces in the same order whatever the chunking (LineSplitter.open_frame_pieces)."""
+        pieces = self._splitter.open_frame_pieces()
+        if pieces[: len(self._early)] != self._early:
+            return  # not the line read early (cannot happen: the splitter's pieces only grow)
+        for piece in pieces[len(self._early) :]:
+            self._piece(piece)
+        self._early = pieces if pieces else self._early
+
+    def _pieces(self, pieces: list[str]) -> None:
+        """Pieces handed out by the splitter, the open line's first: those read early are passed over."""
+        early, self._early = self._early, []
+        start = len(early) if pieces[: len(early)] == early else 0
+        for piece in pieces[start:]:
+            self._piece(piece)
 
     def flush(self) -> list[Event]:
         tail = self._splitter.take_tail()
@@ -190,8 +209,7 @@ class LogParser:
     def _slow(self, text: str) -> None:
         pieces: list[str] = []
         self._splitter.split_block(text, pieces, None)
-        for piece in pieces:
-            self._piece(piece)
+        self._pieces(pieces)
 
     def _lean(self, block: bytes) -> None:
         """Line by line on bytes: a batch or post-warmup access line costs a few substring checks."""
