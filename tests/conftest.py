@@ -17,7 +17,7 @@ from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered he
     pytest_runtest_setup,
 )
 from tests.helpers.processes import cli, module_sim, module_spawn, sim, spawn, tmux  # noqa: F401 (fixtures)
-from tests.helpers.slurm import slurm_cluster  # noqa: F401 (fixture, registered here)
+from tests.helpers.slurm import heal_session_cluster, slurm_cluster  # noqa: F401 (fixture, registered here)
 from tests.helpers.sshd import Sshd
 from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (no test writes the repo)
 
@@ -45,6 +45,13 @@ def _test_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     own state directory, where dumps, saved logs and copies go (never the user's ~/.local/state)."""
     monkeypatch.setenv("SGLANG_TUI_HISTORY", str(tmp_path / "history.sqlite3"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture(autouse=True)
+def _slurm_cluster_whole(request: pytest.FixtureRequest) -> None:
+    """A Slurm test starts on a whole cluster: a daemon that died in an earlier test is started again."""
+    if "slurm_cluster" in request.fixturenames:
+        heal_session_cluster()
 
 
 @pytest.fixture(scope="session")

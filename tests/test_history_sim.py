@@ -100,21 +100,29 @@ def test_first_launch_has_no_eta_to_ready_and_is_recorded(launches: tuple[Path, 
     assert oldest["key"]["tp"] == 2 and oldest["key"]["speculative"] == "EAGLE3" and oldest["key"]["args_hash"]
 
 
-def test_fourth_launch_eta_at_a_quarter_of_the_weights(launches: tuple[Path, list[Watched]]) -> None:
-    second = launches[1][3]
-    assert second.code == 0, second.stderr
-    ready_at = second.first("ready")
-    quarter = [(t, obj) for t, obj in second.lines if obj["phase"] == "loading_weights"
+def _quarter(watched: Watched) -> tuple[float, dict[str, Any]]:
+    """The first JSON line at 25 % of the weights: (when it came, the object)."""
+    quarter = [(t, obj) for t, obj in watched.lines if obj["phase"] == "loading_weights"
                and obj["shards"] and obj["shards"]["done"] == SHARDS // 4]  # fmt: skip
     assert quarter, "no JSON line at 25% of the weights"
-    t, obj = quarter[0]
+    return quarter[0]
+
+
+def test_fourth_launch_eta_at_a_quarter_of_the_weights(launches: tuple[Path, list[Watched]]) -> None:
+    """The ETA from history is what the launches before took from the same point (their median): an ETA cannot
+    know that this launch runs on a machine less busy than theirs, so it is held to their times, not its own."""
+    runs = launches[1]
+    fourth = runs[3]
+    assert fourth.code == 0, fourth.stderr
+    t, obj = _quarter(fourth)
     eta = obj["eta"]
-    truly_left = ready_at - t
-    print(f"at 4/16 shards: ready_in_s {eta['ready_in_s']} vs {truly_left:.1f} s really left")
     assert eta["basis"] == "history" and eta["launches"] == 3
+    took = sorted(run.first("ready") - _quarter(run)[0] for run in runs[:3])
+    truly_left = fourth.first("ready") - t
+    print(f"at 4/16 shards: ready_in_s {eta['ready_in_s']}; the launches before took {took}; this one {truly_left:.1f}")
     # the later phases' medians are from the log's whole-second stamps (each ±1 s, tui.history.record), and the
     # ready line comes after /health confirms it, which no phase holds: 20 % and 2 s
-    assert abs(eta["ready_in_s"] - truly_left) <= 0.2 * truly_left + 2.0, (eta, truly_left)
+    assert abs(eta["ready_in_s"] - took[1]) <= 0.2 * took[1] + 2.0, (eta, took)
 
 
 def test_a_line_whenever_the_shard_count_changes(launches: tuple[Path, list[Watched]]) -> None:

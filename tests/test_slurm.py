@@ -263,3 +263,18 @@ def test_the_same_through_a_login_node(cluster: SlurmCluster, login: Sshd, tmp_p
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     assert stopped.stdout.count("GPU memory released") == 2
     assert cluster.state(sim.job) == "" and job_processes(sim.job) == []
+
+
+def test_a_slurmd_that_died_is_found_and_started_again(cluster: SlurmCluster) -> None:
+    """The harness's own repair (tests/helpers/slurm.py): a slurmd gone (SIGKILL, as a crash or the OOM killer
+    leaves it) is named dead, and heal() starts it again; its node then runs a step."""
+    pidfile = cluster.root / f"slurmd-{NODES[0]}.pid"
+    os.kill(int(pidfile.read_text()), 9)
+    deadline = time.monotonic() + 30
+    while not cluster.dead_daemons() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cluster.dead_daemons() == [f"slurmd -N {NODES[0]}"]
+    assert cluster.heal() == [f"slurmd -N {NODES[0]}"]
+    assert cluster.dead_daemons() == [] and "slurmd-" in cluster.deaths[-1]
+    done = cluster.run("srun", "-w", NODES[0], "-N1", "-n1", "sh", "-c", "echo $SLURMD_NODENAME", timeout=60)
+    assert done.stdout.strip() == NODES[0]

@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -68,6 +69,7 @@ class SlurmCluster:
     ctld_port: int = field(default_factory=free_port)
     node_ports: tuple[int, ...] = field(default_factory=lambda: tuple(free_port() for _ in NODES))
     started_in_s: float | None = None  # how long start() took (bench/ reads it; never asserted)
+    deaths: list[str] = field(default_factory=list)  # what heal() found dead, with the logs then
 
     def __post_init__(self) -> None:
         # A name of its own: every process of its jobs carries SLURM_CLUSTER_NAME=NAME (kill_leftovers)
@@ -132,14 +134,22 @@ class SlurmCluster:
         began = time.monotonic()
         ensure_hosts()
         self._write()
+        self._munged()
+        self._daemon(_sbin("slurmctld"))
+        for name in NODES:
+            self._daemon(_sbin("slurmd"), "-N", name)
+        self._wait_idle(timeout)
+        self.started_in_s = time.monotonic() - began
+        return self
+
+    def _munged(self) -> None:
         self._daemon(
             _sbin("munged"), f"--socket={self.socket}", f"--key-file={self.key}",
             f"--pid-file={self.root}/munge/munged.pid", f"--log-file={self.root}/log/munged.log",
             f"--seed-file={self.root}/munge/munged.seed",
         )  # fmt: skip
-        self._daemon(_sbin("slurmctld"))
-        for name in NODES:
-            self._daemon(_sbin("slurmd"), "-N", name)
+
+    def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             states = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False).stdout.split()
@@ -148,8 +158,49 @@ class SlurmCluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the nodes never became idle: {states}\n{self.logs()}")
             time.sleep(0.05)
-        self.started_in_s = time.monotonic() - began
-        return self
+
+    # ------------------------------------------------------------------------------------------------ health
+
+    def _daemons(self) -> list[tuple[str, Path, int | None]]:
+        """(name, pid file, the port it answers on) for each daemon of the cluster."""
+        return [
+            ("munged", self.root / "munge" / "munged.pid", None),
+            ("slurmctld", self.root / "slurmctld.pid", None),  # the tests' every client call asks it
+            *(
+                (f"slurmd -N {n}", self.root / f"slurmd-{n}.pid", port)
+                for n, port in zip(NODES, self.node_ports, strict=True)
+            ),
+        ]
+
+    def dead_daemons(self) -> list[str]:
+        """The daemons that no longer run or no longer take a connection on their port: a slurmd gone in one
+        test takes its node from every later test (it cannot answer an srun: "Communication connection failure")."""
+        dead = []
+        for name, pidfile, port in self._daemons():
+            pid = _read_pid(pidfile)
+            if pid is None or not _alive(pid) or (port is not None and not _answers(port)):
+                dead.append(name)
+        return dead
+
+    def heal(self, timeout: float = 60.0) -> list[str]:
+        """Start again each daemon that died (its log's last lines kept in `deaths` as the evidence), then wait
+        until every node is idle. What was started."""
+        dead = self.dead_daemons()
+        if not dead:
+            return []
+        self.deaths.append(f"dead: {', '.join(dead)}\n{self.logs()}\n{_kernel_tail()}")
+        for name, pidfile, _port in self._daemons():
+            if name in dead:
+                pid = _read_pid(pidfile)
+                if pid is not None:
+                    _stop_pid(pid, grace=2.0)  # alive but deaf: a hung daemon goes too
+                pidfile.unlink(missing_ok=True)
+                if name == "munged":
+                    self._munged()
+                else:
+                    self._daemon(_sbin(name.split()[0]), *name.split()[1:])
+        self._wait_idle(timeout)
+        return dead
 
     def logs(self) -> str:
         out = []
@@ -259,6 +310,46 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _answers(port: int) -> bool:
+    """A TCP connection to 127.0.0.1:PORT is taken (the daemon's listener is there)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5.0):
+            return True
+    except OSError:
+        return False
+
+
+def _kernel_tail() -> str:
+    """The kernel's last lines (an OOM kill or a segfault of a daemon is said there), when they can be read."""
+    try:
+        done = subprocess.run(["dmesg", "-T"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "(dmesg: not readable here)"
+    lines = [
+        line for line in done.stdout.splitlines() if "slurm" in line or "oom" in line.lower() or "segfault" in line
+    ]
+    return "--- dmesg (slurm, oom, segfault)\n" + "\n".join(lines[-10:]) if lines else "(dmesg: nothing on slurm)"
+
+
+_SESSION: list[SlurmCluster] = []  # the session's cluster once started (the rerun condition asks it)
+
+
+def cluster_daemon_died() -> bool:
+    """The rerun condition of a Slurm test (tests/helpers/lanes.py): it failed while a daemon of the cluster was
+    dead, so what it watched was the cluster's loss, not sglang-tui's; the next setup heals the cluster."""
+    return any(cluster.dead_daemons() for cluster in _SESSION)
+
+
+def heal_session_cluster() -> None:
+    """Before each Slurm test: a daemon that died in an earlier one is started again (said on stderr, and in the
+    report of the test that ran when it died)."""
+    for cluster in _SESSION:
+        started = cluster.heal()
+        if started:
+            print(f"slurm test cluster: {', '.join(started)} had died and was started again:\n{cluster.deaths[-1]}",
+                  file=sys.stderr)  # fmt: skip
+
+
 def _stop_pid(pid: int, grace: float = 10.0) -> None:
     for sig, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         try:
@@ -287,7 +378,9 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         cluster.stop()
         raise
     os.environ.update(cluster.env)
+    _SESSION.append(cluster)
     yield cluster
+    _SESSION.remove(cluster)
     cluster.stop()
     if old is None:
         os.environ.pop("SLURM_CONF", None)
