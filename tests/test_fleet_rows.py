@@ -65,3 +65,23 @@ def test_a_stop_from_another_shell_reads_stopped_in_the_header_too() -> None:
     outside = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "killed by SIGTERM", stopped_by="outside"))
     assert phase_label(outside) == "STOPPED"
     assert phase_label(CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("oom", "x"))) == "FAILED"
+
+
+def test_a_pd_deployments_phase_cell_counts_its_workers_ready_of_each_role() -> None:
+    """An srtctl job's row: the worst member's state, then `ready/members` per role (`2/4P 1/1D`)."""
+    from tui.core import deployment as dm
+
+    def worker(name: str, role: str, phase: Phase) -> dm.Member:
+        return dm.Member(name, role, "n1", CONNECTED.evolve(phase=phase))
+
+    members = (
+        *(worker(f"prefill_w{i}", "prefill", Phase.SERVING) for i in range(2)),
+        *(worker(f"prefill_w{i}", "prefill", Phase.LOADING_WEIGHTS) for i in (2, 3)),
+        worker("decode_w0", "decode", Phase.READY),
+    )
+    dep = dm.Deployment(members)
+    assert dm.role_counts(dep) == (("prefill", 2, 4), ("decode", 1, 1))
+    row = cells(FleetEntry("job", "slurm 42: n1", dm.combined(dep), kind="job"), 0.0)
+    assert row["phase"] == "loading weights 2/4P 1/1D", row
+    plain = dm.Deployment((worker("n0", "node", Phase.READY),))
+    assert dm.role_counts(plain) == () and cells(_entry(dm.combined(plain)), 0.0)["phase"] == "ready"

@@ -113,6 +113,17 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
     return phase
 
 
+def role_counts(dep: Deployment) -> tuple[tuple[str, int, int], ...]:
+    """(role, ready, members) of a PD deployment's prefill and decode workers, in that order; () for any other
+    (the board's `2/4P 1/1D`)."""
+    out = []
+    for role in ("prefill", "decode"):
+        workers = [m for m in dep.members if m.role == role]
+        if workers:
+            out.append((role, sum(member_phase(dep, m) in READY_PHASES for m in workers), len(workers)))
+    return tuple(out)
+
+
 def _member_phase(dep: Deployment, m: Member) -> Phase:
     s = m.state
     head = follows_head(dep, m)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.core import fmt
+from tui.core.deployment import role_counts
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.explain import PROCESS_EXITED, latest_health
@@ -90,6 +91,15 @@ def row_state(entry: FleetEntry) -> RowState:
     return RowState(phase_words(s.phase), "starting", "cyan")
 
 
+def phase_cell(entry: FleetEntry) -> str:
+    """The PHASE cell: the row's state, and for a PD deployment its workers ready of each role (`2/4P 1/1D`)."""
+    word = row_state(entry).word
+    dep = getattr(entry.state, "deployment", None)  # a deployment's combined state (tui.core.deployment.Combined)
+    counts = role_counts(dep) if dep is not None else ()
+    roles = " ".join(f"{ready}/{total}{role[0].upper()}" for role, ready, total in counts)
+    return f"{word} {roles}" if roles else word
+
+
 def eta_s(entry: FleetEntry, now: float) -> float | None:
     """Seconds to ready, when they can be known honestly (tui.core.eta)."""
     if entry.kind == "nothing" or entry.state.phase in UP:
@@ -107,7 +117,7 @@ def cells(entry: FleetEntry, now: float) -> dict[str, str]:
         out = {
             "name": entry.name,
             "where": entry.where,
-            "phase": row_state(entry).word,
+            "phase": phase_cell(entry),
             "in_phase": in_phase_cell(s, now),
             "eta": eta_cell(entry, now),
             "health": health_cell(s),
