@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from tui.core.clockmap import LOG_IS_CLOCK
 from tui.core.events import Event, HealthResult, LaunchStarted, LogLook, Milestone, ServerArgs
 from tui.core.fold import Fold
+from tui.core.launchkey import start_mark
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
-from tui.history.record import start_mark
 from tui.history.recorder import Recorder
 from tui.history.store import HistoryStore
 

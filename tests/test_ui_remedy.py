@@ -8,6 +8,7 @@ import io
 
 from tests.helpers.ui_fakes import FakeBatchSource, FakeClock, FakeControl, make_app, until
 from tui.commands.replay import replay_stream
+from tui.core.launchkey import start_mark
 from tui.core.remedy import remedy
 from tui.core.state import Phase, Readiness
 from tui.ui.panes.header import HeaderPane
@@ -68,6 +69,9 @@ async def test_the_header_shows_the_remedy_and_r_restarts_with_the_change() -> N
         await until(pilot, lambda: "restart" in control.calls, what="the restart")
         assert control.calls[-2:] == ["relaunch_with", "restart"] and control.relaunch == NEW
         assert app.state.launch_command == NEW  # a next failure's remedy edits the command that ran
+        tried = app.state.tried_change  # what the history keeps with each launch after (tui/history/record.py)
+        assert tried is not None and tried.cause == "oom" and tried.after == start_mark(state)
+        assert tried.changes == (("--cuda-graph-max-bs-decode", "80", "160"), ("--mem-fraction-static", "0.80", "0.88"))
 
 
 async def test_no_change_to_offer_keeps_the_plain_restart() -> None:

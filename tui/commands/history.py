@@ -114,6 +114,38 @@ def _outcome(launch: LaunchRow) -> str:
     return f"{launch['outcome']}{late}"
 
 
+def _change_words(tried: dict[str, Any]) -> str:
+    """`--cuda-graph-max-bs 160 (was 256)`, … of a launch's `tried`."""
+    words = []
+    for c in tried.get("changes") or []:
+        was = f" (was {c['was']})" if c.get("was") is not None else ""
+        words.append(f"{c.get('flag')} {c.get('value')}{was}")
+    return ", ".join(words)
+
+
+def _tried_line(launch: LaunchRow) -> str | None:
+    """`#13 ran with --cuda-graph-max-bs 160 (was 256), the remedy for out of memory`, or None."""
+    tried = launch.get("tried")
+    if not isinstance(tried, dict):
+        return None
+    cause = f", the remedy for {tried['cause']}" if tried.get("cause") else ""
+    return f"#{launch['id']} ran with {_change_words(tried)}{cause}"
+
+
+def helped(before: LaunchRow, after: LaunchRow) -> str | None:
+    """Whether the change B ran with helped, when B ran with a remedy for A's failure: "yes" (B ready), "no" (B
+    failed the same way), "not this way" (B failed otherwise), "not yet" (B has no outcome); None otherwise."""
+    tried = after.get("tried")
+    if not isinstance(tried, dict) or before.get("outcome") != "failed":
+        return None
+    if after["outcome"] == "ready":
+        return "yes"
+    if after["outcome"] == "failed":
+        kind = (after.get("error") or {}).get("kind")
+        return "no" if kind == tried.get("cause") else "not this way"
+    return "not yet" if after["outcome"] == "unfinished" else None
+
+
 def format_launches(rows: list[LaunchRow]) -> str:
     if not rows:
         return "history: no launches recorded"
@@ -134,6 +166,7 @@ def format_launches(rows: list[LaunchRow]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in table]
     lines.append("")
     lines += [f"key: {k}" for k in keys]
+    lines += [line for launch in rows if (line := _tried_line(launch)) is not None]
     return "\n".join(lines)
 
 
@@ -149,6 +182,9 @@ def compare_json(a: LaunchRow, b: LaunchRow) -> dict[str, Any]:
                 for p in phases
             ],
             "total": {"a_s": a["total_s"], "b_s": b["total_s"]},
+            "outcome": {"a": _outcome(a), "b": _outcome(b)},
+            "tried": {"a": a.get("tried"), "b": b.get("tried")},
+            "helped": helped(a, b),
         }
     }  # fmt: skip
 
@@ -162,6 +198,11 @@ def format_compare(a: LaunchRow, b: LaunchRow) -> str:
     rows.append(("total", fmt.duration(a["total_s"]), fmt.duration(b["total_s"]), "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
+    lines.append(f"outcome  #{a['id']} {data['outcome']['a']}, #{b['id']} {data['outcome']['b']}")
+    tried = [line for launch in (a, b) if (line := _tried_line(launch)) is not None]
+    lines += tried
+    if data["helped"] is not None:
+        lines.append(f"helped: {data['helped']}")
     if not data["same_key"]:
         lines.append("")
         lines.append(f"keys differ: #{a['id']} {_key_words(a['key'])}")

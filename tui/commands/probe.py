@@ -221,8 +221,7 @@ def past_steps(path: Path | None, host: str) -> tuple[StateStep, ...]:
     def step(state: Readiness, now: float) -> Readiness:
         if not state.server.model or state.past is not None:  # once per memo: the budgets it gives hold
             return state
-        from tui.core.launchkey import key_fields, launch_key
-        from tui.history.record import start_mark
+        from tui.core.launchkey import key_fields, launch_key, start_mark
         from tui.history.store import HistoryError, HistoryStore
 
         try:

@@ -10,7 +10,7 @@ import json
 import re
 import zlib
 
-from tui.core.state import ServerInfo
+from tui.core.state import Readiness, ServerInfo
 
 # Fields that change between otherwise identical launches (or name where it runs): not part of the hash.
 VOLATILE = frozenset(
@@ -67,3 +67,11 @@ def launch_key(server: ServerInfo, host: str) -> str | None:
     if not server.model:
         return None
     return json.dumps(key_fields(server, host), sort_keys=True, separators=(",", ":"))
+
+
+def start_mark(state: Readiness) -> str | None:
+    """What identifies this launch across watchers: the log time of its first span (else the clock)."""
+    if not state.timeline:
+        return None
+    first = state.timeline[0]
+    return f"log {first.start}" if first.start else f"clock {first.started_at:.3f}"

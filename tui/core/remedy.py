@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tui.core.events import LogClues
+from tui.core.launchkey import start_mark
 from tui.core.logmilestones import server_arg
 from tui.core.remedy_table import GPU_OOM, LEGACY_FLAGS, ROWS, Row, row
-from tui.core.state import ErrorInfo, Phase, Readiness
+from tui.core.state import ErrorInfo, Phase, Readiness, TriedChange
 
 Source = Literal["log", "table"]
 
@@ -91,6 +92,12 @@ class Remedy:
         return " ".join(
             f"{c.flag} {c.value}" if c.flag.startswith("--") else f"{c.flag}={c.value}" for c in self.changes
         )
+
+
+def tried_change(state: Readiness, found: Remedy) -> TriedChange:
+    """The fact a restart with this remedy leaves in the watch's setup (the history records it per launch)."""
+    changes = tuple((c.flag, c.value, c.was) for c in found.changes)
+    return TriedChange(changes, state.error.kind if state.error is not None else None, start_mark(state))
 
 
 def remedy_line(state: Readiness) -> str:

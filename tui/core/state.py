@@ -391,6 +391,24 @@ class ProgressFacts:
 
 
 @dataclass(frozen=True)
+class TriedChange:
+    """A remedy a restart ran with (`r`, "restart with this change"): the changes as (flag, value, was), the
+    failure it was for, and the start mark of the launch that failed (tui.history.record): the history keeps it
+    with each launch that ran the edited command, so `history --compare` can say whether it helped."""
+
+    changes: tuple[tuple[str, str, str | None], ...]
+    cause: str | None = None  # the failed launch's error kind (oom, nccl, …)
+    after: str | None = None  # the failed launch's start mark
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "changes": [{"flag": f, "value": v, "was": w} for f, v, w in self.changes],
+            "cause": self.cause,
+            "after": self.after,
+        }
+
+
+@dataclass(frozen=True)
 class WatchSetup:
     """Set once by the caller: how this watch is set up, and what the history says of earlier launches."""
 
@@ -405,6 +423,7 @@ class WatchSetup:
     process_watched: bool | None = None
     # the command the watcher launches the server with (--launch): a remedy's `command` is it with the changes
     launch_command: str | None = None
+    tried_change: TriedChange | None = None  # the remedy `launch_command` was edited with (the TUI's `r`)
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
@@ -544,6 +563,7 @@ class Readiness:
     log_watched = Fact[bool | None]("setup")
     process_watched = Fact[bool | None]("setup")
     launch_command = Fact[str | None]("setup")
+    tried_change = Fact[TriedChange | None]("setup")
     past = Fact[Past | None]("setup")
 
     @classmethod
@@ -712,6 +732,7 @@ class Facts(TypedDict, total=False):
     log_watched: bool | None
     process_watched: bool | None
     launch_command: str | None
+    tried_change: TriedChange | None
     past: Past | None
 
 

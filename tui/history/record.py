@@ -7,7 +7,7 @@ after it was ready, records the same phases. The reducer's clock times a phase o
 
 from __future__ import annotations
 
-from tui.core.launchkey import key_fields, launch_key
+from tui.core.launchkey import key_fields, launch_key, start_mark
 from tui.core.state import Phase, PhaseSpan, Readiness
 from tui.history.store import LaunchRecord
 
@@ -27,14 +27,6 @@ def outcome_of(state: Readiness) -> str | None:
     if state.stall is not None:
         return "stalled"
     return None
-
-
-def start_mark(state: Readiness) -> str | None:
-    """What identifies this launch across watchers: the log time of its first span (else the clock)."""
-    if not state.timeline:
-        return None
-    first = state.timeline[0]
-    return f"log {first.start}" if first.start else f"clock {first.started_at:.3f}"
 
 
 def span_seconds(span: PhaseSpan, now: float, seen_from: str = FIRST_LINE) -> float | None:
@@ -105,4 +97,12 @@ def to_record(
         port=port,
         log=log,
         seen_from=seen_from,
+        tried=_tried(state, mark),
     )
+
+
+def _tried(state: Readiness, mark: str) -> dict[str, object] | None:
+    """The remedy this launch ran with; never on the launch that failed (a record of it after the restart was
+    asked for, as its stop lands, still has its own start mark)."""
+    tried = state.tried_change
+    return tried.to_json() if tried is not None and tried.after != mark else None

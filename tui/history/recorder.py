@@ -27,10 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tui.core.launchkey import key_fields, launch_key
+from tui.core.launchkey import key_fields, launch_key, start_mark
 from tui.core.past import OddRow, Past
 from tui.core.state import Readiness, ServerInfo
-from tui.history.record import FIRST_LINE, LATE, outcome_of, start_mark, to_record
+from tui.history.record import FIRST_LINE, LATE, outcome_of, to_record
 from tui.history.store import WATCH_BUSY_S, HistoryError, HistoryStore
 
 LOAD_WAIT_S = 0.5  # how long a fold step waits for the past it asked for (then it comes with a later step)

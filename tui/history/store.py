@@ -117,6 +117,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX launches_key ON launches (key, started_at);
     CREATE INDEX launches_host ON launches (host, started_at);
     """,
+    # 3: the remedy a launch ran with (the TUI's "restart with this change"), JSON: changes, cause, after
+    """
+    ALTER TABLE launches ADD COLUMN tried TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -148,6 +152,7 @@ class LaunchRecord:
     port: int = 0  # the server's port (0: not known, a replayed log)
     log: str = ""  # the log path watched ("": none)
     seen_from: str = "first_line"  # first_line | late (tui.history.record)
+    tried: dict[str, object] | None = None  # the remedy it ran with (TriedChange.to_json), None: as launched
 
 
 class HistoryStore:
@@ -284,19 +289,20 @@ class HistoryStore:
                 rec.key_fields.get("model"), rec.start_mark, rec.started_at, time.time(), rec.source, rec.outcome,
                 rec.fail_kind, rec.fail_line, rec.total_s, rec.shards, rec.draft_shards, rec.weight_gib_per_rank,
                 json.dumps(rec.startup_timings) if rec.startup_timings else None, rec.startup_time_s, rec.port,
-                rec.log, rec.seen_from,
+                rec.log, rec.seen_from, json.dumps(rec.tried) if rec.tried else None,
             )  # fmt: skip
             self.db.execute(
                 "INSERT INTO launches (key, key_json, host, model, start_mark, started_at, recorded_at, source, outcome,"
                 " fail_kind, fail_line, total_s, shards, draft_shards, weight_gib_per_rank, startup_timings,"
-                " startup_time_s, port, log, seen_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " startup_time_s, port, log, seen_from, tried) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT (key, start_mark, port, log) DO UPDATE SET recorded_at=excluded.recorded_at,"
                 " source=excluded.source, outcome=excluded.outcome, fail_kind=excluded.fail_kind,"
                 " fail_line=excluded.fail_line, total_s=excluded.total_s, shards=excluded.shards,"
                 " draft_shards=excluded.draft_shards,"
                 " weight_gib_per_rank=COALESCE(excluded.weight_gib_per_rank, weight_gib_per_rank),"
                 " startup_timings=COALESCE(excluded.startup_timings, startup_timings),"
-                " startup_time_s=COALESCE(excluded.startup_time_s, startup_time_s), seen_from=excluded.seen_from",
+                " startup_time_s=COALESCE(excluded.startup_time_s, startup_time_s), seen_from=excluded.seen_from,"
+                " tried=COALESCE(excluded.tried, tried)",
                 row,
             )
             launch_id = int(
@@ -427,7 +433,7 @@ class HistoryStore:
     def _launch_dict(self, row: tuple[object, ...]) -> LaunchRow:
         """A launch row as the dict `history` shows; OddRow when a figure in it is none a launch can have."""
         (launch_id, key_json, host, mark, started, source, outcome, kind, line, total, shards, draft, weight,
-         timings, startup_time, key, seen_from) = row  # fmt: skip
+         timings, startup_time, key, seen_from, tried) = row  # fmt: skip
         phases = self.db.execute(
             'SELECT phase, model, start, "end", duration_s FROM phases WHERE launch_id = ? ORDER BY idx', (launch_id,)
         ).fetchall()
@@ -461,12 +467,13 @@ class HistoryStore:
             "startup_time_s": _number("startup_time_s", startup_time),
             "key_id": _text("key", key),
             "seen_from": _optional_text("seen_from", seen_from),  # null: recorded before sglang-tui said it
+            "tried": _json_object("tried", tried) if tried else None,  # the remedy it ran with
         }
 
 
 _LAUNCH_COLUMNS = (
     "id, key_json, host, start_mark, started_at, source, outcome, fail_kind, fail_line, total_s, shards,"
-    " draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key, seen_from"
+    " draft_shards, weight_gib_per_rank, startup_timings, startup_time_s, key, seen_from, tried"
 )
 
 

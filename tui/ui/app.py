@@ -27,6 +27,7 @@ from tui.core.control import ServerControlLike
 from tui.core.events import ConnectionState, ControlResult, Event, LogActivity, LogReset, ServerProcess, Tick
 from tui.core.fold import Fold
 from tui.core.loglines import LineSplitter
+from tui.core.remedy import tried_change
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.vocab import control_action
@@ -834,9 +835,11 @@ class ServerView(_Node):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                if new_launch is not None:  # the relaunch (and every later one) runs the edited command
+                if change is not None and new_launch is not None:  # the relaunch (and every later one) runs it
                     control.relaunch_with(new_launch)
-                    self._live = self._live.evolve(launch_command=new_launch)  # the watch's setup: set by its caller
+                    # the watch's setup, set by its caller: the history keeps the change with each launch after
+                    tried = tried_change(self._live, change)
+                    self._live = self._live.evolve(launch_command=new_launch, tried_change=tried)
                 self.notify(f"{verb}: running on {self.sources.host_label}", timeout=5)
                 self._run_control(verb, command)
 
