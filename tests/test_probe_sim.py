@@ -240,3 +240,20 @@ def test_a_state_dir_it_cannot_write_costs_the_memo_not_the_verdict(cli: Cli, tm
     done = cli("probe", "local", "--port", str(free_port()), "--alive", "--json", *BUDGET, env=env)
     assert done.returncode == 0 and json.loads(done.stdout)["probe"]["verdict"] == "starting"
     assert "cannot keep the probe's memo" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_probes_remedy_reads_the_log_as_waits_does(cli: Cli, tmp_path: Path) -> None:
+    """A failed capture's log: `probe --json`'s error.remedy is SGLang's own printed suggestion (source log),
+    as `replay --json` says it: the probe reads the same clues from the same bytes (it said the table's before)."""
+    log = tmp_path / "server.log"
+    log.write_bytes((ROOT / "tests" / "fixtures" / "logs" / "fail-oom-capture-0.5.23.log").read_bytes())
+    old = time.time() - 3600
+    os.utime(log, (old, old))  # no process to find an hour later: the log's failure stands
+    args = ("--port", str(free_port()), "--log", str(log), "--alive", "--json", *BUDGET)
+    probed = cli("probe", "local", *args, env={"SGLANG_TUI_PROBE_DIR": str(tmp_path / "memo")})
+    replayed = cli("replay", str(log), "--json")
+    assert probed.returncode == 1, probed.stderr
+    remedy = json.loads(probed.stdout)["error"]["remedy"]
+    assert remedy is not None and remedy["source"] == "log", remedy
+    assert remedy == json.loads(replayed.stdout.splitlines()[-1])["error"]["remedy"]
+    assert "--cuda-graph-max-bs-decode" in [change["flag"] for change in remedy["changes"]], remedy

@@ -29,11 +29,13 @@ from tui.commands.demo import (
     start_demo,
     stop_demo,
 )
+from tui.commands.history import helped
 from tui.commands.watch import build_app
 from tui.core.eta import estimate
 from tui.core.readiness import reduce
 from tui.core.state import Phase, Readiness
 from tui.core.wording import verdict_line
+from tui.history.store import HistoryStore
 from tui.ui.app import SglangTui
 from tui.ui.screens.bench import BenchResultScreen
 from tui.ui.screens.confirm import ConfirmScreen
@@ -209,6 +211,20 @@ async def test_the_demo_failing_and_stalled() -> None:
     async with demo_run("oom-capture") as failed:
         await failed.until(lambda s: s.phase is Phase.FAILED, "the OOM")
         await failed.shot("demo_failed_oom", shows=("FAILED", "out of memory"))
+        await failed.press("r")  # the remedy's edit of the demo's launch command, one key away
+        await failed.until_screen(ConfirmScreen)
+        await failed.shot("demo_restart_with_change", shows=("Restart with this change?", "--cuda-graph-max-bs"))
+        await failed.press("y")
+        await failed.until(lambda s: s.phase in (Phase.READY, Phase.SERVING), "the relaunch with the change, ready")
+        await failed.shot("demo_relaunch_ready", shows=("ready",))
+    with HistoryStore(demo_history_path()) as store:  # both launches, the second with the change it ran with
+        launches = store.launches(DEMO_HOST, limit=2)
+    after, before = launches
+    assert (before["outcome"], before["tried"]) == ("failed", None), before
+    assert (
+        after["outcome"] == "ready" and after["tried"]["cause"] == "oom" and after["tried"]["after"] == before["start"]
+    )
+    assert helped(before, after) == "yes"
     async with demo_run("hang-rank") as stalled:  # TP3 blocks in a collective of its own during capture
         await stalled.until(lambda s: s.stall is not None, "the stall")
         await stalled.shot("demo_stalled", shows=("STALLED",))

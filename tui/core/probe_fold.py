@@ -21,6 +21,7 @@ from tui.core.events import Event, LogActivity, LogFile, LogLook, LogReset, Tick
 from tui.core.fold import Fold
 from tui.core.logparse import LogParser
 from tui.core.probe_memo import TAIL_BYTES, LogMark, ProbeMemo
+from tui.core.remedy_clues import ClueReader
 
 WHOLE_BELOW = 2 * 1024 * 1024  # a log smaller than this is read whole on a first read (tui.sources.logtail's)
 
@@ -132,6 +133,7 @@ def fold_call(
     steps = fold if fold is not None else Fold()
     state = memo.state
     parser = LogParser() if plan.fresh_parser or memo.parser is None else memo.parser
+    clues = ClueReader() if plan.fresh_parser or memo.clues is None else memo.clues
     log_events: list[Event] = []
     if look is not None and path is not None:
         fact = log_file_fact(look, path, state.log_file)
@@ -145,6 +147,9 @@ def fold_call(
         log_events.append(history)
         log_events.append(LogActivity(offset, data))
         log_events.extend(parser.feed(data))
+        said = clues.feed(data)  # what a remedy reads, after the events of the same bytes (as wait has it)
+        if said is not None:
+            log_events.append(said)
         log_events.append(replace(history, live=True))  # read: what waited on these bytes decides now
         before = mark.tail if mark is not None and start == mark.offset else b""
         mark = LogMark(look.dev, look.inode, offset, (before + data)[-TAIL_BYTES:])
@@ -154,4 +159,4 @@ def fold_call(
         state = steps(state, log_events, at)
     state = steps(state, [*answers, Tick()], now)
     unread = max(0, look.size - mark.offset) if look is not None and mark is not None and look.readable_file else 0
-    return replace(memo, state=state, parser=parser, mark=mark, saved_at=now), unread
+    return replace(memo, state=state, parser=parser, clues=clues, mark=mark, saved_at=now), unread

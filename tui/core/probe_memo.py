@@ -26,6 +26,7 @@ from enum import Enum
 
 from tui.core import events, state
 from tui.core.logparse import LogParser
+from tui.core.remedy_clues import ClueReader
 from tui.core.state import Readiness
 
 FORMAT = 1
@@ -78,6 +79,7 @@ class ProbeMemo:
     mark: LogMark | None = None
     found: FoundServer | None = None
     saved_at: float = 0.0  # the clock of the call that wrote it
+    clues: ClueReader | None = None  # what a remedy reads, from the same bytes (as wait's Monitor has it)
 
 
 def schema() -> str:
@@ -123,7 +125,7 @@ def _well_typed(fields: dict[str, object]) -> bool:
     """Each part of a memo is what it claims to be (a pickle can set any attribute to anything)."""
     kinds: dict[str, tuple[type, ...]] = {
         "key": (str,), "state": (Readiness,), "parser": (LogParser, type(None)), "mark": (LogMark, type(None)),
-        "found": (FoundServer, type(None)), "saved_at": (float, int),
+        "clues": (ClueReader, type(None)), "found": (FoundServer, type(None)), "saved_at": (float, int),
     }  # fmt: skip
     return set(fields) == set(kinds) and all(isinstance(fields[name], kinds[name]) for name in kinds)
 
