@@ -277,7 +277,7 @@ class FleetApp(App[None]):
         for entry in entries:
             bucket = fleet_rows.row_state(entry).bucket
             counts[bucket] = counts.get(bucket, 0) + 1
-        text = Text(f"{len(entries)} servers: ", style="bold")
+        text = Text(f"{len(entries)} server{'' if len(entries) == 1 else 's'}: ", style="bold")
         said = 0
         for bucket, style in fleet_rows.BUCKETS:
             if counts.get(bucket) or bucket in ("ready", "starting"):
