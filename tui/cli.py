@@ -460,10 +460,11 @@ def _probe_parser(sub: argparse._SubParsersAction[Parser]) -> None:
 def _export_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     export = sub.add_parser(
         "export", help="Prometheus metrics (sglang_tui_*) of one server, a deployment or a fleet",
-        description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does and "
-        "serve the readiness model at http://ADDR/metrics.",
+        description="Watch each TARGET (HOST, HOST:PORT or HOST:PORT:LOG; or --deployment FILE) as `wait` does, "
+        "each Slurm job (slurm:JOBID, srt:LOGDIR) as the fleet board's row, and serve the readiness model at "
+        "http://ADDR/metrics.",
     )  # fmt: skip
-    _targets(export, "HOST, HOST:PORT or HOST:PORT:LOG, one server each")
+    _targets(export, "HOST, HOST:PORT or HOST:PORT:LOG, one server each; slurm:JOBID, slurm:, srt:LOGDIR (LOGIN/…)")
     export.add_argument("--deployment", metavar="FILE", help="a TOML file listing the members (as `wait` takes it)")
     _server_options(export)
     _sim_gpus(export)

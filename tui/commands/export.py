@@ -3,7 +3,8 @@
 Each TARGET (tui.commands.targets: HOST, HOST:PORT, HOST:PORT:LOG) is watched as `wait` watches one server (a
 Session over its own Monitor: the log, /health, the GPUs, the processes), and every state is rendered by
 tui.core.metrics under its `server` label; `--deployment FILE` exports a deployment, each member under
-`member` and the whole (its one verdict) without. Targets on the same host share one connection. `/metrics` is
+`member` and the whole (its one verdict) without. A Slurm job (`slurm:JOBID`, `srt:LOGDIR`, …) is the fleet
+board's row of it, read from the board's own watch (tui/commands/export_jobs.py): the whole and its members. Targets on the same host share one connection. `/metrics` is
 served by asyncio's own server (no dependency), rendered at each scrape (the figures at that moment);
 `--textfile DIR` writes the same text to DIR/sglang-tui.prom every TEXTFILE_EVERY_S for node_exporter's textfile
 collector (a temporary file, then a rename: the collector never reads half a file). Launches are recorded in the
@@ -59,6 +60,10 @@ class Board:
     def put(self, server: str, state: Readiness, member: str | None = None) -> None:
         self.entries[(server, member)] = state
 
+    def drop_members(self, server: str) -> None:
+        for key in [k for k in self.entries if k[0] == server and k[1] is not None]:
+            del self.entries[key]
+
     def text(self, now: float | None = None) -> str:
         entries = [Exported(server, state, member) for (server, member), state in self.entries.items()]
         return exposition(entries, time.time() if now is None else now)
@@ -87,7 +92,7 @@ async def _main(opts: ExportOptions) -> int:
         try:
             if opts.target.deployment:
                 return await watch_deployment(opts, board, stop)
-            return await watch_targets(opts, board, stop)
+            return await watch_all(opts, board, stop)
         finally:
             if writer is not None:
                 writer.cancel()
@@ -100,6 +105,18 @@ async def _main(opts: ExportOptions) -> int:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+async def watch_all(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:
+    """The plain targets (watch_targets) beside the Slurm jobs (tui/commands/export_jobs.py, the board's rows)."""
+    if not opts.jobs:
+        return await watch_targets(opts, board, stop)
+    from tui.commands.export_jobs import watch_jobs
+
+    if not opts.servers:
+        return await watch_jobs(opts, board, stop)
+    codes = await asyncio.gather(watch_jobs(opts, board, stop), watch_targets(opts, board, stop))
+    return max(codes)
 
 
 async def watch_targets(opts: ExportOptions, board: Board, stop: asyncio.Event) -> int:

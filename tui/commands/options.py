@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.commands.targets import ServerTarget, parse_listen, parse_target
+from tui.commands.targets import JobTarget, ServerTarget, is_job_target, job_target, parse_listen, parse_target
 from tui.core.config import Hooks, Ssh, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
 from tui.core.settings import Given, Settings
@@ -115,6 +115,7 @@ class ExportOptions:
     listen_text: str | None = None  # --listen as typed, for its error line
     textfile: str | None = None
     history: Path | None = None
+    jobs: tuple[JobTarget, ...] = ()  # the TARGETs that are Slurm jobs (slurm:, srt:), watched as the board's rows
 
 
 @dataclass(frozen=True)
@@ -329,15 +330,18 @@ def _export(ns: argparse.Namespace, settings: Settings) -> ExportOptions:
     if ns.deployment and ns.host:
         raise OptionsError("give TARGETs or --deployment FILE, not both")
     if not ns.deployment and not ns.host:
-        raise OptionsError("give a TARGET (HOST, HOST:PORT or HOST:PORT:LOG) or several, or --deployment FILE")
+        raise OptionsError(
+            "give a TARGET (HOST, HOST:PORT[:LOG], slurm:JOBID, srt:LOGDIR) or several, or --deployment FILE"
+        )
     one = ns.host[0] if len(ns.host) == 1 else None
     given = Given(port=ns.port, log=ns.log, remote_python=ns.remote_python).over(settings.for_host(one))
     try:
         listen = parse_listen(ns.listen) if ns.listen else None
-        servers = tuple(parse_target(t, port=given.port, log=given.log) for t in ns.host)
+        servers = tuple(parse_target(t, port=given.port, log=given.log) for t in ns.host if not is_job_target(t))
+        jobs = tuple(job_target(t, port=given.port, log=given.log) for t in ns.host if is_job_target(t))
     except ValueError as err:
         raise OptionsError(str(err)) from None
-    names = [t.name for t in servers]
+    names = [t.name for t in servers] + [j.name for j in jobs]
     if len(set(names)) != len(names):
         raise OptionsError("a TARGET is given twice")
     watch = WatchConfig(
@@ -350,7 +354,7 @@ def _export(ns: argparse.Namespace, settings: Settings) -> ExportOptions:
         stall_after=ns.stall_after,
     )
     target = Target(tuple(ns.host), deployment=ns.deployment, ssh=_ssh(ns))
-    return ExportOptions(target, servers, watch, listen, ns.listen, ns.textfile, _history(ns))
+    return ExportOptions(target, servers, watch, listen, ns.listen, ns.textfile, _history(ns), jobs)
 
 
 def _fleet(ns: argparse.Namespace, settings: Settings) -> FleetOptions:

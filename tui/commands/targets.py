@@ -6,10 +6,10 @@
     HOST:/abs/log        the log on HOST, the port from --port
     [v6addr]:PORT[:LOG]  an IPv6 address in brackets
 
-The one place a target's text is read for these commands: Slurm's `slurm:JOB` forms (tui.core.slurmjob, which
-the TUI, `wait` and `stop` take) plug in here when probe and export reach into a job. `fleet` reads more
-(fleet_target): a bare HOST (no port, no log anywhere) is every SGLang server found running there, and
-`slurm:JOBID`, `slurm:` and `LOGIN/slurm:JOBID` are Slurm jobs, each one server of its nodes.
+The one place a target's text is read for these commands. `fleet` and `export` read Slurm's forms too (job_target):
+`slurm:JOBID`, `slurm:`, `LOGIN/slurm:JOBID` and `[LOGIN/]srt:LOGDIR` are Slurm jobs, each one server of its
+nodes (or its srtctl workers); `probe` does not reach into a job yet. `fleet` reads one more (fleet_target): a bare
+HOST (no port, no log anywhere) is every SGLang server found running there.
 ValueError carries one line for the user. Read once, by tui/commands/options.py.
 """
 
@@ -39,7 +39,7 @@ def parse_target(text: str, *, port: int | None = None, log: str | None = None) 
     """One TARGET; `port` and `log` are the command line's --port / --log (used where the target names none)."""
     if not text or text.strip() != text:
         raise ValueError(f"target {text!r}: give HOST, HOST:PORT or HOST:PORT:LOG")
-    if is_slurm_target(text) or is_srt_target(text):  # Slurm's forms (issues 24, 36): the TUI, wait and stop take them
+    if is_job_target(text):  # Slurm's forms (issues 24, 36): fleet and export read them with job_target
         raise ValueError(f"target {text}: Slurm jobs are not a target of this command yet; give HOST:PORT[:LOG]")
     host, rest = _split_host(text)
     found_port, found_log = port, log
@@ -96,17 +96,27 @@ FleetTarget = ServerTarget | HostTarget | JobTarget
 def fleet_target(text: str, *, port: int | None = None, log: str | None = None) -> FleetTarget:
     """One of `fleet`'s TARGETs: a Slurm job, a bare HOST (discovered, when neither --port nor --log is given), or one
     server as parse_target reads it. ValueError with one line."""
-    if is_srt_target(text):
-        where = parse_srt_target(text)  # SrtTargetError is a ValueError
-        return JobTarget(text, SlurmTarget(None, where.login), port, srt=str(where))
-    if is_slurm_target(text):
-        job = parse_slurm_target(text)  # SlurmTargetError is a ValueError
-        if log is not None and job.log is None:
-            job = replace(job, log=log)  # every node's log pattern, as --log is for `wait slurm:JOBID`
-        return JobTarget(text, job, port)
+    if is_job_target(text):
+        return job_target(text, port=port, log=log)
     if text and text.strip() == text and port is None and log is None and _split_host(text)[1] is None:
         return HostTarget(text, _split_host(text)[0])
     return parse_target(text, port=port, log=log)
+
+
+def is_job_target(text: str) -> bool:
+    """`slurm:…` or `srt:…` (either through a login node): a Slurm job, read by job_target."""
+    return is_slurm_target(text) or is_srt_target(text)
+
+
+def job_target(text: str, *, port: int | None = None, log: str | None = None) -> JobTarget:
+    """A Slurm job as `fleet` and `export` take it (is_job_target(text) is true); ValueError with one line."""
+    if is_srt_target(text):
+        where = parse_srt_target(text)  # SrtTargetError is a ValueError
+        return JobTarget(text, SlurmTarget(None, where.login), port, srt=str(where))
+    job = parse_slurm_target(text)  # SlurmTargetError is a ValueError
+    if log is not None and job.log is None:
+        job = replace(job, log=log)  # every node's log pattern, as --log is for `wait slurm:JOBID`
+    return JobTarget(text, job, port)
 
 
 def _split_host(text: str) -> tuple[str, str | None]:

@@ -1,0 +1,170 @@
+"""`export` on Slurm jobs, on the real 2-node cluster (tests/helpers/slurm.py): a `slurm:J` job beside a plain
+server, scraped until the job's row (the fleet board's: tui/commands/export_jobs.py) is ready with its nodes
+under `member`; `scancel` turns the row failed with Slurm's word (in /readyz, the probe's line); an srtctl job
+(`srt:LOGDIR`, laid out as tests/test_srt_job.py lays one out) is exported with its PD workers as members."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.processes import Cli, PipeLines, Sims
+from tests.helpers.slurm import NODE_LOG, NODES, SimJob, SlurmCluster, sim_job
+from tests.helpers.sshd import free_port
+from tests.test_metrics import samples
+from tests.test_slurm import our_steps
+from tests.test_srt_job import srt_job
+
+Scraped = dict[str, float]
+
+
+@pytest.fixture
+def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
+def scrape(port: int) -> Scraped:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return samples(response.read().decode())
+
+
+def scrape_until(port: int, condition: Callable[[Scraped], bool], what: str, timeout: float = 180.0) -> Scraped:
+    deadline = time.monotonic() + timeout
+    found: Scraped = {}
+    while not condition(found):
+        assert time.monotonic() < deadline, f"never: {what}; last scrape: {sorted(found.items())[:40]}"
+        try:
+            found = scrape(port)
+        except OSError:
+            pass
+        time.sleep(0.3)
+    return found
+
+
+def readyz(port: int, server: str) -> tuple[int, str, str | None]:
+    """(status, body, X-Sglang-Tui-Exit) of /readyz?server=SERVER."""
+    url = f"http://127.0.0.1:{port}/readyz?server={urllib.request.quote(server, safe='')}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode(), response.headers["X-Sglang-Tui-Exit"]
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(), err.headers["X-Sglang-Tui-Exit"]
+
+
+OWN_LOG = "sim_node%n.log"  # the simulators' own log files: no line of slurmstepd's lands in them
+
+
+def own_log_job(cluster: SlurmCluster, root: Path) -> SimJob:
+    """Two simulated nodes (tp 16) writing their own log files (SGLang's `--log-file` style): a cancel shows in no
+    log, only in the job's state."""
+    repo = Path(__file__).resolve().parent.parent
+    port, dist = free_port(), free_port()
+    sim = (
+        f"exec env PYTHONPATH={repo} {sys.executable} -m tui simulate --log {root}/sim_node$SLURM_NODEID.log "
+        f"--port {port} --tp 16 --nnodes 2 --node-rank $SLURM_NODEID --dist-init-addr {NODES[0]}:{dist} "
+        f"--gpu-state {root}/gpus-node$SLURM_NODEID --shards 8 --speed 100 --speculative none"
+    )
+    job = cluster.sbatch(f"#!/bin/sh\nsrun -N2 -n2 sh -c '{sim}'\n", "-N2", "-J", "sgl", "--oversubscribe", cwd=root)
+    cluster.wait_running(job)
+    return SimJob(job, port, root)
+
+
+def test_a_job_beside_a_server_is_ready_then_cancelled_reads_failed_with_slurms_word(
+    cluster: SlurmCluster, tmp_path: Path, sim: Sims, cli: Cli
+) -> None:
+    job = own_log_job(cluster, tmp_path)
+    small = sim(speed=100.0, shards=8, speculative="none")
+    plain = f"local:{small.port}:{small.log}"
+    row = f"slurm:{job.job}"
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, plain, "--port", str(job.port),
+                         "--log", OWN_LOG, "--remote-python", sys.executable, "--no-history")  # fmt: skip
+    ready = scrape_until(
+        port,
+        lambda s: s.get(f'sglang_tui_ready{{server="{row}"}}') == 1 and s.get(f'sglang_tui_ready{{server="{plain}"}}') == 1,
+        "the job and the server ready",
+    )  # fmt: skip
+    # the job's nodes under `member`, the row's whole (the board's combined state) without
+    # node 0 serves (its /health); node 1's log ends in its own startup, as `wait slurm:J` shows it
+    assert ready[f'sglang_tui_ready{{server="{row}",member="node0"}}'] == 1
+    assert ready[f'sglang_tui_health_ok{{server="{row}",member="node0"}}'] == 1
+    assert ready[f'sglang_tui_connected{{server="{row}",member="node1"}}'] == 1
+    assert ready[f'sglang_tui_phase{{server="{row}",phase="ready"}}'] == 1
+    assert not any(key.startswith("sglang_tui_ready{") and "member=" in key and plain in key for key in ready)
+    assert readyz(port, row)[0] == 200
+
+    cluster.run("scancel", job.job)
+    ended = scrape_until(port, lambda s: s.get(f'sglang_tui_phase{{server="{row}",phase="failed"}}') == 1,
+                         "the cancelled job's row failed")  # fmt: skip
+    assert ended[f'sglang_tui_ready{{server="{row}"}}'] == 0
+    assert ended[f'sglang_tui_ready{{server="{plain}"}}'] == 1  # the plain server is its own row, still ready
+    status, said, code = readyz(port, row)
+    assert status == 503 and code == "1" and f"slurm job {job.job} CANCELLED" in said, said
+    assert ended[f'sglang_tui_failed{{server="{row}",kind="slurm_job"}}'] == 1  # the job's state, not a log line
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0
+
+
+def test_a_queued_job_reads_queued_then_opens_its_nodes_in_place(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    job = sim_job(cluster, tmp_path, hold=True)  # in the queue until released: JobHeldUser
+    row = f"slurm:{job.job}"
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, "--port", str(job.port), "--log", NODE_LOG,
+                         "--remote-python", sys.executable, "--sim-gpus", job.sim_gpus(), "--no-history")  # fmt: skip
+    queued = scrape_until(port, lambda s: s.get(f'sglang_tui_phase{{server="{row}",phase="queued"}}') == 1,
+                          "the job's row queued")  # fmt: skip
+    assert queued[f'sglang_tui_ready{{server="{row}"}}'] == 0
+    assert not any("member=" in key for key in queued)  # no nodes before the job runs
+    status, said, _ = readyz(port, row)
+    assert status == 503 and "queued: JobHeldUser" in said, said
+    cluster.run("scontrol", "release", job.job)
+    ready = scrape_until(port, lambda s: s.get(f'sglang_tui_ready{{server="{row}"}}') == 1, "the released job ready")
+    assert ready[f'sglang_tui_phase{{server="{row}",member="node0",phase="ready"}}'] == 1
+    assert f'sglang_tui_connected{{server="{row}",member="node1"}}' in ready
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0
+
+
+def test_an_srtctl_job_is_exported_with_its_workers_as_members(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
+    job = srt_job(cluster, tmp_path)
+    row = f"srt:{job.log_dir}"
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, "--remote-python", sys.executable,
+                         "--no-history")  # fmt: skip
+    found = scrape_until(port, lambda s: s.get(f'sglang_tui_ready{{server="{row}"}}') == 1, "the srtctl job ready")
+    members = {key.split('member="')[1].split('"')[0]: value for key, value in found.items()
+               if key.startswith(f'sglang_tui_ready{{server="{row}",member=')}  # fmt: skip
+    assert members == {"prefill0": 1, "prefill1": 1, "decode0": 1}
+    status, said, code = readyz(port, row)
+    assert status == 200 and code == "0" and said.strip().endswith("ready: 2P 1D"), said
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0
+    assert our_steps(cluster, job.job) == []  # export's steps inside the job ended with it
+
+
+def test_a_job_that_is_not_there_is_said_and_exported_not_ready(cluster: SlurmCluster, cli: Cli) -> None:
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", "slurm:999999", "--no-history")
+    err = PipeLines(exporter.stderr)  # type: ignore[arg-type]
+    err.wait_for(lambda line: "slurm:999999: no Slurm job 999999" in line, timeout=60)
+    found = scrape_until(port, lambda s: 'sglang_tui_ready{server="slurm:999999"}' in s, "the row exported")
+    assert found['sglang_tui_ready{server="slurm:999999"}'] == 0
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0
+
+
+def test_a_job_target_the_board_refuses_is_one_line_and_exit_2(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "plain").mkdir()
+    done = cli("export", "--listen", "127.0.0.1:0", f"srt:{tmp_path}/plain", "--no-history", timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 2, done.stderr  # the serving line, then why
+    assert "names no Slurm job" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
