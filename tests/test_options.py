@@ -10,7 +10,15 @@ import pytest
 
 from tests.helpers.options import options_of
 from tui.cli import build_parser, main, subcommand_parsers
-from tui.commands.options import BenchOptions, DumpOptions, StopOptions, WaitOptions, WatchOptions
+from tui.commands.options import (
+    BenchOptions,
+    DumpOptions,
+    ExportOptions,
+    OptionsError,
+    StopOptions,
+    WaitOptions,
+    WatchOptions,
+)
 from tui.core.config import WatchConfig
 from tui.core.settings import Given, Settings
 
@@ -144,3 +152,16 @@ def test_dump_and_bench_take_one_host_and_the_connection_options() -> None:
     assert (dump.target.host, dump.server.port, dump.server.log, dump.out) == ("gpu1", 31000, "/x.log", "/tmp/d.txt")
     bench = options_of(BenchOptions, "bench", "gpu1", "--requests", "3", "--no-history")
     assert (bench.target.host, bench.requests, bench.history) == ("gpu1", 3, None)
+
+
+def test_export_reads_slurm_jobs_apart_from_the_plain_targets() -> None:
+    opts = options_of(ExportOptions, "export", "--listen", ":0", "slurm:12", "gpu1:8000", "login/srt:/out/7/logs",
+                      "--port", "31000")  # fmt: skip
+    assert [t.name for t in opts.servers] == ["gpu1:8000"] and opts.servers[0].port == 8000
+    assert [(j.name, j.slurm.job_id, j.slurm.login, j.srt, j.port) for j in opts.jobs] == [
+        ("slurm:12", "12", None, None, 31000), ("login/srt:/out/7/logs", None, "login", "login/srt:/out/7/logs", 31000)
+    ]  # fmt: skip
+    with pytest.raises(OptionsError, match="a TARGET is given twice"):
+        options_of(ExportOptions, "export", "--listen", ":0", "slurm:12", "slurm:12")
+    with pytest.raises(OptionsError, match="is no Slurm target"):
+        options_of(ExportOptions, "export", "--listen", ":0", "slurm:x y")
