@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,7 +52,7 @@ def scrape_until(port: int, condition: Callable[[Scraped], bool], what: str, tim
 
 def readyz(port: int, server: str) -> tuple[int, str, str | None]:
     """(status, body, X-Sglang-Tui-Exit) of /readyz?server=SERVER."""
-    url = f"http://127.0.0.1:{port}/readyz?server={urllib.request.quote(server, safe='')}"
+    url = f"http://127.0.0.1:{port}/readyz?server={urllib.parse.quote(server, safe='')}"
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
             return response.status, response.read().decode(), response.headers["X-Sglang-Tui-Exit"]
