@@ -169,3 +169,17 @@ def test_a_job_target_the_board_refuses_is_one_line_and_exit_2(tmp_path: Path, c
     done = cli("export", "--listen", "127.0.0.1:0", f"srt:{tmp_path}/plain", "--no-history", timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 2, done.stderr  # the serving line, then why
     assert "names no Slurm job" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
+
+
+def test_a_login_node_that_cannot_be_reached_is_said_and_exported_not_connected(cli: Cli) -> None:
+    row = "nologin.invalid/slurm:1"
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, "--no-history")
+    err = PipeLines(exporter.stderr)  # type: ignore[arg-type]
+    err.wait_for(lambda line: line.startswith(f"sglang-tui export: {row}: cannot connect"), timeout=60)
+    said = next(line for line in err.lines if line.startswith(f"sglang-tui export: {row}: "))
+    assert "cannot connect to the login node nologin.invalid" in said, said
+    found = scrape_until(port, lambda s: f'sglang_tui_ready{{server="{row}"}}' in s, "the row exported")
+    assert found[f'sglang_tui_ready{{server="{row}"}}'] == 0 and found[f'sglang_tui_connected{{server="{row}"}}'] == 0
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0

@@ -3,7 +3,8 @@ the fleet board's own machinery (tui/commands/fleet_watch.Fleet), so a job's met
 A queued job reads `queued` with Slurm's reason, then its nodes (or its srtctl workers) open in place; a job that
 ends reads failed with Slurm's word. The row's combined state is exported under `server` (the target as written,
 or `slurm:JOBID` for each job `slurm:` found), each member's under `member` beside it, as `--deployment` does.
-A target that names no running job is said in one line and exported as the board shows it (not ready).
+A target that names no running job, or whose login node cannot be reached, is said in one line and exported as the
+board shows it (not ready).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tui.commands.fleet_watch import Fleet
 from tui.commands.options import ExportOptions, FleetOptions
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.state import Readiness
+from tui.core.wording import verdict_line
 from tui.sources.hostpool import HostPool
 
 
@@ -69,8 +71,9 @@ async def watch_jobs(opts: ExportOptions, rows: Rows, stop: asyncio.Event) -> in
             stop.set()
             return EXIT_BAD_ARGS
         for index, watched in enumerate(fleet.rows):
-            if watched.entry.note:  # a job not running, or none found: the board's note, said once
-                print(f"sglang-tui export: {watched.entry.name}: {watched.entry.note}", file=sys.stderr)
+            if watched.job is None and watched.queued is None:  # nothing to follow: the board's word, said once
+                said = watched.entry.note or verdict_line(watched.entry.state)  # none running, or not reached
+                print(f"sglang-tui export: {watched.entry.name}: {said}", file=sys.stderr)
             publish(fleet, index, rows)
         fleet.start()
         follow = asyncio.ensure_future(_follow(fleet, rows))
