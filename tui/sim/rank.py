@@ -13,9 +13,11 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from tui.sim import busy
 from tui.sim.clock import SimClock
+from tui.sim.forkserver import exit_with_launcher
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
 from tui.sim.params import SimParams
@@ -160,7 +162,11 @@ def child_main(payload_json: str) -> None:
     rank = int(payload["rank"])
     parent = int(payload["parent"])
     orphan = params.fault == "orphans"
-    mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
+    forked = bool(payload.get("forked"))  # by a forkserver (tui/sim/forkserver.py): its parent is not the launcher
+    mark_child(title(rank, params.tp), parent, die_with_parent=not orphan and not forked)
+    cleanup: list[Callable[[], None]] = []
+    if forked and not orphan:
+        exit_with_launcher(parent, cleanup)
     if os.environ.get(NODUMP_ENV) == "1":
         import ctypes
 
@@ -169,6 +175,7 @@ def child_main(payload_json: str) -> None:
     go_fd = int(payload["go_fd"])
     real0 = wait_for_go(ready_fd, go_fd, rank)
     node = Rank(params, rank, ready_fd, go_fd, parent, real0)
+    cleanup.append(node.memory.remove)
     if orphan:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
