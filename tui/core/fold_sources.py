@@ -25,6 +25,7 @@ from tui.core.explain import PROCESS_EXITED, from_processes, main_exited_line, r
 from tui.core.find_grace import not_found_yet
 from tui.core.fold_launch import fresh_launch, stopped, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, maybe_ready
+from tui.core.fold_ranks import map_ranks
 from tui.core.state import (
     ErrorInfo,
     Phase,
@@ -164,6 +165,7 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     lost = tuple((pid, title) for pid, title in s.process_titled if pid not in ev.pids) if ev.alive else ()
     orphaned = main_gone(ev)
+    moved = ev.pids != s.process_pids
     s = s.evolve(
         process_alive=ev.alive,
         process_pids=ev.pids,
@@ -171,6 +173,8 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         quiet_writers=ev.quiet_writers,
         quiet_log_size=ev.quiet_log_size,
     )
+    if moved and ev.pids and s.gpus is not None and s.gpus.error is None and s.gpus.gpus:
+        s = s.evolve(ranks=map_ranks(s, s.gpus))  # the server's own pids decide a same-titled bystander out now
     if ev.alive and ev.quiet_writers and s.phase is Phase.FAILED:
         return retry_in_the_log(s, now)
     if ev.alive and not ((lost or orphaned) and (s.launched or s.timeline)):

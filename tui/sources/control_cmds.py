@@ -717,6 +717,8 @@ def pick_main(found: FindResult) -> Proc | None:
     for pids in order:
         candidates = [live[pid] for pid in pids if pid in live]
         roots = [p for p in candidates if p.ppid not in {c.pid for c in candidates}]
+        # an SGLang-titled process is a rank, never the main one (a forkserver's outside the tree, or another's)
+        roots = [p for p in roots if not found.names.get(p.pid, "").startswith(SGLANG_TITLE)] or roots
         if roots:
             return min(roots, key=lambda p: (p.start, p.pid))
     return None
