@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -83,11 +84,57 @@ def daemon_of(record: Path) -> int:
 def start(sim: Sims, where: Path, mode: str, record: Path | None = None, **kw: object) -> SimServer:
     env = {RECORD_ENV: str(record)} if record is not None else None
     extra = (*SIM, mode, *kw.pop("extra", ()))  # type: ignore[misc]
-    return sim(where, tp=2, shards=4, speed=200.0, speculative="none", env=env, extra=extra, **kw)
+    # a load of a few real seconds (weights 5x slower than the rest), so a test can hold it mid-load
+    return sim(where, tp=2, shards=4, speed=100.0, speculative="none", env=env, extra=(*extra, "--slow", "weights=5"),
+               **kw)  # fmt: skip
+
+
+@contextmanager
+def held(pids: list[int]) -> Iterator[None]:
+    """These processes stopped (SIGSTOP), continued after: the simulator's schedule stands still meanwhile
+    (tui.sim.rank), so a watch surely sees the launch mid-load, however slow the host is."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def target(server: SimServer) -> list[str]:
     return ["local", "--port", str(server.port), "--log", str(server.log), "--sim-gpus", str(server.gpu_state)]
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def wait_ready_with_ranks(cli: Cli, server: SimServer, forkserver: Callable[[], int]) -> tuple[dict, dict[int, str]]:
+    """`wait --json` to ready; mid-load (launcher and ranks held) it maps TP0 and TP1 to the forked schedulers and
+    their GPUs, which needs the process watch to have found them (the mapping takes only the server's own pids,
+    so the bystander, also titled sglang::scheduler_TP0 on GPU 0, is no candidate). Returns the last state and
+    the forkserver's children."""
+    watch = cli.popen("wait", *target(server), "--json", "--no-history", "--remote-python", sys.executable)
+    assert watch.stdout is not None
+    lines = PipeLines(watch.stdout)
+    until(lambda: wait_for_log(server, b"Load weight begin").count(b"Load weight begin") >= 2, 60, "both loads")
+    ranks = forked_ranks(forkserver())
+    schedulers = {title.removeprefix("sglang::scheduler_"): pid for pid, title in ranks.items() if "TP" in title}
+
+    def found(line: str) -> bool:
+        state = json_lines(line)
+        return bool(state) and {name: (rank["pid"], rank["gpu_index"]) for name, rank in state[0]["ranks"].items()} == {
+            "TP0": (schedulers["TP0"], 0),
+            "TP1": (schedulers["TP1"], 1),
+        }
+
+    with held([server.pid, *ranks]):
+        lines.wait_for(found, timeout=90)
+    assert watch.wait(120) == 0, lines.text(1)
+    last = json_lines(lines.text(1))[-1]
+    assert last["phase"] == "ready" and found(json.dumps(last)), last
+    return last, ranks
 
 
 def wait_ready(cli: Cli, server: SimServer) -> dict:
@@ -117,12 +164,8 @@ def test_daemon_ranks_found_stopped_and_the_daemon_and_a_bystander_left(
     daemon = daemon_of(record)
     assert stat(daemon)[1] == daemon != server.pid and stat(daemon)[0] != server.pid  # detached, not the launcher's
 
-    state = wait_ready(cli, server)
-    ranks = forked_ranks(daemon)
+    _, ranks = wait_ready_with_ranks(cli, server, lambda: daemon)
     assert sorted(ranks.values()) == ["sglang::detokenizer", "sglang::scheduler_TP0", "sglang::scheduler_TP1"]
-    found = {name: (rank["pid"], rank["gpu_index"]) for name, rank in state["ranks"].items()}
-    by_title = {title.removeprefix("sglang::scheduler_"): pid for pid, title in ranks.items()}
-    assert found == {"TP0": (by_title["TP0"], 0), "TP1": (by_title["TP1"], 1)}, state["ranks"]
 
     run = stop(cli, server)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -145,16 +188,17 @@ def test_daemon_ranks_found_stopped_and_the_daemon_and_a_bystander_left(
 def test_private_forkserver_stop_leaves_nothing(tmp_path: Path, sim: Sims, cli: Cli) -> None:
     """A private forkserver is the launcher's child: it and the ranks it forked are the server's, all stopped."""
     server = start(sim, tmp_path / "private", "private")
-    state = wait_ready(cli, server)
-    servers = {pid: title for pid, title in children(server.pid).items() if title == "sglang::forkserver"}
-    assert len(servers) == 1
-    (forkserver,) = servers
-    ranks = forked_ranks(forkserver)
+
+    def forkserver() -> int:
+        (pid,) = [pid for pid, title in children(server.pid).items() if title == "sglang::forkserver"]
+        return pid
+
+    _, ranks = wait_ready_with_ranks(cli, server, forkserver)
     assert sorted(ranks.values()) == ["sglang::detokenizer", "sglang::scheduler_TP0", "sglang::scheduler_TP1"]
-    assert {rank["pid"] for rank in state["ranks"].values()} == {p for p, t in ranks.items() if "scheduler" in t}
+    forkserver_pid = forkserver()
     run = stop(cli, server)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert [pid for pid in [server.pid, forkserver, *ranks] if alive(pid)] == []
+    assert [pid for pid in [server.pid, forkserver_pid, *ranks] if alive(pid)] == []
 
 
 def test_launcher_killed_ranks_exit_by_themselves_and_the_verdict_names_the_launcher(
@@ -171,7 +215,8 @@ def test_launcher_killed_ranks_exit_by_themselves_and_the_verdict_names_the_laun
     lines = PipeLines(watch.stdout)
 
     def mapped(line: str) -> bool:
-        ranks = (json.loads(line).get("ranks") or {}) if line.startswith("{") else {}
+        states = json_lines(line)
+        ranks = states[0]["ranks"] if states else {}
         return len(ranks) == 2 and all(rank.get("pid") for rank in ranks.values())
 
     lines.wait_for(mapped, timeout=90)  # the watch found the forked ranks (the GPU mapping is theirs)
@@ -182,7 +227,7 @@ def test_launcher_killed_ranks_exit_by_themselves_and_the_verdict_names_the_laun
     os.kill(server.pid, signal.SIGKILL)
     assert server.wait(10) == -signal.SIGKILL
     assert watch.wait(60) == 1, lines.text(1)
-    last = json.loads([line for line in lines.text(1).splitlines() if line.startswith("{")][-1])
+    last = json_lines(lines.text(1))[-1]
     assert last["phase"] == "failed"
     assert f"{MAIN_EXITED} (pid {server.pid}) exited" in last["reason"] and RANK_EXITED not in last["reason"]
     for pid in ranks:
