@@ -122,15 +122,15 @@ class ProcessWatch:
         # A holder of the port that is not of the server's tree (another service) is no member of it.
         latest = cmds.latest_launch(found)
         writers = set(found.log_pids) if latest is None else latest
-        # A writer outside its tree is one only when it started after it (orphans, a forkserver's ranks): an
-        # SGLang process of an earlier launch that still writes the same log is not this server's.
+        # An SGLang-titled writer outside its tree is one only when it started after it (orphans, a forkserver's
+        # ranks): a rank of an earlier launch that still writes the same log is not this server's.
         members = {
             p.pid: p.start
             for p in found.procs.values()
             if p.alive
             and (
                 p.pid == main.pid
-                or (p.pid in writers and (p.start >= main.start or cmds.in_tree(p, main, found.procs)))
+                or (p.pid in writers and (p.start >= main.start or not self._titled(found, p.pid)))
                 or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs))
             )
         }
@@ -148,6 +148,10 @@ class ProcessWatch:
             quiet_log_size=found.log_size,
             main_start=main.start,
         )
+
+    @staticmethod
+    def _titled(found: FindResult, pid: int) -> bool:
+        return found.names.get(pid, "").startswith(cmds.SGLANG_TITLE)
 
     def _forked(self, target: _Target) -> cmds.Forked | None:
         """How the scans find what a forkserver forked for this server (SGLANG_EARLY_FORKSERVER=1): by the log
