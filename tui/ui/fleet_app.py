@@ -221,6 +221,8 @@ class FleetApp(App[None]):
     def _redraw(self) -> None:
         """Rows in order (filtered, sorted); a new order rebuilds the table, else only the changed cells."""
         self._dirty.clear()
+        if not self.screen_stack:  # a timer that fired as the app closed: its screens are gone, nothing to draw
+            return
         now = self.sources.clock()
         entries = self.sources.entries()
         before = {i: dict(self._cells[i]) for i in self.order if i in self._cells}
@@ -277,7 +279,7 @@ class FleetApp(App[None]):
         for entry in entries:
             bucket = fleet_rows.row_state(entry).bucket
             counts[bucket] = counts.get(bucket, 0) + 1
-        text = Text(f"{len(entries)} servers: ", style="bold")
+        text = Text(f"{len(entries)} server{'' if len(entries) == 1 else 's'}: ", style="bold")
         said = 0
         for bucket, style in fleet_rows.BUCKETS:
             if counts.get(bucket) or bucket in ("ready", "starting"):
