@@ -6,6 +6,7 @@ away from the launcher, that outlives launches), the forked ranks, a bystander t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,8 +21,11 @@ import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims, Spawner
 from tests.helpers.sim import RUN_MARKER, SimServer, wait_for_log
+from tui.core.discovery import FoundServer
 from tui.core.explain import MAIN_EXITED, RANK_EXITED
 from tui.sim.forkserver import RECORD_ENV, start_ticks
+from tui.sources.discover import discover
+from tui.sources.local import LocalHost
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
@@ -236,3 +240,21 @@ def test_launcher_killed_ranks_exit_by_themselves_and_the_verdict_names_the_laun
     for pid in ranks:
         wait_for_log(server, f"[early_forkserver] pid {pid}: launching process {server.pid} is gone; exiting".encode())
     assert alive(daemon)
+
+
+def test_discovery_finds_a_daemon_forkservers_server_by_its_launcher(tmp_path: Path, sim: Sims, record: Path) -> None:
+    """With no port and no log: the ranks' untitled ancestor is no launcher (the daemon forkserver, titled, under
+    init), so the launcher is the process that writes the ranks' stderr file; never the daemon."""
+    server = start(sim, tmp_path / "found", "daemon", record, fault="hang-weights")
+    until(lambda: len(forked_ranks(daemon_of(record))) == 3, 60, "the forked ranks")
+
+    async def go() -> list[FoundServer]:
+        host = LocalHost()
+        await host.connect()
+        try:
+            return await discover(host)
+        finally:
+            await host.close()
+
+    found = [s for s in asyncio.run(go()) if s.log == str(server.log)]  # other servers may run on this machine
+    assert [(s.pid, s.port) for s in found] == [(server.pid, server.port)]
