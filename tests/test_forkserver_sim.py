@@ -258,3 +258,21 @@ def test_discovery_finds_a_daemon_forkservers_server_by_its_launcher(tmp_path: P
 
     found = [s for s in asyncio.run(go()) if s.log == str(server.log)]  # other servers may run on this machine
     assert [(s.pid, s.port) for s in found] == [(server.pid, server.port)]
+
+
+def test_an_unusable_daemon_gives_sglangs_line_and_a_private_forkserver(
+    tmp_path: Path, sim: Sims, cli: Cli, record: Path
+) -> None:
+    """A record whose daemon is gone: SGLang's `[early_forkserver] daemon at PATH unusable (WHY); starting a private
+    one`, the ranks forked by the launcher's own forkserver, and the record left as it was (nothing to kill)."""
+    record.parent.mkdir(parents=True)
+    stale = json.dumps({"pid": 2**22 + 1, "start": 1, "socket": "@sglang-gone"})  # above pid_max: never a process
+    record.write_text(stale)
+    server = start(sim, tmp_path / "stale", "daemon", record)
+    wait_for_log(server, f"[early_forkserver] daemon at {record} unusable (pid {2**22 + 1} is gone); ".encode())
+    wait_ready(cli, server)
+    (forkserver,) = [pid for pid, title in children(server.pid).items() if title == "sglang::forkserver"]
+    assert len(forked_ranks(forkserver)) == 3 and record.read_text() == stale
+    run = stop(cli, server)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not alive(forkserver) and not server.alive()
