@@ -3,7 +3,8 @@
 It writes to the stderr it inherited (the log), reports `ready <k>` on the pipe the main process gave it,
 and on a scheduler exception sends SIGQUIT to its parent, as SGLang's run_scheduler_process does.
 Under the `orphans` fault it neither dies with its parent nor on SIGTERM: it keeps its GPU memory until
-SIGKILL, re-parented to PID 1 (or the nearest subreaper) once the main process is gone.
+SIGKILL, re-parented to PID 1 (or the nearest subreaper) once the main process is gone. Forked by a forkserver
+(`--forkserver`, tui/sim/forkserver.py) it has no parent-death link: it leaves about a second after its launcher.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ It logs server_args, spawns one scheduler child per TP rank plus a detokenizer, 
 reports ready (or one fails), then starts HTTP on 127.0.0.1:PORT, runs SGLang's warmup against itself and
 logs "fired up". Failures follow SGLang's chains: a scheduler exception arrives as SIGQUIT and the whole tree
 is SIGKILLed (this process included); a rank that dies silently is reported by the launcher, which kills
-the children and exits 1; a taken port ends uvicorn with exit code 3.
+the children and exits 1; a taken port ends uvicorn with exit code 3. With `--forkserver` the children are
+started by a forkserver instead (tui/sim/forkserver.py), signalled by pid, their exits reported by it.
 """
 
 from __future__ import annotations

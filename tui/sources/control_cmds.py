@@ -141,15 +141,19 @@ class Forked:
 
 
 def _forked_prefix(forked: Forked | None) -> str:
-    """`fw=" PID PID "`: the SGLang-titled writers of the log (one grep over the host's command lines, then the
-    fds of those few processes alone)."""
+    """`fw=" PID PID "`: the SGLang-titled writers of the log (one grep over the host's command lines, then one
+    `ls -l` of those few processes' fds; this shell's own fd directory is listed too, so that `ls` always heads
+    each directory with its name)."""
     if forked is None:
         return "fw=\n"
-    awk = '{ i = index($0, " -> "); if (i && substr($0, i + 4) == lg && substr($1, 3, 1) == "w") { f = 1; exit } } END { exit !f }'
+    awk = (
+        r'/^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next } '
+        '{ i = index($0, " -> "); if (i && substr($0, i + 4) == lg && substr($1, 3, 1) == "w") print pid }'
+    )
     return (
         f"fw=$(lg=$(readlink -f -- {q(forked.log)} 2>/dev/null) && "
-        "for f in $(grep -l -z '^sglang::' /proc/[0-9]*/cmdline 2>/dev/null); do p=${f#/proc/}; p=${p%/cmdline}; "
-        f'ls -l /proc/$p/fd 2>/dev/null | awk -v lg="$lg" {q(awk)} && printf \' %s\' "$p"; done)\n'
+        "d=$(grep -l -z '^sglang::' /proc/[0-9]*/cmdline 2>/dev/null | sed 's,/cmdline$,/fd,') && [ -n \"$d\" ] && "
+        f"ls -l $d /proc/$$/fd 2>/dev/null | awk -v lg=\"$lg\" {q(awk)} | sort -u | tr '\\n' ' ')\n"
     )
 
 
