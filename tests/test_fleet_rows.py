@@ -85,3 +85,19 @@ def test_a_pd_deployments_phase_cell_counts_its_workers_ready_of_each_role() -> 
     assert row["phase"] == "loading weights 2/4P 1/1D", row
     plain = dm.Deployment((worker("n0", "node", Phase.READY),))
     assert dm.role_counts(plain) == () and cells(_entry(dm.combined(plain)), 0.0)["phase"] == "ready"
+
+
+def test_a_failed_rows_status_ends_with_its_remedys_short_form() -> None:
+    """The board's STATUS of a failure with a known remedy: the cause, then what to change (issue 34)."""
+    import io
+
+    from tests.test_ui_remedy import FAILED_CAPTURE
+    from tui.commands.replay import replay_stream
+
+    failed = replay_stream(io.BytesIO(FAILED_CAPTURE.encode())).evolve(connection="connected")
+    status = cells(_entry(failed), 0.0)["status"]
+    assert status.startswith("failed (out of memory): ") and status.endswith(
+        " · try --cuda-graph-max-bs-decode 80 --mem-fraction-static 0.80"
+    ), status
+    plain = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "something odd"))
+    assert "try" not in cells(_entry(plain), 0.0)["status"]  # no remedy known: nothing made up

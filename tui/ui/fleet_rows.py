@@ -12,6 +12,7 @@ from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.explain import PROCESS_EXITED, latest_health
 from tui.core.fleet import UP, FleetEntry, exit_code, gpus_held, in_phase_s
 from tui.core.freshness import lost_words
+from tui.core.remedy import remedy
 from tui.core.state import Phase, Readiness
 from tui.core.termtext import terminal_safe
 from tui.core.wording import verdict_line
@@ -209,7 +210,8 @@ def status_cell(s: Readiness, now: float) -> str:
         if s.error is not None:
             line = " ".join(s.error.line.split())
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
-            return f"failed ({kind_words(s.error.kind)}): {line}"
+            fix = remedy(s)  # the remedy's short form: what to change (the server's own view has it whole)
+            return f"failed ({kind_words(s.error.kind)}): {line}" + (f" · try {fix.short()}" if fix else "")
         return verdict_line(s, now)
     if s.lost_at is not None or s.connection == "failed":
         return lost_words(s, now)  # "cannot connect: …; last seen ready 1m ago" (tui.core.freshness)
