@@ -105,21 +105,19 @@ async def check_clean(ctl: ServerControl, result, before: set[int], bystander: s
 async def test_terminate_orphans_fault(host, tmp_path: Path, bystander, escape: bool, sim: Sims) -> None:
     """Orphans ignore TERM and outlive their parent, re-parented but still in the launch's session: swept by it.
     With setsid they leave the session, as SGLang's never do: outside it the run marker is no evidence (a tmux
-    server carries it too), so they are not swept, and the verdict says NOT stopped, naming them by the GPU
-    memory they hold."""
+    server carries it too), but they still hold the server's log open for writing, carry an SGLang title and
+    started after its main process: the evidence a forkserver's ranks are found by (SGLANG_EARLY_FORKSERVER,
+    tests/test_forkserver_sim.py), so they are swept too."""
     server = sim(tmp_path, fault="orphans", tp=TP, speed=100.0, env={ESCAPE_ENV: "1"} if escape else None)
     ranks = await ranks_hold_memory(server.gpu_state, bystander.pid)
     before = sim_tree(server)
-    ctl = controller(host, server, grace_s=1.0, gpu_release_s=2.0 if escape else 30.0)
+    ctl = controller(host, server, grace_s=1.0, gpu_release_s=30.0)
     assert (await ctl.process_state_now()).alive
-    result = await ctl.terminate()
-    if not escape:
-        await check_clean(ctl, result, before, bystander)
-        assert "still alive after 1 s of TERM" in result.detail
-    else:
+    if escape:
         assert all(os.getsid(p) == p for p in ranks)  # they left the session
-        assert not result.ok and {pid for _, pid, _ in result.gpu_held} == set(ranks), result.detail
-        assert "GPU memory still held" in result.detail and alive(bystander.pid)
+    result = await ctl.terminate()
+    await check_clean(ctl, result, before, bystander)
+    assert "still alive after 1 s of TERM" in result.detail
 
 
 async def test_kill(host, tmp_path: Path, bystander, sim: Sims) -> None:

@@ -414,6 +414,10 @@ def build_parser(only: str | None = None) -> Parser:
     simulate.add_argument("--disaggregation-mode", choices=("prefill", "decode"), help="a PD prefill or decode server")
     simulate.add_argument("--disaggregation-bootstrap-port", type=int, default=8998, metavar="N",
                           help="prefill: the bootstrap port (default 8998)")  # fmt: skip
+    simulate.add_argument("--forkserver", choices=("private", "daemon"),
+                          help="SGLANG_EARLY_FORKSERVER=1: ranks forked by a forkserver, a child of the launcher (private) "
+                               "or a detached daemon every launch shares (record: $SGLANG_FORKSERVER_FILE, "
+                               "default GPU_STATE/sglang_forkserver.json)")  # fmt: skip
     simulate.add_argument("--mem-fraction-static", type=float, metavar="F",
                           help="as SGLang's (default 0.87); below it, an oom-capture fault's capture fits (a remedy works)")  # fmt: skip
     simulate.add_argument("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", dest="cuda_graph_max_bs", type=int,

@@ -444,5 +444,6 @@ def _sim_params(ns: argparse.Namespace) -> SimParams:
         bootstrap_port=ns.disaggregation_bootstrap_port,
         mem_fraction_static=ns.mem_fraction_static,
         cuda_graph_max_bs=ns.cuda_graph_max_bs,
+        forkserver=getattr(ns, "forkserver", None),
         **extra,
     )

@@ -376,6 +376,9 @@ class ServerProcess:
     # line; every byte before that size is someone else's.
     quiet_writers: tuple[int, ...] = ()
     quiet_log_size: int | None = None
+    # the server's main process (the launcher: HTTP, tokenizer) as found, when it is gone while others of the server
+    # live: SGLANG_EARLY_FORKSERVER's ranks outlive it by a second, then exit by themselves (tui.core.fold_sources)
+    main_gone: int | None = None
 
 
 @dataclass(frozen=True)

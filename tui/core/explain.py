@@ -35,6 +35,20 @@ def rank_exited_line(lost: tuple[tuple[int, str], ...]) -> str:
     return f"{names} {RANK_EXITED}: it cannot serve without {'it' if len(lost) == 1 else 'them'}"
 
 
+MAIN_EXITED = "the server's main process"  # … (pid M) exited; its SGLang processes outlive it
+
+
+def main_exited_line(main: int, left: tuple[tuple[int, str], ...]) -> str:
+    """The failure line for a server whose main process (the launcher: HTTP, the tokenizer) is gone while only its
+    SGLang-titled processes live. With SGLANG_EARLY_FORKSERVER=1 they are a forkserver's children, which exit by
+    themselves about a second later: no rank crashed."""
+    names = ", ".join(sorted({title for _, title in left}))
+    return (
+        f"{MAIN_EXITED} (pid {main}) exited; {len(left)} of its SGLang processes ({names}) outlived it "
+        "(a forkserver's exit by themselves within seconds; any other are orphans)"
+    )
+
+
 def stopped_line(action: str) -> str:
     """The failure line of a launch that sglang-tui itself stopped, e.g. "stopped by sglang-tui (kill)"."""
     return f"{STOPPED_BY_TOOL} ({action})"
@@ -43,7 +57,10 @@ def stopped_line(action: str) -> str:
 def from_processes(error: ErrorInfo) -> bool:
     """Whether the failure line is the reducer's own (the processes said it), not one of the log's."""
     return error.at is None and (
-        error.line == PROCESS_EXITED or error.stopped_by == "sglang-tui" or RANK_EXITED in error.line
+        error.line == PROCESS_EXITED
+        or error.stopped_by == "sglang-tui"
+        or RANK_EXITED in error.line
+        or error.line.startswith(MAIN_EXITED)
     )
 
 

@@ -21,10 +21,11 @@ from tui.core.events import (
     SourceFailed,
     Tick,
 )
-from tui.core.explain import PROCESS_EXITED, from_processes, rank_exited_line
+from tui.core.explain import PROCESS_EXITED, from_processes, main_exited_line, rank_exited_line
 from tui.core.find_grace import not_found_yet
 from tui.core.fold_launch import fresh_launch, stopped, stopped_by_us, stopped_from_outside
 from tui.core.fold_phase import advance, fail, maybe_ready
+from tui.core.fold_ranks import map_ranks
 from tui.core.state import (
     ErrorInfo,
     Phase,
@@ -163,6 +164,8 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
     if not ev.alive and not_found_yet(s, now):
         return s.evolve(process_alive=None, process_pids=())  # unknown, not gone: it may just not be found yet
     lost = tuple((pid, title) for pid, title in s.process_titled if pid not in ev.pids) if ev.alive else ()
+    orphaned = main_gone(ev)
+    moved = ev.pids != s.process_pids
     s = s.evolve(
         process_alive=ev.alive,
         process_pids=ev.pids,
@@ -170,9 +173,11 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         quiet_writers=ev.quiet_writers,
         quiet_log_size=ev.quiet_log_size,
     )
+    if moved and ev.pids and s.gpus is not None and s.gpus.error is None and s.gpus.gpus:
+        s = s.evolve(ranks=map_ranks(s, s.gpus))  # the server's own pids decide a same-titled bystander out now
     if ev.alive and ev.quiet_writers and s.phase is Phase.FAILED:
         return retry_in_the_log(s, now)
-    if ev.alive and not (lost and (s.launched or s.timeline)):
+    if ev.alive and not ((lost or orphaned) and (s.launched or s.timeline)):
         return maybe_ready(s, None, None, now, logged=False)  # --no-health: the log's fired up waits for a live process
     if not (s.launched or s.timeline) or s.phase is Phase.FAILED:
         return s
@@ -180,8 +185,20 @@ def on_process(s: Readiness, ev: ServerProcess, now: float) -> Readiness:
         return stopped(s, s.last_control.action, now)
     if s.shutdown is not None:  # the log said a signal stopped it, and we sent none
         return stopped_from_outside(s, s.shutdown.line, s.shutdown.at, None, now, logged=False)
-    line = rank_exited_line(lost) if lost else PROCESS_EXITED
+    if orphaned and ev.main_gone is not None:  # before any rank's exit: they go because the launcher went
+        line = main_exited_line(ev.main_gone, ev.titled)
+    else:
+        line = rank_exited_line(lost) if lost else PROCESS_EXITED
     return fail(s.evolve(error=ErrorInfo(kind="other", line=line, root_cause=False)), None, None, now, logged=False)
+
+
+def main_gone(ev: ServerProcess) -> bool:
+    """The server's main process is gone and only SGLang-titled processes of it live (no launcher, no HTTP): the
+    server is gone even though they run. SGLANG_EARLY_FORKSERVER=1's ranks exit by themselves a second later, so
+    their exits are not ranks that died; an `sh -c` that ended while the launcher it started runs is not this
+    (the launcher bears no SGLang title)."""
+    titled = {pid for pid, _ in ev.titled}
+    return bool(ev.alive and ev.main_gone is not None and titled and titled >= set(ev.pids))
 
 
 def retry_in_the_log(s: Readiness, now: float) -> Readiness:

@@ -63,6 +63,9 @@ class SimParams:
     mem_fraction_static: float | None = None
     cuda_graph_max_bs: int | None = None
     bootstrap_port: int = 8998  # prefill: where decode servers fetch KV transfer info
+    # SGLANG_EARLY_FORKSERVER=1 (tui/sim/forkserver.py): the ranks and the detokenizer are forked by a forkserver,
+    # a child of this process ("private") or a detached one that serves every launch ("daemon"); None: children
+    forkserver: str | None = None
 
     @property
     def ranks_per_node(self) -> int:
@@ -122,6 +125,8 @@ def check(params: SimParams) -> str | None:
         return "--dist-init-addr: a multi-node launch needs HOST:PORT (node 0 listens there)"
     if params.disaggregation_mode not in (None, "prefill", "decode"):
         return f"--disaggregation-mode {params.disaggregation_mode}: use prefill or decode"
+    if params.forkserver not in (None, "private", "daemon"):
+        return f"--forkserver {params.forkserver}: use private or daemon"
     if not 1 <= params.bootstrap_port <= 65535:
         return f"--disaggregation-bootstrap-port {params.bootstrap_port}: use a TCP port between 1 and 65535"
     if params.traffic < 0:

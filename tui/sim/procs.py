@@ -42,6 +42,7 @@ def spawn_titled_python(
     pass_fds: tuple[int, ...] = (),
     new_session: bool = False,
     stdout: Any = None,
+    stderr: Any = None,
 ) -> subprocess.Popen[bytes]:
     """Run the Python program `code` (sent on stdin) in a process whose whole /proc/PID/cmdline is `title`."""
     full = dict(os.environ if env is None else env)
@@ -49,17 +50,23 @@ def spawn_titled_python(
     full.pop("PYTHONSTARTUP", None)
     proc = subprocess.Popen(
         [title],
-        executable=sys.executable,
+        executable=interpreter(),
         stdin=subprocess.PIPE,
         env=full,
         pass_fds=pass_fds,
         start_new_session=new_session,
         stdout=stdout,
+        stderr=stderr,
     )
     assert proc.stdin is not None
     proc.stdin.write(code.encode())
     proc.stdin.close()
     return proc
+
+
+def interpreter() -> str:
+    """This Python's path. A titled process (argv[0] is its title) has no sys.executable: read /proc/self/exe."""
+    return sys.executable or os.readlink("/proc/self/exe")
 
 
 def _prctl(option: int, arg: int | bytes) -> None:

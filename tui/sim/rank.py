@@ -3,7 +3,8 @@
 It writes to the stderr it inherited (the log), reports `ready <k>` on the pipe the main process gave it,
 and on a scheduler exception sends SIGQUIT to its parent, as SGLang's run_scheduler_process does.
 Under the `orphans` fault it neither dies with its parent nor on SIGTERM: it keeps its GPU memory until
-SIGKILL, re-parented to PID 1 (or the nearest subreaper) once the main process is gone.
+SIGKILL, re-parented to PID 1 (or the nearest subreaper) once the main process is gone. Forked by a forkserver
+(`--forkserver`, tui/sim/forkserver.py) it has no parent-death link: it leaves about a second after its launcher.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from tui.sim import busy
 from tui.sim.clock import SimClock
+from tui.sim.forkserver import exit_with_launcher
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
 from tui.sim.params import SimParams
@@ -160,7 +163,11 @@ def child_main(payload_json: str) -> None:
     rank = int(payload["rank"])
     parent = int(payload["parent"])
     orphan = params.fault == "orphans"
-    mark_child(title(rank, params.tp), parent, die_with_parent=not orphan)
+    forked = bool(payload.get("forked"))  # by a forkserver (tui/sim/forkserver.py): its parent is not the launcher
+    mark_child(title(rank, params.tp), parent, die_with_parent=not orphan and not forked)
+    cleanup: list[Callable[[], None]] = []
+    if forked and not orphan:
+        exit_with_launcher(parent, cleanup)
     if os.environ.get(NODUMP_ENV) == "1":
         import ctypes
 
@@ -169,6 +176,7 @@ def child_main(payload_json: str) -> None:
     go_fd = int(payload["go_fd"])
     real0 = wait_for_go(ready_fd, go_fd, rank)
     node = Rank(params, rank, ready_fd, go_fd, parent, real0)
+    cleanup.append(node.memory.remove)
     if orphan:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -4,7 +4,8 @@ It logs server_args, spawns one scheduler child per TP rank plus a detokenizer, 
 reports ready (or one fails), then starts HTTP on 127.0.0.1:PORT, runs SGLang's warmup against itself and
 logs "fired up". Failures follow SGLang's chains: a scheduler exception arrives as SIGQUIT and the whole tree
 is SIGKILLed (this process included); a rank that dies silently is reported by the launcher, which kills
-the children and exits 1; a taken port ends uvicorn with exit code 3.
+the children and exits 1; a taken port ends uvicorn with exit code 3. With `--forkserver` the children are
+started by a forkserver instead (tui/sim/forkserver.py), signalled by pid, their exits reported by it.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
-from tui.sim import faults, gpustate, procs, script
+from tui.sim import faults, forkserver, gpustate, procs, script
 from tui.sim.api import Api
 from tui.sim.clock import SimClock
 from tui.sim.cluster import NodeLink
@@ -37,6 +38,16 @@ EPLB_SECONDS = 1.5  # simulated seconds one EPLB rebalance takes (moving experts
 SPAWN_TIMEOUT_S = 30.0
 
 
+class Child(Protocol):
+    """A rank or the detokenizer: a child process (Popen), or one a forkserver started (forkserver.ForkedChild)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, sig: int, /) -> None: ...
+
+
 class Main:
     """One simulated launch, run by `run()` on the main process's event loop."""
 
@@ -45,8 +56,8 @@ class Main:
         self.fmt = LogFormat(params.fmt, params.tp)
         self.clock = SimClock(params.t0, params.speed, backdate=params.backdate)
         procs.backdate_writes(params.backdate)
-        self.children: list[subprocess.Popen[bytes]] = []
-        self.ranks: list[subprocess.Popen[bytes]] = []
+        self.children: list[Child] = []
+        self.ranks: list[Child] = []
         self.up: set[int] = set()
         self.ready: set[int] = set()
         self.go_fds: list[int] = []
@@ -101,18 +112,35 @@ class Main:
         """Start the ranks and the detokenizer; returns the read end of the pipe they report on."""
         read_fd, write_fd = os.pipe()
         base = {"params": self.p.to_json(), "parent": os.getpid()}
+        fork = self.forkserver_address()
         for rank in self.p.local_ranks:
             go_read, go_write = os.pipe()
             payload = {**base, "rank": rank, "ready_fd": write_fd, "go_fd": go_read}
-            proc = procs.spawn(title(rank, self.p.tp), "rank", payload, pass_fds=(write_fd, go_read))
+            name = title(rank, self.p.tp)
+            proc: Child = (
+                forkserver.request(fork, name, "rank", payload, {"ready_fd": write_fd, "go_fd": go_read})
+                if fork
+                else procs.spawn(name, "rank", payload, pass_fds=(write_fd, go_read))
+            )
             os.close(go_read)
             self.go_fds.append(go_write)
             self.ranks.append(proc)
             self.children.append(proc)
         if self.p.node_rank == 0:  # non-zero nodes run no tokenizer or detokenizer
-            self.children.append(procs.spawn("sglang::detokenizer", "detok", base))
+            detok = "sglang::detokenizer"
+            self.children.append(
+                forkserver.request(fork, detok, "detok", base, {}) if fork else procs.spawn(detok, "detok", base)
+            )
         os.close(write_fd)
         return read_fd
+
+    def forkserver_address(self) -> str | None:
+        """SGLANG_EARLY_FORKSERVER=1 (`--forkserver`): where the children are forked from; None: spawned here."""
+        if self.p.forkserver == "private":
+            return forkserver.start_private()
+        if self.p.forkserver == "daemon":
+            return forkserver.use_daemon(forkserver.record_path(self.p.gpu_state), self.err)
+        return None
 
     async def start_ranks(self) -> None:
         """Once every rank is up (or after SPAWN_TIMEOUT_S), resume the clock at the spawn and let them go."""

@@ -77,7 +77,7 @@ class ServerControl(ProcessWatch):
         t = self._target or _Target()
         if action == "launch":
             return self._launch_command(t.run_id or "<new run id>") or "no --launch command given"
-        scan = cmds.scan_command(group=t.group, session=t.session, known=t.known)
+        scan = self._scan_command(t)
         who = (
             f"process group {t.group}"
             if t.group
@@ -226,7 +226,7 @@ class ServerControl(ProcessWatch):
     ) -> dict[int, Proc]:
         """Signal the group (when it is the server's own) and each live member, wait, rescan: one round trip."""
         group = target.group if target.group and any(p.pgid == target.group for p in live.values()) else None
-        scan = cmds.scan_command(group=target.group, session=target.session, known=target.known)
+        scan = self._scan_command(target)
         command = cmds.stop_command(
             signal, group=group, procs={pid: p.start for pid, p in live.items()}, wait_s=wait_s, scan=scan
         )

@@ -124,7 +124,47 @@ def port_owner_command(port: int) -> str:
     return _port_owner_func(port) + "\npowner"
 
 
-def scan_command(*, group: int | None, session: int | None, known: dict[int, int], cmdlines: bool = True) -> str:
+@dataclass(frozen=True)
+class Forked:
+    """How the scan finds what a forkserver started for the server (SGLang's SGLANG_EARLY_FORKSERVER=1: the ranks'
+    OS parent is the forkserver, maybe a daemon in a session of its own, so no walk from the launcher reaches
+    them): processes with an SGLang title (`sglang::…`) that hold the server's log open for writing (the launcher
+    hands them its stdout and stderr) and started no earlier than its main process (an earlier launch's ranks
+    writing the same log are not this one's). Not the run marker: a forked process shows the environment its
+    forkserver was started with, so a daemon's children carry the marker of the launch that started the daemon.
+    The forkserver itself holds no log and carries no rank: never a member. since: the main process's start
+    time (clock ticks), 0 to read it from the main while it lives; unknown, nothing is taken."""
+
+    log: str
+    main: int | None = None
+    since: int = 0
+
+
+def _forked_prefix(forked: Forked | None) -> str:
+    """`fw=" PID PID "`: the SGLang-titled writers of the log (one grep over the host's command lines, then one
+    `ls -l` of those few processes' fds; this shell's own fd directory is listed too, so that `ls` always heads
+    each directory with its name)."""
+    if forked is None:
+        return "fw=\n"
+    awk = (
+        r'/^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next } '
+        '{ i = index($0, " -> "); if (i && substr($0, i + 4) == lg && substr($1, 3, 1) == "w") print pid }'
+    )
+    return (
+        f"fw=$(lg=$(readlink -f -- {q(forked.log)} 2>/dev/null) && "
+        "d=$(grep -l -z '^sglang::' /proc/[0-9]*/cmdline 2>/dev/null | sed 's,/cmdline$,/fd,') && [ -n \"$d\" ] && "
+        f"ls -l $d /proc/$$/fd 2>/dev/null | awk -v lg=\"$lg\" {q(awk)} | sort -u | tr '\\n' ' ')\n"
+    )
+
+
+def scan_command(
+    *,
+    group: int | None,
+    session: int | None,
+    known: dict[int, int],
+    cmdlines: bool = True,
+    forked: Forked | None = None,
+) -> str:
     """The server's processes: same process group, same session, a known (pid, start), or a descendant of any
     of those. Prints `P pid ppid pgid sid state start` then `C pid cmdline` for each.
 
@@ -134,10 +174,12 @@ def scan_command(*, group: int | None, session: int | None, known: dict[int, int
     has left the session since it was seen daemonised (tmux's server, forked by the launch), and is no longer
     the server's. Never the shell that scans, nor its ancestors: the tool itself, wherever it runs."""
     known_text = " ".join(f"{pid}:{start}" for pid, start in sorted(known.items()))
-    return _scan(group=group, session=session, known_word=q(" " + known_text + " "), cmdlines=cmdlines)
+    return _scan(group=group, session=session, known_word=q(" " + known_text + " "), cmdlines=cmdlines, forked=forked)
 
 
-def _scan(*, group: int | None, session: int | None, known_word: str, cmdlines: bool = True) -> str:
+def _scan(
+    *, group: int | None, session: int | None, known_word: str, cmdlines: bool = True, forked: Forked | None = None
+) -> str:
     """scan_command with the known `pid:start` list given as one sh word (a literal, or `" $known "` in the watch).
     cmdlines=False: the `P` lines alone (no fork per process; a caller that knows their names already)."""
     # A newline inside an argument would start a line of its own: the cmdline is flattened to one line.
@@ -148,11 +190,14 @@ done"""
         if cmdlines
         else ""
     )
-    return f"""cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ -v g={int(group or 0)} -v s={int(session or 0)} -v known={known_word} '
+    main, since = (int(forked.main or 0), int(forked.since)) if forked else (0, 0)
+    return f"""{_forked_prefix(forked)}cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ -v g={int(group or 0)} -v s={int(session or 0)} -v known={known_word} -v fw=" $fw " -v mn={main} -v since={since} '
 {{ pid = $1; rest = $0; sub(/^.*\\) /, "", rest); split(rest, f, " ")
   st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]; sd[pid] = f[4]; tm[pid] = f[20]
   if (pid > 1 && ((g > 1 && f[3] == g) || (s > 1 && f[4] == s) || (index(known, " " pid ":" f[20] " ") && (s <= 1 || f[4] == s)))) mem[pid] = 1 }}
 END {{ for (x = me; (x in pp) && !(x in ours); x = pp[x]) ours[x] = 1
+  m0 = since + 0; if (!m0 && (mn in tm)) m0 = tm[mn] + 0
+  n = split(fw, fk, " "); for (i = 1; m0 && i <= n; i++) if ((fk[i] in pp) && fk[i] > 1 && tm[fk[i]] + 0 >= m0) mem[fk[i]] = 1
   for (p in ours) delete mem[p]
   do {{ c = 0; for (p in pp) if (p + 0 > 1 && !(p in mem) && !(p in ours) && (pp[p] in mem)) {{ mem[p] = 1; c = 1 }} }} while (c)
   for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}'{names}"""
@@ -274,6 +319,7 @@ def watch_scan_command(
     first_rescan_s: float | None = None,
     port: int | None = None,
     activity: bool = False,
+    forked: Forked | None = None,
 ) -> str:
     """A loop on the host: every `interval` s check that the known processes exist and are no zombies (no
     fork); scan fully when one is gone or none is known, and otherwise after `first_rescan_s` (default: one
@@ -283,7 +329,7 @@ def watch_scan_command(
     cap = max(1, int(rescan_s / interval))
     funcs = watch_activity_funcs() + "\nhubdir" if activity else ""
     first = min(cap, max(1, int((first_rescan_s or interval) / interval)))
-    scan = _scan(group=group, session=session, known_word='" $known "')
+    scan = _scan(group=group, session=session, known_word='" $known "', forked=forked)
     owner_func = _port_owner_func(port) if port else ""
     # powner runs in this shell (not in $(…)), so what it remembers lasts to the next scan.
     owner_step = f"\n    echo {WATCH_PORT}; powner; echo {WATCH_END}" if port else ""
@@ -675,6 +721,8 @@ def pick_main(found: FindResult) -> Proc | None:
     for pids in order:
         candidates = [live[pid] for pid in pids if pid in live]
         roots = [p for p in candidates if p.ppid not in {c.pid for c in candidates}]
+        # an SGLang-titled process is a rank, never the main one (a forkserver's outside the tree, or another's)
+        roots = [p for p in roots if not found.names.get(p.pid, "").startswith(SGLANG_TITLE)] or roots
         if roots:
             return min(roots, key=lambda p: (p.start, p.pid))
     return None

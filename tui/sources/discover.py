@@ -8,8 +8,23 @@ Reads /proc only (grep -z, sed, readlink); finds nothing by process name but the
 
 from __future__ import annotations
 
+import shlex
+
 from tui.core.discovery import SEP, FoundServer, parse_discovery
 from tui.sources.host import Host
+
+# A titled process with no untitled ancestor was forked by a forkserver (SGLANG_EARLY_FORKSERVER=1: maybe a daemon,
+# re-parented to init): its launcher is the untitled process whose stderr is the same file (the launcher hands the
+# forkserver its fds), the bottom-most of them (a `sh -c` wrapper writing the same file is its ancestor). Never the
+# forkserver: it carries no output of the launch.
+_SAME_OUTPUT_AWK = r"""{ i = index($0, " -> "); if (!i || substr($0, i + 4) != t) next
+  n = split(substr($0, 1, i - 1), w, " "); split(w[n], a, "/"); pid = a[3]
+  f = "/proc/" pid "/cmdline"; c = ""; if ((getline c < f) > 0) {} close(f)
+  if (index(c, "sglang::") == 1) next
+  f = "/proc/" pid "/stat"; l = ""; if ((getline l < f) > 0) {} close(f); sub(/^.*\) /, "", l); split(l, s, " ")
+  cand[pid] = s[2] }
+END { for (p in cand) if (cand[p] in cand) up[cand[p]] = 1
+  for (p in cand) if (!(p in up)) print p }"""
 
 # For each `sglang::` process (argv[0] up to its NUL), walk up the parents while they are `sglang::` too.
 DISCOVER_COMMAND = (
@@ -18,6 +33,8 @@ DISCOVER_COMMAND = (
     '    [ -n "$pp" ] && [ "$pp" -gt 1 ] || break\n'
     "    m=$pp; grep -qsz -- '^sglang::' /proc/$pp/cmdline || break; done\n"
     '  echo "$m"\n'
+    "  grep -qsz -- '^sglang::' /proc/$m/cmdline && t=$(readlink /proc/$p/fd/2 2>/dev/null) && case $t in /*)\n"
+    f'    ls -l /proc/[0-9]*/fd/2 2>/dev/null | awk -v t="$t" {shlex.quote(_SAME_OUTPUT_AWK)} ;; esac\n'
     "done | sort -un | while read -r p; do\n"
     "  grep -qsz -- '^sglang::' /proc/$p/cmdline && continue\n"
     f"  printf 'A %s ' \"$p\"; tr '\\0\\n' '{SEP} ' < /proc/$p/cmdline 2>/dev/null | head -c 4000; echo\n"

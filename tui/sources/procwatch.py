@@ -43,6 +43,7 @@ class _Target:
     earlier: set[int] = field(default_factory=set)  # writers of the log from its earlier launches (not this one)
     quiet: tuple[int, ...] = ()  # its writers of the log that had written nothing to it when it was found
     quiet_log_size: int | None = None  # the log's size then: every byte before it was written by others
+    main_start: int = 0  # the main process's start time (clock ticks; 0 unknown): forked ranks start after it
 
 
 def _discard(task: asyncio.Future[bytes]) -> None:
@@ -121,13 +122,15 @@ class ProcessWatch:
         # A holder of the port that is not of the server's tree (another service) is no member of it.
         latest = cmds.latest_launch(found)
         writers = set(found.log_pids) if latest is None else latest
+        # An SGLang-titled writer outside its tree is one only when it started after it (orphans, a forkserver's
+        # ranks): a rank of an earlier launch that still writes the same log is not this server's.
         members = {
             p.pid: p.start
             for p in found.procs.values()
             if p.alive
             and (
                 p.pid == main.pid
-                or p.pid in writers
+                or (p.pid in writers and (p.start >= main.start or not self._titled(found, p.pid)))
                 or (p.pid in found.port_pids and cmds.in_tree(p, main, found.procs))
             )
         }
@@ -143,19 +146,39 @@ class ProcessWatch:
             earlier=set(found.log_pids) - writers,
             quiet=tuple(pid for pid in found.quiet_writers if pid in members),
             quiet_log_size=found.log_size,
+            main_start=main.start,
+        )
+
+    @staticmethod
+    def _titled(found: FindResult, pid: int) -> bool:
+        return found.names.get(pid, "").startswith(cmds.SGLANG_TITLE)
+
+    def _forked(self, target: _Target) -> cmds.Forked | None:
+        """How the scans find what a forkserver forked for this server (SGLANG_EARLY_FORKSERVER=1): by the log
+        its ranks hold open (none without a log)."""
+        if not self.log_path:
+            return None
+        return cmds.Forked(self.log_path, target.main, target.main_start)
+
+    def _scan_command(self, target: _Target, *, cmdlines: bool = True) -> str:
+        return cmds.scan_command(
+            group=target.group,
+            session=target.session,
+            known=target.known,
+            cmdlines=cmdlines,
+            forked=self._forked(target),
         )
 
     async def _scan(self, target: _Target) -> dict[int, Proc]:
         """The server's live processes now; remembers them so re-parented ones are still found later."""
-        return self._remember(
-            target,
-            await self._run(cmds.scan_command(group=target.group, session=target.session, known=target.known)),
-        )
+        return self._remember(target, await self._run(self._scan_command(target)))
 
     @staticmethod
     def _remember(target: _Target, scan_output: str) -> dict[int, Proc]:
         live = {pid: p for pid, p in cmds.parse_scan(scan_output).items() if p.alive}
         target.known = {pid: p.start for pid, p in live.items()}
+        if target.main in live and not target.main_start:
+            target.main_start = live[target.main].start  # launched: known once a scan saw it
         target.seen.update(live)
         target.names.update({pid: p.name for pid, p in live.items() if p.name})
         return live
@@ -260,6 +283,7 @@ class ProcessWatch:
             titled=titled,
             quiet_writers=quiet,
             quiet_log_size=target.quiet_log_size if quiet else None,
+            main_gone=target.main if target.main is not None and target.main not in target.known else None,
         )
 
     # -------------------------------------------------------------------------------------------- watch
@@ -316,6 +340,7 @@ class ProcessWatch:
                     first_rescan_s=first_rescan_s,
                     port=self.port,
                     activity=activity and not resting,
+                    forked=self._forked(target),
                 )
             reported = False
             try:

@@ -52,7 +52,7 @@ class OneShotWatch(ProcessWatch):
         self._target = target
         listen = cmds.listeners_command(self.port) if self.port is not None else ":"
         command = (
-            f"{cmds.scan_command(group=target.group, session=target.session, known=target.known, cmdlines=False)}\n"
+            f"{self._scan_command(target, cmdlines=False)}\n"
             f"echo {_PART}\n{listen}\necho {_PART}\n{cmds.activity_command(target.known)}"
         )
         scan, _, rest = (await self._run(command)).partition(f"{_PART}\n")
@@ -72,6 +72,7 @@ class OneShotWatch(ProcessWatch):
             pids=tuple(sorted(live)),
             detail=target.how,
             activity=cmds.parse_activity(activity, target.names),
+            main_gone=target.main if target.main is not None and target.main not in live else None,
         )
         port_names = tuple((p, search.names.get(p, "")) for p in search.port_pids)
         return state, owner, _found(target, search.listeners, search.port_pids, port_names)
