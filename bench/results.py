@@ -67,6 +67,7 @@ RECORDED: dict[str, str] = {
     "h200_probe": "bench/gpu_probe_check.py",
     "h200x2_multi": "bench/gpu_multi_check.py",
     "h200_dump": "bench/gpu_dump_check.py",
+    "h100_probe_busy": "bench/bench_probe_busy.py",  # the same script, run on a lent GPU host (issue 32)
 }
 
 PREAMBLE = """\
