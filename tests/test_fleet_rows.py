@@ -87,8 +87,9 @@ def test_a_pd_deployments_phase_cell_counts_its_workers_ready_of_each_role() -> 
     assert dm.role_counts(plain) == () and cells(_entry(dm.combined(plain)), 0.0)["phase"] == "ready"
 
 
-def test_a_failed_rows_status_ends_with_its_remedys_short_form() -> None:
-    """The board's STATUS of a failure with a known remedy: the cause, then what to change (issue 34)."""
+def test_a_failed_rows_status_says_its_remedys_short_form_first() -> None:
+    """The board's STATUS of a failure with a known remedy: what to change first (a narrow board cuts the cell's
+    end), then the failure's line (issue 34)."""
     import io
 
     from tests.test_ui_remedy import FAILED_CAPTURE
@@ -96,8 +97,7 @@ def test_a_failed_rows_status_ends_with_its_remedys_short_form() -> None:
 
     failed = replay_stream(io.BytesIO(FAILED_CAPTURE.encode())).evolve(connection="connected")
     status = cells(_entry(failed), 0.0)["status"]
-    assert status.startswith("failed (out of memory): ") and status.endswith(
-        " · try --cuda-graph-max-bs-decode 80 --mem-fraction-static 0.80"
-    ), status
+    assert status.startswith("failed (out of memory): try --cuda-graph-max-bs-decode 80 --mem-fraction-static 0.80 · ")
+    assert "Capture cuda graph failed: CUDA out of memory" in status, status
     plain = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "something odd"))
     assert "try" not in cells(_entry(plain), 0.0)["status"]  # no remedy known: nothing made up

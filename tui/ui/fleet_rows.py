@@ -210,8 +210,8 @@ def status_cell(s: Readiness, now: float) -> str:
         if s.error is not None:
             line = " ".join(s.error.line.split())
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
-            fix = remedy(s)  # the remedy's short form: what to change (the server's own view has it whole)
-            return f"failed ({kind_words(s.error.kind)}): {line}" + (f" · try {fix.short()}" if fix else "")
+            fix = remedy(s)  # the remedy's short form first: what to do fits where the cell is cut
+            return f"failed ({kind_words(s.error.kind)}): " + (f"try {fix.short()} · " if fix else "") + line
         return verdict_line(s, now)
     if s.lost_at is not None or s.connection == "failed":
         return lost_words(s, now)  # "cannot connect: …; last seen ready 1m ago" (tui.core.freshness)
