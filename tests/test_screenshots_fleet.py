@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tui.commands.fleet_watch import Fleet
 from tui.commands.options import DemoOptions
 from tui.core.fleet import UP
 from tui.sources.hostpool import HostPool
+from tui.ui import fleet_rows
 
 SIZES = ((80, 24), (120, 40), (200, 50))
 
@@ -45,7 +47,9 @@ async def test_the_demo_fleet_board_at_three_sizes(
                     await demo_fleet.launch(fleet, i)
 
             def by_name(name: str) -> str:
-                return " ".join(fleet_rows_words(app, name))
+                """The row's words whole (the board cuts long cells: "weights was 2.9× sl…" once serving)."""
+                entry = next(e for e in fleet.entries if e.name == name)
+                return " ".join(fleet_rows.cells(entry, time.time()).values())
 
             await _until(pilot, lambda: all(fleet.entries[i].state.phase in UP for i in (0, 1)), "chat-a, chat-b up")
             await demo_fleet.launch(fleet, late)
