@@ -160,3 +160,27 @@ def test_two_writers_at_once(tmp_path: Path, spawn: Spawner) -> None:
     for w in writers:
         assert w.wait(120) == 0
     assert consistent(path) == 80
+
+
+def test_one_launch_is_one_row_whatever_key_a_later_look_gives_it(tmp_path: Path) -> None:
+    """The same launch of the same server (host, port, log, first line) seen by a later look that learnt SGLang's
+    version (/server_info answered only after the first watcher left): the first line's row stands, one row. A row
+    that knows less (unfinished) takes the better record whole, key included."""
+    from dataclasses import replace
+
+    first = replace(rec("log a"), port=30000, log="/l", seen_from="first_line")
+    late = replace(rec("log a", key="k1-v0.5.23", scale=2.0), port=30000, log="/l", seen_from="late")
+    with HistoryStore(tmp_path / "h.sqlite3") as store:
+        row_id = store.record_launch(first)
+        before = store.launch(row_id)
+        assert store.record_launch(late) == row_id
+        assert store.launches() == [before]  # nothing of the late look rewrote it
+        left = replace(rec("log b", outcome="unfinished"), port=30000, log="/l")
+        other = store.record_launch(left)
+        better = replace(rec("log b", key="k1-v0.5.23"), port=30000, log="/l")
+        assert store.record_launch(better) == other
+        row = store.launch(other)
+        assert row is not None and row["outcome"] == "ready" and row["key_id"] == "k1-v0.5.23"
+        assert len(store.launches()) == 2
+        elsewhere = replace(rec("log a", key="k2"), port=30001, log="/l")  # another server: its own row
+        assert store.record_launch(elsewhere) not in (row_id, other)

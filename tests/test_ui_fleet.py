@@ -94,7 +94,8 @@ async def test_board_sorts_filters_opens_and_comes_back(sim: Sims) -> None:
             assert sorted(_names(app)) == ["alpha", "beta", "gamma"] and app.filter_words == ""
 
             await pilot.press("slash", "q", "enter")  # a letter typed in the filter is text, not a key
-            assert app.is_running and app.filter_words == "q" and _names(app) == []
+            # the ready rows' words hold no q (beta's may: its remedy can be `try --quantization fp8`)
+            assert app.is_running and app.filter_words == "q" and not {"alpha", "gamma"} & set(_names(app))
             await pilot.press("escape")
 
             table.move_cursor(row=_names(app).index("alpha"))

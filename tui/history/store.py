@@ -273,6 +273,21 @@ class HistoryStore:
                 "SELECT id, seen_from, outcome FROM launches WHERE key = ? AND start_mark = ? AND port = ? AND log = ?",
                 (rec.key, *where),
             ).fetchone()
+            if found is None and rec.port and rec.log and replaces_key is None:
+                # the same launch of the same server under another key: a later look learnt what the first did not
+                # (SGLang's version, from /server_info after the first watcher left). One launch is one row: the
+                # launch's identity is its host, port, log and first line (DESIGN.md), the key only groups launches
+                found = self.db.execute(
+                    "SELECT id, seen_from, outcome FROM launches WHERE host = ? AND start_mark = ? AND port = ?"
+                    " AND log = ? ORDER BY id LIMIT 1",
+                    (str(rec.key_fields.get("host") or ""), *where),
+                ).fetchone()
+                if found is not None and not _keeps(found[1], found[2], rec):
+                    # this record knows more (an outcome, or the first line): the row takes it, and its key
+                    self.db.execute(
+                        "UPDATE launches SET key = ?, key_json = ? WHERE id = ?",
+                        (rec.key, json.dumps(rec.key_fields, sort_keys=True), found[0]),
+                    )
             if found is not None and _keeps(found[1], found[2], rec):
                 launch_id = int(found[0])  # what was seen from the first line stands: only late facts are added
                 self.db.execute(
