@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims
-from tests.helpers.slurm import NODE_LOG, NODES, SimJob, SlurmCluster, sim_job
+from tests.helpers.slurm import NODE_LOG, OWN_LOG, SlurmCluster, own_log_job, sim_job
 from tests.helpers.sshd import free_port
 from tests.test_metrics import samples
 from tests.test_slurm import our_steps
@@ -58,24 +58,6 @@ def readyz(port: int, server: str) -> tuple[int, str, str | None]:
             return response.status, response.read().decode(), response.headers["X-Sglang-Tui-Exit"]
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode(), err.headers["X-Sglang-Tui-Exit"]
-
-
-OWN_LOG = "sim_node%n.log"  # the simulators' own log files: no line of slurmstepd's lands in them
-
-
-def own_log_job(cluster: SlurmCluster, root: Path) -> SimJob:
-    """Two simulated nodes (tp 16) writing their own log files (SGLang's `--log-file` style): a cancel shows in no
-    log, only in the job's state."""
-    repo = Path(__file__).resolve().parent.parent
-    port, dist = free_port(), free_port()
-    sim = (
-        f"exec env PYTHONPATH={repo} {sys.executable} -m tui simulate --log {root}/sim_node$SLURM_NODEID.log "
-        f"--port {port} --tp 16 --nnodes 2 --node-rank $SLURM_NODEID --dist-init-addr {NODES[0]}:{dist} "
-        f"--gpu-state {root}/gpus-node$SLURM_NODEID --shards 8 --speed 100 --speculative none"
-    )
-    job = cluster.sbatch(f"#!/bin/sh\nsrun -N2 -n2 sh -c '{sim}'\n", "-N2", "-J", "sgl", "--oversubscribe", cwd=root)
-    cluster.wait_running(job)
-    return SimJob(job, port, root)
 
 
 def test_a_job_beside_a_server_is_ready_then_cancelled_reads_failed_with_slurms_word(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, PipeLines
-from tests.helpers.slurm import NODE_LOG, NODES, SimJob, SlurmCluster, sim_job
+from tests.helpers.slurm import NODE_LOG, NODES, OWN_LOG, SimJob, SlurmCluster, own_log_job, sim_job
 from tests.helpers.sshd import free_port
 
 
@@ -121,27 +121,9 @@ def test_a_requeued_job_is_followed_into_its_new_run(cluster: SlurmCluster, tmp_
     assert err.splitlines()[-1] == "sglang-tui wait: ready: 2 nodes, tp 16"
 
 
-OWN_LOG = "sim_node%n.log"  # the simulators' own log files: no line of slurmstepd's lands in them
-
-
-def _own_log_job(cluster: SlurmCluster, root: Path) -> SimJob:
-    """Two simulated nodes that hang loading weights and write their own log files (SGLang's `--log-file`
-    style): a cancel shows in no log, only in the job's state."""
-    repo = Path(__file__).resolve().parent.parent
-    port, dist = free_port(), free_port()
-    sim = (
-        f"exec env PYTHONPATH={repo} {sys.executable} -m tui simulate --log {root}/sim_node$SLURM_NODEID.log "
-        f"--port {port} --tp 16 --nnodes 2 --node-rank $SLURM_NODEID --dist-init-addr {NODES[0]}:{dist} "
-        f"--gpu-state {root}/gpus-node$SLURM_NODEID --shards 8 --speed 100 --speculative none --fault hang-weights"
-    )
-    job = cluster.sbatch(f"#!/bin/sh\nsrun -N2 -n2 sh -c '{sim}'\n", "-N2", "-J", "sgl", "--oversubscribe", cwd=root)
-    cluster.wait_running(job)
-    return SimJob(job, port, root)
-
-
 def test_only_the_jobs_state_can_say_it_was_cancelled(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
     """wait, and the board's row, on a job whose logs say nothing of the cancel: Slurm's word ends both."""
-    sim = _own_log_job(cluster, tmp_path)
+    sim = own_log_job(cluster, tmp_path, fault="hang-weights")
     common = ["--port", str(sim.port), "--log", OWN_LOG, "--remote-python", sys.executable]
     waiting = cli.popen("wait", f"slurm:{sim.job}", *common, "--json")  # no --timeout
     board = cli.popen("fleet", "--json", f"slurm:{sim.job}", *common, "--no-history")

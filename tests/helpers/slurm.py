@@ -449,3 +449,22 @@ def sim_job(
     if not hold:
         cluster.wait_running(job)
     return SimJob(job, port, root)
+
+
+OWN_LOG = "sim_node%n.log"  # the simulators' own log files (own_log_job): no line of slurmstepd's lands in them
+
+
+def own_log_job(cluster: SlurmCluster, root: Path, *, fault: str | None = None) -> SimJob:
+    """Two simulated nodes (tp 16) writing their own log files (SGLang's `--log-file` style): a cancel shows in no
+    log, only in the job's state. `fault`: the simulator's (hang-weights keeps them loading)."""
+    repo = Path(__file__).resolve().parent.parent.parent
+    port, dist = free_port(), free_port()
+    sim = (
+        f"exec env PYTHONPATH={repo} {sys.executable} -m tui simulate --log {root}/sim_node$SLURM_NODEID.log "
+        f"--port {port} --tp 16 --nnodes 2 --node-rank $SLURM_NODEID --dist-init-addr {NODES[0]}:{dist} "
+        f"--gpu-state {root}/gpus-node$SLURM_NODEID --shards 8 --speed 100 --speculative none"
+        + (f" --fault {fault}" if fault else "")
+    )
+    job = cluster.sbatch(f"#!/bin/sh\nsrun -N2 -n2 sh -c '{sim}'\n", "-N2", "-J", "sgl", "--oversubscribe", cwd=root)
+    cluster.wait_running(job)
+    return SimJob(job, port, root)
