@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.ports import accepts
 from tests.helpers.processes import Cli, Sims, Spawner
 from tests.helpers.sim import http_get, wait_for_log, wait_ready
 from tests.helpers.sshd import Sshd, free_port
@@ -63,19 +64,9 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def listening(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def until_listening(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
-    while not listening(port):
+    while not accepts(port):
         assert proc is None or proc.poll() is None, f"the listener on {port} exited"
         assert time.monotonic() < deadline, f"nothing listens on {port} after {timeout} s"
         time.sleep(0.05)
@@ -171,7 +162,7 @@ def test_stop_with_the_log_alone_still_stops_its_server_on_any_port(sim: Sims, c
     out = cli("stop", "local", "--log", str(a.log), "--sim-gpus", str(a.gpu_state))
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"stopped the server on local log {a.log}: "), out.stdout
-    assert a.wait(10) is not None and not listening(a.port)
+    assert a.wait(10) is not None and not accepts(a.port)
 
 
 # --------------------------------------------------------------------- 4. dead inside the ready hold

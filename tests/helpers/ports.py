@@ -74,3 +74,12 @@ _PORTS = _Ports()
 def free_port() -> int:
     """A loopback port nobody listens on that no other test of any worker or run will be given."""
     return _PORTS.claim()
+
+
+def accepts(port: int, timeout: float = 0.5) -> bool:
+    """A TCP connection to 127.0.0.1:PORT is taken within `timeout` (a listener is there)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False

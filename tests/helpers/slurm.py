@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.ports import accepts
 from tests.helpers.sshd import free_port
 
 NODES = ("sgtn1", "sgtn2")  # unlikely names, so that they collide with nothing on the machine
@@ -178,7 +179,7 @@ class SlurmCluster:
         dead = []
         for name, pidfile, port in self._daemons():
             pid = _read_pid(pidfile)
-            if pid is None or not _alive(pid) or (port is not None and not _answers(port)):
+            if pid is None or not _alive(pid) or (port is not None and not accepts(port, timeout=5.0)):
                 dead.append(name)
         return dead
 
@@ -308,15 +309,6 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
-
-
-def _answers(port: int) -> bool:
-    """A TCP connection to 127.0.0.1:PORT is taken (the daemon's listener is there)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5.0):
-            return True
-    except OSError:
-        return False
 
 
 def _kernel_tail() -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.ports import accepts
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sim import SimServer
 from tests.helpers.sshd import Sshd, free_port
@@ -235,7 +236,7 @@ class Listener:
         self.proc = spawn([sys.executable, str(path), str(self.port), *extra], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True)  # fmt: skip
         deadline = time.monotonic() + 20
-        while not _listening(self.port):
+        while not accepts(self.port):
             assert self.proc.poll() is None and time.monotonic() < deadline, "test server did not start"
             time.sleep(0.05)
 
@@ -244,16 +245,6 @@ class Listener:
         self.proc.kill()
         out, _ = self.proc.communicate(timeout=10)
         return out or ""
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 # An SGLang look-alike: /health 200 (empty body, as SGLang's), and /model_info, /get_model_info, /server_info
