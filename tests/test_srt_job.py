@@ -61,9 +61,17 @@ class SrtJob:
         return ["--remote-python", sys.executable, "--sim-gpus", ",".join(map(str, self.gpus))]
 
 
-def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None = None, benchmark: str = "") -> SrtJob:
+def srt_job(
+    cluster: SlurmCluster,
+    root: Path,
+    faults: Mapping[str, str] | None = None,
+    benchmark: str = "",
+    late: Mapping[str, float] | None = None,
+) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
-    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND."""
+    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `late`: worker name ->
+    seconds its step waits before its Python starts (its log is there, empty, meanwhile: srun makes the file at
+    the step's start, and a real worker's container and imports take that long before its first line)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
@@ -72,11 +80,12 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
         gpu = root / f"gpus-{name}"
         gpus.append(gpu)
         fault = f" --fault {faults[name]}" if faults and name in faults else ""
+        wait = f"sleep {late[name]:g}; exec " if late and name in late else "exec "
         steps.append(
-            f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" {sys.executable} -m tui '
+            f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" sh -c "{wait}{sys.executable} -m tui '
             f"simulate --log /dev/stdout --port {free_port()} --tp 2 --disaggregation-mode {mode} "
             f"--disaggregation-bootstrap-port {free_port()} --gpu-state {gpu} --shards 4 --speed 100 "
-            f"--speculative none{fault} &"
+            f'--speculative none{fault}" &'
         )
     script = (
         f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
