@@ -67,11 +67,13 @@ def srt_job(
     faults: Mapping[str, str] | None = None,
     benchmark: str = "",
     late: Mapping[str, float] | None = None,
+    tp: Mapping[str, int] | None = None,
 ) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
-    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `late`: worker name ->
-    seconds its step waits before its Python starts (its log is there, empty, meanwhile: srun makes the file at
-    the step's start, and a real worker's container and imports take that long before its first line)."""
+        out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `late`: worker name ->
+        seconds its step waits before its Python starts (its log is there, empty, meanwhile: srun makes the file at
+        the step's start, and a real worker's container and imports take that long before its first line). `tp`: worker
+    name -> its --tp (else 2)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
@@ -83,7 +85,7 @@ def srt_job(
         wait = f"sleep {late[name]:g}; exec " if late and name in late else "exec "
         steps.append(
             f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" sh -c "{wait}{sys.executable} -m tui '
-            f"simulate --log /dev/stdout --port {free_port()} --tp 2 --disaggregation-mode {mode} "
+            f"simulate --log /dev/stdout --port {free_port()} --tp {(tp or {}).get(name, 2)} --disaggregation-mode {mode} "
             f"--disaggregation-bootstrap-port {free_port()} --gpu-state {gpu} --shards 4 --speed 100 "
             f'--speculative none{fault}" &'
         )
@@ -140,8 +142,12 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     assert cluster.state(job.job) == "" and job_processes(job.job) == []
 
 
-def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"}, benchmark=MODEL_READY)
+def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its_odd_rank(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # hang-rank: decode0's TP3 blocks in a collective of its own during capture, the others wait at the next barrier
+    # (TP3 of its four: an odd one out needs a majority to be odd against)
+    job = srt_job(cluster, tmp_path, {"decode0": "hang-rank"}, benchmark=MODEL_READY, tp={"decode0": 4})
     # watch once every worker is in its capture (the prefills then wait in their PD warmup for the decode worker):
     # a short --stall-after applies to every phase, and a loaded machine can take that long to start Python
     logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
@@ -162,6 +168,20 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmClus
     assert said.startswith(
         "sglang-tui wait: benchmark.out says the model is ready (2P 1D), but the workers' own logs"
     ), said
+    # the stalled worker's ranks, dumped inside the job on its node: the odd one named
+    target = f"srt:{job.log_dir}"
+    dumped = cli("dump", target, "--member", "decode0", "--remote-python", sys.executable, "--json",
+                 "--out", str(tmp_path / "decode0.txt"), timeout=180)  # fmt: skip
+    assert dumped.returncode == 0, dumped.stderr
+    found = json.loads(dumped.stdout)
+    assert {"TP0", "TP1", "TP2", "TP3"} <= set(found["ranks"]) and found["odd"] == ["TP3"], found
+    assert "sglang-tui dump: decode0: " in dumped.stderr and "TP3" in dumped.stderr, dumped.stderr
+    assert "all_reduce" in (tmp_path / "decode0.txt").read_text()  # TP3's own frame, where it is stuck
+    # which member: one line, exit 2
+    unnamed = cli("dump", target, "--remote-python", sys.executable)
+    assert unnamed.returncode == 2 and "name one with --member (prefill0, prefill1, decode0)" in unnamed.stderr
+    wrong = cli("dump", target, "--member", "decode7", "--remote-python", sys.executable)
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "no member decode7" in wrong.stderr
 
 
 def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
