@@ -20,9 +20,16 @@ from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
 
-MODEL_READY = "Model is ready. Have 2 prefills and 1 decodes.\n"  # src/srtctl/core/health.py's words
-ZERO_TOKENS = "Total generated tokens:                  0\n"  # sa-bench's result table (benchmark_serving.py)
-ZERO_SAID = "benchmark.out reports 0 generated tokens (1 run(s)): the servers never served it"
+# srtctl's own log lines (its orchestrator logs them into the job's StdOut, sweep_{job_id}.log): srt-slurm's
+# src/srtctl/core/health.py and src/srtctl/cli/mixins/benchmark_stage.py; sa-bench's result table in benchmark.out
+# (src/srtctl/benchmarks/scripts/sa-bench/benchmark_serving.py). docs/srtctl-layout.md cites them.
+MODEL_READY = "INFO srtctl.core.health: Model is ready. Have 2 prefills and 1 decodes.\n"
+COMPLETED = "INFO srtctl.cli.mixins.benchmark_stage: Benchmark completed successfully\n"
+ZERO_TOKENS = "Total generated tokens:                  0\n"
+ZERO_SAID = (
+    "benchmark.out reports 0 generated tokens (1 of 1 run(s)), yet srtctl says its benchmark completed "
+    "successfully: the servers never served it"
+)
 WORKERS = (("prefill", 0, NODES[0]), ("prefill", 1, NODES[0]), ("decode", 0, NODES[1]))
 RECIPE = """\
 name: "sim-pd"
@@ -68,12 +75,14 @@ def srt_job(
     benchmark: str = "",
     late: Mapping[str, float] | None = None,
     tp: Mapping[str, int] | None = None,
+    said: str = "",
 ) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
-        out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `late`: worker name ->
-        seconds its step waits before its Python starts (its log is there, empty, meanwhile: srun makes the file at
-        the step's start, and a real worker's container and imports take that long before its first line). `tp`: worker
-    name -> its --tp (else 2)."""
+    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `said`: srtctl's own lines
+    in the job's StdOut (said as the workers start: this orchestrator says them whatever the workers do);
+    `benchmark`: benchmark.out's text. `late`: worker name -> seconds its step waits before its Python starts (its
+    log is there, empty, meanwhile: srun makes the file at the step's start, and a real worker's container and
+    imports take that long before its first line). `tp`: worker name -> its --tp (else 2)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
@@ -97,6 +106,7 @@ def srt_job(
         + ' (127.0.0.1)"\n'
         + "\n".join(steps)
         + "\n"
+        + (f"cat <<'EOF'\n{said}EOF\n" if said else "")
         + (f"cat > \"$L/benchmark.out\" <<'EOF'\n{benchmark}EOF\n" if benchmark else "")
         + "wait\n"
     )
@@ -110,7 +120,7 @@ def srt_job(
 
 
 def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path, benchmark=MODEL_READY + ZERO_TOKENS)
+    job = srt_job(cluster, tmp_path, said=MODEL_READY + COMPLETED, benchmark=ZERO_TOKENS)
     target = f"srt:{job.log_dir}"
     out = cli("wait", target, *job.args(), "--timeout", "120", "--json", timeout=180)
     assert out.returncode == 0, out.stderr
@@ -147,7 +157,7 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its
 ) -> None:
     # hang-rank: decode0's TP3 blocks in a collective of its own during capture, the others wait at the next barrier
     # (TP3 of its four: an odd one out needs a majority to be odd against)
-    job = srt_job(cluster, tmp_path, {"decode0": "hang-rank"}, benchmark=MODEL_READY, tp={"decode0": 4})
+    job = srt_job(cluster, tmp_path, {"decode0": "hang-rank"}, said=MODEL_READY, tp={"decode0": 4})
     # watch once every worker is in its capture (the prefills then wait in their PD warmup for the decode worker):
     # a short --stall-after applies to every phase, and a loaded machine can take that long to start Python
     logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
@@ -165,8 +175,11 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its
     last, said = out.stderr.splitlines()[-2:]
     assert "decode0 stalled" in last, out.stderr
     # the benchmark's word against the servers': it says ready while decode0's own log says it never got there
-    assert said.startswith(
-        "sglang-tui wait: benchmark.out says the model is ready (2P 1D), but the workers' own logs"
+    assert (
+        said.startswith(
+            "sglang-tui wait: srtctl's log says the model is ready (2P 1D), but the workers' own logs say: stalled"
+        )
+        and "decode0 stalled" in said
     ), said
     # the stalled worker's ranks, dumped inside the job on its node: the odd one named
     target = f"srt:{job.log_dir}"

@@ -181,13 +181,16 @@ async def members(
     return specs, hosts, where
 
 
-async def benchmark_check(base: Host, log_dir: str, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word (`benchmark.out`, its last HEAD_BYTES) checked against the servers' verdict: the
-    line that says where they disagree, None when they agree or there is no benchmark output."""
-    path = q(f"{log_dir.rstrip('/')}/benchmark.out")
+async def benchmark_check(base: Host, log_dir: str, job_id: str, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word (srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last HEAD_BYTES of each:
+    tui/core/srtlayout.benchmark_word) checked against the servers' verdict: the line that says where they
+    disagree, None when they agree or neither says anything yet."""
+    d = log_dir.rstrip("/")
+    sweep, bench = q(f"{d}/sweep_{job_id}.log"), q(f"{d}/benchmark.out")
+    command = f"tail -c {HEAD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; tail -c {HEAD_BYTES} {bench} 2>/dev/null; true"
     try:
-        result = await base.run(f"tail -c {HEAD_BYTES} {path} 2>/dev/null || true", timeout=30)
+        result = await base.run(command, timeout=30)
     except (HostError, TimeoutError):
         return None
-    word = srt.benchmark_word(result.stdout.decode("utf-8", "replace"))
-    return srt.benchmark_disagrees(word, servers_ready, servers_line)
+    sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
+    return srt.benchmark_disagrees(srt.benchmark_word(sweep_text, bench_text), servers_ready, servers_line)
