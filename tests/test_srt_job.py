@@ -208,6 +208,25 @@ def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_pa
     assert out.stderr.splitlines()[-1].startswith("sglang-tui wait: prefill1 failed in loading weights ("), out.stderr
 
 
+def test_the_board_takes_a_late_workers_port_from_its_log_never_reading_it_exited(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # prefill1's log is there and empty when the board opens (its Python starts 5 s late): the row waits for it to
+    # name its port, as `wait` does, instead of watching it on srtctl's allocated port (issue 36's flake)
+    job = srt_job(cluster, tmp_path, late={"prefill1": 5})
+    board = cli.popen("fleet", "--json", f"srt:{job.log_dir}", "--remote-python", sys.executable, "--no-history")
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    try:
+        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
+    finally:
+        board.terminate()
+        board.wait(60)
+    objects = [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")]
+    assert objects[-1]["reason"] == "ready: 2P 1D", objects[-1]
+    assert [m["name"] for m in objects[-1]["members"]] == ["prefill0", "prefill1", "decode0"]
+    assert not [o for o in objects if o.get("phase") == "failed"], objects  # never read exited on its way
+
+
 def test_a_bad_or_missing_directory_is_one_line(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
     missing = cli("wait", f"srt:{tmp_path}/nope/1/logs", "--remote-python", sys.executable)
     assert missing.returncode == 6 and missing.stderr.count("\n") == 1, missing.stderr
