@@ -101,5 +101,7 @@ class StatePane(Static):
         self.redraw()
 
     def on_resize(self, event: events.Resize) -> None:
-        self._drawn = None
+        # Only a pane whose text depends on its width draws anew (the shard bars); the text of every other pane is
+        # the same at any size, and Textual itself lays it out again. A forced update here redrew a pane whose size
+        # a layout pass changed after the facts had settled (a flaky "drawn between two ticks").
         self.redraw()
