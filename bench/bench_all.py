@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from bench.results import BENCHES, CANNOT_RUN_HERE, RECORDED, Bench, replace, st
 
 PY = sys.executable
 LIMIT_S = 420
+QUICK_JOBS = 4  # a quick run's scripts side by side (one by one, CI spent ~7 min waiting on them)
 RESULTS = HERE / "RESULTS.md"
 
 
@@ -80,6 +82,11 @@ def run(bench: Bench, args: tuple[str, ...]) -> tuple[str | None, str, float]:
     return text + "\n", text + "\n", took
 
 
+def run_on(bench: Bench, args: tuple[str, ...]) -> tuple[str, tuple[str | None, str, float]]:
+    """The machine as the script starts (the section's stamp says it), and what `run` gives."""
+    return machine(), run(bench, args)
+
+
 def selected(only: list[str] | None, reliability: bool, quick: bool = False) -> list[Bench]:
     """`--only`'s sections; else a plain run's (in_all), or under `--quick` every script of the registry: a quick
     run is the check that no bench has rotted (CI runs it), so the minute-long ones run too, shortened."""
@@ -95,6 +102,8 @@ def main() -> int:
     ap.add_argument("--only", metavar="NAME", action="append", help="run only sections whose name/script has NAME")
     ap.add_argument("--out", metavar="FILE", type=Path, help=f"write here instead of {RESULTS.relative_to(ROOT)}")
     ap.add_argument("--no-write", action="store_true", help="print the sections only")
+    ap.add_argument("--jobs", type=int, metavar="N",
+                    help=f"scripts side by side (default {QUICK_JOBS} with --quick, else 1: figures need a quiet machine)")  # fmt: skip
     args = ap.parse_args()
     benches = selected(args.only, not args.no_reliability, args.quick)
     if args.only and not benches:
@@ -112,22 +121,28 @@ def main() -> int:
     timings = []
     failed: list[str] = []
     failures: list[str] = []  # what each failed one printed, said again on stderr (stdout may go to /dev/null)
+    present = [b for b in benches if (HERE / b.script).exists()]
     for bench in benches:
-        if not (HERE / bench.script).exists():
+        if bench not in present:
             print(f"<!-- {bench.script}: not in the tree, skipped -->\n")
-            continue
-        before = machine()
-        section, shown, took = run(bench, bench.quick if args.quick else bench.full)
-        print(shown)
-        sys.stdout.flush()
-        timings.append(f"{bench.name} {took:.0f} s")
-        if section is None:
-            failed.append(bench.name)
-            failures.append(shown)
-        if section:
-            when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
-            kind = "a --quick run: short, not figures" if args.quick else "full run"
-            new[bench.name] = stamped(section, f"_Measured {when} at commit {rev} ({kind}, {took:.0f} s) on {before}._")
+    jobs = max(1, args.jobs if args.jobs is not None else (QUICK_JOBS if args.quick else 1))
+    # A quick run checks that every script still runs: it keeps no figure, and its scripts mostly wait on simulated
+    # startups, so they run side by side. A full run's figures need the machine to themselves: one at a time.
+    with ThreadPoolExecutor(jobs) as pool:
+        ran = [(b, pool.submit(run_on, b, b.quick if args.quick else b.full)) for b in present]
+        for bench, future in ran:
+            before, (section, shown, took) = future.result()
+            print(shown)
+            sys.stdout.flush()
+            timings.append(f"{bench.name} {took:.0f} s")
+            if section is None:
+                failed.append(bench.name)
+                failures.append(shown)
+            if section:
+                when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+                kind = "a --quick run: short, not figures" if args.quick else "full run"
+                stamp = f"_Measured {when} at commit {rev} ({kind}, {took:.0f} s) on {before}._"
+                new[bench.name] = stamped(section, stamp)
     print(f"- run times: {', '.join(timings)}; machine after the run: {machine()}")
     if failed:  # a bench that no longer runs fails the run (CI: `--quick --no-write`), after every other one ran
         for text in failures:
