@@ -31,7 +31,7 @@ OFFERED = {
     "wait": CONNECTION | WATCHING | HISTORY | {"--deployment", "--remote-python", "--sim-gpus", "--timeout", "--json",
                                                "--dump-on-stall", "--stop-on-fail", "--missing-log-grace"},
     "stop": CONNECTION | {"--deployment", "--remote-python", "--sim-gpus", "--force", "--grace", "--cancel-job"},
-    "dump": CONNECTION | {"--remote-python", "--json", "--out"},
+    "dump": CONNECTION | {"--remote-python", "--json", "--out", "--member"},
     "bench": CONNECTION | HISTORY | {"--requests", "--concurrency", "--max-tokens", "--prompts", "--timeout",
                                      "--temperature", "--json"},
     "probe": CONNECTION | HISTORY | {"--ready", "--alive", "--json", "--stall-after", "--timeout", "--no-health"},

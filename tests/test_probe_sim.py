@@ -98,8 +98,10 @@ def test_alive_passes_all_through_a_slow_start_and_ready_only_once_health_says_2
     readies = [c for c in seen if c.mode == "ready"]
     assert [c.code for c in readies[:-1]] == [7] * (len(readies) - 1)  # not ready until the deciding call
     decided = readies[-1]
-    # ready, or serving once the simulator's own warmup request is decoded: up either way, and the probe says ready
-    assert decided.report["phase"] in ("ready", "serving") and decided.probe["verdict"] == "ready"
+    # ready, or serving once the simulator's own warmup request is decoded (a loaded machine can make the deciding
+    # call late): up either way, and the probe's verdict is the phase's own word
+    assert decided.code == 0 and decided.report["phase"] in ("ready", "serving")
+    assert decided.probe["verdict"] == decided.report["phase"]
     assert "/health answers 200" in decided.probe["line"]
     assert http_get(server.port, "/health")[0] == 200
     # the probes' own requests are marked as ours in the server's access log

@@ -133,7 +133,8 @@ def test_gpus_per_node(tres: str, gpus: int | None) -> None:
     [
         (["wait", "slurm:1", "gpu2"], "a slurm: target is a whole job"),
         (["stop", "slurm:1", "--deployment", "d.toml"], "a slurm: target is a whole job"),
-        (["dump", "slurm:3"], "dump does not reach Slurm jobs yet"),
+        (["bench", "slurm:3"], "bench does not reach Slurm jobs yet"),
+        (["dump", "somehost", "--member", "decode0"], "--member names a member of a Slurm job"),
         (["wait", "slurm:4", "--launch", "python -m sglang.launch_server"], "started by its batch script"),
         (["stop", "slurm:4", "--grace", "-1"], "--grace: not 0 or more seconds: '-1'"),
     ],

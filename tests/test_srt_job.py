@@ -20,9 +20,16 @@ from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
 
-MODEL_READY = "Model is ready. Have 2 prefills and 1 decodes.\n"  # src/srtctl/core/health.py's words
-ZERO_TOKENS = "Total generated tokens:                  0\n"  # sa-bench's result table (benchmark_serving.py)
-ZERO_SAID = "benchmark.out reports 0 generated tokens (1 run(s)): the servers never served it"
+# srtctl's own log lines (its orchestrator logs them into the job's StdOut, sweep_{job_id}.log): srt-slurm's
+# src/srtctl/core/health.py and src/srtctl/cli/mixins/benchmark_stage.py; sa-bench's result table in benchmark.out
+# (src/srtctl/benchmarks/scripts/sa-bench/benchmark_serving.py). docs/srtctl-layout.md cites them.
+MODEL_READY = "INFO srtctl.core.health: Model is ready. Have 2 prefills and 1 decodes.\n"
+COMPLETED = "INFO srtctl.cli.mixins.benchmark_stage: Benchmark completed successfully\n"
+ZERO_TOKENS = "Total generated tokens:                  0\n"
+ZERO_SAID = (
+    "benchmark.out reports 0 generated tokens (1 of 1 run(s)), yet srtctl says its benchmark completed "
+    "successfully: the servers never served it"
+)
 WORKERS = (("prefill", 0, NODES[0]), ("prefill", 1, NODES[0]), ("decode", 0, NODES[1]))
 RECIPE = """\
 name: "sim-pd"
@@ -61,9 +68,21 @@ class SrtJob:
         return ["--remote-python", sys.executable, "--sim-gpus", ",".join(map(str, self.gpus))]
 
 
-def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None = None, benchmark: str = "") -> SrtJob:
+def srt_job(
+    cluster: SlurmCluster,
+    root: Path,
+    faults: Mapping[str, str] | None = None,
+    benchmark: str = "",
+    late: Mapping[str, float] | None = None,
+    tp: Mapping[str, int] | None = None,
+    said: str = "",
+) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
-    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND."""
+    out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `said`: srtctl's own lines
+    in the job's StdOut (said as the workers start: this orchestrator says them whatever the workers do);
+    `benchmark`: benchmark.out's text. `late`: worker name -> seconds its step waits before its Python starts (its
+    log is there, empty, meanwhile: srun makes the file at the step's start, and a real worker's container and
+    imports take that long before its first line). `tp`: worker name -> its --tp (else 2)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
@@ -72,11 +91,12 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
         gpu = root / f"gpus-{name}"
         gpus.append(gpu)
         fault = f" --fault {faults[name]}" if faults and name in faults else ""
+        wait = f"sleep {late[name]:g}; exec " if late and name in late else "exec "
         steps.append(
-            f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" {sys.executable} -m tui '
-            f"simulate --log /dev/stdout --port {free_port()} --tp 2 --disaggregation-mode {mode} "
+            f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" sh -c "{wait}{sys.executable} -m tui '
+            f"simulate --log /dev/stdout --port {free_port()} --tp {(tp or {}).get(name, 2)} --disaggregation-mode {mode} "
             f"--disaggregation-bootstrap-port {free_port()} --gpu-state {gpu} --shards 4 --speed 100 "
-            f"--speculative none{fault} &"
+            f'--speculative none{fault}" &'
         )
     script = (
         f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
@@ -86,6 +106,7 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
         + ' (127.0.0.1)"\n'
         + "\n".join(steps)
         + "\n"
+        + (f"cat <<'EOF'\n{said}EOF\n" if said else "")
         + (f"cat > \"$L/benchmark.out\" <<'EOF'\n{benchmark}EOF\n" if benchmark else "")
         + "wait\n"
     )
@@ -99,7 +120,7 @@ def srt_job(cluster: SlurmCluster, root: Path, faults: Mapping[str, str] | None 
 
 
 def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path, benchmark=MODEL_READY + ZERO_TOKENS)
+    job = srt_job(cluster, tmp_path, said=MODEL_READY + COMPLETED, benchmark=ZERO_TOKENS)
     target = f"srt:{job.log_dir}"
     out = cli("wait", target, *job.args(), "--timeout", "120", "--json", timeout=180)
     assert out.returncode == 0, out.stderr
@@ -131,8 +152,12 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     assert cluster.state(job.job) == "" and job_processes(job.job) == []
 
 
-def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
-    job = srt_job(cluster, tmp_path, {"decode0": "hang-capture"}, benchmark=MODEL_READY)
+def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its_odd_rank(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # hang-rank: decode0's TP3 blocks in a collective of its own during capture, the others wait at the next barrier
+    # (TP3 of its four: an odd one out needs a majority to be odd against)
+    job = srt_job(cluster, tmp_path, {"decode0": "hang-rank"}, said=MODEL_READY, tp={"decode0": 4})
     # watch once every worker is in its capture (the prefills then wait in their PD warmup for the decode worker):
     # a short --stall-after applies to every phase, and a loaded machine can take that long to start Python
     logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
@@ -150,9 +175,26 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it(cluster: SlurmClus
     last, said = out.stderr.splitlines()[-2:]
     assert "decode0 stalled" in last, out.stderr
     # the benchmark's word against the servers': it says ready while decode0's own log says it never got there
-    assert said.startswith(
-        "sglang-tui wait: benchmark.out says the model is ready (2P 1D), but the workers' own logs"
+    assert (
+        said.startswith(
+            "sglang-tui wait: srtctl's log says the model is ready (2P 1D), but the workers' own logs say: stalled"
+        )
+        and "decode0 stalled" in said
     ), said
+    # the stalled worker's ranks, dumped inside the job on its node: the odd one named
+    target = f"srt:{job.log_dir}"
+    dumped = cli("dump", target, "--member", "decode0", "--remote-python", sys.executable, "--json",
+                 "--out", str(tmp_path / "decode0.txt"), timeout=180)  # fmt: skip
+    assert dumped.returncode == 0, dumped.stderr
+    found = json.loads(dumped.stdout)
+    assert {"TP0", "TP1", "TP2", "TP3"} <= set(found["ranks"]) and found["odd"] == ["TP3"], found
+    assert "sglang-tui dump: decode0: " in dumped.stderr and "TP3" in dumped.stderr, dumped.stderr
+    assert "all_reduce" in (tmp_path / "decode0.txt").read_text()  # TP3's own frame, where it is stuck
+    # which member: one line, exit 2
+    unnamed = cli("dump", target, "--remote-python", sys.executable)
+    assert unnamed.returncode == 2 and "name one with --member (prefill0, prefill1, decode0)" in unnamed.stderr
+    wrong = cli("dump", target, "--member", "decode7", "--remote-python", sys.executable)
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "no member decode7" in wrong.stderr
 
 
 def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:
@@ -164,6 +206,25 @@ def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_pa
     # the deployment's verdict stands as folded: the scheduler's exception line may come before its OOM line
     assert prefill1["phase"] == "failed" and prefill1["error"]["kind"] in ("oom", "exception"), final["members"]
     assert out.stderr.splitlines()[-1].startswith("sglang-tui wait: prefill1 failed in loading weights ("), out.stderr
+
+
+def test_the_board_takes_a_late_workers_port_from_its_log_never_reading_it_exited(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # prefill1's log is there and empty when the board opens (its Python starts 5 s late): the row waits for it to
+    # name its port, as `wait` does, instead of watching it on srtctl's allocated port (issue 36's flake)
+    job = srt_job(cluster, tmp_path, late={"prefill1": 5})
+    board = cli.popen("fleet", "--json", f"srt:{job.log_dir}", "--remote-python", sys.executable, "--no-history")
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    try:
+        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
+    finally:
+        board.terminate()
+        board.wait(60)
+    objects = [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")]
+    assert objects[-1]["reason"] == "ready: 2P 1D", objects[-1]
+    assert [m["name"] for m in objects[-1]["members"]] == ["prefill0", "prefill1", "decode0"]
+    assert not [o for o in objects if o.get("phase") == "failed"], objects  # never read exited on its way
 
 
 def test_a_bad_or_missing_directory_is_one_line(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:

@@ -81,19 +81,31 @@ def test_a_workers_ports_come_from_its_log_else_srtctls_allocation() -> None:
 
 
 def test_the_benchmarks_word_is_checked_against_the_servers() -> None:
-    ready = (
-        "Model is not ready, waiting for 1 prefills and 0 decodes. Have 1 prefills and 1 decodes.\n"
-        "Model is ready. Have 2 prefills and 1 decodes.\n"
+    # srtctl's log (the job's StdOut): src/srtctl/core/health.py, src/srtctl/cli/mixins/benchmark_stage.py
+    sweep = (
+        "[INFO] Model is not ready, waiting for 1 prefills and 0 decodes. Have 1 prefills and 1 decodes.\n"
+        "[INFO] Model is ready. Have 2 prefills and 1 decodes.\n"
+        "[INFO] Server is healthy - starting benchmark\n"
     )
-    word = srt.benchmark_word(ready + "Total generated tokens:                  0\n")
-    assert word == srt.BenchmarkWord("2P 1D", (0,))
+    done = sweep + "[INFO] Benchmark completed successfully\n"
+    table = "Successful requests:                     0\nTotal generated tokens:                  0\n"  # sa-bench's
+    word = srt.benchmark_word(done, table + table.replace(" 0\n", " 4096\n"))
+    assert word == srt.BenchmarkWord("2P 1D", (0, 4096), "completed successfully")
     assert srt.benchmark_disagrees(word, True, "ready: 2P 1D") == (
-        "benchmark.out reports 0 generated tokens (1 run(s)): the servers never served it"
+        "benchmark.out reports 0 generated tokens (1 of 2 run(s)), yet srtctl says its benchmark completed "
+        "successfully: the servers never served it"
     )
-    said = srt.benchmark_disagrees(srt.benchmark_word(ready), False, "decode0 stalled in CUDA graph capture")
+    said = srt.benchmark_disagrees(srt.benchmark_word(done, ""), False, "decode0 stalled in CUDA graph capture")
     assert said == (
-        "benchmark.out says the model is ready (2P 1D), but the workers' own logs say: decode0 stalled "
-        "in CUDA graph capture"
+        "srtctl's log says the model is ready (2P 1D) and its benchmark completed successfully, but the workers' "
+        "own logs say: decode0 stalled in CUDA graph capture"
     )
-    assert srt.benchmark_disagrees(srt.benchmark_word(ready + "Total generated tokens: 4096\n"), True, "ready") is None
+    failed = srt.benchmark_word(sweep + "[ERROR] Benchmark failed with exit code 1\n", "")
+    assert failed.done == "failed with exit code 1"
+    assert srt.benchmark_disagrees(failed, False, "x") == (
+        "srtctl's log says the model is ready (2P 1D), but the workers' own logs say: x"
+    )
+    # srtctl's words in benchmark.out are not srtctl's log: only the table is read there
+    assert srt.benchmark_word("", sweep).ready is None
+    assert srt.benchmark_disagrees(srt.benchmark_word(sweep, "Total generated tokens: 4096\n"), True, "ready") is None
     assert srt.benchmark_disagrees(srt.BenchmarkWord(), False, "x") is None

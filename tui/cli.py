@@ -315,8 +315,13 @@ def build_parser(only: str | None = None) -> Parser:
                       help="slurm: targets: scancel the job even when another server or step still runs in it")  # fmt: skip
 
     dump = sub.add_parser("dump", help="py-spy of every process of the server: where each rank is stuck")
-    _one_host(dump)
+    dump.add_argument("host", metavar="HOST",
+                      help="user@host, an ~/.ssh/config alias, or `local` (no SSH); slurm:JOBID or srt:LOGDIR (or "
+                           "through a login node, LOGIN/…): one member of the job, --member")  # fmt: skip
     _server_options(dump)
+    dump.add_argument("--member", metavar="NAME",
+                      help="slurm:, srt: targets: the member whose processes are dumped (node1, decode0; needed "
+                           "when the job has several)")  # fmt: skip
     dump.add_argument("--json", action="store_true", help="print the ranks, their groups and the odd ones as JSON")
     dump.add_argument(
         "--out", metavar="FILE", help="save the dump here (default: under $XDG_STATE_HOME/sglang-tui/dumps)"

@@ -1,4 +1,5 @@
-"""`sglang-tui dump HOST --port N --log PATH [--json] [--out FILE]`: py-spy of every process of the server.
+"""`sglang-tui dump HOST --port N --log PATH [--json] [--out FILE]`: py-spy of every process of the server
+(`dump slurm:JOBID|srt:LOGDIR --member NAME`: one member of a Slurm job, _member below).
 
 Runs `py-spy dump` on the host for the main process, each scheduler rank and the detokenizer, groups the
 ranks by the shape of their stacks and names the odd ones out. The whole dump is saved to a file (--out,
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from tui.commands.options import DumpOptions
 from tui.core import stacks
-from tui.core.exitcodes import EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
+from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CANNOT_SEE, EXIT_CONNECT, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from tui.history.paths import state_dir
 from tui.sources import pyspy
 from tui.sources.connect import make_host
@@ -72,6 +73,8 @@ async def dump_and_save(
 
 
 async def _main(opts: DumpOptions) -> int:
+    if opts.target.slurm:
+        return await _member(opts)
     host = make_host(opts.target.spec())
     try:
         await host.connect()
@@ -115,6 +118,55 @@ def outcome(result: pyspy.DumpResult, path: Path | None, *, json_out: bool) -> t
     )
     lines = [result.grouping.summary] + ([f"saved to {path}"] if path is not None else [])
     return printed, lines, EXIT_FAILED if result.grouping.exited else EXIT_OK
+
+
+def _say(line: str) -> None:
+    print(f"sglang-tui dump: {line}", file=sys.stderr)
+
+
+async def _member(opts: DumpOptions) -> int:
+    """`dump slurm:JOBID --member node1` / `dump srt:LOGDIR --member decode0` (issue 36: "dump of one worker's
+    ranks"): the job read as `wait` and `stop` read it (tui/commands/slurm_members.py: an srtctl job's workers, a
+    job's nodes), the member's processes found among the job's own on its node (tui/sources/slurm_procs.py) and
+    dumped there through the srun step the watch uses. Every line names the member; the JSON is `dump --json`'s.
+    Exit 2 when --member names no member, or is missing while the job has several."""
+    from tui.commands import slurm_members
+    from tui.sources.slurm_procs import SlurmProcessWatch
+
+    async def body(members: slurm_members.SlurmMembers) -> int:
+        names = [s.name for s in members.specs]
+        if opts.member is None and len(names) > 1:
+            _say(f"slurm job {members.job_id} has {len(names)} members: name one with --member ({', '.join(names)})")
+            return EXIT_BAD_ARGS
+        picked = next((i for i, s in enumerate(members.specs) if s.name == (opts.member or names[0])), None)
+        if picked is None:
+            _say(f"slurm job {members.job_id} has no member {opts.member} (its members: {', '.join(names)})")
+            return EXIT_BAD_ARGS
+        spec, host = members.specs[picked], members.hosts[picked]
+        where = f"{spec.name} on {spec.host} (slurm job {members.job_id})"
+        try:
+            await host.connect()
+        except HostError as exc:
+            _say(f"cannot reach {where}: {exc}")
+            return EXIT_CONNECT
+        watch = SlurmProcessWatch(host, job_id=members.job_id, node=spec.host, port=spec.process_port)
+        try:
+            result, path = await dump_and_save(host, watch, remote_python=opts.server.remote_python, where=where,
+                                               out=opts.out)  # fmt: skip
+        except (HostError, TimeoutError) as exc:
+            _say(f"{where}: {exc}")
+            return EXIT_FAILED
+        except OSError as exc:
+            _say(f"cannot save the dump: {exc}")
+            return EXIT_FAILED
+        printed, lines, code = outcome(result, path, json_out=opts.json)
+        if printed is not None:
+            print(printed)
+        for line in lines:
+            _say(f"{spec.name}: {line}")
+        return code
+
+    return await slurm_members.with_job(opts.target, opts.server, _say, body, notes=False)
 
 
 def run(opts: DumpOptions) -> int:

@@ -71,7 +71,9 @@ async def watch_jobs(opts: ExportOptions, rows: Rows, stop: asyncio.Event) -> in
             stop.set()
             return EXIT_BAD_ARGS
         for index, watched in enumerate(fleet.rows):
-            if watched.job is None and watched.queued is None:  # nothing to follow: the board's word, said once
+            if (
+                watched.job is None and watched.queued is None and watched.pending is None
+            ):  # nothing to follow: said once
                 said = watched.entry.note or verdict_line(watched.entry.state)  # none running, or not reached
                 print(f"sglang-tui export: {watched.entry.name}: {said}", file=sys.stderr)
             publish(fleet, index, rows)

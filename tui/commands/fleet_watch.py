@@ -127,6 +127,7 @@ class Watched:
     tee: Tee = field(default_factory=Tee)
     job: JobWatch | None = None  # a Slurm job's row
     queued: QueuedJob | None = None  # a Slurm job's row while the job waits in the queue
+    pending: JobTarget | None = None  # an srtctl job's row while its workers' logs are not all there or unnamed
 
     async def view_batches(self) -> AsyncIterator[list[Event]]:
         """A server's full view: its log kept so far, then every batch as it comes."""
@@ -244,6 +245,11 @@ class Fleet:
             members = await slurm_members.resolve(*self._job(target, None), said.append)
             if isinstance(members, int):
                 self._nothing_or_unreachable(name, target.name, group, members, said)
+            elif members.pending:  # its workers are taken again once all are there and name their ports
+                await members.close()
+                entry = FleetEntry(name, f"srtctl job {members.job_id}: {members.pending}", Readiness(), kind="job",
+                                   group=group, order=len(self.rows))  # fmt: skip
+                self.rows.append(Watched(entry, None, pending=target))
             else:
                 self._open_job(members, name, group)
             return
@@ -368,13 +374,36 @@ class Fleet:
             await self._follow_job(index, watched, job_watch)
             return
 
+    async def _follow_pending(self, index: int, watched: Watched, target: JobTarget) -> None:
+        """An srtctl job's row whose workers were not all there, or did not all name their ports, when the board
+        opened: they are waited for as `wait` waits for them (a port taken before its log names it is srtctl's
+        allocation, a guess: issue 36's flake), then the row watches them."""
+        from tui.commands import slurm_members
+
+        said: list[str] = []
+        members = await slurm_members.resolve(*self._job(target, None), said.append, wait_for_workers=True)
+        if isinstance(members, int):
+            line = printable(said[-1], 300) if said else f"srtctl target {target.name}: exit {members}"
+            watched.entry = replace(watched.entry, kind="nothing", note=line)
+            watched.pending = None
+            self.changes.put_nowait(index)
+            return
+        job_watch, entry = self._job_watch(members, watched.entry.name, watched.entry.group, watched.entry.order)
+        watched.pending, watched.job, watched.entry = None, job_watch, entry
+        watched.port = members.specs[0].port if members.specs else None
+        self.changes.put_nowait(index)
+        await self._follow_job(index, watched, job_watch)
+
     def start(self) -> None:
         self._tasks = [asyncio.ensure_future(self._follow_row(i, w)) for i, w in enumerate(self.rows)
-                       if w.session is not None or w.job is not None or w.queued is not None]  # fmt: skip
+                       if w.session is not None or w.job is not None or w.queued is not None
+                       or w.pending is not None]  # fmt: skip
 
     def _follow_row(self, index: int, watched: Watched) -> Coroutine[object, object, None]:
         if watched.queued is not None:
             return self._follow_queue(index, watched, watched.queued)
+        if watched.pending is not None:
+            return self._follow_pending(index, watched, watched.pending)
         if watched.job is not None:
             return self._follow_job(index, watched, watched.job)
         return self._follow(index, watched)

@@ -71,6 +71,7 @@ class DumpOptions:
     server: WatchConfig
     json: bool = False
     out: str | None = None
+    member: str | None = None  # slurm:, srt: targets: the member (node1, decode0) whose processes are dumped
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,9 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
     if command == "stop":
         return StopOptions(target, server, force=ns.force, grace=ns.grace, cancel_job=ns.cancel_job)
     if command == "dump":
-        return DumpOptions(target, server, json=ns.json, out=ns.out)
+        if ns.member is not None and not target.slurm:
+            raise OptionsError("--member names a member of a Slurm job (slurm:JOBID, srt:LOGDIR): give one")
+        return DumpOptions(target, server, json=ns.json, out=ns.out, member=ns.member)
     if command == "bench":
         return BenchOptions(target, server, _history(ns), ns.requests, ns.concurrency, ns.max_tokens, ns.prompts,
                             ns.timeout, ns.temperature, ns.json)  # fmt: skip
@@ -360,7 +363,7 @@ def _slurm_problem(command: str, hosts: tuple[str, ...], deployment: str | None,
         return (
             "a slurm: target is a whole job (Slurm names its nodes): give it alone, without other HOSTs or --deployment"
         )
-    if command in ("dump", "bench"):
+    if command == "bench":
         return f"{command} does not reach Slurm jobs yet: give a node's HOST (its sshd), or watch with wait slurm:JOBID"
     if launch:
         return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"

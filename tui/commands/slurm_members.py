@@ -42,6 +42,7 @@ class SlurmMembers:
     notes: list[str] = field(default_factory=list)  # what was decided on the way (said by the command)
     owns_base: bool = True  # close() closes the base host too (else its opener does)
     shown: str = ""  # the target as the user wrote it, when it is no `slurm:` one (`srt:LOGDIR`)
+    pending: str = ""  # an srtctl job's workers not all there, or not all on the port their logs name: what lacks
 
     @property
     def job_id(self) -> str:
@@ -208,13 +209,16 @@ async def _open(server: WatchConfig, target: sj.SlurmTarget, base: Host, say: Ca
     return OpenJob(target, job_id, base, cli)
 
 
-async def resolve(target: Target, server: WatchConfig, say: Callable[[str], None]) -> SlurmMembers | int:
-    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said."""
+async def resolve(
+    target: Target, server: WatchConfig, say: Callable[[str], None], *, wait_for_workers: bool = False
+) -> SlurmMembers | int:
+    """The job the HOST names as members and connected-on-use hosts, or the exit code after one line was said.
+    `wait_for_workers`: an srtctl job's workers are waited for as `wait` waits for them (members_of)."""
     opened = await open_job(target, server, say)
     if isinstance(opened, int):
         return opened
     try:
-        found = await members_of(opened, server, target.discover, say, wait_for_workers=False)
+        found = await members_of(opened, server, target.discover, say, wait_for_workers=wait_for_workers)
     except BaseException:
         await opened.base.close()
         raise
@@ -262,8 +266,9 @@ async def members_of(
         )
         if isinstance(found, int):
             return found
-        specs, srt_hosts, line = found
-        return SlurmMembers(target, nodes, specs, srt_hosts, base, cli, [line], owns_base=owns_base, shown=opened.shown)
+        specs, srt_hosts, line, pending = found
+        return SlurmMembers(target, nodes, specs, srt_hosts, base, cli, [line], owns_base=owns_base,
+                            shown=opened.shown, pending=pending)  # fmt: skip
     gpus = sj.gpus_per_node(job.tres_per_node)
     hosts = [SrunHost(base, job_id, n, remote_python=server.remote_python, gpus=gpus) for n in nodes.nodes]
     logs, where = node_logs(nodes, pattern)
@@ -301,6 +306,7 @@ async def with_job(
     *,
     timeout: float | None = None,
     notes: bool = True,
+    wait_for_workers: bool = False,
 ) -> int:
     """Resolve the job (resolve), say what was decided (where the logs are: `notes`), run `body` on it, close
     every host; body's exit code or resolve's (EXIT_TIMEOUT when `timeout` runs out first). Every line said is
@@ -310,7 +316,7 @@ async def with_job(
         say(printable(line, 600))
 
     try:
-        found = await asyncio.wait_for(resolve(target, server, clean), timeout)
+        found = await asyncio.wait_for(resolve(target, server, clean, wait_for_workers=wait_for_workers), timeout)
     except asyncio.TimeoutError:
         clean(f"timed out reading the Slurm job {target.host}")
         return EXIT_TIMEOUT

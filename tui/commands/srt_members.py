@@ -151,8 +151,9 @@ async def workers_of(
 async def members(
     base: Host, cli: SlurmCli, job: sj.SlurmJob, nodes: JobNodes, log_dir: str, server: WatchConfig,
     say: Callable[[str], None], *, wait_for_workers: bool = True,
-) -> tuple[list[MemberSpec], list[SrunHost], str] | int:  # fmt: skip
-    """The workers as members, their hosts inside the allocation, and the line saying what was found."""
+) -> tuple[list[MemberSpec], list[SrunHost], str, str] | int:  # fmt: skip
+    """The workers as members, their hosts inside the allocation, the line saying what was found, and what they
+    still lack ("" when nothing: _pending)."""
     if wait_for_workers:
         found = await workers_of(base, cli, job, log_dir, say)
     else:
@@ -178,16 +179,33 @@ async def members(
     hosts = [SrunHost(base, job.job_id, s.host, remote_python=server.remote_python, gpus=gpus) for s in specs]
     where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
              f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
-    return specs, hosts, where
+    return specs, hosts, where, await _pending(base, log_dir, found, heads)
 
 
-async def benchmark_check(base: Host, log_dir: str, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word (`benchmark.out`, its last HEAD_BYTES) checked against the servers' verdict: the
-    line that says where they disagree, None when they agree or there is no benchmark output."""
-    path = q(f"{log_dir.rstrip('/')}/benchmark.out")
+async def _pending(base: Host, log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str]) -> str:
+    """What the members still lack ("" when nothing): a worker log the recipe asks for and the directory does not
+    hold yet, or a log that names no port yet (its port is then srtctl's allocation, a guess: a view that watches
+    on must take them again once they are there)."""
+    listed = await list_dir(base, log_dir)
+    if not isinstance(listed, str):
+        recipe = listed[1]
+        want = recipe.counts() if (recipe.disaggregated or recipe.agg_workers) else None
+        if want is not None and srt.worker_counts(found) != want:
+            return f"worker logs {srt.worker_counts(found)} of {want} so far"
+    unnamed = sorted({w.name for w in found if srt.log_port(heads.get(w.log, "")) is None})
+    return f"the log of {', '.join(unnamed)} names no port yet" if unnamed else ""
+
+
+async def benchmark_check(base: Host, log_dir: str, job_id: str, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word (srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last HEAD_BYTES of each:
+    tui/core/srtlayout.benchmark_word) checked against the servers' verdict: the line that says where they
+    disagree, None when they agree or neither says anything yet."""
+    d = log_dir.rstrip("/")
+    sweep, bench = q(f"{d}/sweep_{job_id}.log"), q(f"{d}/benchmark.out")
+    command = f"tail -c {HEAD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; tail -c {HEAD_BYTES} {bench} 2>/dev/null; true"
     try:
-        result = await base.run(f"tail -c {HEAD_BYTES} {path} 2>/dev/null || true", timeout=30)
+        result = await base.run(command, timeout=30)
     except (HostError, TimeoutError):
         return None
-    word = srt.benchmark_word(result.stdout.decode("utf-8", "replace"))
-    return srt.benchmark_disagrees(word, servers_ready, servers_line)
+    sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
+    return srt.benchmark_disagrees(srt.benchmark_word(sweep_text, bench_text), servers_ready, servers_line)

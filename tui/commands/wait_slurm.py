@@ -125,7 +125,7 @@ async def _run(opts: WaitOptions, reporter: Reporting, opened: slurm_members.Ope
             from tui.commands import srt_members
 
             disagrees = await srt_members.benchmark_check(
-                opened.base, srt_dir, found.kind in ("ready", "serving"), said
+                opened.base, srt_dir, opened.job_id, found.kind in ("ready", "serving"), said
             )
             if disagrees:
                 say(disagrees)

@@ -78,7 +78,9 @@ async def watch_slurm(opts: WatchOptions) -> int:
     ended = await queued_first(opts.target, opts.server, _say)  # a job still in the queue: waited for here
     if ended is not None:
         return ended
-    return await slurm_members.with_job(opts.target, opts.server, _say, body)
+    # An srtctl job's workers as `wait` takes them: each once its log is there and names its port (a port taken
+    # before that is srtctl's allocation, a guess: issue 36's flake watched a worker on a port it never used).
+    return await slurm_members.with_job(opts.target, opts.server, _say, body, wait_for_workers=True)
 
 
 def run(opts: WatchOptions) -> int:

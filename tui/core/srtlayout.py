@@ -198,31 +198,51 @@ def worker_counts(found: list[SrtWorker]) -> str:
     return f"{a} agg" if a and not (p or d) else f"{p}P {d}D"
 
 
+# srtctl's own words, logged by its orchestrator into the job's StdOut (`sweep_{job_id}.log`; srt-slurm's
+# src/ingest/ingest.py `_LIFECYCLE` reads them there): src/srtctl/core/health.py `Model is ready. Have {n} prefills
+# and {m} decodes.`; src/srtctl/cli/mixins/benchmark_stage.py `Benchmark completed successfully` / `Benchmark failed
+# with exit code {n}`. The benchmark's own output is `benchmark.out` (benchmark_stage.py): sa-bench's result table
+# (src/srtctl/benchmarks/scripts/sa-bench/benchmark_serving.py `Total generated tokens:`, one per concurrency).
 _MODEL_READY = lazy(r"Model is ready\. Have (\d+) prefills and (\d+) decodes")
+_BENCH_DONE = lazy(r"Benchmark (completed successfully|failed with exit code -?\d+)")
 _GENERATED = lazy(r"^Total generated tokens:\s+(\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class BenchmarkWord:
-    """What `benchmark.out` says (src/srtctl/core/health.py's readiness words; sa-bench's result table)."""
+    """What srtctl's log and the benchmark's output say of the run."""
 
-    ready: str | None = None  # "2P 1D" when it printed `Model is ready. Have 2 prefills and 1 decodes.`
-    generated: tuple[int, ...] = ()  # each `Total generated tokens:` it printed
+    ready: str | None = None  # "2P 1D" when srtctl logged `Model is ready. Have 2 prefills and 1 decodes.`
+    generated: tuple[int, ...] = ()  # each `Total generated tokens:` benchmark.out printed
+    done: str | None = None  # "completed successfully" | "failed with exit code 1", srtctl's last word on it
 
 
-def benchmark_word(text: str) -> BenchmarkWord:
-    ready = _MODEL_READY.findall(text)
+def benchmark_word(sweep: str, bench: str) -> BenchmarkWord:
+    """`sweep`: the job's StdOut (srtctl's log, its tail); `bench`: benchmark.out (its tail)."""
+    ready = _MODEL_READY.findall(sweep)
+    done = _BENCH_DONE.findall(sweep)
     return BenchmarkWord(
         ready=f"{ready[-1][0]}P {ready[-1][1]}D" if ready else None,
-        generated=tuple(int(n) for n in _GENERATED.findall(text)),
+        generated=tuple(int(n) for n in _GENERATED.findall(bench)),
+        done=done[-1] if done else None,
     )
 
 
 def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word checked against the servers': a line when it says ready while the servers' own logs
-    say otherwise, or when a run generated 0 tokens; None when they agree."""
+    """The benchmark's word checked against the servers': a line when a run generated 0 tokens, or when srtctl says
+    the model is ready (or its benchmark completed) while the workers' own logs say otherwise; None when they
+    agree."""
     if word.generated and min(word.generated) == 0:
-        return f"benchmark.out reports 0 generated tokens ({len(word.generated)} run(s)): the servers never served it"
-    if word.ready is not None and not servers_ready:
-        return f"benchmark.out says the model is ready ({word.ready}), but the workers' own logs say: {servers_line}"
-    return None
+        runs = sum(1 for n in word.generated if n == 0)
+        done = f", yet srtctl says its benchmark {word.done}" if word.done == "completed successfully" else ""
+        return (
+            f"benchmark.out reports 0 generated tokens ({runs} of {len(word.generated)} run(s)){done}: "
+            "the servers never served it"
+        )
+    if servers_ready:
+        return None
+    said = [f"the model is ready ({word.ready})"] if word.ready is not None else []
+    said += ["its benchmark completed successfully"] if word.done == "completed successfully" else []
+    if not said:
+        return None
+    return f"srtctl's log says {' and '.join(said)}, but the workers' own logs say: {servers_line}"

@@ -160,6 +160,18 @@ def server_target(found: SlurmFound, job_id: str, node: str, port: int | None = 
     )
 
 
+def unclaimed_ports(found: SlurmFound, port: int | None) -> list[int | None]:
+    """The ports the job's SGLang servers on this node name (None: one that names none), when server_target finds
+    none of them to be the one on `port`: processes the look saw but could not tell this server's from (a
+    worker whose port was taken before its log named it). Empty when the port names nothing, or no SGLang
+    process of the job runs here."""
+    if port is None:
+        return []
+    live = {pid: jp for pid, jp in found.job.items() if jp.proc.alive}
+    roots = {_root(pid, live) for pid, jp in live.items() if jp.titled}
+    return sorted({argv_port(live[pid].cmdline) for pid in roots}, key=lambda p: (p is None, p or 0))
+
+
 def batch_roots(found: SlurmFound) -> dict[int, int]:
     """The batch script's own processes at the top of the batch step (pid -> start): what ends the job when it
     exits. (The server, when the script started it itself, is its child, never one of these.)"""
@@ -213,6 +225,18 @@ class SlurmFind:
         return server_target(found, self.job_id, self.node, self.port)
 
     def _not_found(self) -> ServerProcess:
+        """None of the job's processes on this node is the server. Gone only when no SGLang process of the job runs
+        here: one that runs on another port is a server the look saw but could not tell apart from this one
+        (unknown, never "no process left"; issue 36's flake: a worker watched on a port its log had not named)."""
+        found = self._last_find
+        others = unclaimed_ports(found, self.port) if isinstance(found, SlurmFound) else []
+        if others:
+            named = ", ".join("no port" if p is None else str(p) for p in others)
+            return ServerProcess(
+                alive=None,
+                detail=f"SGLang processes of slurm job {self.job_id} run on {self.node} (port {named}), none on "
+                f"port {self.port}: which are this server's is not known",
+            )
         return ServerProcess(alive=False, detail=f"no SGLang process of slurm job {self.job_id} on {self.node}")
 
 
