@@ -127,9 +127,11 @@ def main() -> int:
                 rows.append([f"baseline `python -c \"import json, http.client, socket, os\"`, {where}", *ms_row(bare),
                              cpu_ms(f"bare {load}"), "1x", ""])  # fmt: skip
                 met = ratio <= 4 and max(walls) <= 1.0 and set(codes) == {0}
+                cpu_ratio = pct(CPU[f"probe {load}"], 50) / pct(CPU[f"bare {load}"], 50)
                 verdicts.append(f"{where}: p50 {'within' if ratio <= 4 else 'above'} 4x the baseline, max "
                                 f"{'<=' if max(walls) <= 1.0 else '>'} 1 s, {'every' if set(codes) == {0} else 'not every'} "
-                                f"call exit 0: {'meets' if met else 'misses'} the issue's bar")  # fmt: skip
+                                f"call exit 0: {'meets' if met else 'misses'} the issue's bar; CPU p50 {cpu_ratio:.1f}x "
+                                "the baseline's (the figure the load inflates least)")  # fmt: skip
                 if not readyz:
                     continue
                 rows.append([f"`curl /readyz` of `export` (curl's own request time), {where}",

@@ -16,6 +16,8 @@ from tests.helpers.sim import ROOT, wait_ready
 # what a probe never needs: the TUI and its toolkit, the HTTP/SSH clients it does without on a local look, the
 # simulator, the TOML parser (no settings file here), and every other command
 NEVER = ("textual", "rich", "httpx", "asyncssh", "tui.ui", "tui.sim", "tomllib", "tui.history.store")
+# nor the other commands' option records, nor what reads a Slurm job, an srtctl job or a deployment (one server here)
+NOT_FOR_ONE_SERVER = ("tui.commands.options", "tui.core.slurmjob", "tui.core.srtlayout", "tui.core.deployment")
 OTHER_COMMANDS = ("watch", "wait", "stop", "dump", "bench", "replay", "history", "demo", "simulate", "export", "fleet")
 
 
@@ -38,6 +40,7 @@ def test_a_ready_probe_loads_no_ui_no_simulator_and_no_other_command(sim: Sims, 
     assert "tui.commands.probe" in loaded and "tui.sources.probe_look" in loaded
     assert not {m for m in loaded if any(m == n or m.startswith(n + ".") for n in NEVER)}
     assert not loaded & {f"tui.commands.{name}" for name in OTHER_COMMANDS}
+    assert not loaded & set(NOT_FOR_ONE_SERVER)
 
 
 def test_a_start_slower_than_the_timeout_leaves_health_its_whole_timeout(sim: Sims, cli: Cli, tmp_path: Path) -> None:

@@ -39,3 +39,43 @@ async def test_a_board_at_rest_sets_its_clock_for_the_next_minute_and_a_starting
             await pilot.pause(0.05)
         assert app.clock_due == 1001.0
         assert str(app.table.get_row_at(1)[2]) != "ready"
+
+
+async def test_an_up_rows_minutes_roll_over_with_the_clock_not_with_its_next_change() -> None:
+    """A ready row whose minute rolled over (59.5 s in phase, then 60.5 s) keeps "<1m" through a change of its state
+    within the same minute of the clock: only that change's cell is drawn, not IN PHASE. Once the clock's minute
+    moves, the next redraw rolls every up row's minutes over together (one repaint for all, issue 32)."""
+    clock = [NOW]
+    ready = Readiness().evolve(phase=Phase.READY, phase_since=NOW - 59.5, connection="connected")
+    entries = [FleetEntry(f"s{i}", "gpu1", ready, order=i) for i in range(2)]
+    changes: asyncio.Queue[int] = asyncio.Queue()
+
+    async def changed() -> AsyncIterator[int]:
+        while True:
+            yield await changes.get()
+
+    def no_view(index: int) -> Screen[object] | None:
+        return None
+
+    def cell(row: int, column: str) -> str:
+        return str(app.table.get_cell(str(row), column))
+
+    async def after_change(row: int, state: Readiness, column: str, words: str) -> None:
+        entries[row] = FleetEntry(f"s{row}", "gpu1", state, order=row)
+        changes.put_nowait(row)
+        for _ in range(200):
+            if cell(row, column) == words:
+                return
+            await pilot.pause(0.05)
+        raise AssertionError(f"row {row}'s {column} never said {words!r}: {cell(row, column)!r}")
+
+    app = FleetApp(BoardSources(lambda: list(entries), changed, no_view, clock=lambda: clock[0]))
+    async with app.run_test(size=(160, 20)) as pilot:
+        await pilot.pause()
+        assert cell(0, "in_phase") == cell(1, "in_phase") == "<1m"
+        clock[0] = NOW + 1.0  # 60.5 s in phase, the same minute of the clock (1001.5 < 1020)
+        await after_change(0, ready.evolve(health_probed=False), "health", "off")
+        assert cell(0, "in_phase") == "<1m"
+        clock[0] = 1021.0  # the clock's next minute: the next redraw (here row 1's change) rolls both rows over
+        await after_change(1, ready.evolve(health_probed=False), "health", "off")
+        assert cell(1, "in_phase") == "1m" and cell(0, "in_phase") == "1m"

@@ -10,9 +10,12 @@ import importlib
 import math
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_INTERRUPTED, epilog, table_epilog
+
+if TYPE_CHECKING:
+    from tui.core.settings import Settings
 
 SUBCOMMANDS = (
     "wait", "stop", "replay", "demo", "simulate", "dump", "bench", "history", "probe", "export", "fleet",
@@ -565,6 +568,17 @@ def _options_of(parser: argparse.ArgumentParser, command: str) -> tuple[str, ...
     return ()
 
 
+def _options(namespace: argparse.Namespace, settings: Settings) -> object:
+    """The command's one frozen value; a probe's from its own module (the others' records are no probe's cost)."""
+    if namespace.command == "probe":
+        from tui.commands.probe_options import probe_options
+
+        return probe_options(namespace, settings)
+    from tui.commands.options import from_namespace
+
+    return from_namespace(namespace, settings)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; what it prints reaches the terminal through terminal_safe (commands/safe_output.py)."""
     from tui.commands.dependency_warnings import keep_dependency_warnings_out
@@ -603,10 +617,10 @@ def _main(argv: list[str]) -> int:
     if not namespace.command:
         parser.print_help()
         return EXIT_BAD_ARGS
-    from tui.commands.options import OptionsError, from_namespace
+    from tui.commands.probe_options import OptionsError
 
     try:
-        options = from_namespace(namespace, settings)
+        options = _options(namespace, settings)
     except OptionsError as err:  # options that cannot go together: the same one line, before anything is reached
         parser.error(str(err))
     module = importlib.import_module(f"tui.commands.{namespace.command}")

@@ -10,20 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.commands.probe_options import OptionsError as OptionsError  # re-exported: still importable from here
+from tui.commands.probe_options import ProbeOptions as ProbeOptions  # re-exported: still importable from here
+from tui.commands.probe_options import history_of as _history
+from tui.commands.probe_options import probe_options
+from tui.commands.probe_options import ssh_of as _ssh
 from tui.commands.targets import JobTarget, ServerTarget, is_job_target, job_target, parse_listen, parse_target
 from tui.core.config import Hooks, Ssh, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
+from tui.core.jobtargets import is_slurm_target, is_srt_target
 from tui.core.settings import Given, Settings
-from tui.core.slurmjob import is_slurm_target
-from tui.core.srtlayout import is_srt_target
-from tui.history.paths import history_path
 
 if TYPE_CHECKING:  # the simulator's module only for demo and simulate (a probe exec'd each period loads none)
     from tui.sim.params import SimParams
-
-
-class OptionsError(Exception):
-    """Options that cannot go together; str() is the one line to print."""
 
 
 @dataclass(frozen=True)
@@ -89,20 +88,6 @@ class BenchOptions:
     timeout: float = 300.0
     temperature: float = 0.0
     json: bool = False
-
-
-@dataclass(frozen=True)
-class ProbeOptions:
-    """`sglang-tui probe TARGET (--ready | --alive)`: one look, one verdict."""
-
-    server: ServerTarget
-    ssh: Ssh
-    ready: bool  # --ready (else --alive)
-    history: Path | None = None
-    json: bool = False
-    stall_after: float | None = None
-    timeout: float = 1.0
-    health: bool = True
 
 
 @dataclass(frozen=True)
@@ -246,7 +231,7 @@ def from_namespace(ns: argparse.Namespace, settings: Settings) -> Options:
     if command == "simulate":
         return SimulateOptions(_sim_params(ns), ns.router, tuple(ns.prefill), tuple(ns.decode))
     if command == "probe":
-        return _probe(ns, settings)
+        return probe_options(ns, settings)
     if command == "export":
         return _export(ns, settings)
     if command == "fleet":
@@ -310,21 +295,6 @@ def _reached(ns: argparse.Namespace, settings: Settings) -> tuple[Target, WatchC
         stall_after=getattr(ns, "stall_after", None),
     )
     return target, server
-
-
-def _ssh(ns: argparse.Namespace) -> Ssh:
-    return Ssh(ns.ssh_port, ns.user, ns.identity, ns.known_hosts, ns.ssh_config)
-
-
-def _probe(ns: argparse.Namespace, settings: Settings) -> ProbeOptions:
-    if len(ns.host) != 1:
-        raise OptionsError("give one TARGET (HOST, HOST:PORT or HOST:PORT:LOG); a probe judges one server")
-    given = Given(port=ns.port, log=ns.log).over(settings.for_host(ns.host[0]))
-    try:
-        server = parse_target(ns.host[0], port=given.port, log=given.log)
-    except ValueError as err:
-        raise OptionsError(str(err)) from None
-    return ProbeOptions(server, _ssh(ns), ns.ready, _history(ns), ns.json, ns.stall_after, ns.timeout, not ns.no_health)
 
 
 def _export(ns: argparse.Namespace, settings: Settings) -> ExportOptions:
@@ -398,10 +368,6 @@ def _slurm_problem(command: str, hosts: tuple[str, ...], deployment: str | None,
     if launch:
         return "--launch starts a server itself; a Slurm job's server is started by its batch script (sbatch)"
     return None
-
-
-def _history(ns: argparse.Namespace) -> Path | None:
-    return history_path(ns.history, off=ns.no_history)
 
 
 def _accept_len(text: str | None) -> float | None:

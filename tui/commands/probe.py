@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.commands import probe_file
-from tui.commands.options import ProbeOptions
+from tui.commands.probe_options import ProbeOptions
 from tui.commands.targets import ServerTarget
 from tui.core.config import WatchConfig
 from tui.core.events import ConnectionState, Event, LogReset

@@ -16,11 +16,12 @@ ValueError carries one line for the user. Read once, by tui/commands/options.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from tui.core.slurmjob import SlurmTarget, is_slurm_target
-from tui.core.slurmjob import parse_target as parse_slurm_target
-from tui.core.srtlayout import is_srt_target
-from tui.core.srtlayout import parse_target as parse_srt_target
+from tui.core.jobtargets import is_slurm_target, is_srt_target
+
+if TYPE_CHECKING:  # read only for a job's target: a probe (one server, exec'd each period) loads neither module
+    from tui.core.slurmjob import SlurmTarget
 
 DEFAULT_PORT = 30000
 
@@ -110,6 +111,10 @@ def is_job_target(text: str) -> bool:
 
 def job_target(text: str, *, port: int | None = None, log: str | None = None) -> JobTarget:
     """A Slurm job as `fleet` and `export` take it (is_job_target(text) is true); ValueError with one line."""
+    from tui.core.slurmjob import SlurmTarget
+    from tui.core.slurmjob import parse_target as parse_slurm_target
+    from tui.core.srtlayout import parse_target as parse_srt_target
+
     if is_srt_target(text):
         where = parse_srt_target(text)  # SrtTargetError is a ValueError
         return JobTarget(text, SlurmTarget(None, where.login), port, srt=str(where))

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.lazyre import lazy
 from tui.core.logbatch import batch_fields
 
 SOURCES = ("meta_info", "log", "metrics")  # the order accept_len is taken in (first present wins)
@@ -181,7 +182,7 @@ def log_accept_len(text: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-_METRIC = re.compile(r"^sglang:spec_accept_length(?:\{[^}]*\})?\s+([-+0-9.eE]+|NaN)\s*$", re.M)
+_METRIC = lazy(r"^sglang:spec_accept_length(?:\{[^}]*\})?\s+([-+0-9.eE]+|NaN)\s*$", re.M)
 
 
 def metrics_accept_len(text: str) -> float | None:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tui.core.slurmjob import is_slurm_target
-from tui.core.srtlayout import is_srt_target
+from tui.core.jobtargets import is_slurm_target, is_srt_target
 from tui.core.state import Readiness
 
 

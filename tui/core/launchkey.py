@@ -7,9 +7,9 @@ Pure: `args_hash(text)` reads a `server_args=` line, `launch_key(server, host)` 
 from __future__ import annotations
 
 import json
-import re
 import zlib
 
+from tui.core.lazyre import lazy
 from tui.core.state import Readiness, ServerInfo
 
 # Fields that change between otherwise identical launches (or name where it runs): not part of the hash.
@@ -19,7 +19,7 @@ VOLATILE = frozenset(
      "decode_log_interval", "enable_metrics", "show_time_cost", "base_gpu_id", "download_dir", "metrics_http_port",
      "watchdog_timeout", "crash_dump_folder", "tokenizer_worker_num", "warmups", "skip_server_warmup"}
 )  # fmt: skip
-_FIELD = re.compile(r"""(?:(?<=[(,{\s])|^)'?(\w+)'?(?:=|: )""")
+_FIELD = lazy(r"""(?:(?<=[(,{\s])|^)'?(\w+)'?(?:=|: )""")
 
 
 def args_hash(text: str) -> str | None:

@@ -6,18 +6,20 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-SHARDS = re.compile(
+from tui.core.lazyre import lazy
+
+SHARDS = lazy(
     r"(?P<desc>[^\r\n]*?):\s+\d{1,3}% Completed \| (?P<n>\d{1,9})/(?P<total>\d{1,9})"
     r"(?: \[(?P<elapsed>[\d:]{1,12})<(?P<remaining>[\d:?]{1,12}))?",
     re.ASCII,
 )
-TQDM = re.compile(
+TQDM = lazy(
     r"\s*(?:(?P<desc>[^\r\n]*?):\s*)?\d{1,3}%\|[^|]*\|\s*(?P<n>\d{1,9})/(?P<total>\d{1,9})"
     r"(?: \[(?P<elapsed>[\d:]{1,12})<(?P<remaining>[\d:?]{1,12}))?",
     re.ASCII,
 )
-_BS = re.compile(r"\b(?:bs|num_tokens)=(\d{1,9})", re.ASCII)
-_AVAIL = re.compile(r"avail_mem=(\d{1,9}(?:\.\d{1,6})?) ?GB", re.ASCII)
+_BS = lazy(r"\b(?:bs|num_tokens)=(\d{1,9})", re.ASCII)
+_AVAIL = lazy(r"avail_mem=(\d{1,9}(?:\.\d{1,6})?) ?GB", re.ASCII)
 CAPTURE_DESCS = ("Capturing batches", "Capturing num tokens", "Capturing prefill shape", "Compiling num tokens")
 PIECEWISE_DESCS = ("Capturing num tokens", "Compiling num tokens")  # piecewise CUDA graph: its own bar
 JIT_DESCS = ("DeepGEMM warmup",)  # DeepGEMM JIT: one bar over the M sizes of each kernel shape

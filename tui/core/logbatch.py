@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 
 from tui.core.events import BatchStats
+from tui.core.lazyre import lazy
 from tui.core.logenvelope import LogClock, split_envelope
 from tui.core.loglines import strip_ansi
 from tui.core.vocab import BatchStage
 
-_BATCH_FIELD = re.compile(
+_BATCH_FIELD = lazy(
     r"(#running-req|#queue-req|token usage|accept len|accept rate|gen throughput \(token/s\)): (-?\d{1,12}(?:\.\d{1,6})?)",
     re.ASCII,
 )

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 
 from tui.core.events import ServerArgs
+from tui.core.lazyre import lazy
 
-LAUNCH_COMMAND = re.compile(r"(?:\bpython[\d.]*\s+-m\s+sglang\.launch_server|\bsglang\s+serve)\b(?=\s|$)", re.ASCII)
-_OPTION = re.compile(r"(?<!\S)(--[a-z][a-z0-9-]*)(?:=(\S*)|\s+([^\s-]\S*))?", re.ASCII)
+LAUNCH_COMMAND = lazy(r"(?:\bpython[\d.]*\s+-m\s+sglang\.launch_server|\bsglang\s+serve)\b(?=\s|$)", re.ASCII)
+_OPTION = lazy(r"(?<!\S)(--[a-z][a-z0-9-]*)(?:=(\S*)|\s+([^\s-]\S*))?", re.ASCII)
 _SIZES = {
     "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
     "dp": ("--dp", "--dp-size", "--data-parallel-size"),

@@ -10,13 +10,15 @@ import calendar
 import re
 from typing import NamedTuple
 
-ENVELOPE = re.compile(
+from tui.core.lazyre import lazy
+
+ENVELOPE = lazy(
     r"\[(?P<ts>(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\](?: |$)",
     re.ASCII,
 )
 # Prefixes put in front of a line by whatever collected it; stripped one at a time from the start.
-WRAPPER = re.compile(
+WRAPPER = lazy(
     r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? (?:\| )?"  # collector time
     r"|[A-Za-z0-9][\w.@/-]*\s*\| "  # docker compose service
     r"|\[[A-Za-z0-9][\w.@/-]*\]\s*\| "  # a bracketed service name (`[sglang]     | `)
@@ -32,26 +34,26 @@ WRAPPER = re.compile(
 )
 # A tracing formatter (Rust `tracing`, NVIDIA Dynamo) that rewrites every line:
 # `2025-11-05T01:56:54.281615Z  INFO model_runner.init_device_graphs: message   `.
-TRACING = re.compile(
+TRACING = lazy(
     r"(?P<date>\d{4}-\d{2}-\d{2})T(?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\s+"
     r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+"
     r"(?P<target>[\w.<>-]*(?:\{[^}]*\})?(?:::?[\w.<>-]+(?:\{[^}]*\})?)*)(?::\s+|:?$)",
     re.ASCII,
 )
 # A logger that puts the level and the module after SGLang's time: `[2025-12-18 07:58:50] INFO trace.py:52: msg`.
-LEVEL_HEAD = re.compile(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [\w./-]+\.py:\d+: ?", re.ASCII)
+LEVEL_HEAD = lazy(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [\w./-]+\.py:\d+: ?", re.ASCII)
 # A Python logger's level and source before the message, once a wrapper's time is gone:
 # `INFO 151972 [scheduler_metrics_mixin.py:287] msg`, `INFO sglang.srt.managers.scheduler: msg`, `ERROR [x.py:3] msg`.
-LEVEL_PREFIX = re.compile(
+LEVEL_PREFIX = lazy(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{1,10}\s+)?"
     r"(?:\[[\w./-]+:\d+\]\s*|[A-Za-z_][\w.]*(?:\.py)?(?::\d+)?:\s+)",
     re.ASCII,
 )
 # SGLang 0.1–0.2's envelope (`[gpu_id=0] Load weight begin. …`), alone or under a later time stamp: the GPU's index on
 # its node, not the TP rank (a node of a multi-node group counts from 0 again): a label that says no TP index.
-GPU_ID = re.compile(r"\[gpu_id=(\d{1,4})\] ?", re.ASCII)
-CUT_ERROR = re.compile(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
-_TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:", re.ASCII)
+GPU_ID = lazy(r"\[gpu_id=(\d{1,4})\] ?", re.ASCII)
+CUT_ERROR = lazy(r"(?P<level>ERROR|CRITICAL)(?:\s+\S*)?$", re.ASCII)  # the level, then the line was cut
+_TORCH_RANK = lazy(r"\[rank(\d{1,6})\]:", re.ASCII)
 
 
 class Envelope(NamedTuple):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from tui.core.lazyre import lazy
 from tui.core.vocab import ErrorKind
 
 # Host memory exhausted: `OSError: [Errno 12] Cannot allocate memory` (ENOMEM), the kernel's OOM killer (`Out of
@@ -20,8 +21,8 @@ HOST_OOM_TEXT = (
     r"\[Errno 12\] Cannot allocate memory|Cannot allocate memory|Out of memory: Killed process|"
     r"Memory cgroup out of memory|invoked oom-killer|\boom-kill(?:er)?:|oom_reaper: reaped process|\bOOMKilled\b"
 )
-HOST_OOM = re.compile(HOST_OOM_TEXT)
-OOM = re.compile(
+HOST_OOM = lazy(HOST_OOM_TEXT)
+OOM = lazy(
     r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|HIP out of memory|NPU out of memory|"
     r"\[CUDA\]: out of memory|HIP error: out of memory|cudaErrorMemoryAllocation|"
     r"Not enough memory\. Please try to increase --mem-fraction-static|" + HOST_OOM_TEXT,
@@ -30,10 +31,10 @@ OOM = re.compile(
 # `[Errno 98]` is EADDRINUSE in Python's OSError text (uvicorn: `[Errno 98] error while attempting to bind on address
 # (…): address already in use`, which a cut line may lose the end of). c10d's own `(errno: 98 - Address already in
 # use)` warnings are not in it: TCPStore tries IPv6, then IPv4, and goes on.
-PORT_IN_USE = re.compile(
+PORT_IN_USE = lazy(
     r"[Aa]ddress already in use|EADDRINUSE|is not available in \d+ seconds|Port is already in use|\[Errno 98\]"
 )
-MODEL_NOT_FOUND = re.compile(
+MODEL_NOT_FOUND = lazy(
     r"RepositoryNotFoundError|GatedRepoError|RevisionNotFoundError|EntryNotFoundError|HFValidationError|"
     r"Repository Not Found|404 Client Error: Not Found for url: https://huggingface\.co/|is not a local folder and is not a valid model identifier|"
     r"does not appear to have a file named|Can't load (?:the configuration|tokenizer) for|"
@@ -47,36 +48,36 @@ MODEL_NOT_FOUND = re.compile(
 # A Hugging Face 404 for a file SGLang does without: hf_transformers_utils.get_generation_config and
 # weight_utils' index download catch it (python/sglang/srt/utils/hf_transformers/common.py,
 # model_loader/weight_utils.py), transformers treats processor and tokenizer side files as optional.
-OPTIONAL_HF_FILE = re.compile(
+OPTIONAL_HF_FILE = lazy(
     r"(?:404 Client Error|Entry Not Found|EntryNotFoundError)[^\n]*?https://huggingface\.co/\S*?/"
     r"(?:generation_config|preprocessor_config|processor_config|video_preprocessor_config|chat_template|"
     r"special_tokens_map|added_tokens|tokenizer_config|hf_quant_config|adapter_config|"
     r"(?:model|pytorch_model)\.(?:safetensors|bin)\.index)\.(?:json|jinja)\b"
 )
-NCCL = re.compile(
+NCCL = lazy(
     r"NCCL error|NCCL timeout|nccl(?:System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|"
     r"DistBackendError|DistStoreError|DistNetworkError|Watchdog caught collective operation timeout|"
     r"ProcessGroupNCCL|NCCL communicator|c10d",
 )
 # The last line of a Python traceback: `torch.OutOfMemoryError: CUDA out of memory. …`, `Exception: …`.
-EXCEPTION_LINE = re.compile(
+EXCEPTION_LINE = lazy(
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|ExceptionGroup|Exit|Interrupt|Failure)|Exception|StopIteration)"
     r"(?::(?: .*)?)?$",
     re.ASCII,
 )
-_GENERIC_EXCEPTION = re.compile(r"\w+ hit an exception:|^Exception in [\w.]+:?", re.ASCII)
-_GENERIC_OTHER = re.compile(
+_GENERIC_EXCEPTION = lazy(r"\w+ hit an exception:|^Exception in [\w.]+:?", re.ASCII)
+_GENERIC_OTHER = lazy(
     r"Received sigquit from a child process|SIGQUIT received|Initialization failed\.|scheduler is dead|"
     r"died during initialization|crashed with exit code|DataParallelController \d+ terminated with|"
     r"Application startup failed|Child process unexpectedly failed with exitcode|"
     r"^terminate called after throwing",
 )
 # A generic marker cut off mid-word where the posted text ends (`… TP0] Scheduler hit an excep`): still the marker.
-_CUT_HIT = re.compile(
+_CUT_HIT = lazy(
     r"(?:Scheduler|\w*Controller|\w*Manager|\w*Worker|Detokenizer\w*) hit (?P<rest>a[a-z ]{0,10})$", re.ASCII
 )
-_GLOG_ERROR = re.compile(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
-_ROOT_OTHER = re.compile(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
+_GLOG_ERROR = lazy(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
+_ROOT_OTHER = lazy(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
 
 
 def host_memory(line: str) -> bool:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import re
 
+from tui.core.lazyre import lazy
 from tui.core.logenvelope import split_envelope
 
-ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+ANSI = lazy(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # A tqdm frame ends with "…it/s]" or "…s/it]", maybe padded with spaces to its width; text after that is
 # another process's line glued on. The padding stays with the frame.
-_GLUE = re.compile(r"(?:it/s|s/it)\] *(?=\S)")
+_GLUE = lazy(r"(?:it/s|s/it)\] *(?=\S)")
 # The open line's bytes end in a whole tqdm frame ("… 24/64 [00:31<00:51,  1.32s/it]", maybe padded): tqdm
 # writes "\r" BEFORE each frame, so its newest frame has no terminator until the next one is drawn.
-_FRAME_END = re.compile(r"(?:it/s|s/it)\] *$")
+_FRAME_END = lazy(r"(?:it/s|s/it)\] *$")
 # Longest run without "\n" or "\r": a longer one is cut into lines of this size (a stream with no newline
 # must not grow memory without end). Cut from the run's start, so any chunking cuts the same way.
 MAX_PENDING = 1 << 20
@@ -202,8 +203,8 @@ class LineSplitter:
 
 # ---------------------------------------------------------------------------------------------- highlighting
 
-_PROGRESS = re.compile(r"\d+% Completed \||\d+%\|")
-_ERROR = re.compile(
+_PROGRESS = lazy(r"\d+% Completed \||\d+%\|")
+_ERROR = lazy(
     r"Traceback \(most recent call last\)|hit an exception|^Exception in \w+|"
     r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)|^Exception:|"
     r"OutOfMemoryError|CUDA out of memory|CUDA error|Not enough memory\.|"
@@ -213,12 +214,12 @@ _ERROR = re.compile(
     r"^what\(\):|\[Errno 98\]|Cannot access gated repo|access a gated repo",
     re.ASCII,
 )
-_WARNING = re.compile(
+_WARNING = lazy(
     r"warn|WARN|deprecated|is unbalanced|could finish the model loading|^\[rank\d+\]:\[W|"
     r"is in use\. Waiting|can be ignored|Health check failed",
     re.ASCII,
 )
-_MILESTONE = re.compile(
+_MILESTONE = lazy(
     r"server_args=|Init torch distributed|Init parallel|Memory baseline taken|Load weight (?:begin|end)|"
     r"KV Cache is allocated|Memory pool end|(?i:cuda|cpu|npu) graph (?:begin|end)|max_total_num_tokens=|"
     r"Engine startup timings|Started server process|Application startup complete|Uvicorn running on|"

@@ -9,27 +9,28 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from tui.core.lazyre import lazy
 from tui.core.logshapes import shape
 from tui.core.vocab import MilestoneKind
 
 _NUM = r"(\d{1,12}(?:\.\d{1,6})?)"
-_ELAPSED = re.compile(r"(?:Time elapsed: |elapsed=)" + _NUM + r" ?s", re.ASCII)
-_MEM_USAGE = re.compile(r"mem usage=" + _NUM + r" ?GB", re.ASCII)
-_AVAIL = re.compile(r"avail(?:able)?[ _](?:gpu_)?mem=" + _NUM + r" ?GB", re.ASCII)
-_TYPE = re.compile(r"\btype=(\w+)", re.ASCII)
-_TOKENS = re.compile(r"#tokens: (\d{1,15})", re.ASCII)
-_KV_SIZES = re.compile(r"\b(K|V|KV) size: " + _NUM + r" ?GB", re.ASCII)
-_CAPTURE = re.compile(r"Capture (?P<what>.*?)\s*(?i:cuda|cpu|npu|xpu|musa|hpu) graph (?P<edge>begin|end)\b", re.ASCII)
-_BS_LIST = re.compile(r"\bbs=\[([\d, ]{0,4000})\]", re.ASCII)
-_MAX_TOKENS = re.compile(r"max_total_num_tokens=(\d{1,15})", re.ASCII)
-_STARTED = re.compile(r"Started server process \[(\d{1,10})\]", re.ASCII)
-_RUNNING = re.compile(r"Uvicorn running on (\S+)", re.ASCII)
-_ACCESS = re.compile(r'"(?P<method>[A-Z]{3,7}) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})', re.ASCII)
-_STRAGGLER = re.compile(r"TP rank (\d{1,6}) could finish the model loading", re.ASCII)
-_TIMINGS = re.compile(r"(\w+)=" + _NUM, re.ASCII)
-_GRAPH_TIMINGS = re.compile(r"cuda_graph=\{([^}]{0,2000})\}", re.ASCII)
-_VERSION = re.compile(r"sglang version: (\d{1,4}\.\d{1,4}[\w.+-]{0,40})$", re.ASCII)
-DRAFT_TYPE = re.compile(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
+_ELAPSED = lazy(r"(?:Time elapsed: |elapsed=)" + _NUM + r" ?s", re.ASCII)
+_MEM_USAGE = lazy(r"mem usage=" + _NUM + r" ?GB", re.ASCII)
+_AVAIL = lazy(r"avail(?:able)?[ _](?:gpu_)?mem=" + _NUM + r" ?GB", re.ASCII)
+_TYPE = lazy(r"\btype=(\w+)", re.ASCII)
+_TOKENS = lazy(r"#tokens: (\d{1,15})", re.ASCII)
+_KV_SIZES = lazy(r"\b(K|V|KV) size: " + _NUM + r" ?GB", re.ASCII)
+_CAPTURE = lazy(r"Capture (?P<what>.*?)\s*(?i:cuda|cpu|npu|xpu|musa|hpu) graph (?P<edge>begin|end)\b", re.ASCII)
+_BS_LIST = lazy(r"\bbs=\[([\d, ]{0,4000})\]", re.ASCII)
+_MAX_TOKENS = lazy(r"max_total_num_tokens=(\d{1,15})", re.ASCII)
+_STARTED = lazy(r"Started server process \[(\d{1,10})\]", re.ASCII)
+_RUNNING = lazy(r"Uvicorn running on (\S+)", re.ASCII)
+_ACCESS = lazy(r'"(?P<method>[A-Z]{3,7}) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})', re.ASCII)
+_STRAGGLER = lazy(r"TP rank (\d{1,6}) could finish the model loading", re.ASCII)
+_TIMINGS = lazy(r"(\w+)=" + _NUM, re.ASCII)
+_GRAPH_TIMINGS = lazy(r"cuda_graph=\{([^}]{0,2000})\}", re.ASCII)
+_VERSION = lazy(r"sglang version: (\d{1,4}\.\d{1,4}[\w.+-]{0,40})$", re.ASCII)
+DRAFT_TYPE = lazy(r"Eagle|EAGLE|NextN|MTP|Draft", re.ASCII)
 
 # Message prefixes that open each milestone, checked with str.startswith before any regex.
 _PREFIXES: tuple[tuple[str, MilestoneKind], ...] = (

@@ -25,6 +25,7 @@ from tui.core.events import (
     WatchdogDump,
 )
 from tui.core.launchkey import args_hash
+from tui.core.lazyre import lazy
 from tui.core.logbars import PIECEWISE_DESCS, parse_frame
 from tui.core.logbatch import BatchRun
 from tui.core.logcommand import LAUNCH_COMMAND, command_sizes
@@ -66,9 +67,9 @@ _WARMUP_PATHS = {"/model_info": "info", "/get_model_info": "info", "/generate": 
 _FAILURE_HINTS = ("rror", "xception", "sigquit", "SIGQUIT", "ailed", "dead", "died", "crash", "terminate", "memory",
                   "in use", "imeout", "Interrupt", "Exit", "ailure", "[E", "EADDRINUSE", "Killed", "[Errno",
                   "gated", "restricted", "Not Found for url", " hit a", "oom", "OOM")  # fmt: skip
-_NONZERO = re.compile(r"[1-9]")
+_NONZERO = lazy(r"[1-9]")
 # A traceback frame that shows a speculative draft worker at work (`self.draft_worker = EAGLEWorker(`).
-_DRAFT_FRAME = re.compile(
+_DRAFT_FRAME = lazy(
     r"\bdraft_worker\b|\b\w*(?:EAGLE|Eagle|NGram|Ngram|NGRAM|Standalone|DFlash|DFLASH|DSpark|DSPARK|Uno|UNO|FrozenKV|MTP)"
     r"\w*Worker(?:V2)?\b|/speculative/\w*worker\w*\.py",
     re.ASCII,
@@ -80,15 +81,15 @@ _HEALTH_PATHS = frozenset(("/health", "/health_generate"))
 # SGLang's cudacore_pyspy_dump_utils (0.5.x): `Pyspy dump for PID {pid} ({cmd}):` then py-spy's stdout;
 # `Pyspy failed ({cmd}). Error: …` and `All pyspy dump attempts failed for PID …` when py-spy could not.
 _PYSPY_HEADS = ("Pyspy dump for PID ", "Pyspy failed (", "All pyspy dump attempts failed")
-_PYSPY_DUMP = re.compile(r"Pyspy dump for PID (\d+)\b")
+_PYSPY_DUMP = lazy(r"Pyspy dump for PID (\d+)\b")
 # How many lines above a traceback's end an `NCCL WARN` still names its cause (a traceback of a dozen frames, the
 # ranks' interleaved lines).
 _NCCL_WARN_REACH = 80
 _WORDED = (("worded", True),)  # tui.core.logshapes: a kv_profile line read by its words
 # A launch script's own print of the engine's arguments (`options={'model_path': …, 'tp_size': 2, …}`,
 # `args=ServerArgs(model_path=…)`): it states the sizes as server_args does, but it is no launch line of SGLang's.
-_ARGS_PRINT = re.compile(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
-_SPEC_OFF = re.compile(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
+_ARGS_PRINT = lazy(r"[A-Za-z_][\w.]{0,40} ?[=:] ?(?:ServerArgs)?[{(] ?['\"]?model_path\b", re.ASCII)
+_SPEC_OFF = lazy(r"speculative decoding (?:is )?(?:disabled|not enabled|off)", re.IGNORECASE)
 
 _PROBE_MARK = ("?" + PROBE_QUERY).encode()
 

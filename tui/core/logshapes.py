@@ -50,21 +50,22 @@ from __future__ import annotations
 
 import re
 
+from tui.core.lazyre import lazy
 from tui.core.vocab import MilestoneKind
 
 Fields = tuple[tuple[str, object], ...]
 
-_JIT_KERNEL = re.compile(r"Try DeepGEMM JIT Compiling for <(\w+)> N=(\d+), K=(\d+)(?:, num_groups=(\d+))?", re.ASCII)
-_DAEMON_LAUNCHED = re.compile(r"Launched weight cache daemon gpu=(\d+) pp_rank=(\d+) tp_rank=(\d+) pid=(\d+)", re.ASCII)
-_DAEMON_PID = re.compile(r"\b(?:pid=|\(pid=)(\d{1,10})", re.ASCII)
-_LAUNCHING_DAEMONS = re.compile(r"Launching (\d+) weight cache daemon", re.ASCII)
-_IPC_MODE = re.compile(r"mode=(\w+)", re.ASCII)
-_REUSEPORT = re.compile(r"Uvicorn running on (\S+) with (\d+) SO_REUSEPORT workers", re.ASCII)
-_RUST = re.compile(r"Rust server listen on (\S+)", re.ASCII)
-_GRANIAN = re.compile(r"Granian HTTP/2 server on (\S+)", re.ASCII)
-_BOOTSTRAP = re.compile(r"BootstrapServer started(?: successfully)? on (\S+)", re.ASCII)
-_WARMUP_NAME = re.compile(r"Running warmup (\S+)", re.ASCII)
-_EPLB_TIME = re.compile(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
+_JIT_KERNEL = lazy(r"Try DeepGEMM JIT Compiling for <(\w+)> N=(\d+), K=(\d+)(?:, num_groups=(\d+))?", re.ASCII)
+_DAEMON_LAUNCHED = lazy(r"Launched weight cache daemon gpu=(\d+) pp_rank=(\d+) tp_rank=(\d+) pid=(\d+)", re.ASCII)
+_DAEMON_PID = lazy(r"\b(?:pid=|\(pid=)(\d{1,10})", re.ASCII)
+_LAUNCHING_DAEMONS = lazy(r"Launching (\d+) weight cache daemon", re.ASCII)
+_IPC_MODE = lazy(r"mode=(\w+)", re.ASCII)
+_REUSEPORT = lazy(r"Uvicorn running on (\S+) with (\d+) SO_REUSEPORT workers", re.ASCII)
+_RUST = lazy(r"Rust server listen on (\S+)", re.ASCII)
+_GRANIAN = lazy(r"Granian HTTP/2 server on (\S+)", re.ASCII)
+_BOOTSTRAP = lazy(r"BootstrapServer started(?: successfully)? on (\S+)", re.ASCII)
+_WARMUP_NAME = lazy(r"Running warmup (\S+)", re.ASCII)
+_EPLB_TIME = lazy(r"time=(\d+(?:\.\d+)?)s", re.ASCII)
 # Lines between the weights and the KV pool: the KV budget is being profiled and the pools allocated.
 _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is allocated", "KV Cache skipped",
                "Use Sliding window memory pool", "SWA ring:", "Tree cache initialized",
@@ -73,14 +74,14 @@ _KV_PROFILE = ("Post-capture KV sizing", "Using KV cache dtype", "Mamba Cache is
 # built (`Initialize DeepSeekV4TokenToKVPool with max_num_reqs=256 swa_size=…`), the memory calculation behind the
 # KV budget (`DeepSeekV4 memory calculation: …`, `KV cache memory calculation …`), the hybrid split
 # (`Hybrid KV cache: full=… swa=…`, `Mamba state size: …`).
-_KV_SIZING = re.compile(
+_KV_SIZING = lazy(
     r"Initiali[sz](?:e|ing) \w*(?:KV|Kv|Token|Mamba|SWA|Swa|State|Cache)\w*Pool\b"
     r"|^[\w./ -]{0,40}\b(?:[Mm]emory|KV|kv) (?:[Cc]alculation|[Cc]alc|[Bb]udget|sizing)\b"
     r"|^(?:Hybrid|hybrid) (?:KV|kv|SWA|swa|SSM|ssm|[Mm]amba|linear)\b[^:]{0,40}(?:cache|pool|size|memory|ratio)"
     r"|^(?:[Mm]amba|SSM|ssm) (?:state|cache|pool)s? (?:size|memory|is allocated)",
     re.ASCII,
 )
-_LAUNCH_DP = re.compile(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
+_LAUNCH_DP = lazy(r"Launch DP(\d+) starting at GPU #(\d+)", re.ASCII)
 # Lines of the distributed set-up (communicators, custom all-reduce): the ranks are initialising.
 _DIST_STEPS = ("Found nccl from", "reading GPU P2P access cache", "generating GPU P2P access cache",
                "Custom allreduce is disabled", "Custom quick allreduce is disabled", "CustomAllreduce is disabled",
@@ -93,7 +94,7 @@ _LOAD_STEPS = (
     "RDMA transfer complete",  # ModelExpress peer-to-peer load (sglang#24723): no shard bar at all
     "[ModelExpress]",
 )
-_NRANKS = re.compile(r"\bn[Rr]anks (\d{1,6})\b", re.ASCII)
+_NRANKS = lazy(r"\bn[Rr]anks (\d{1,6})\b", re.ASCII)
 
 
 def shape(msg: str) -> tuple[MilestoneKind, Fields] | None:
@@ -163,7 +164,7 @@ def _tree_cache(msg: str) -> Fields:
     return (("tree_cache", m.group(1)),) if m else ()
 
 
-_TREE_IMPL = re.compile(r"\bimpl=(\w+)", re.ASCII)
+_TREE_IMPL = lazy(r"\bimpl=(\w+)", re.ASCII)
 
 
 def nccl_ranks(msg: str) -> int | None:

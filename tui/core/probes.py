@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from tui.core.lazyre import lazy
+
 PROBE_QUERY = "from=sglang-tui"
 _ACCESS_MARK = "?" + PROBE_QUERY
 _PREFILL_MARKS = ("#new-seq: 1, #new-token: 1, #cached-token: 0,", "#running-req: 0,")
@@ -27,7 +29,7 @@ def is_probe_access(line: str) -> bool:
     return _ACCESS_MARK in line and "HTTP/" in line
 
 
-_ACCESS = re.compile(r'"[A-Z]+ (/[^ ?"]*)\?[^ "]*' + re.escape(PROBE_QUERY) + r'[^ "]* HTTP/[0-9.]+" (\d{3})')
+_ACCESS = lazy(r'"[A-Z]+ (/[^ ?"]*)\?[^ "]*' + re.escape(PROBE_QUERY) + r'[^ "]* HTTP/[0-9.]+" (\d{3})')
 
 
 def probe_access(line: str) -> tuple[str, int] | None:

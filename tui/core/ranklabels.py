@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?!\d)")
-_TP_TOKEN = re.compile(r"TP(\d+)", re.ASCII)
-_TITLE = re.compile(r"sglang::scheduler((?:_[A-Z_]*\d+)*)(?:\s|$)")
-_TITLE_SUFFIX = re.compile(r"scheduler(?:_(.+))?$")
-_PLAIN_TP = re.compile(r"TP\d+")
-_RANK = re.compile(r"^(?:[A-Z]{2}\d+ )*TP\d+$")
+from tui.core.lazyre import lazy
+
+_TOKEN = lazy(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?!\d)")
+_TP_TOKEN = lazy(r"TP(\d+)", re.ASCII)
+_TITLE = lazy(r"sglang::scheduler((?:_[A-Z_]*\d+)*)(?:\s|$)")
+_TITLE_SUFFIX = lazy(r"scheduler(?:_(.+))?$")
+_PLAIN_TP = lazy(r"TP\d+")
+_RANK = lazy(r"^(?:[A-Z]{2}\d+ )*TP\d+$")
 
 RankKey = tuple[tuple[str, int], ...]
 

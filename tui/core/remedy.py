@@ -23,16 +23,17 @@ from typing import Literal
 
 from tui.core.events import LogClues
 from tui.core.launchkey import start_mark
+from tui.core.lazyre import lazy
 from tui.core.logmilestones import server_arg
 from tui.core.remedy_table import GPU_OOM, LEGACY_FLAGS, ROWS, Row, row
 from tui.core.state import ErrorInfo, Phase, Readiness, TriedChange
 
 Source = Literal["log", "table"]
 
-_PORT_IN_LINE = re.compile(r"\(['\"][^'\"]*['\"], (\d{2,5})\)|[\w\]]:(\d{2,5})['\")]|[Pp]ort (\d{2,5})\b")
-_ADVICE_FLAG = re.compile(r"set (--[a-z0-9-]+) to a smaller value(?: \(e\.g\., ([\d.]+))?")
-_LOG_SAYS_FRACTION = re.compile(r"Please try to (increase|decrease) (--mem-fraction-static)")
-_TIMEOUT_MS = re.compile(r"(\d+) ?ms\b|after (\d+) milliseconds|ran for (\d+) milliseconds")
+_PORT_IN_LINE = lazy(r"\(['\"][^'\"]*['\"], (\d{2,5})\)|[\w\]]:(\d{2,5})['\")]|[Pp]ort (\d{2,5})\b")
+_ADVICE_FLAG = lazy(r"set (--[a-z0-9-]+) to a smaller value(?: \(e\.g\., ([\d.]+))?")
+_LOG_SAYS_FRACTION = lazy(r"Please try to (increase|decrease) (--mem-fraction-static)")
+_TIMEOUT_MS = lazy(r"(\d+) ?ms\b|after (\d+) milliseconds|ran for (\d+) milliseconds")
 # a row that also matches by the phase the launch failed in, whatever its line says
 _PHASE_ROWS = {"capture_oom": Phase.CUDA_GRAPH}
 DEFAULT_DIST_TIMEOUT_S = 600  # torch.distributed's default, which SGLang keeps when --dist-timeout is not given
@@ -399,9 +400,9 @@ def _made(text: str, changes: list[Change], source: Source, ref: str, launch: st
     return Remedy(text, tuple(changes), source, ref, command, cause)
 
 
-_FRACTION = re.compile(r"^(?:0?\.\d{1,3}|1(?:\.0+)?)$")
-_COUNT = re.compile(r"^[1-9]\d{0,6}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FRACTION = lazy(r"^(?:0?\.\d{1,3}|1(?:\.0+)?)$")
+_COUNT = lazy(r"^[1-9]\d{0,6}$")
+_ENV_NAME = lazy(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # what each flag a remedy may set takes (SGLang 0.5.23's types): a value outside it makes no command
 _TAKES: dict[str, re.Pattern[str]] = {
     "--mem-fraction-static": _FRACTION,
@@ -413,7 +414,7 @@ _TAKES: dict[str, re.Pattern[str]] = {
     "--port": re.compile(r"^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$"),
     "--quantization": re.compile(r"^fp8$"),
 }
-_ENV_VALUE = re.compile(r"^[\w.,:/@+-]*$")
+_ENV_VALUE = lazy(r"^[\w.,:/@+-]*$")
 
 
 def takes(change: Change) -> bool:

@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 
 from tui.core.events import LogClues
+from tui.core.lazyre import lazy
 from tui.core.state import Readiness
 
 ARGS_MAX = 64 << 10  # a server_args line longer than this is cut: the fields a remedy reads come first or early
@@ -27,15 +28,15 @@ _CAPTURE_WORD = b"Capturing batches (bs="
 _WORDS = (b"server_args=", b"Possible solutions", _CAPTURE_WORD, b"/.", b"torchinductor_")
 
 # `Capturing batches (bs=160 avail_mem=…)`: SGLang captures the largest batch size first
-_CAPTURE_BS = re.compile(r"Capturing batches \(bs=(\d+)")
-_ADVICE_ITEM = re.compile(r"^\s*\d+\.\s+\S")
+_CAPTURE_BS = lazy(r"Capturing batches \(bs=(\d+)")
+_ADVICE_ITEM = lazy(r"^\s*\d+\.\s+\S")
 # a cache directory named by a line about a failed or locked build (FlashInfer, Triton, DeepGEMM, TVM FFI,
 # torch inductor, torch extensions): the place a half-written build is left
-_CACHE_DIR = re.compile(
+_CACHE_DIR = lazy(
     r"(?P<dir>(?:~|/)[\w.@+-]*(?:/[\w.@+-]+)*/(?:\.cache/[\w.+-]+|torch_extensions|torchinductor_[\w.-]+|"
     r"\.triton|\.deep_gemm|triton_cache|deep_gemm|flashinfer|tvm-ffi)(?:/[\w.@+-]+)?)"
 )
-_BUILD_WORDS = re.compile(r"error|failed|lock|compil|build|ninja|nvcc", re.IGNORECASE)
+_BUILD_WORDS = lazy(r"error|failed|lock|compil|build|ninja|nvcc", re.IGNORECASE)
 
 
 def _line_around(data: bytes, at: int) -> tuple[int, int]:

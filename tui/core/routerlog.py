@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 from tui.core.deployment import WorkerHealth
+from tui.core.lazyre import lazy
 
-_WORKER = re.compile(
+_WORKER = lazy(
     r"\bworker\s+(?P<url>[a-z]+://\S+?)(?:\s+\((?P<kind>prefill|decode|regular)\))?\s+"
     r"(?P<what>is healthy|is not healthy|(?:is )?marked unhealthy|health check failed)",
     re.IGNORECASE,

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tui.core.events import SlurmJobState
+from tui.core.jobtargets import SLURM_PREFIX
+from tui.core.jobtargets import is_slurm_target as is_slurm_target  # re-exported: still importable from here
+from tui.core.lazyre import lazy
 
-PREFIX = "slurm:"
+PREFIX = SLURM_PREFIX
 
 # Keys whose values are free text (a path or a command line may hold spaces, even `WORD=…`): a token after
 # one of them that is no key scontrol prints belongs to its value.
@@ -118,10 +121,10 @@ _KNOWN = frozenset(
         "StepMgrEnabled",
     ]
 )
-_KEY = re.compile(r" (?=[A-Z][A-Za-z0-9_:/]*=)")
-_CAMEL = re.compile(r"^[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+$")  # a key this list does not know yet (a newer Slurm's)
-_TARGET = re.compile(r"^(?:(?P<login>[^/\s]+)/)?slurm:(?P<job>[0-9]*)(?::(?P<log>.+))?$")
-_PATTERN = re.compile(r"%(%|(\d+)?([A-Za-z]))")
+_KEY = lazy(r" (?=[A-Z][A-Za-z0-9_:/]*=)")
+_CAMEL = lazy(r"^[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+$")  # a key this list does not know yet (a newer Slurm's)
+_TARGET = lazy(r"^(?:(?P<login>[^/\s]+)/)?slurm:(?P<job>[0-9]*)(?::(?P<log>.+))?$")
+_PATTERN = lazy(r"%(%|(\d+)?([A-Za-z]))")
 
 
 class SlurmTargetError(ValueError):
@@ -140,12 +143,6 @@ class SlurmTarget:
     def __str__(self) -> str:
         where = f"{self.login}/" if self.login else ""
         return f"{where}{PREFIX}{self.job_id or ''}" + (f":{self.log}" if self.log else "")
-
-
-def is_slurm_target(text: str) -> bool:
-    """Whether a HOST argument names a Slurm job (`slurm:…` or `LOGIN/slurm:…`)."""
-    head = text.split(":", 1)[0]
-    return text.startswith(PREFIX) or ("/" in head and head.rsplit("/", 1)[1] == "slurm" and ":" in text)
 
 
 def parse_target(text: str) -> SlurmTarget:
@@ -280,7 +277,7 @@ def gpus_per_node(tres_per_node: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-_SGLANG = re.compile(r"\bsglang\b|sglang[._:-]|sglang_router")
+_SGLANG = lazy(r"\bsglang\b|sglang[._:-]|sglang_router")
 
 
 def mentions_sglang(text: str) -> bool:

@@ -16,13 +16,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-PREFIX = "srt:"
-_TARGET = re.compile(r"^(?:(?P<login>[^/\s:]+)/)?srt:(?P<dir>\S.*)$")
-WORKER_LOG = re.compile(
-    r"^(?P<node>[A-Za-z0-9][A-Za-z0-9._-]*?)_(?P<mode>prefill|decode|agg)_w(?P<index>\d+)\.(?:out|err)$"
-)
-_JOB_DIR = re.compile(r"(?:^|/)(?P<job>\d+)(?:_[^/]*)?/logs/?$")  # {job_id}/logs, or logs/{job_id}_{P}P_{D}D_{ts}
-_LEGACY_DIR = re.compile(r"(?:^|/)(?P<job>\d+)_\d+P_\d+D_[^/]*/?$")
+from tui.core.jobtargets import SRT_PREFIX
+from tui.core.jobtargets import is_srt_target as is_srt_target  # re-exported: still importable from here
+from tui.core.lazyre import lazy
+
+PREFIX = SRT_PREFIX
+_TARGET = lazy(r"^(?:(?P<login>[^/\s:]+)/)?srt:(?P<dir>\S.*)$")
+WORKER_LOG = lazy(r"^(?P<node>[A-Za-z0-9][A-Za-z0-9._-]*?)_(?P<mode>prefill|decode|agg)_w(?P<index>\d+)\.(?:out|err)$")
+_JOB_DIR = lazy(r"(?:^|/)(?P<job>\d+)(?:_[^/]*)?/logs/?$")  # {job_id}/logs, or logs/{job_id}_{P}P_{D}D_{ts}
+_LEGACY_DIR = lazy(r"(?:^|/)(?P<job>\d+)_\d+P_\d+D_[^/]*/?$")
 ROLE_ORDER = {"prefill": 0, "decode": 1, "agg": 2}
 
 
@@ -39,11 +41,6 @@ class SrtTarget:
 
     def __str__(self) -> str:
         return (f"{self.login}/" if self.login else "") + PREFIX + self.log_dir
-
-
-def is_srt_target(text: str) -> bool:
-    head = text.split(":", 1)[0]
-    return text.startswith(PREFIX) or ("/" in head and head.rsplit("/", 1)[1] == "srt" and ":" in text)
 
 
 def parse_target(text: str) -> SrtTarget:
@@ -114,7 +111,7 @@ class Recipe:
         return f"{self.agg_workers or 0} agg"
 
 
-_KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<value>[^#]*?)\s*(?:#.*)?$")
+_KEY = lazy(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<value>[^#]*?)\s*(?:#.*)?$")
 
 
 def parse_recipe(text: str) -> Recipe:
@@ -141,7 +138,7 @@ def parse_recipe(text: str) -> Recipe:
     return Recipe(**{k: v for k, v in values.items() if k in known})
 
 
-_SWEEP_LOG = re.compile(r"^(?P<dir>.*)/sweep_\d+\.log$")
+_SWEEP_LOG = lazy(r"^(?P<dir>.*)/sweep_\d+\.log$")
 
 
 def log_dir_of_stdout(std_out: str) -> str | None:
@@ -151,7 +148,7 @@ def log_dir_of_stdout(std_out: str) -> str | None:
     return found.group("dir") if found else None
 
 
-_LOG_PORT = re.compile(r"(?:^|[\s,({])['\"]?port['\"]?\s*[:=]\s*(\d{2,5})\b")
+_LOG_PORT = lazy(r"(?:^|[\s,({])['\"]?port['\"]?\s*[:=]\s*(\d{2,5})\b")
 HTTP_PORT_BASE = 6100  # src/srtctl/ports.py SGLANG_HTTP_PORT_BASE
 HTTP_PORT_STRIDE = 32  # src/srtctl/ports.py SGLANG_HTTP_PORT_STRIDE
 
@@ -162,7 +159,7 @@ def log_port(head: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-_BOOTSTRAP_PORT = re.compile(r"disaggregation_bootstrap_port['\"]?\s*[:=]\s*(\d{2,5})\b")
+_BOOTSTRAP_PORT = lazy(r"disaggregation_bootstrap_port['\"]?\s*[:=]\s*(\d{2,5})\b")
 
 
 def log_bootstrap_port(head: str) -> int | None:
@@ -206,9 +203,9 @@ def worker_counts(found: list[SrtWorker]) -> str:
 # and {m} decodes.`; src/srtctl/cli/mixins/benchmark_stage.py `Benchmark completed successfully` / `Benchmark failed
 # with exit code {n}`. The benchmark's own output is `benchmark.out` (benchmark_stage.py): sa-bench's result table
 # (src/srtctl/benchmarks/scripts/sa-bench/benchmark_serving.py `Total generated tokens:`, one per concurrency).
-_MODEL_READY = re.compile(r"Model is ready\. Have (\d+) prefills and (\d+) decodes")
-_BENCH_DONE = re.compile(r"Benchmark (completed successfully|failed with exit code -?\d+)")
-_GENERATED = re.compile(r"^Total generated tokens:\s+(\d+)\s*$", re.MULTILINE)
+_MODEL_READY = lazy(r"Model is ready\. Have (\d+) prefills and (\d+) decodes")
+_BENCH_DONE = lazy(r"Benchmark (completed successfully|failed with exit code -?\d+)")
+_GENERATED = lazy(r"^Total generated tokens:\s+(\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)

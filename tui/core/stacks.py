@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tui.core.lazyre import lazy
 from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
 from tui.core.termtext import terminal_safe
 
-_PROCESS = re.compile(r"^Process (\d+): ?(.*)$", re.M)
-_THREAD = re.compile(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
-_FRAME = re.compile(r"^\s+(\S.*?) \((.*?)(?::(\d+))?\)\s*$")
+_PROCESS = lazy(r"^Process (\d+): ?(.*)$", re.M)
+_THREAD = lazy(r'^Thread (?:0x)?([0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?')
+_FRAME = lazy(r"^\s+(\S.*?) \((.*?)(?::(\d+))?\)\s*$")
 _NOT_PERMITTED = ("permission denied", "operation not permitted", "os error 1)", "os error 13)", "ptrace")
 
 

@@ -10,12 +10,12 @@ the reader sees that something odd is there. Newlines and tabs stay.
 
 from __future__ import annotations
 
-import re
+from tui.core.lazyre import lazy
 
 # C0 but tab and newline; DEL and C1; the bidi controls (ALM, LRM/RLM, embeddings and overrides, isolates);
 # zero-width space, joiners, word joiner and the invisible operators, BOM; line and paragraph separators;
 # lone surrogates (a byte that was not UTF-8, kept by surrogateescape: a strict stream cannot even write one).
-UNSAFE = re.compile(
+UNSAFE = lazy(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff]"
 )
 

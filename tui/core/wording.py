@@ -9,7 +9,8 @@ A startup under way is said by tui/core/explain.py's per-phase words.
 
 from __future__ import annotations
 
-from tui.core import deployment as dm
+from typing import TYPE_CHECKING
+
 from tui.core import fmt
 from tui.core.answerer import identity, printable
 from tui.core.capture import current_capture
@@ -36,21 +37,33 @@ from tui.core.stall import describe
 from tui.core.state import Phase, Readiness
 from tui.core.verdict import HOOK_WORDS, Verdict, decide
 
+if TYPE_CHECKING:  # loaded where deployments are (a probe of one server loads none: issue 32)
+    from tui.core import deployment as dm
+
 ENDED_KINDS = ("timed_out", "nothing_found", "cannot_see")  # verdicts a command ends with (verdict.ended)
 
 
 def verdict_line(state: Readiness, now: float | None = None) -> str:
     """The one line of the verdict at clock time `now` (default: the last event's): what the header shows, the
     JSON `reason`, `wait`'s last line. A deployment's combined state says the deployment's line."""
-    if isinstance(state, dm.Combined):
-        return deployment_line(state.deployment)
+    deployment = _deployment(state)
+    if deployment is not None:
+        return deployment_line(deployment)
     return line(decide(state), state, state.updated_at if now is None else now)
+
+
+def _deployment(state: Readiness) -> dm.Deployment | None:
+    """The deployment a deployment's combined state (tui.core.deployment.Combined) stands for; None for a server's
+    state, which has no such field."""
+    found: dm.Deployment | None = getattr(state, "deployment", None)
+    return found
 
 
 def line(v: Verdict, s: Readiness, now: float) -> str:
     """The words of verdict `v` of state `s` (a deployment's combined state: the deployment's line)."""
-    if isinstance(s, dm.Combined) and v.kind not in ENDED_KINDS:
-        return deployment_line(s.deployment)
+    deployment = _deployment(s)
+    if deployment is not None and v.kind not in ENDED_KINDS:
+        return deployment_line(deployment)
     if v.kind == "starting" and s.phase is Phase.QUEUED:
         return queued_words(s, now)
     if v.kind == "starting":
@@ -192,6 +205,8 @@ _DOING = {
 def member_words(dep: dm.Deployment, m: dm.Member) -> str:
     """What one member is doing, in a few words: "still loading weights 40/64", "ready", "stalled …"; a failed
     member says its own verdict line ("failed in loading weights (out of memory): …")."""
+    from tui.core import deployment as dm
+
     s = m.state
     phase = dm.member_phase(dep, m)
     if m.role == "router":
@@ -226,6 +241,8 @@ def member_words(dep: dm.Deployment, m: dm.Member) -> str:
 
 def _waiting(dep: dm.Deployment, m: dm.Member, behind: dm.Member) -> str:
     """A node ahead of the one behind waits for it in a collective: say where."""
+    from tui.core import deployment as dm
+
     phase = dm.member_phase(dep, m)
     s = m.state
     if phase is Phase.LOADING_WEIGHTS and s.shards is not None and s.shards.done >= s.shards.total > 0:
@@ -238,6 +255,8 @@ def _waiting(dep: dm.Deployment, m: dm.Member, behind: dm.Member) -> str:
 def deployment_line(dep: dm.Deployment) -> str:
     """The deployment's verdict line: ready, the member that failed and why, the stall and where, the link that
     gave up, or what holds the startup back ("node1 still loading weights; node0 loaded 64/64, waiting …")."""
+    from tui.core import deployment as dm
+
     whole = dm.combined(dep)
     v = decide(whole)
     if v.kind == "stalled":
@@ -249,6 +268,8 @@ def deployment_line(dep: dm.Deployment) -> str:
 
 def _holding(dep: dm.Deployment) -> str:
     """The one line naming what holds the deployment back (or that it is ready)."""
+    from tui.core import deployment as dm
+
     phase = dm.deployment_phase(dep)
     multi_node = all(m.role == "node" for m in dep.members)
     if phase in dm.READY_PHASES:

@@ -23,7 +23,6 @@ goes back to the name. A log path that is missing, a directory, unreadable or a 
 from __future__ import annotations
 
 import asyncio
-import re
 import shlex
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +31,7 @@ from typing import Any
 
 from tui.core.clocks import newest_log_time
 from tui.core.events import LogActivity, LogFile, LogLook, LogReset
+from tui.core.lazyre import lazy
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
@@ -157,7 +157,7 @@ class Look:
     end: bytes = b""  # the file's last bytes (END_BYTES at most)
 
 
-_EPOCH = re.compile(r"\d+(?:\.\d+)?")
+_EPOCH = lazy(r"\d+(?:\.\d+)?")
 
 
 def _fraction(clock: str) -> float:

@@ -6,7 +6,7 @@ opens the row's full view (tui/ui/app.py's ServerScreen, built by the command la
 
 What it redraws: only the cells whose words changed. A row's words are made again when its state changed, and
 for the time in phase and the ETA once a second while it starts (once a minute once it is up: its cell shows
-whole minutes then). One timer keeps the clocks: it fires when the first row's words are due (in a second while
+whole minutes then, and every up row's roll over together, at the clock's minute). One timer keeps the clocks: it fires when the first row's words are due (in a second while
 one starts, at the next minute when every row is up), so a board at rest does nothing in between (issue 32).
 """
 
@@ -33,6 +33,7 @@ from tui.core.fleet import (
     matches,
     sort_key,
 )
+from tui.core.state import Readiness
 from tui.ui import fleet_rows
 
 FLUSH_S = 0.1  # a change is drawn this long after it came (changes in between are drawn together)
@@ -62,6 +63,13 @@ def _bucket_s(entry: FleetEntry) -> float:
     """How often a row's words can change with the clock alone: each second while it starts, each minute once it
     is up (its time in phase in whole minutes) or where there is no server."""
     return 60.0 if entry.state.phase in UP or entry.kind == "nothing" else TICK_S
+
+
+def _same_phase(before: Readiness, now: Readiness) -> bool:
+    """The facts IN PHASE is made of (tui.ui.fleet_rows.in_phase_cell) are the same: only the clock moves it."""
+    return (before.phase, before.phase_since, before.connection, before.launched) == (
+        now.phase, now.phase_since, now.connection, now.launched
+    )  # fmt: skip
 
 
 _CELL_STYLES = {"failed": "bold red", "stalled": "bold yellow", "cannot": "bold red"}
@@ -131,7 +139,7 @@ class FleetApp(App[None]):
         self.reverse = False
         self.order: list[int] = []  # the row indices shown, top first
         self._cells: dict[int, dict[str, str]] = {}
-        self._made: dict[int, tuple[object, int]] = {}  # index -> (state, clock bucket) its words were made for
+        self._made: dict[int, tuple[Readiness, int]] = {}  # index -> (state, clock bucket) its words were made for
         self._dirty: set[int] = set()
         self._flush_pending = False
         self.redraws = 0  # cells (re)drawn so far: tests and the bench read it
@@ -210,11 +218,17 @@ class FleetApp(App[None]):
         self._clock, self._clock_due = self.set_timer(max(0.05, due - now), self._clock_fired), due
 
     def _words(self, index: int, entry: FleetEntry, now: float) -> dict[str, str]:
-        """The row's words, made again only when its state or its clock bucket moved."""
+        """The row's words, made again only when its state or its clock bucket moved. Within one bucket a new state
+        of the same phase keeps the row's IN PHASE: an up row's minutes roll over at the clocks' timer, every row's
+        at once in one repaint, not each with its row's next change (Textual re-renders the whole table for any
+        changed cell: 9 repaints a minute at rest with 24 ready rows, issue 32)."""
         bucket = int(now // _bucket_s(entry))
         state, made_bucket = self._made.get(index, (None, -1))
         if index not in self._cells or state is not entry.state or made_bucket != bucket:  # `is`: no deep compare
-            self._cells[index] = fleet_rows.cells(entry, now)
+            cells = fleet_rows.cells(entry, now)
+            if state is not None and made_bucket == bucket and _same_phase(state, entry.state):
+                cells["in_phase"] = self._cells[index]["in_phase"]
+            self._cells[index] = cells
             self._made[index] = (entry.state, bucket)
         return self._cells[index]
 
