@@ -7,7 +7,8 @@ tui/core/srtlayout.py (read from srt-slurm's source: docs/srtctl-layout.md).
 
 Each worker's HTTP port is the one its log's `server_args` names, else srtctl's allocation (6100 + 32 k per
 node). A worker that spans several nodes is watched on its first node (its leader's log); the frontend
-(nginx, routers) and the benchmark are not members yet.
+(nginx, routers) and the benchmark are not members yet: the benchmark's word (srtctl's log, benchmark.out) is
+read once a cycle by the job watch (follow_word) and folded into the deployment (Deployment.with_benchmark).
 """
 
 from __future__ import annotations
@@ -196,16 +197,34 @@ async def _pending(base: Host, log_dir: str, found: list[srt.SrtWorker], heads: 
     return f"the log of {', '.join(unnamed)} names no port yet" if unnamed else ""
 
 
-async def benchmark_check(base: Host, log_dir: str, job_id: str, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word (srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last HEAD_BYTES of each:
-    tui/core/srtlayout.benchmark_word) checked against the servers' verdict: the line that says where they
-    disagree, None when they agree or neither says anything yet."""
+WORD_BYTES = 65536  # of srtctl's log and of benchmark.out, the tail read each look (their words are near the end)
+WORD_EVERY_S = 2.0  # the job watch's own cadence (tui/sources/slurm_jobs.QueueWatch): one look a cycle
+
+
+async def read_word(base: Host, log_dir: str, job_id: str) -> srt.BenchmarkWord | None:
+    """The benchmark's word: srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last WORD_BYTES of each,
+    in one command (tui/core/srtlayout.benchmark_word); None when they cannot be read now."""
     d = log_dir.rstrip("/")
     sweep, bench = q(f"{d}/sweep_{job_id}.log"), q(f"{d}/benchmark.out")
-    command = f"tail -c {HEAD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; tail -c {HEAD_BYTES} {bench} 2>/dev/null; true"
+    command = (
+        f"tail -c {WORD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; "
+        f"tail -c {WORD_BYTES} {bench} 2>/dev/null; true"
+    )
     try:
         result = await base.run(command, timeout=30)
     except (HostError, TimeoutError):
         return None
     sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
-    return srt.benchmark_disagrees(srt.benchmark_word(sweep_text, bench_text), servers_ready, servers_line)
+    return srt.benchmark_word(sweep_text, bench_text)
+
+
+async def follow_word(
+    base: Host, log_dir: str, job_id: str, fold: Callable[[srt.BenchmarkWord], bool], *, every: float = WORD_EVERY_S
+) -> None:
+    """The benchmark's word read once a cycle and handed to `fold` (the job watch's fold), until it says the job
+    ended (True: one last read was taken after it)."""
+    while True:
+        word = await read_word(base, log_dir, job_id)
+        if word is not None and fold(word):
+            return
+        await asyncio.sleep(every)

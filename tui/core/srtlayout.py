@@ -231,21 +231,61 @@ def benchmark_word(sweep: str, bench: str) -> BenchmarkWord:
     )
 
 
-def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word checked against the servers': a line when a run generated 0 tokens, or when srtctl says
-    the model is ready (or its benchmark completed) while the workers' own logs say otherwise; None when they
-    agree."""
+@dataclass(frozen=True)
+class Disagreement:
+    """Where the benchmark's word and the servers' disagree (the fact; disagreement_line words it)."""
+
+    zero_runs: int = 0  # runs benchmark.out reports with 0 generated tokens
+    runs: int = 0  # runs benchmark.out reports
+    done: str | None = None  # srtctl's last word on its benchmark
+    ready: str | None = None  # "2P 1D": srtctl said the model is ready while the servers say otherwise
+    completed: bool = False  # srtctl said its benchmark completed successfully while the servers say otherwise
+
+
+def merged_word(old: BenchmarkWord | None, new: BenchmarkWord) -> BenchmarkWord:
+    """A later read folded over an earlier one: each word kept once said (a tail may no longer hold it)."""
+    if old is None:
+        return new
+    return BenchmarkWord(new.ready or old.ready, new.generated or old.generated, new.done or old.done)
+
+
+def disagreement(word: BenchmarkWord | None, servers_ready: bool) -> Disagreement | None:
+    """A run that generated 0 tokens, or srtctl saying the model is ready (or its benchmark completed) while the
+    workers' own logs say otherwise; None when they agree or nothing is said yet."""
+    if word is None:
+        return None
     if word.generated and min(word.generated) == 0:
-        runs = sum(1 for n in word.generated if n == 0)
-        done = f", yet srtctl says its benchmark {word.done}" if word.done == "completed successfully" else ""
-        return (
-            f"benchmark.out reports 0 generated tokens ({runs} of {len(word.generated)} run(s)){done}: "
-            "the servers never served it"
-        )
+        zero = sum(1 for n in word.generated if n == 0)
+        return Disagreement(zero, len(word.generated), word.done)
     if servers_ready:
         return None
-    said = [f"the model is ready ({word.ready})"] if word.ready is not None else []
-    said += ["its benchmark completed successfully"] if word.done == "completed successfully" else []
-    if not said:
+    completed = word.done == "completed successfully"
+    if word.ready is None and not completed:
         return None
+    return Disagreement(done=word.done, ready=word.ready, completed=completed)
+
+
+def disagreement_line(found: Disagreement, servers_line: str) -> str:
+    """The one line that says where they disagree (`servers_line`: the servers' own verdict line)."""
+    if found.zero_runs:
+        done = f", yet srtctl says its benchmark {found.done}" if found.done == "completed successfully" else ""
+        return (
+            f"benchmark.out reports 0 generated tokens ({found.zero_runs} of {found.runs} run(s)){done}: "
+            "the servers never served it"
+        )
+    said = [f"the model is ready ({found.ready})"] if found.ready is not None else []
+    said += ["its benchmark completed successfully"] if found.completed else []
     return f"srtctl's log says {' and '.join(said)}, but the workers' own logs say: {servers_line}"
+
+
+def disagreement_short(found: Disagreement) -> str:
+    """The board cell's short form."""
+    if found.zero_runs:
+        return "benchmark: 0 generated tokens"
+    return "srtctl says ready, workers not" if found.ready is not None else "srtctl says benchmark done, workers not"
+
+
+def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word checked against the servers': the line where they disagree, None when they agree."""
+    found = disagreement(word, servers_ready)
+    return disagreement_line(found, servers_line) if found is not None else None
