@@ -109,3 +109,49 @@ def test_the_benchmarks_word_is_checked_against_the_servers() -> None:
     assert srt.benchmark_word("", sweep).ready is None
     assert srt.benchmark_disagrees(srt.benchmark_word(sweep, "Total generated tokens: 4096\n"), True, "ready") is None
     assert srt.benchmark_disagrees(srt.BenchmarkWord(), False, "x") is None
+
+
+def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_reads() -> None:
+    # folded into the deployment (the job watch reads it once a cycle), the disagreement is decided once, in
+    # combined(); the JSON, the board's STATUS cell and export's metric read that one fact
+    from dataclasses import replace
+
+    from tui.core import deployment as dm
+    from tui.core.metrics import series
+    from tui.core.report import to_json
+    from tui.ui.fleet_rows import status_cell
+
+    dep = dm.Deployment((dm.Member("prefill0", "prefill", "n1"), dm.Member("decode0", "decode", "n2")))
+    plain = dm.combined(dep)
+    assert plain.benchmark_disagrees is None and "benchmark" not in to_json(plain)  # no srtctl job: no key
+    assert not [name for name, _, _ in series(plain, 0.0) if name == "sglang_tui_benchmark_disagrees"]
+    ready_said = srt.benchmark_word("[INFO] Model is ready. Have 1 prefills and 1 decodes.\n", "")
+    dep = dep.with_benchmark(ready_said)
+    # a later read whose tail no longer holds srtctl's ready line keeps it; a member's fold keeps the word
+    dep = dep.with_benchmark(srt.benchmark_word("", "Total generated tokens: 0\n"))
+    dep = dep.with_state("decode0", replace(dep.member("decode0").state, updated_at=1.0))
+    assert dep.benchmark == srt.BenchmarkWord("1P 1D", (0,), None)
+    state = dm.combined(dep)
+    assert state.benchmark_disagrees == srt.Disagreement(zero_runs=1, runs=1)
+    said = to_json(state)["benchmark"]
+    assert said == {
+        "model_ready": "1P 1D", "done": None, "generated_tokens": [0],
+        "disagrees": "benchmark.out reports 0 generated tokens (1 of 1 run(s)): the servers never served it",
+    }  # fmt: skip
+    assert status_cell(state, 0.0).startswith("benchmark: 0 generated tokens · ")
+    assert [v for name, _, v in series(state, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [1.0]
+    # srtctl says ready while the workers are still starting: the line names what the workers' logs say
+    starting = dm.combined(dm.Deployment(dep.members, ready_said))
+    assert starting.benchmark_disagrees == srt.Disagreement(ready="1P 1D")
+    line = to_json(starting)["benchmark"]["disagrees"]  # type: ignore[index]
+    assert line.startswith("srtctl's log says the model is ready (1P 1D), but the workers' own logs say: ")
+    assert status_cell(starting, 0.0).startswith("srtctl says ready, workers not · ")
+    # agreeing: the key and the metric are there, saying so
+    agreed = dm.combined(dm.Deployment(dep.members, srt.BenchmarkWord()))
+    assert to_json(agreed)["benchmark"] == {
+        "model_ready": None,
+        "done": None,
+        "generated_tokens": [],
+        "disagrees": None,
+    }
+    assert [v for name, _, v in series(agreed, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [0.0]

@@ -410,7 +410,7 @@ class Fleet:
         return self._follow(index, watched)
 
     async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
-        word = self._follow_word(index, watched, job)
+        word = await self._follow_word(index, watched, job)
         try:
             async for member, batch in job.monitor.batches():
                 job.dep = job.folder(job.dep, member, batch, self.clock())
@@ -426,14 +426,20 @@ class Fleet:
         watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
         self.changes.put_nowait(index)
 
-    def _follow_word(self, index: int, watched: Watched, job: JobWatch) -> asyncio.Task[None] | None:
+    async def _follow_word(self, index: int, watched: Watched, job: JobWatch) -> asyncio.Task[None] | None:
         """An srtctl job's benchmark word (its log and benchmark.out, one read a cycle: srt_members.follow_word),
-        folded into the row's deployment; the reads stop once the job ended (one last read after that)."""
+        folded into the row's deployment; the reads stop once the job ended (one last read after that). The first
+        read is taken before the workers' first batches, so that no verdict of the row (`--once`) comes before
+        the word is known."""
         from tui.commands import srt_members
 
         srt_dir = job.members.srt_dir
         if srt_dir is None:
             return None
+        first = await srt_members.read_word(job.members.base, srt_dir, job.members.job_id)
+        if first is not None:
+            job.dep = job.dep.with_benchmark(first)
+            self._publish(index, watched, job)
 
         def fold(word: srt.BenchmarkWord) -> bool:
             before = job.dep.benchmark

@@ -221,10 +221,10 @@ async def read_word(base: Host, log_dir: str, job_id: str) -> srt.BenchmarkWord 
 async def follow_word(
     base: Host, log_dir: str, job_id: str, fold: Callable[[srt.BenchmarkWord], bool], *, every: float = WORD_EVERY_S
 ) -> None:
-    """The benchmark's word read once a cycle and handed to `fold` (the job watch's fold), until it says the job
-    ended (True: one last read was taken after it)."""
+    """The benchmark's word read once a cycle (after the caller's own first read) and handed to `fold` (the job
+    watch's fold), until it says the job ended (True: one last read was taken after it)."""
     while True:
+        await asyncio.sleep(every)
         word = await read_word(base, log_dir, job_id)
         if word is not None and fold(word):
             return
-        await asyncio.sleep(every)
