@@ -143,7 +143,7 @@ def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_r
     # srtctl says ready while the workers are still starting: the line names what the workers' logs say
     starting = dm.combined(dm.Deployment(dep.members, ready_said))
     assert starting.benchmark_disagrees == srt.Disagreement(ready="1P 1D")
-    line = to_json(starting)["benchmark"]["disagrees"]  # type: ignore[index]
+    line = to_json(starting)["benchmark"]["disagrees"]
     assert line.startswith("srtctl's log says the model is ready (1P 1D), but the workers' own logs say: ")
     assert status_cell(starting, 0.0).startswith("srtctl says ready, workers not · ")
     # agreeing: the key and the metric are there, saying so

@@ -308,7 +308,7 @@ def _ranks(dep: Deployment) -> tuple[RankState, ...]:
     return tuple(out)
 
 
-def combined(dep: Deployment) -> Readiness:
+def combined(dep: Deployment) -> Combined:
     """One `Readiness` for the whole deployment, read by `wait`'s exit rules and the JSON report: the phase,
     the reason, the error and stall of the member that holds it back, and connection failures of any member."""
     behind = least_advanced(dep)
