@@ -155,3 +155,18 @@ def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_r
         "disagrees": None,
     }
     assert [v for name, _, v in series(agreed, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [0.0]
+
+
+def test_the_frontend_is_srtctls_sglang_router_log() -> None:
+    # srt-slurm c88ef73 src/srtctl/frontends/sglang.py: `{node}_router_{idx}.out`; src/srtctl/ports.py: 8000, 8180
+    names = ["cn01_router_1.out", "cn02_router_0.out", "cn01_frontend_0.out", "cn01_prefill_w0.out", "log.out"]
+    assert srt.routers(names) == [
+        srt.SrtRouter(0, "cn02", "cn02_router_0.out"),
+        srt.SrtRouter(1, "cn01", "cn01_router_1.out"),
+    ]
+    assert srt.routers(names)[0].name == "router0" and srt.workers(["cn02_router_0.out"]) == []
+    smg = "2026-12-06 18:00:00  INFO smg::server: src/server.rs:794: Starting router on 0.0.0.0:30080 | mode: PD\n"
+    assert srt.router_port(smg, names) == 30080 and srt.router_named(smg)
+    assert srt.router_port("Router command: python -m sglang_router.launch_router --port 8180\n", []) == 8180
+    assert not srt.router_named("") and srt.router_port("", names) == 8000
+    assert srt.router_port("", [*names, "cn03_nginx.out"]) == 8180  # behind nginx: the internal port

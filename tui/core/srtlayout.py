@@ -184,6 +184,53 @@ def allocated_ports(found: list[SrtWorker]) -> dict[str, int]:
     return out
 
 
+# The frontend (srt-slurm c88ef73): src/srtctl/frontends/sglang.py starts one sglang-router per frontend node,
+# `python -m sglang_router.launch_router --pd-disaggregation --prefill URL [BOOTSTRAP] … --decode URL … --port P`,
+# its srun `--output` `{node}_router_{idx}.out`; src/srtctl/cli/mixins/frontend_stage.py puts nginx in front of them
+# (`{nginx_node}_nginx.out`) when there are several, the routers then on FRONTEND_INTERNAL_PORT, else on
+# FRONTEND_PUBLIC_PORT (src/srtctl/ports.py). Dynamo's frontend (`{node}_frontend_{idx}.out`,
+# src/srtctl/frontends/dynamo.py) answers no /workers: it is not read. `log.out` is what srt-slurm's docs call the
+# orchestrator's stdout (docs/monitoring.md); the source writes that to `sweep_{job_id}.log` (read above).
+ROUTER_LOG = re.compile(r"^(?P<node>[A-Za-z0-9][A-Za-z0-9._-]*?)_router_(?P<index>\d+)\.out$")
+FRONTEND_PUBLIC_PORT = 8000  # src/srtctl/ports.py
+FRONTEND_INTERNAL_PORT = 8180  # src/srtctl/ports.py: behind nginx
+_ROUTER_PORT = re.compile(r"Starting router on [^\s:]+:(\d{2,5})\b|--port[ =](\d{2,5})\b")
+
+
+@dataclass(frozen=True)
+class SrtRouter:
+    """One sglang-router's log on its node: the deployment's router member (`router0`)."""
+
+    index: int
+    node: str
+    log: str
+
+    @property
+    def name(self) -> str:
+        return f"router{self.index}"
+
+
+def routers(file_names: list[str] | tuple[str, ...]) -> list[SrtRouter]:
+    """The sglang-router logs among a log directory's file names, by index."""
+    found = [(m, n) for n in file_names for m in [ROUTER_LOG.match(n)] if m is not None]
+    return sorted((SrtRouter(int(m.group("index")), m.group("node"), n) for m, n in found), key=lambda r: r.index)
+
+
+def router_port(head: str, file_names: list[str] | tuple[str, ...]) -> int:
+    """The router's port: the one its log names (smg's `Starting router on 0.0.0.0:8000`, or its command line's
+    `--port`), else srtctl's (8180 behind nginx, else 8000)."""
+    found = _ROUTER_PORT.search(head)
+    if found:
+        return int(found.group(1) or found.group(2))
+    nginx = any(n.endswith("_nginx.out") for n in file_names)
+    return FRONTEND_INTERNAL_PORT if nginx else FRONTEND_PUBLIC_PORT
+
+
+def router_named(head: str) -> bool:
+    """Whether the router's log has named its port yet."""
+    return _ROUTER_PORT.search(head) is not None
+
+
 def sweep_job_id(file_names: list[str] | tuple[str, ...]) -> str | None:
     """The job id of the `sweep_{job_id}.log` in a log directory's file names."""
     for name in file_names:
