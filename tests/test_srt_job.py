@@ -141,6 +141,7 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     ]  # fmt: skip
     assert f"sglang-tui wait: srtctl job {job.job}: 2P 1D (prefill0 on {NODES[0]}:" in out.stderr, out.stderr
     assert out.stderr.splitlines()[-2:] == ["sglang-tui wait: ready: 2P 1D", f"sglang-tui wait: {ZERO_SAID}"]
+    assert final["benchmark"]["disagrees"] == ZERO_SAID  # the line and the JSON read the one fact
     # the job by its id: its StdOut is srtctl's sweep log, so its workers are the members
     by_id = cli("wait", f"slurm:{job.job}", *job.args(), "--timeout", "120", timeout=180)
     assert by_id.returncode == 0, by_id.stderr
