@@ -159,6 +159,8 @@ def test_a_benchmark_that_generated_nothing_is_said_by_the_boards_row_and_by_exp
     scraped = scrape_until(port, lambda s: s.get(f'sglang_tui_ready{{server="{row}"}}') == 1 and disagrees in s,
                            "the srtctl job ready, its benchmark word read")  # fmt: skip
     assert scraped[disagrees] == 1
+    status, said, code = readyz(port, row)  # the servers' verdict decides the probe; the word is said beside it
+    assert status == 200 and code == "0" and said.strip().endswith("ready: 2P 1D · benchmark: 0 generated tokens")
     assert not [key for key in scraped if key.startswith("sglang_tui_benchmark_disagrees{") and "member=" in key]
     exporter.send_signal(signal.SIGTERM)
     assert exporter.wait(60) == 0
