@@ -141,7 +141,8 @@ def test_a_benchmark_that_generated_nothing_is_said_by_the_boards_row_and_by_exp
     cluster: SlurmCluster, tmp_path: Path, cli: Cli
 ) -> None:
     # srtctl's log says its benchmark completed successfully, benchmark.out says it generated 0 tokens: the job
-    # watch folds both into the deployment's one state, which the row's JSON and export's metric read
+    # watch folds both into the deployment's one state, which the row's JSON, its STATUS cell (the table of
+    # `fleet --once`, the board's own cells) and export's metric and /readyz read
     job = srt_job(cluster, tmp_path, said=MODEL_READY + COMPLETED, benchmark=ZERO_TOKENS)
     row = f"srt:{job.log_dir}"
     once = cli("fleet", "--once", "--json", row, "--remote-python", sys.executable, "--no-history", "--timeout",
@@ -152,6 +153,9 @@ def test_a_benchmark_that_generated_nothing_is_said_by_the_boards_row_and_by_exp
     assert found["benchmark"] == {
         "model_ready": "2P 1D", "done": "completed successfully", "generated_tokens": [0], "disagrees": ZERO_SAID,
     }  # fmt: skip
+    table = cli("fleet", "--once", row, "--remote-python", sys.executable, "--no-history", "--timeout", "150",
+                timeout=200)  # fmt: skip
+    assert table.returncode == 0 and "benchmark: 0 generated tokens · ready: 2P 1D" in table.stdout, table.stdout
     port = free_port()
     exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, "--remote-python", sys.executable,
                          "--no-history")  # fmt: skip
