@@ -119,6 +119,7 @@ def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_r
     from tui.core import deployment as dm
     from tui.core.metrics import series
     from tui.core.report import to_json
+    from tui.core.state import Phase
     from tui.ui.fleet_rows import status_cell
 
     dep = dm.Deployment((dm.Member("prefill0", "prefill", "n1"), dm.Member("decode0", "decode", "n2")))
@@ -140,12 +141,16 @@ def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_r
     }  # fmt: skip
     assert status_cell(state, 0.0).startswith("benchmark: 0 generated tokens · ")
     assert [v for name, _, v in series(state, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [1.0]
-    # srtctl says ready while the workers are still starting: the line names what the workers' logs say
+    # srtctl says ready while the workers are still on their way: no disagreement yet (its health check can come
+    # a moment before their own ready is folded); once one failed, the line names what the workers' logs say
     starting = dm.combined(dm.Deployment(dep.members, ready_said))
-    assert starting.benchmark_disagrees == srt.Disagreement(ready="1P 1D")
-    line = to_json(starting)["benchmark"]["disagrees"]
+    assert starting.benchmark_disagrees is None and not status_cell(starting, 0.0).startswith("srtctl says")
+    failed = dep.member("decode0").state.evolve(phase=Phase.FAILED)
+    stuck = dm.combined(dm.Deployment(dep.members, ready_said).with_state("decode0", failed))
+    assert stuck.phase is Phase.FAILED and stuck.benchmark_disagrees == srt.Disagreement(ready="1P 1D")
+    line = to_json(stuck)["benchmark"]["disagrees"]
     assert line.startswith("srtctl's log says the model is ready (1P 1D), but the workers' own logs say: ")
-    assert status_cell(starting, 0.0).startswith("srtctl says ready, workers not · ")
+    assert status_cell(stuck, 0.0).startswith("srtctl says ready, workers not · ")
     # agreeing: the key and the metric are there, saying so
     agreed = dm.combined(dm.Deployment(dep.members, srt.BenchmarkWord()))
     assert to_json(agreed)["benchmark"] == {

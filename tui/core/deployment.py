@@ -348,7 +348,8 @@ def combined(dep: Deployment) -> Combined:
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
         health_ready=phase in READY_PHASES,
     )
-    disagrees = srt.disagreement(dep.benchmark, phase in READY_PHASES)
+    stuck = phase is Phase.FAILED or stall is not None
+    disagrees = srt.disagreement(dep.benchmark, phase in READY_PHASES, stuck)
     return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, deployment=dep,
                     benchmark_disagrees=disagrees)  # fmt: skip
 

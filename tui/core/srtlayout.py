@@ -296,15 +296,17 @@ def merged_word(old: BenchmarkWord | None, new: BenchmarkWord) -> BenchmarkWord:
     return BenchmarkWord(new.ready or old.ready, new.generated or old.generated, new.done or old.done)
 
 
-def disagreement(word: BenchmarkWord | None, servers_ready: bool) -> Disagreement | None:
+def disagreement(word: BenchmarkWord | None, servers_ready: bool, servers_stuck: bool = True) -> Disagreement | None:
     """A run that generated 0 tokens, or srtctl saying the model is ready (or its benchmark completed) while the
-    workers' own logs say otherwise; None when they agree or nothing is said yet."""
+    workers' own logs say otherwise; None when they agree or nothing is said yet. `servers_stuck`: the workers'
+    verdict is failed or stalled; while they are still on their way (srtctl's health check can come a moment
+    before their own ready is folded) its "ready" is no disagreement yet."""
     if word is None:
         return None
     if word.generated and min(word.generated) == 0:
         zero = sum(1 for n in word.generated if n == 0)
         return Disagreement(zero, len(word.generated), word.done)
-    if servers_ready:
+    if servers_ready or not servers_stuck:
         return None
     completed = word.done == "completed successfully"
     if word.ready is None and not completed:
