@@ -5,6 +5,7 @@ under `member`; `scancel` turns the row failed with Slurm's word (in /readyz, th
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -21,7 +22,7 @@ from tests.helpers.slurm import NODE_LOG, OWN_LOG, SlurmCluster, own_log_job, si
 from tests.helpers.sshd import free_port
 from tests.test_metrics import samples
 from tests.test_slurm import our_steps
-from tests.test_srt_job import srt_job
+from tests.test_srt_job import COMPLETED, MODEL_READY, ZERO_SAID, ZERO_TOKENS, srt_job
 
 Scraped = dict[str, float]
 
@@ -130,9 +131,43 @@ def test_an_srtctl_job_is_exported_with_its_workers_as_members(cluster: SlurmClu
     assert members == {"prefill0": 1, "prefill1": 1, "decode0": 1}
     status, said, code = readyz(port, row)
     assert status == 200 and code == "0" and said.strip().endswith("ready: 2P 1D"), said
+    assert found[f'sglang_tui_benchmark_disagrees{{server="{row}"}}'] == 0  # no benchmark word: nothing disagrees
     exporter.send_signal(signal.SIGTERM)
     assert exporter.wait(60) == 0
     assert our_steps(cluster, job.job) == []  # export's steps inside the job ended with it
+
+
+def test_a_benchmark_that_generated_nothing_is_said_by_the_boards_row_and_by_export(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # srtctl's log says its benchmark completed successfully, benchmark.out says it generated 0 tokens: the job
+    # watch folds both into the deployment's one state, which the row's JSON, its STATUS cell (the table of
+    # `fleet --once`, the board's own cells) and export's metric and /readyz read
+    job = srt_job(cluster, tmp_path, said=MODEL_READY + COMPLETED, benchmark=ZERO_TOKENS)
+    row = f"srt:{job.log_dir}"
+    once = cli("fleet", "--once", "--json", row, "--remote-python", sys.executable, "--no-history", "--timeout",
+               "150", timeout=200)  # fmt: skip
+    assert once.returncode == 0, once.stderr  # the servers are ready: the word is said beside their verdict
+    found = json.loads(once.stdout.splitlines()[-1])
+    assert found["phase"] == "ready" and found["reason"] == "ready: 2P 1D", found
+    assert found["benchmark"] == {
+        "model_ready": "2P 1D", "done": "completed successfully", "generated_tokens": [0], "disagrees": ZERO_SAID,
+    }  # fmt: skip
+    table = cli("fleet", "--once", row, "--remote-python", sys.executable, "--no-history", "--timeout", "150",
+                timeout=200)  # fmt: skip
+    assert table.returncode == 0 and "benchmark: 0 generated tokens · ready: 2P 1D" in table.stdout, table.stdout
+    port = free_port()
+    exporter = cli.popen("export", "--listen", f"127.0.0.1:{port}", row, "--remote-python", sys.executable,
+                         "--no-history")  # fmt: skip
+    disagrees = f'sglang_tui_benchmark_disagrees{{server="{row}"}}'
+    scraped = scrape_until(port, lambda s: s.get(f'sglang_tui_ready{{server="{row}"}}') == 1 and disagrees in s,
+                           "the srtctl job ready, its benchmark word read")  # fmt: skip
+    assert scraped[disagrees] == 1
+    status, said, code = readyz(port, row)  # the servers' verdict decides the probe; the word is said beside it
+    assert status == 200 and code == "0" and said.strip().endswith("ready: 2P 1D · benchmark: 0 generated tokens")
+    assert not [key for key in scraped if key.startswith("sglang_tui_benchmark_disagrees{") and "member=" in key]
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(60) == 0
 
 
 def test_a_job_that_is_not_there_is_said_and_exported_not_ready(cluster: SlurmCluster, cli: Cli) -> None:

@@ -76,27 +76,37 @@ def srt_job(
     late: Mapping[str, float] | None = None,
     tp: Mapping[str, int] | None = None,
     said: str = "",
+    router: bool = False,
 ) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
     out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `said`: srtctl's own lines
     in the job's StdOut (said as the workers start: this orchestrator says them whatever the workers do);
     `benchmark`: benchmark.out's text. `late`: worker name -> seconds its step waits before its Python starts (its
     log is there, empty, meanwhile: srun makes the file at the step's start, and a real worker's container and
-    imports take that long before its first line). `tp`: worker name -> its --tp (else 2)."""
+    imports take that long before its first line). `tp`: worker name -> its --tp (else 2). `router`: a simulated
+    sglang-router in front of them, on the first node, as srtctl's frontend starts one (`{node}_router_0.out`)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
+    urls: list[str] = []
     for mode, index, node in WORKERS:
         name = f"{mode}{index}"
         gpu = root / f"gpus-{name}"
         gpus.append(gpu)
         fault = f" --fault {faults[name]}" if faults and name in faults else ""
         wait = f"sleep {late[name]:g}; exec " if late and name in late else "exec "
+        port, bootstrap = free_port(), free_port()
+        urls.append(f"--{mode} http://127.0.0.1:{port}" + (f"@{bootstrap}" if mode == "prefill" else ""))
         steps.append(
             f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" sh -c "{wait}{sys.executable} -m tui '
-            f"simulate --log /dev/stdout --port {free_port()} --tp {(tp or {}).get(name, 2)} --disaggregation-mode {mode} "
-            f"--disaggregation-bootstrap-port {free_port()} --gpu-state {gpu} --shards 4 --speed 100 "
+            f"simulate --log /dev/stdout --port {port} --tp {(tp or {}).get(name, 2)} --disaggregation-mode {mode} "
+            f"--disaggregation-bootstrap-port {bootstrap} --gpu-state {gpu} --shards 4 --speed 100 "
             f'--speculative none{fault}" &'
+        )
+    if router:  # srt-slurm's src/srtctl/frontends/sglang.py: one srun per router, `--output {node}_router_{idx}.out`
+        steps.append(
+            f'srun -N1 -n1 --overlap -w {NODES[0]} --output "$L/{NODES[0]}_router_0.out" sh -c "exec {sys.executable} '
+            f'-m tui simulate --router {" ".join(urls)} --port {free_port()} --log /dev/stdout" &'
         )
     script = (
         f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
@@ -131,6 +141,7 @@ def test_wait_counts_the_roles_and_is_ready_then_stop_cancels(cluster: SlurmClus
     ]  # fmt: skip
     assert f"sglang-tui wait: srtctl job {job.job}: 2P 1D (prefill0 on {NODES[0]}:" in out.stderr, out.stderr
     assert out.stderr.splitlines()[-2:] == ["sglang-tui wait: ready: 2P 1D", f"sglang-tui wait: {ZERO_SAID}"]
+    assert final["benchmark"]["disagrees"] == ZERO_SAID  # the line and the JSON read the one fact
     # the job by its id: its StdOut is srtctl's sweep log, so its workers are the members
     by_id = cli("wait", f"slurm:{job.job}", *job.args(), "--timeout", "120", timeout=180)
     assert by_id.returncode == 0, by_id.stderr
@@ -195,6 +206,29 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its
     assert unnamed.returncode == 2 and "name one with --member (prefill0, prefill1, decode0)" in unnamed.stderr
     wrong = cli("dump", target, "--member", "decode7", "--remote-python", sys.executable)
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "no member decode7" in wrong.stderr
+
+
+def test_the_frontend_is_the_router_member_and_ready_waits_for_it_to_route(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    # srtctl's sglang-router (its log `{node}_router_0.out`) is the deployment's router member: ready once the
+    # router's /workers says a healthy prefill and decode worker (the deployment's own rule, as --deployment has it)
+    job = srt_job(cluster, tmp_path, router=True)
+    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--timeout", "150", "--json", timeout=200)
+    assert out.returncode == 0, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    assert [(m["name"], m["role"], m["host"], m["phase"]) for m in final["members"]][-1] == (
+        "router0",
+        "router",
+        NODES[0],
+        "ready",
+    ), final["members"]
+    assert f"router0 on {NODES[0]}:" in out.stderr, out.stderr
+    assert out.stderr.splitlines()[-1].endswith("router0 up, 3/3 workers healthy"), out.stderr
+    # stop: the router is a member, stopped with the workers; nothing else runs, so the job is cancelled
+    stopped = cli("stop", f"srt:{job.log_dir}", *job.args(), "--grace", "5", timeout=180)
+    assert stopped.returncode == 0, stopped.stderr + stopped.stdout
+    assert cluster.state(job.job) == "" and job_processes(job.job) == [], stopped.stdout
 
 
 def test_a_prefill_workers_oom_is_failed_naming_it(cluster: SlurmCluster, tmp_path: Path, cli: Cli) -> None:

@@ -109,3 +109,69 @@ def test_the_benchmarks_word_is_checked_against_the_servers() -> None:
     assert srt.benchmark_word("", sweep).ready is None
     assert srt.benchmark_disagrees(srt.benchmark_word(sweep, "Total generated tokens: 4096\n"), True, "ready") is None
     assert srt.benchmark_disagrees(srt.BenchmarkWord(), False, "x") is None
+
+
+def test_the_benchmarks_word_is_a_fact_of_the_deployments_one_state_every_view_reads() -> None:
+    # folded into the deployment (the job watch reads it once a cycle), the disagreement is decided once, in
+    # combined(); the JSON, the board's STATUS cell and export's metric read that one fact
+    from dataclasses import replace
+
+    from tui.core import deployment as dm
+    from tui.core.metrics import series
+    from tui.core.report import to_json
+    from tui.core.state import Phase
+    from tui.ui.fleet_rows import status_cell
+
+    dep = dm.Deployment((dm.Member("prefill0", "prefill", "n1"), dm.Member("decode0", "decode", "n2")))
+    plain = dm.combined(dep)
+    assert plain.benchmark_disagrees is None and "benchmark" not in to_json(plain)  # no srtctl job: no key
+    assert not [name for name, _, _ in series(plain, 0.0) if name == "sglang_tui_benchmark_disagrees"]
+    ready_said = srt.benchmark_word("[INFO] Model is ready. Have 1 prefills and 1 decodes.\n", "")
+    dep = dep.with_benchmark(ready_said)
+    # a later read whose tail no longer holds srtctl's ready line keeps it; a member's fold keeps the word
+    dep = dep.with_benchmark(srt.benchmark_word("", "Total generated tokens: 0\n"))
+    dep = dep.with_state("decode0", replace(dep.member("decode0").state, updated_at=1.0))
+    assert dep.benchmark == srt.BenchmarkWord("1P 1D", (0,), None)
+    state = dm.combined(dep)
+    assert state.benchmark_disagrees == srt.Disagreement(zero_runs=1, runs=1)
+    said = to_json(state)["benchmark"]
+    assert said == {
+        "model_ready": "1P 1D", "done": None, "generated_tokens": [0],
+        "disagrees": "benchmark.out reports 0 generated tokens (1 of 1 run(s)): the servers never served it",
+    }  # fmt: skip
+    assert status_cell(state, 0.0).startswith("benchmark: 0 generated tokens · ")
+    assert [v for name, _, v in series(state, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [1.0]
+    # srtctl says ready while the workers are still on their way: no disagreement yet (its health check can come
+    # a moment before their own ready is folded); once one failed, the line names what the workers' logs say
+    starting = dm.combined(dm.Deployment(dep.members, ready_said))
+    assert starting.benchmark_disagrees is None and not status_cell(starting, 0.0).startswith("srtctl says")
+    failed = dep.member("decode0").state.evolve(phase=Phase.FAILED)
+    stuck = dm.combined(dm.Deployment(dep.members, ready_said).with_state("decode0", failed))
+    assert stuck.phase is Phase.FAILED and stuck.benchmark_disagrees == srt.Disagreement(ready="1P 1D")
+    line = to_json(stuck)["benchmark"]["disagrees"]
+    assert line.startswith("srtctl's log says the model is ready (1P 1D), but the workers' own logs say: ")
+    assert status_cell(stuck, 0.0).startswith("srtctl says ready, workers not · ")
+    # agreeing: the key and the metric are there, saying so
+    agreed = dm.combined(dm.Deployment(dep.members, srt.BenchmarkWord()))
+    assert to_json(agreed)["benchmark"] == {
+        "model_ready": None,
+        "done": None,
+        "generated_tokens": [],
+        "disagrees": None,
+    }
+    assert [v for name, _, v in series(agreed, 0.0) if name == "sglang_tui_benchmark_disagrees"] == [0.0]
+
+
+def test_the_frontend_is_srtctls_sglang_router_log() -> None:
+    # srt-slurm c88ef73 src/srtctl/frontends/sglang.py: `{node}_router_{idx}.out`; src/srtctl/ports.py: 8000, 8180
+    names = ["cn01_router_1.out", "cn02_router_0.out", "cn01_frontend_0.out", "cn01_prefill_w0.out", "log.out"]
+    assert srt.routers(names) == [
+        srt.SrtRouter(0, "cn02", "cn02_router_0.out"),
+        srt.SrtRouter(1, "cn01", "cn01_router_1.out"),
+    ]
+    assert srt.routers(names)[0].name == "router0" and srt.workers(["cn02_router_0.out"]) == []
+    smg = "2026-12-06 18:00:00  INFO smg::server: src/server.rs:794: Starting router on 0.0.0.0:30080 | mode: PD\n"
+    assert srt.router_port(smg, names) == 30080 and srt.router_named(smg)
+    assert srt.router_port("Router command: python -m sglang_router.launch_router --port 8180\n", []) == 8180
+    assert not srt.router_named("") and srt.router_port("", names) == 8000
+    assert srt.router_port("", [*names, "cn03_nginx.out"]) == 8180  # behind nginx: the internal port

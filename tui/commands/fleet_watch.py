@@ -22,6 +22,7 @@ from tui.commands.options import FleetOptions
 from tui.commands.slurm_members import OpenJob, SlurmMembers
 from tui.commands.targets import FleetTarget, HostTarget, JobTarget, ServerTarget
 from tui.core import deployment as dm
+from tui.core import srtlayout as srt
 from tui.core.answerer import printable
 from tui.core.config import HostSpec, Target, WatchConfig
 from tui.core.discovery import DEFAULT_PORT
@@ -409,12 +410,46 @@ class Fleet:
         return self._follow(index, watched)
 
     async def _follow_job(self, index: int, watched: Watched, job: JobWatch) -> None:
-        async for member, batch in job.monitor.batches():
-            job.dep = job.folder(job.dep, member, batch, self.clock())
-            watched.tee.put(batch, member)
-            parts = tuple(m.state for m in job.dep.members)
-            watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
-            self.changes.put_nowait(index)
+        word = await self._follow_word(index, watched, job)
+        try:
+            async for member, batch in job.monitor.batches():
+                job.dep = job.folder(job.dep, member, batch, self.clock())
+                watched.tee.put(batch, member)
+                self._publish(index, watched, job)
+        finally:
+            if word is not None:
+                word.cancel()
+                await asyncio.gather(word, return_exceptions=True)
+
+    def _publish(self, index: int, watched: Watched, job: JobWatch) -> None:
+        parts = tuple(m.state for m in job.dep.members)
+        watched.entry = replace(watched.entry, state=dm.combined(job.dep), parts=parts)
+        self.changes.put_nowait(index)
+
+    async def _follow_word(self, index: int, watched: Watched, job: JobWatch) -> asyncio.Task[None] | None:
+        """An srtctl job's benchmark word (its log and benchmark.out, one read a cycle: srt_members.follow_word),
+        folded into the row's deployment; the reads stop once the job ended (one last read after that). The first
+        read is taken before the workers' first batches, so that no verdict of the row (`--once`) comes before
+        the word is known."""
+        from tui.commands import srt_members
+
+        srt_dir = job.members.srt_dir
+        if srt_dir is None:
+            return None
+        first = await srt_members.read_word(job.members.base, srt_dir, job.members.job_id)
+        if first is not None:
+            job.dep = job.dep.with_benchmark(first)
+            self._publish(index, watched, job)
+
+        def fold(word: srt.BenchmarkWord) -> bool:
+            before = job.dep.benchmark
+            job.dep = job.dep.with_benchmark(word)
+            if job.dep.benchmark != before:
+                self._publish(index, watched, job)
+            state = watched.entry.state.slurm_job
+            return state is not None and job_ended(state)
+
+        return asyncio.ensure_future(srt_members.follow_word(job.members.base, srt_dir, job.members.job_id, fold))
 
     async def _follow(self, index: int, watched: Watched) -> None:
         session = watched.session

@@ -43,6 +43,7 @@ class SlurmMembers:
     owns_base: bool = True  # close() closes the base host too (else its opener does)
     shown: str = ""  # the target as the user wrote it, when it is no `slurm:` one (`srt:LOGDIR`)
     pending: str = ""  # an srtctl job's workers not all there, or not all on the port their logs name: what lacks
+    srt_dir: str | None = None  # an srtctl job's log directory (its benchmark's word is read there)
 
     @property
     def job_id(self) -> str:
@@ -268,7 +269,7 @@ async def members_of(
             return found
         specs, srt_hosts, line, pending = found
         return SlurmMembers(target, nodes, specs, srt_hosts, base, cli, [line], owns_base=owns_base,
-                            shown=opened.shown, pending=pending)  # fmt: skip
+                            shown=opened.shown, pending=pending, srt_dir=srt_dir)  # fmt: skip
     gpus = sj.gpus_per_node(job.tres_per_node)
     hosts = [SrunHost(base, job_id, n, remote_python=server.remote_python, gpus=gpus) for n in nodes.nodes]
     logs, where = node_logs(nodes, pattern)

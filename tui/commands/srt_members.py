@@ -6,8 +6,10 @@ each to expect, the job id comes from the directory (`{job_id}/logs`) or its `sw
 tui/core/srtlayout.py (read from srt-slurm's source: docs/srtctl-layout.md).
 
 Each worker's HTTP port is the one its log's `server_args` names, else srtctl's allocation (6100 + 32 k per
-node). A worker that spans several nodes is watched on its first node (its leader's log); the frontend
-(nginx, routers) and the benchmark are not members yet.
+node). A worker that spans several nodes is watched on its first node (its leader's log). The frontend, srtctl's
+sglang-router (`{node}_router_{idx}.out`: srtlayout.routers), is the router member `router0` (the first one; nginx
+and Dynamo's frontend are not read), its port from its log, else srtctl's. The benchmark is no member: its word (srtctl's log, benchmark.out) is
+read once a cycle by the job watch (follow_word) and folded into the deployment (Deployment.with_benchmark).
 """
 
 from __future__ import annotations
@@ -116,6 +118,23 @@ async def _heads(base: Host, log_dir: str, found: list[srt.SrtWorker]) -> dict[s
     return out
 
 
+async def _router(base: Host, log_dir: str) -> tuple[srt.SrtRouter | None, str, list[str]]:
+    """The first sglang-router's log in the directory (the one the router poller watches), the lines of its head
+    that name its port, and the directory's file names."""
+    listed = await list_dir(base, log_dir)
+    names = listed[0] if not isinstance(listed, str) else []
+    router = next(iter(srt.routers(names)), None)
+    if router is None:
+        return None, "", names
+    path = q(f"{log_dir.rstrip('/')}/{router.log}")
+    command = f"head -c {HEAD_BYTES} {path} | grep -a -m 3 -e 'Starting router on' -e '--port' || true"
+    try:
+        result = await base.run(command, timeout=30)
+    except (HostError, TimeoutError):
+        return router, "", names
+    return router, result.stdout.decode("utf-8", "replace"), names
+
+
 async def workers_of(
     base: Host, cli: SlurmCli, job: sj.SlurmJob, log_dir: str, say: Callable[[str], None]
 ) -> list[srt.SrtWorker] | int:
@@ -165,12 +184,21 @@ async def members(
         say(f"no worker log in {log_dir} yet: nothing runs in it")
         return EXIT_NOTHING
     heads = await _heads(base, log_dir, found)
+    router, router_head, names = await _router(base, log_dir)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PORTS_WITHIN_S
-    while wait_for_workers and not _all_named(found, heads) and loop.time() < deadline:
+    while (
+        wait_for_workers
+        and loop.time() < deadline
+        and not (_all_named(found, heads) and (router is None or srt.router_named(router_head)))
+    ):
         await asyncio.sleep(LOOK_EVERY_S)  # a worker's first lines (its server_args) come once Python started
         heads = await _heads(base, log_dir, found)
+        router, router_head, names = await _router(base, log_dir)
     specs = specs_of(log_dir, found, heads, server)
+    if router is not None:  # the frontend: the deployment is ready once it routes to a prefill and a decode worker
+        specs.append(MemberSpec(router.name, "router", router.node, srt.router_port(router_head, names),
+                                f"{log_dir.rstrip('/')}/{router.log}"))  # fmt: skip
     outside = sorted({s.host for s in specs} - set(nodes.nodes))
     if outside:
         say(f"the workers' nodes {', '.join(outside)} are not slurm job {job.job_id}'s ({job.node_list})")
@@ -179,7 +207,10 @@ async def members(
     hosts = [SrunHost(base, job.job_id, s.host, remote_python=server.remote_python, gpus=gpus) for s in specs]
     where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
              f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
-    return specs, hosts, where, await _pending(base, log_dir, found, heads)
+    pending = await _pending(base, log_dir, found, heads)
+    if not pending and router is not None and not srt.router_named(router_head):
+        pending = f"the log of {router.name} names no port yet"
+    return specs, hosts, where, pending
 
 
 async def _pending(base: Host, log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str]) -> str:
@@ -196,16 +227,34 @@ async def _pending(base: Host, log_dir: str, found: list[srt.SrtWorker], heads: 
     return f"the log of {', '.join(unnamed)} names no port yet" if unnamed else ""
 
 
-async def benchmark_check(base: Host, log_dir: str, job_id: str, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word (srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last HEAD_BYTES of each:
-    tui/core/srtlayout.benchmark_word) checked against the servers' verdict: the line that says where they
-    disagree, None when they agree or neither says anything yet."""
+WORD_BYTES = 65536  # of srtctl's log and of benchmark.out, the tail read each look (their words are near the end)
+WORD_EVERY_S = 2.0  # the job watch's own cadence (tui/sources/slurm_jobs.QueueWatch): one look a cycle
+
+
+async def read_word(base: Host, log_dir: str, job_id: str) -> srt.BenchmarkWord | None:
+    """The benchmark's word: srtctl's log `sweep_{job_id}.log` and `benchmark.out`, the last WORD_BYTES of each,
+    in one command (tui/core/srtlayout.benchmark_word); None when they cannot be read now."""
     d = log_dir.rstrip("/")
     sweep, bench = q(f"{d}/sweep_{job_id}.log"), q(f"{d}/benchmark.out")
-    command = f"tail -c {HEAD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; tail -c {HEAD_BYTES} {bench} 2>/dev/null; true"
+    command = (
+        f"tail -c {WORD_BYTES} {sweep} 2>/dev/null; echo; echo {LISTING_MARK}; "
+        f"tail -c {WORD_BYTES} {bench} 2>/dev/null; true"
+    )
     try:
         result = await base.run(command, timeout=30)
     except (HostError, TimeoutError):
         return None
     sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
-    return srt.benchmark_disagrees(srt.benchmark_word(sweep_text, bench_text), servers_ready, servers_line)
+    return srt.benchmark_word(sweep_text, bench_text)
+
+
+async def follow_word(
+    base: Host, log_dir: str, job_id: str, fold: Callable[[srt.BenchmarkWord], bool], *, every: float = WORD_EVERY_S
+) -> None:
+    """The benchmark's word read once a cycle (after the caller's own first read) and handed to `fold` (the job
+    watch's fold), until it says the job ended (True: one last read was taken after it)."""
+    while True:
+        await asyncio.sleep(every)
+        word = await read_word(base, log_dir, job_id)
+        if word is not None and fold(word):
+            return

@@ -20,13 +20,14 @@ from collections.abc import Callable
 from tui.commands import slurm_members
 from tui.commands.options import WaitOptions
 from tui.commands.wait_deployment import Reporting
+from tui.core import deployment as dm
+from tui.core import srtlayout as srt_layout
 from tui.core import wording
 from tui.core.config import Target, WatchConfig
 from tui.core.events import SlurmJobState
 from tui.core.exitcodes import EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
-from tui.core.srtlayout import log_dir_of_stdout as srt_log_dir
 from tui.core.verdict import decide
 from tui.sources.deployment import MemberSpec
 from tui.sources.deployment_session import DeploymentSession, deployment_monitor, deployment_of
@@ -116,19 +117,20 @@ async def _run(opts: WaitOptions, reporter: Reporting, opened: slurm_members.Ope
         found, state = await wait_for(followed, reporter.update, timeout=remaining, say=say, budget=opts.timeout)
         if followed.requeued:
             return None
+        if members.srt_dir is not None:  # an srtctl job: its benchmark's word folded in, as the board's job watch does
+            from tui.commands import srt_members
+
+            word = await srt_members.read_word(opened.base, members.srt_dir, opened.job_id)
+            if word is not None:
+                session.dep = session.dep.with_benchmark(word)
+                state = session.state = dm.combined(session.dep)
         if opts.json:
             reporter.emit_json(state, force=True)
         said = wording.line(found, state, state.updated_at)
         say(said)
-        srt_dir = opened.srt_dir or srt_log_dir(members.job.job.std_out)
-        if srt_dir is not None:  # an srtctl job: its benchmark's word checked against the workers'
-            from tui.commands import srt_members
-
-            disagrees = await srt_members.benchmark_check(
-                opened.base, srt_dir, opened.job_id, found.kind in ("ready", "serving"), said
-            )
-            if disagrees:
-                say(disagrees)
+        disagrees = state.benchmark_disagrees if isinstance(state, dm.Combined) else None
+        if disagrees is not None:  # the fact the fold made, worded against the servers' own line
+            say(srt_layout.disagreement_line(disagrees, said))
         return found.code if found.code is not None else EXIT_TIMEOUT
     finally:
         await members.close()

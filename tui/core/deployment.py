@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from tui.core import srtlayout as srt
 from tui.core.capture import current_capture
 from tui.core.events import GpuSnapshot
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
@@ -67,6 +68,7 @@ class Member:
 @dataclass(frozen=True)
 class Deployment:
     members: tuple[Member, ...]
+    benchmark: srt.BenchmarkWord | None = None  # an srtctl job's: what its log and benchmark.out say (None: not one)
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
@@ -75,7 +77,11 @@ class Deployment:
         return self.with_member(replace(self.member(name), state=state))
 
     def with_member(self, member: Member) -> Deployment:
-        return Deployment(tuple(member if m.name == member.name else m for m in self.members))
+        return replace(self, members=tuple(member if m.name == member.name else m for m in self.members))
+
+    def with_benchmark(self, word: srt.BenchmarkWord) -> Deployment:
+        """srtctl's log and benchmark.out read again, folded over what they said before."""
+        return replace(self, benchmark=srt.merged_word(self.benchmark, word))
 
 
 def nodes(names_hosts: list[tuple[str, str]]) -> Deployment:
@@ -302,7 +308,7 @@ def _ranks(dep: Deployment) -> tuple[RankState, ...]:
     return tuple(out)
 
 
-def combined(dep: Deployment) -> Readiness:
+def combined(dep: Deployment) -> Combined:
     """One `Readiness` for the whole deployment, read by `wait`'s exit rules and the JSON report: the phase,
     the reason, the error and stall of the member that holds it back, and connection failures of any member."""
     behind = least_advanced(dep)
@@ -342,7 +348,10 @@ def combined(dep: Deployment) -> Readiness:
         log_ready=all(m.state.log_ready for m in dep.members if m.role != "router" and m.node_rank in (None, 0)),
         health_ready=phase in READY_PHASES,
     )
-    return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, deployment=dep)
+    stuck = phase is Phase.FAILED or stall is not None
+    disagrees = srt.disagreement(dep.benchmark, phase in READY_PHASES, stuck)
+    return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, deployment=dep,
+                    benchmark_disagrees=disagrees)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -352,3 +361,5 @@ class Combined(Readiness):
     tui/core/wording.py), not those of the one state it is built on."""
 
     deployment: Deployment = Deployment(())
+    # an srtctl job's benchmark word against the servers' (None: they agree, or nothing said, or no srtctl job)
+    benchmark_disagrees: srt.Disagreement | None = None

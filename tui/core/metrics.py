@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tui.core.deployment import Combined
 from tui.core.eta import RATIO_FLOOR_S, STARTUP_PHASES, estimate
 from tui.core.freshness import is_lost, last_seen_s
 from tui.core.stall import budget_for, quiet_since
@@ -63,6 +64,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("sglang_tui_phase_usual_ratio", "Seconds in the current phase over its usual (median) duration"),
     Family("sglang_tui_past_launches", "Earlier ready launches of the same key behind the usual figures"),
     Family("sglang_tui_info", "1, with what the log says the server is", ("model", "version", "tp", "speculative")),
+    Family(
+        "sglang_tui_benchmark_disagrees",
+        "1 when an srtctl job's benchmark word disagrees with its servers' (0 generated tokens, or srtctl says ready "
+        "while the workers' logs do not); srtctl jobs only",
+    ),
 )
 _BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -137,6 +143,8 @@ def series(s: Readiness, now: float) -> Iterable[Sample]:
         "model": info.model or "", "version": info.version or "",
         "tp": str(info.tp_size) if info.tp_size is not None else "", "speculative": info.speculative or "",
     }, 1.0  # fmt: skip
+    if isinstance(s, Combined) and s.deployment.benchmark is not None:  # the fact the fold made (issue 36)
+        yield "sglang_tui_benchmark_disagrees", {}, float(s.benchmark_disagrees is not None)
 
 
 def failure_kind(s: Readiness) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core import deployment as dm
 from tui.core import fmt
+from tui.core import srtlayout as srt
 from tui.core.crosscheck import crosscheck_words
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.ranklabels import tp_floor
@@ -55,7 +56,22 @@ def to_json(state: Readiness, now: float | None = None) -> dict[str, object]:
     }
     if isinstance(s, dm.Combined):
         report["members"] = members_json(s.deployment)
+        if s.deployment.benchmark is not None:  # an srtctl job's (issue 36)
+            report["benchmark"] = benchmark_json(s)
     return report
+
+
+def benchmark_json(s: dm.Combined) -> dict[str, object]:
+    """An srtctl job's `"benchmark"`: what srtctl's log and benchmark.out say, and the line where that disagrees
+    with the servers' own verdict (null when they agree)."""
+    word = s.deployment.benchmark or srt.BenchmarkWord()
+    found = s.benchmark_disagrees
+    return {
+        "model_ready": word.ready,
+        "done": word.done,
+        "generated_tokens": list(word.generated),
+        "disagrees": srt.disagreement_line(found, verdict_line(s)) if found is not None else None,
+    }
 
 
 def _span_json(span: PhaseSpan) -> dict[str, object]:

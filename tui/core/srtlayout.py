@@ -181,6 +181,53 @@ def allocated_ports(found: list[SrtWorker]) -> dict[str, int]:
     return out
 
 
+# The frontend (srt-slurm c88ef73): src/srtctl/frontends/sglang.py starts one sglang-router per frontend node,
+# `python -m sglang_router.launch_router --pd-disaggregation --prefill URL [BOOTSTRAP] … --decode URL … --port P`,
+# its srun `--output` `{node}_router_{idx}.out`; src/srtctl/cli/mixins/frontend_stage.py puts nginx in front of them
+# (`{nginx_node}_nginx.out`) when there are several, the routers then on FRONTEND_INTERNAL_PORT, else on
+# FRONTEND_PUBLIC_PORT (src/srtctl/ports.py). Dynamo's frontend (`{node}_frontend_{idx}.out`,
+# src/srtctl/frontends/dynamo.py) answers no /workers: it is not read. `log.out` is what srt-slurm's docs call the
+# orchestrator's stdout (docs/monitoring.md); the source writes that to `sweep_{job_id}.log` (read above).
+ROUTER_LOG = re.compile(r"^(?P<node>[A-Za-z0-9][A-Za-z0-9._-]*?)_router_(?P<index>\d+)\.out$")
+FRONTEND_PUBLIC_PORT = 8000  # src/srtctl/ports.py
+FRONTEND_INTERNAL_PORT = 8180  # src/srtctl/ports.py: behind nginx
+_ROUTER_PORT = re.compile(r"Starting router on [^\s:]+:(\d{2,5})\b|--port[ =](\d{2,5})\b")
+
+
+@dataclass(frozen=True)
+class SrtRouter:
+    """One sglang-router's log on its node: the deployment's router member (`router0`)."""
+
+    index: int
+    node: str
+    log: str
+
+    @property
+    def name(self) -> str:
+        return f"router{self.index}"
+
+
+def routers(file_names: list[str] | tuple[str, ...]) -> list[SrtRouter]:
+    """The sglang-router logs among a log directory's file names, by index."""
+    found = [(m, n) for n in file_names for m in [ROUTER_LOG.match(n)] if m is not None]
+    return sorted((SrtRouter(int(m.group("index")), m.group("node"), n) for m, n in found), key=lambda r: r.index)
+
+
+def router_port(head: str, file_names: list[str] | tuple[str, ...]) -> int:
+    """The router's port: the one its log names (smg's `Starting router on 0.0.0.0:8000`, or its command line's
+    `--port`), else srtctl's (8180 behind nginx, else 8000)."""
+    found = _ROUTER_PORT.search(head)
+    if found:
+        return int(found.group(1) or found.group(2))
+    nginx = any(n.endswith("_nginx.out") for n in file_names)
+    return FRONTEND_INTERNAL_PORT if nginx else FRONTEND_PUBLIC_PORT
+
+
+def router_named(head: str) -> bool:
+    """Whether the router's log has named its port yet."""
+    return _ROUTER_PORT.search(head) is not None
+
+
 def sweep_job_id(file_names: list[str] | tuple[str, ...]) -> str | None:
     """The job id of the `sweep_{job_id}.log` in a log directory's file names."""
     for name in file_names:
@@ -228,21 +275,63 @@ def benchmark_word(sweep: str, bench: str) -> BenchmarkWord:
     )
 
 
-def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
-    """The benchmark's word checked against the servers': a line when a run generated 0 tokens, or when srtctl says
-    the model is ready (or its benchmark completed) while the workers' own logs say otherwise; None when they
-    agree."""
+@dataclass(frozen=True)
+class Disagreement:
+    """Where the benchmark's word and the servers' disagree (the fact; disagreement_line words it)."""
+
+    zero_runs: int = 0  # runs benchmark.out reports with 0 generated tokens
+    runs: int = 0  # runs benchmark.out reports
+    done: str | None = None  # srtctl's last word on its benchmark
+    ready: str | None = None  # "2P 1D": srtctl said the model is ready while the servers say otherwise
+    completed: bool = False  # srtctl said its benchmark completed successfully while the servers say otherwise
+
+
+def merged_word(old: BenchmarkWord | None, new: BenchmarkWord) -> BenchmarkWord:
+    """A later read folded over an earlier one: each word kept once said (a tail may no longer hold it)."""
+    if old is None:
+        return new
+    return BenchmarkWord(new.ready or old.ready, new.generated or old.generated, new.done or old.done)
+
+
+def disagreement(word: BenchmarkWord | None, servers_ready: bool, servers_stuck: bool = True) -> Disagreement | None:
+    """A run that generated 0 tokens, or srtctl saying the model is ready (or its benchmark completed) while the
+    workers' own logs say otherwise; None when they agree or nothing is said yet. `servers_stuck`: the workers'
+    verdict is failed or stalled; while they are still on their way (srtctl's health check can come a moment
+    before their own ready is folded) its "ready" is no disagreement yet."""
+    if word is None:
+        return None
     if word.generated and min(word.generated) == 0:
-        runs = sum(1 for n in word.generated if n == 0)
-        done = f", yet srtctl says its benchmark {word.done}" if word.done == "completed successfully" else ""
+        zero = sum(1 for n in word.generated if n == 0)
+        return Disagreement(zero, len(word.generated), word.done)
+    if servers_ready or not servers_stuck:
+        return None
+    completed = word.done == "completed successfully"
+    if word.ready is None and not completed:
+        return None
+    return Disagreement(done=word.done, ready=word.ready, completed=completed)
+
+
+def disagreement_line(found: Disagreement, servers_line: str) -> str:
+    """The one line that says where they disagree (`servers_line`: the servers' own verdict line)."""
+    if found.zero_runs:
+        done = f", yet srtctl says its benchmark {found.done}" if found.done == "completed successfully" else ""
         return (
-            f"benchmark.out reports 0 generated tokens ({runs} of {len(word.generated)} run(s)){done}: "
+            f"benchmark.out reports 0 generated tokens ({found.zero_runs} of {found.runs} run(s)){done}: "
             "the servers never served it"
         )
-    if servers_ready:
-        return None
-    said = [f"the model is ready ({word.ready})"] if word.ready is not None else []
-    said += ["its benchmark completed successfully"] if word.done == "completed successfully" else []
-    if not said:
-        return None
+    said = [f"the model is ready ({found.ready})"] if found.ready is not None else []
+    said += ["its benchmark completed successfully"] if found.completed else []
     return f"srtctl's log says {' and '.join(said)}, but the workers' own logs say: {servers_line}"
+
+
+def disagreement_short(found: Disagreement) -> str:
+    """The board cell's short form."""
+    if found.zero_runs:
+        return "benchmark: 0 generated tokens"
+    return "srtctl says ready, workers not" if found.ready is not None else "srtctl says benchmark done, workers not"
+
+
+def benchmark_disagrees(word: BenchmarkWord, servers_ready: bool, servers_line: str) -> str | None:
+    """The benchmark's word checked against the servers': the line where they disagree, None when they agree."""
+    found = disagreement(word, servers_ready)
+    return disagreement_line(found, servers_line) if found is not None else None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.core import fmt
-from tui.core.deployment import role_counts
+from tui.core import srtlayout as srt
+from tui.core.deployment import Combined, role_counts
 from tui.core.eta import estimate, slow_phases, slow_words
 from tui.core.exitcodes import EXIT_BAD_ARGS
 from tui.core.explain import PROCESS_EXITED, latest_health
@@ -200,7 +201,14 @@ def usual_cell(s: Readiness, now: float) -> str:
 
 
 def status_cell(s: Readiness, now: float) -> str:
-    """The verdict and its reason's short form."""
+    """The verdict and its reason's short form; an srtctl job's benchmark word after it where it disagrees with
+    the servers' (the fact the fold made: Combined.benchmark_disagrees)."""
+    cell = _verdict_cell(s, now)
+    found = s.benchmark_disagrees if isinstance(s, Combined) else None
+    return f"{srt.disagreement_short(found)} · {cell}" if found is not None else cell
+
+
+def _verdict_cell(s: Readiness, now: float) -> str:
     stop = stopped_by_tool(s)
     if stop is not None:
         return f"stopped by sglang-tui ({stop.action})"
