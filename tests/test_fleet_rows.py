@@ -101,3 +101,18 @@ def test_a_failed_rows_status_says_its_remedys_short_form_first() -> None:
     assert "Capture cuda graph failed: CUDA out of memory" in status, status
     plain = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("other", "something odd"))
     assert "try" not in cells(_entry(plain), 0.0)["status"]  # no remedy known: nothing made up
+
+
+def test_a_failed_deployments_status_names_the_member_that_failed() -> None:
+    """An srtctl job's row (issue 36): the worker whose failure is the deployment's comes first in STATUS, the
+    fact the fold made (Combined.failed_member); one server's row names nobody."""
+    from tui.core import deployment as dm
+
+    oom = CONNECTED.evolve(phase=Phase.FAILED, error=ErrorInfo("oom", "torch.OutOfMemoryError: CUDA out of memory."))
+    up = CONNECTED.evolve(phase=Phase.READY)
+    dep = dm.Deployment((dm.Member("prefill0", "prefill", "n1", up), dm.Member("prefill1", "prefill", "n1", oom),
+                         dm.Member("decode0", "decode", "n2", up)))  # fmt: skip
+    status = cells(FleetEntry("job", "slurm 42: n1,n2", dm.combined(dep), kind="job"), 0.0)["status"]
+    assert status.startswith("prefill1 failed (out of memory): "), status
+    one = dm.combined(dm.Deployment((dm.Member("n0", "node", "n1", oom),)))
+    assert one.failed_member is None and cells(_entry(one), 0.0)["status"].startswith("failed (out of memory): ")

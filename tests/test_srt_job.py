@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import Cli, PipeLines
+from tests.helpers.processes import Cli, PipeLines, Sims
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
@@ -268,3 +268,78 @@ def test_a_bad_or_missing_directory_is_one_line(cluster: SlurmCluster, tmp_path:
     (tmp_path / "plain").mkdir()
     nameless = cli("wait", f"srt:{tmp_path}/plain", "--remote-python", sys.executable)
     assert nameless.returncode == 2 and "names no Slurm job" in nameless.stderr, nameless.stderr
+
+
+def test_the_board_with_two_srtctl_jobs_and_four_plain_servers(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli, sim: Sims
+) -> None:
+    """Issue 36's board: two srtctl jobs (one ready, one whose prefill1 ran out of memory) beside four plain servers,
+    one `fleet --once --json` look: each job one row with its workers counted and its verdict (the failed one names
+    its worker), each plain server its own row, and the exit code of the worst row (1: a failure settled)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ready = srt_job(cluster, tmp_path / "a", said=MODEL_READY)
+    failing = srt_job(cluster, tmp_path / "b", {"prefill1": "oom-load"})
+    plain = [sim(speed=100.0, shards=4, speculative="none") for _ in range(4)]
+    targets = [f"srt:{ready.log_dir}", f"srt:{failing.log_dir}", *(f"local:{s.port}:{s.log}" for s in plain)]
+    out = cli("fleet", "--once", "--json", *targets, "--remote-python", sys.executable, "--no-history",
+              "--timeout", "150", timeout=240)  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    rows = {o["name"]: o for o in (json.loads(line) for line in out.stdout.splitlines() if line.startswith("{"))}
+    assert sorted(rows) == sorted(targets), sorted(rows)
+    good, bad = rows[targets[0]], rows[targets[1]]
+    assert good["phase"] == "ready" and good["reason"] == "ready: 2P 1D", good
+    assert [m["name"] for m in good["members"]] == ["prefill0", "prefill1", "decode0"]
+    assert bad["phase"] == "failed" and bad["reason"].startswith("prefill1 failed in loading weights ("), bad
+    assert [rows[t]["phase"] for t in targets[2:]] == ["ready"] * 4, [rows[t]["reason"] for t in targets[2:]]
+
+
+@pytest.mark.screenshots
+async def test_the_board_with_two_srtctl_jobs_and_four_plain_servers_screenshot(
+    cluster: SlurmCluster, tmp_path: Path, sim: Sims
+) -> None:
+    """screenshots/fleet_srt_{size}.svg (-m screenshots: it rewrites tracked files): the board of the test above,
+    once both jobs have settled, at 120×40 and 200×50."""
+    from tests.test_screenshots import SCREENSHOTS, portable_fonts
+    from tui.commands.fleet_board import board_app
+    from tui.commands.fleet_watch import Fleet
+    from tui.commands.options import FleetOptions
+    from tui.commands.targets import fleet_target
+    from tui.core.state import Phase
+    from tui.sources.hostpool import HostPool
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ready = srt_job(cluster, tmp_path / "a", said=MODEL_READY)
+    failing = srt_job(cluster, tmp_path / "b", {"prefill1": "oom-load"})
+    plain = [sim(speed=100.0, shards=4, speculative="none") for _ in range(4)]
+    rows = [
+        (fleet_target(f"srt:{ready.log_dir}"), "pd-a", "srtctl"),
+        (fleet_target(f"srt:{failing.log_dir}"), "pd-b", "srtctl"),
+    ]
+    rows += [(fleet_target(f"local:{s.port}:{s.log}"), f"chat-{i}", "plain") for i, s in enumerate(plain)]
+    args = FleetOptions(remote_python=sys.executable)
+    fleet = Fleet(args, HostPool(remote_python=sys.executable))
+    await fleet.open(rows)
+    fleet.start()
+    app = board_app(args, fleet)
+    settled = {Phase.READY, Phase.SERVING, Phase.FAILED}
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            for _ in range(3600):
+                if all(e.state.phase in settled for e in fleet.entries):
+                    break
+                await pilot.pause(0.05)
+            assert [e.state.phase for e in fleet.entries].count(Phase.FAILED) == 1, [
+                e.state.phase for e in fleet.entries
+            ]
+            for width, height in ((120, 40), (200, 50)):
+                await pilot.resize_terminal(width, height)
+                await pilot.pause(0.5)
+                path = Path(app.save_screenshot(filename=f"fleet_srt_{width}x{height}.svg", path=str(SCREENSHOTS)))
+                path.write_text(portable_fonts(path.read_text()))
+                text = path.read_text().replace("&#160;", " ")
+                assert "2/2P 1/1D" in text and "1/2P 1/1D" in text, path  # the PHASE cells
+                assert width < 200 or "prefill1 failed" in text, path  # STATUS, cut under 200 columns
+    finally:
+        await fleet.close()

@@ -337,7 +337,7 @@ class Fleet:
         add_job_feeds(monitor, QueueWatch(members.cli, [job_id]), job_id, [s.name for s in members.specs])
         dep = deployment_of(members.specs, self.opts.stall_after)
         job = JobWatch(members, monitor, MemberFolder(dep, monitor.set_phase), dep)
-        where = f"slurm {job_id}: {','.join(s.host for s in members.specs)}"
+        where = f"slurm {job_id}: {','.join(dict.fromkeys(s.host for s in members.specs))}"  # each node once
         parts = tuple(m.state for m in dep.members)
         entry = FleetEntry(name, where, dm.combined(dep), kind="job", group=group, order=order, parts=parts)
         return job, entry

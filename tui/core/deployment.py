@@ -350,8 +350,9 @@ def combined(dep: Deployment) -> Combined:
     )
     stuck = phase is Phase.FAILED or stall is not None
     disagrees = srt.disagreement(dep.benchmark, phase in READY_PHASES, stuck)
+    failed_member = behind.name if phase is Phase.FAILED and len(dep.members) > 1 else None
     return Combined(**{f.name: getattr(merged, f.name) for f in fields(Readiness)}, deployment=dep,
-                    benchmark_disagrees=disagrees)  # fmt: skip
+                    benchmark_disagrees=disagrees, failed_member=failed_member)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -363,3 +364,5 @@ class Combined(Readiness):
     deployment: Deployment = Deployment(())
     # an srtctl job's benchmark word against the servers' (None: they agree, or nothing said, or no srtctl job)
     benchmark_disagrees: srt.Disagreement | None = None
+    # the member whose failure is the deployment's (None: not failed, or one member: the error is its own)
+    failed_member: str | None = None

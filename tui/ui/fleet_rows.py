@@ -219,7 +219,8 @@ def _verdict_cell(s: Readiness, now: float) -> str:
             line = " ".join(s.error.line.split())
             line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
             fix = remedy(s)  # the remedy's short form first: what to do fits where the cell is cut
-            return f"failed ({kind_words(s.error.kind)}): " + (f"try {fix.short()} · " if fix else "") + line
+            who = f"{s.failed_member} " if isinstance(s, Combined) and s.failed_member else ""  # a deployment's
+            return f"{who}failed ({kind_words(s.error.kind)}): " + (f"try {fix.short()} · " if fix else "") + line
         return verdict_line(s, now)
     if s.lost_at is not None or s.connection == "failed":
         return lost_words(s, now)  # "cannot connect: …; last seen ready 1m ago" (tui.core.freshness)
