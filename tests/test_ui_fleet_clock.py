@@ -5,7 +5,7 @@ the next second. Driven by Textual's pilot over the board's own sources, with a 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from textual.screen import Screen
 
@@ -16,9 +16,8 @@ from tui.ui.fleet_app import BoardSources, FleetApp
 NOW = 1000.5  # the sources' clock: the next second is 1001, the next minute 1020
 
 
-async def test_a_board_at_rest_sets_its_clock_for_the_next_minute_and_a_starting_row_for_the_next_second() -> None:
-    entries = [FleetEntry(f"s{i}", "gpu1", Readiness().evolve(phase=Phase.READY), order=i) for i in range(3)]
-    changes: asyncio.Queue[int] = asyncio.Queue()
+def board(entries: list[FleetEntry], changes: asyncio.Queue[int], clock: Callable[[], float]) -> FleetApp:
+    """The board over these rows: a row's index put on `changes` tells it that row changed; no row opens a view."""
 
     async def changed() -> AsyncIterator[int]:
         while True:
@@ -27,7 +26,13 @@ async def test_a_board_at_rest_sets_its_clock_for_the_next_minute_and_a_starting
     def no_view(index: int) -> Screen[object] | None:
         return None
 
-    app = FleetApp(BoardSources(lambda: list(entries), changed, no_view, clock=lambda: NOW))
+    return FleetApp(BoardSources(lambda: list(entries), changed, no_view, clock=clock))
+
+
+async def test_a_board_at_rest_sets_its_clock_for_the_next_minute_and_a_starting_row_for_the_next_second() -> None:
+    entries = [FleetEntry(f"s{i}", "gpu1", Readiness().evolve(phase=Phase.READY), order=i) for i in range(3)]
+    changes: asyncio.Queue[int] = asyncio.Queue()
+    app = board(entries, changes, lambda: NOW)
     async with app.run_test(size=(160, 20)) as pilot:
         await pilot.pause()
         assert app.table.row_count == 3 and app.clock_due == 1020.0
@@ -50,13 +55,6 @@ async def test_an_up_rows_minutes_roll_over_with_the_clock_not_with_its_next_cha
     entries = [FleetEntry(f"s{i}", "gpu1", ready, order=i) for i in range(2)]
     changes: asyncio.Queue[int] = asyncio.Queue()
 
-    async def changed() -> AsyncIterator[int]:
-        while True:
-            yield await changes.get()
-
-    def no_view(index: int) -> Screen[object] | None:
-        return None
-
     def cell(row: int, column: str) -> str:
         return str(app.table.get_cell(str(row), column))
 
@@ -69,7 +67,7 @@ async def test_an_up_rows_minutes_roll_over_with_the_clock_not_with_its_next_cha
             await pilot.pause(0.05)
         raise AssertionError(f"row {row}'s {column} never said {words!r}: {cell(row, column)!r}")
 
-    app = FleetApp(BoardSources(lambda: list(entries), changed, no_view, clock=lambda: clock[0]))
+    app = board(entries, changes, lambda: clock[0])
     async with app.run_test(size=(160, 20)) as pilot:
         await pilot.pause()
         assert cell(0, "in_phase") == cell(1, "in_phase") == "<1m"
