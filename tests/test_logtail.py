@@ -115,6 +115,7 @@ async def test_follows_a_growing_file_byte_for_byte(host: Host, tmp_path: Path) 
 
 async def test_sshd_killed_mid_load_loses_and_repeats_nothing(fresh_sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
+    log.touch()  # there before the tail looks: a writer slow to start (a loaded machine) made it "missing", "appeared"
     host = tail_ssh_host(fresh_sshd)
     states: list[str] = []
     host.on_connection(lambda s: states.append(s.state))
