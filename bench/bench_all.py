@@ -73,7 +73,8 @@ def run(bench: Bench, args: tuple[str, ...]) -> tuple[str | None, str, float]:
         why = (proc.stderr.strip().splitlines() or ["(no reason given)"])[-1]
         return "", f"### {bench.name}\n\n- not run here: {why}\n", took  # under CI (which installs all): failed
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        # its last lines, not its last line: a warning printed at exit hid why the script failed (CI, eta_bursts)
+        tail = "\n  ".join(proc.stderr.strip().splitlines()[-6:] or ["(no output)"])
         return None, f"### {bench.name}\n\n- failed (exit {proc.returncode}): {tail}\n{proc.stdout}", took
     text = proc.stdout.strip()
     if not text.startswith("#"):  # a script printing plain lines: kept as it prints them

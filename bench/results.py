@@ -48,7 +48,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("probe_call", "bench_probe.py", (), ("--lines", "100000", "--calls", "5")),
     Bench("probe_busy", "bench_probe_busy.py", ("--calls", "20"), ("--calls", "3")),
     Bench("reliability", "reliability_table.py", (), ("--collect-only",)),
-    Bench("eta_bursts", "bench_eta_bursts.py", ("--speed", "3", "--shards", "32"), ("--speed", "20", "--shards", "8"),
+    Bench("eta_bursts", "bench_eta_bursts.py", ("--speed", "3", "--shards", "32"), ("--speed", "10", "--shards", "16"),
           in_all=False, title="The weights ETA under the multi-thread loader's bursts"),
     Bench("tui_idle_tmux", "bench_tui_idle_tmux.py", ("--seconds", "60"), ("--seconds", "10"), in_all=False),
     Bench("monitor_idle", "bench_monitor_idle.py", ("--seconds", "10"), ("--seconds", "3"), in_all=False,
