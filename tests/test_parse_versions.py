@@ -291,6 +291,11 @@ def test_generic_exception_with_interleaved_rank_line() -> None:
         ),
         ("[2025-11-29 10:00:00 TP0] DetokenizerManager hit an exception: CUDA error: out of memory", ("oom", True)),
         ("launch_server.py: error: argument --tp-size: invalid int value: 'x'", ("other", True)),
+        # Slurm's reports of its own steps (in a batch log, beside the server's): what a cancel or a crash did to a
+        # task, never the server's cause; the job's state says a cancel, the server's own lines say a crash
+        ("srun: error: sgtn2: task 1: Terminated", None),
+        ("srun: error: gpu-07: task 3: Exited with exit code 1", None),
+        ("slurmstepd: error: *** STEP 12.0 ON sgtn1 CANCELLED AT 2026-12-06T19:50:01 ***", None),
         (
             "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 7/8 clients joined.",
             ("nccl", True),

@@ -78,6 +78,10 @@ _CUT_HIT = lazy(
 )
 _GLOG_ERROR = lazy(r"(?:\[rank\d+\]:)?\[E\d{4} ", re.ASCII)
 _ROOT_OTHER = lazy(r"[Ww]atchdog timeout \(|^[\w.-]+: error: ", re.ASCII)
+# Slurm's reports of its own steps, in a batch log beside the server's lines (`srun: error: n2: task 1: Terminated`,
+# `slurmstepd: error: *** STEP 12.0 … CANCELLED …`): what a cancel or a crash did to a task, not the server's
+# cause. A cancel is the job's state to say (tui/core/fold_job.py), a crash the server's own lines.
+_SLURM_STEP_REPORTS = ("srun: ", "slurmstepd: ")
 
 
 def host_memory(line: str) -> bool:
@@ -170,7 +174,7 @@ def marker_failure(msg: str) -> tuple[ErrorKind, bool, bool] | None:
         return "port_in_use", True, False
     if is_hf_message(msg):  # a window may begin under the exception line
         return ("model_not_found", True, False) if MODEL_NOT_FOUND.search(msg) and not tolerated(msg) else None
-    if _ROOT_OTHER.search(msg):
+    if _ROOT_OTHER.search(msg) and not msg.startswith(_SLURM_STEP_REPORTS):
         return "other", True, False
     if is_exception_line(msg):
         kind = kind_of(msg)  # outside a traceback only a named cause counts
