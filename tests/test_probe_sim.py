@@ -124,7 +124,8 @@ def test_alive_fails_at_the_first_call_past_the_stall_budget_of_a_hang(
     assert decided.report["phase"] == "loading_weights" and decided.probe["line"].startswith(
         "stalled in loading weights"
     )
-    assert decided.probe["quiet_s"] > decided.probe["budget_s"] == 4.0
+    # quiet_s is said to a tenth of a second: 4.04 s of quiet, past the budget, reads 4.0 (m20)
+    assert decided.probe["quiet_s"] >= decided.probe["budget_s"] == 4.0
     # every call before it was right to pass: none of them had been quiet past the budget
     assert all(c.code == 0 and c.probe["quiet_s"] <= c.probe["budget_s"] for c in before), [c.probe for c in before]
     assert server.alive()  # hung, not dead: a stall, never a failure
