@@ -24,7 +24,7 @@ from tui.sources.router import RouterStatus, router_statuses
 
 def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
     return dm.Deployment(tuple(
-        dm.Member(s.name, s.role, s.host, _start(s, stall_after), node_rank=s.node_rank,
+        dm.Member(s.name, s.role, s.host, _start(s, stall_after), node_rank=s.node_rank, worker=s.worker,
                   bootstrap_port=s.bootstrap_port, router=dm.RouterInfo() if s.role == "router" else None)
         for s in specs
     ))  # fmt: skip
@@ -98,7 +98,8 @@ def deployment_monitor(
 def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], hosts: list[Host]) -> None:
     """One poller for the router's health and workers and the prefill bootstrap ports (when there are any)."""
     router = next(((s, h) for s, h in zip(specs, hosts, strict=True) if s.role == "router"), None)
-    prefills = [(s.name, h, s.bootstrap_port or 8998) for s, h in zip(specs, hosts, strict=True) if s.role == "prefill"]
+    prefills = [(s.name, h, s.bootstrap_port or 8998) for s, h in zip(specs, hosts, strict=True)
+                if s.role == "prefill" and not s.follower]  # a worker's node 0 serves its bootstrap  # fmt: skip
     if router is None and not prefills:
         return
     name = router[0].name if router is not None else prefills[0][0]
