@@ -56,6 +56,12 @@ def test_a_two_node_prefill_worker_is_one_worker_ready_with_both_nodes_ranks(
     # the worker's TP4: TP0-1 from node 0's log, TP2-3 from node 1's, named as the worker's
     assert {"prefill0 TP0", "prefill0 TP1", "prefill0 TP2", "prefill0 TP3"} <= set(final["ranks"]), final["ranks"]
     assert f"prefill0.node1 on {NODES[1]}:" in out.stderr, out.stderr
+    # the worker's node 1, dumped inside the job on its node: its own ranks, found with no port of its own
+    dumped = cli("dump", target, "--member", "prefill0.node1", "--remote-python", sys.executable, "--json",
+                 "--out", str(tmp_path / "node1.txt"), timeout=180)  # fmt: skip
+    assert dumped.returncode == 0, dumped.stderr
+    ranks = set(json.loads(dumped.stdout)["ranks"])
+    assert {"TP2", "TP3"} <= ranks and not {"TP0", "TP1"} & ranks, dumped.stdout  # node 1's, not node 0's
     stopped = cli("stop", target, *job.args(), "--grace", "5", timeout=180)
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     assert stopped.stdout.splitlines()[-1].startswith(f"cancelled slurm job {job.job}: "), stopped.stdout
@@ -74,4 +80,3 @@ def test_a_failure_on_the_workers_second_node_names_the_worker_and_the_node(
     assert out.stderr.splitlines()[-1].startswith(
         f"sglang-tui wait: prefill0 (node 1 of 2, on {NODES[1]}) failed in loading weights ("
     ), out.stderr
-    assert sys.executable  # the job is cancelled by the fixture

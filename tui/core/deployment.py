@@ -206,11 +206,12 @@ def rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
 
 
 def least_advanced(dep: Deployment) -> Member:
-    """The member furthest behind (a failed member first; ties: the first listed)."""
+    """The member furthest behind (a failed member first; ties: a stalled one, then the first listed)."""
     failed = [m for m in dep.members if member_phase(dep, m) is Phase.FAILED]
     if failed:
         return failed[0]
-    return min(dep.members, key=lambda m: rank_key(dep, m))
+    # ties: a stalled member first (a worker's two nodes in one capture: the one stalled holds it back)
+    return min(dep.members, key=lambda m: (rank_key(dep, m), m.state.stall is None))
 
 
 def router_problem(dep: Deployment) -> str | None:
