@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from tui.core import slurmjob as sj
 from tui.core import srtlayout as srt
@@ -264,6 +264,20 @@ async def read_word(base: Host, log_dir: str, job_id: str) -> srt.BenchmarkWord 
         return None
     sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
     return srt.benchmark_word(sweep_text, bench_text)
+
+
+async def words(
+    base: Host, log_dir: str, job_id: str, *, every: float = WORD_EVERY_S
+) -> AsyncIterator[srt.BenchmarkWord]:
+    """The benchmark's word once a cycle, each time it changed: a stream of the TUI's deployment monitor (folded by
+    its MemberFolder into the deployment, as the board's job watch folds follow_word's)."""
+    last: srt.BenchmarkWord | None = None
+    while True:
+        word = await read_word(base, log_dir, job_id)
+        if word is not None and word != last:
+            last = word
+            yield word
+        await asyncio.sleep(every)
 
 
 async def follow_word(

@@ -16,6 +16,7 @@ from tui.core.control import ProcessWatchLike
 from tui.core.events import LogActivity
 from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
+from tui.core.srtlayout import BenchmarkWord
 from tui.core.state import Phase, Readiness
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.host import Host
@@ -56,9 +57,11 @@ class MemberFolder:
         }
 
     def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
-        events = [event for event in batch if not isinstance(event, RouterStatus)]
+        events = [event for event in batch if not isinstance(event, (RouterStatus, BenchmarkWord))]
         state = self.folds[name](dep.member(name).state, events, now)  # type: ignore[arg-type]
         dep = dep.with_state(name, state)
+        for word in (item for item in batch if isinstance(item, BenchmarkWord)):
+            dep = dep.with_benchmark(word)  # an srtctl job's benchmark word (srt_members.words): the deployment's
         return _router_facts(dep, name, batch, self.router_logs.get(name))
 
 
