@@ -146,3 +146,14 @@ def test_a_failure_or_stall_on_the_workers_node_1_names_the_worker_and_the_node(
     line = deployment_line(stalled)
     assert line.startswith("stalled in CUDA graph capture: "), line
     assert "prefill0 (node 1 of 2, on gpu-a) stalled capturing CUDA graphs (no progress for 90 s)" in line, line
+
+
+def test_the_members_pane_lists_each_node_of_the_worker_in_one_column() -> None:
+    from tui.ui.deployment_app import member_rows
+
+    rows = member_rows(_dep(_up(Phase.READY), _up(Phase.CUDA_GRAPH), _up(Phase.READY))).plain.splitlines()
+    named = [row for row in rows if row and not row.startswith(" ")]  # a member's first line (then its timeline)
+    assert [row.split()[:3] for row in named] == [["prefill0", "prefill", "gpu-b"],
+                                                  ["prefill0.node1", "prefill", "gpu-a"],
+                                                  ["decode0", "decode", "gpu-c"]]  # fmt: skip
+    assert named[0].index(" prefill ") == named[1].index(" prefill "), rows  # one column, whatever the name
