@@ -94,7 +94,7 @@ def specs_of(
     ends = srt.endpoints(found, {w.log: srt.log_node_rank(heads.get(w.log, "")) for w in found}, node_order)
     allocated = srt.allocated_ports([e.leader for e in ends])
     sims = server.sim_gpus.split(",") if server.sim_gpus else []
-    specs = []
+    specs: list[MemberSpec] = []
     for e in ends:
         port = srt.log_port(heads.get(e.leader.log, "")) or allocated[e.name]
         bootstrap = srt.log_bootstrap_port(heads.get(e.leader.log, "")) if e.role == "prefill" else None
