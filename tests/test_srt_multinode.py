@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import Cli
+from tests.helpers.processes import Cli, PipeLines
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.test_slurm import job_processes
 from tests.test_srt_job import srt_job
@@ -55,7 +55,18 @@ def test_a_two_node_prefill_worker_is_one_worker_ready_with_both_nodes_ranks(
     assert out.stderr.splitlines()[-1] == "sglang-tui wait: ready: 1P 1D", out.stderr  # the worker counted once
     # the worker's TP4: TP0-1 from node 0's log, TP2-3 from node 1's, named as the worker's
     assert {"prefill0 TP0", "prefill0 TP1", "prefill0 TP2", "prefill0 TP3"} <= set(final["ranks"]), final["ranks"]
-    assert f"prefill0.node1 on {NODES[1]}:" in out.stderr, out.stderr
+    assert f"prefill0.node1 on {NODES[1]}, decode0 on {NODES[0]}:" in out.stderr, out.stderr  # node 1 serves no port
+    # a board row: the job, the worker counted once in its PHASE cell, each node a member
+    board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    try:
+        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
+    finally:
+        board.terminate()
+        board.wait(60)
+    row = [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")][-1]
+    assert row["reason"] == "ready: 1P 1D", row
+    assert [m["name"] for m in row["members"]] == ["prefill0", "prefill0.node1", "decode0"], row
     # the worker's node 1, dumped inside the job on its node: its own ranks, found with no port of its own
     dumped = cli("dump", target, "--member", "prefill0.node1", "--remote-python", sys.executable, "--json",
                  "--out", str(tmp_path / "node1.txt"), timeout=180)  # fmt: skip

@@ -221,7 +221,7 @@ async def members(
     gpus = sj.gpus_per_node(job.tres_per_node)
     hosts = [SrunHost(base, job.job_id, s.host, remote_python=server.remote_python, gpus=gpus) for s in specs]
     where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
-             f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
+             f"({', '.join(f'{s.name} on {s.host}' + ('' if s.follower else f':{s.port}') for s in specs)})")  # fmt: skip
     pending = await _pending(base, log_dir, found, heads)
     if not pending and router is not None and not srt.router_named(router_head):
         pending = f"the log of {router.name} names no port yet"
