@@ -9,6 +9,7 @@ with the prefill worker's node 0, where srtctl would give it a third.)"""
 from __future__ import annotations
 
 import json
+import time
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +92,24 @@ def test_a_failure_on_the_workers_second_node_names_the_worker_and_the_node(
     assert out.stderr.splitlines()[-1].startswith(
         f"sglang-tui wait: prefill0 (node 1 of 2, on {NODES[1]}) failed in loading weights ("
     ), out.stderr
+
+
+def test_a_stall_on_the_workers_second_node_names_the_worker_and_the_node(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli
+) -> None:
+    job = srt_job(cluster, tmp_path, {"prefill0.node1": "hang-capture"}, layout=LAYOUT, recipe=RECIPE)
+    # watched once node 1 is in its capture: a short --stall-after applies to every phase, and a loaded machine can
+    # take that long to start Python
+    log = job.log_dir / f"{NODES[1]}_prefill_w0.out"
+    deadline = time.monotonic() + 120
+    while b"cuda graph begin" not in (log.read_bytes().lower() if log.exists() else b""):
+        assert time.monotonic() < deadline, "node 1 never got there"
+        time.sleep(0.05)
+    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
+              timeout=200)  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    node1 = next(m for m in final["members"] if m["name"] == "prefill0.node1")
+    assert node1["reason"].startswith("stalled"), final["members"]
+    last = out.stderr.splitlines()[-1]
+    assert f"prefill0 (node 1 of 2, on {NODES[1]}) stalled capturing CUDA graphs" in last, out.stderr
