@@ -6,6 +6,7 @@ get one line and exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims
-from tests.helpers.sim import SimServer
+from tests.helpers.sim import SimServer, wait_ready
 from tests.helpers.sshd import Sshd, sshd_available
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd is not installed")
@@ -166,3 +167,21 @@ def test_a_bare_host_is_every_server_found_running_there(sshd: Sshd, sim: Sims, 
     assert stream.wait(30) == 0
     latest = _latest(lines.lines)
     assert all(latest[name]["tp_size"] == 8 for name in ours), [latest[n] for n in ours]
+
+
+def test_once_keeps_its_timeout_when_a_host_never_answers(sim: Sims, cli: Cli, fresh_sshd: Sshd) -> None:
+    """`fleet --once --timeout` counts from its start: a host whose sshd hangs (SIGSTOP: the TCP connection is
+    accepted, no banner ever comes) is a row that cannot connect once the timeout is spent, and the server beside it
+    keeps its own verdict (m21: a `--once` whose opening never ended ran past its --timeout)."""
+    server = wait_ready(sim(speed=200.0, shards=4, speculative="none"))
+    assert fresh_sshd.proc is not None
+    os.kill(fresh_sshd.proc.pid, signal.SIGSTOP)
+    try:
+        done = cli("fleet", "--once", "--json", "testhost", f"local:{server.port}:{server.log}",
+                   "--ssh-config", str(fresh_sshd.ssh_config), "--timeout", "3", "--no-history", timeout=90)  # fmt: skip
+    finally:
+        os.kill(fresh_sshd.proc.pid, signal.SIGCONT)
+    rows = _latest([line for line in done.stdout.splitlines() if line.startswith("{")])
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert rows["testhost"]["reason"] == "cannot connect: not reached within --timeout 3 s", rows["testhost"]
+    assert rows[f"local:{server.port}:{server.log}"]["phase"] == "ready", rows
