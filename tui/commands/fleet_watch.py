@@ -502,7 +502,7 @@ class Fleet:
         and their commands stop at EOF on their stdin (tui/sources/mux_agent.py)."""
         for task in self._tasks:
             task.cancel()
-        await wait_at_most(asyncio.gather(*self._tasks, return_exceptions=True), CLOSE_STEP_S)
+        await wait_at_most(asyncio.gather(*self._tasks, return_exceptions=True), CANCEL_S)
         for watched in self.rows:
             if watched.recorder is not None:
                 watched.recorder.finish(watched.entry.state)
@@ -510,7 +510,8 @@ class Fleet:
         await wait_at_most(self.pool.close(), CLOSE_STEP_S)
 
 
-CLOSE_STEP_S = 10.0  # each step of a fleet's close, every row at once (a host's own closes wait 5 s at most)
+CANCEL_S = 3.0  # a cancelled watch ends at its next await; what has not by then is cut
+CLOSE_STEP_S = 5.0  # closing the rows, every row at once, then the hosts (a host's own closes wait 5 s at most)
 
 
 async def _close_row(watched: Watched) -> None:
