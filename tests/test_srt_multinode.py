@@ -9,8 +9,8 @@ with the prefill worker's node 0, where srtctl would give it a third.)"""
 from __future__ import annotations
 
 import json
-import time
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
