@@ -64,6 +64,9 @@ def test_the_recipe_says_how_many_nodes_a_worker_spans() -> None:
     assert srt.parse_recipe(RECIPE + "  gpus_per_prefill: 24\n").nodes_per_worker("prefill") == 3
     assert srt.parse_recipe("resources:\n  prefill_nodes: 4\n  prefill_workers: 2\n").nodes_per_worker("prefill") == 2
     assert srt.Recipe().nodes_per_worker("decode") == 1
+    # decode workers on `decode_nodes: 0` share the prefill nodes and take the prefill workers' size (TP16: 2 nodes)
+    shared = "resources:\n  gpus_per_node: 8\n  prefill_nodes: 2\n  prefill_workers: 1\n  decode_nodes: 0\n  decode_workers: 1\n"
+    assert srt.parse_recipe(shared).nodes_per_worker("decode") == 2
 
 
 def test_a_logs_node_rank_is_the_one_its_server_args_name() -> None:

@@ -119,11 +119,21 @@ class Recipe:
         {role}_workers`, else one node's; src/srtctl/core/topology.py allocate_endpoints: ceil(gpus / gpus_per_node);
         gpus_per_node defaults to 4 there). 1 when the recipe says too little to tell."""
         per_node = self.gpus_per_node or SRTCTL_GPUS_PER_NODE
-        gpus = getattr(self, f"gpus_per_{role}", None)
-        if gpus is None:
-            nodes, workers = getattr(self, f"{role}_nodes", None), getattr(self, f"{role}_workers", None)
-            gpus = nodes * per_node // workers if nodes and workers else per_node
-        return max(1, -(-gpus // per_node))
+        return max(1, -(-self.gpus_per_worker(role) // per_node))
+
+    def gpus_per_worker(self, role: str) -> int:
+        """srtctl's `ResourceConfig.gpus_per_{role}` (src/srtctl/core/schema.py), rule for rule: decode workers on
+        `decode_nodes: 0` share the prefill nodes and take the prefill workers' size."""
+        per_node = self.gpus_per_node or SRTCTL_GPUS_PER_NODE
+        gpus: int | None = getattr(self, f"gpus_per_{role}", None)
+        if gpus is not None:
+            return gpus
+        nodes, workers = getattr(self, f"{role}_nodes", None), getattr(self, f"{role}_workers", None)
+        if nodes and workers:
+            return int(nodes * per_node // workers)
+        if role == "decode" and self.decode_nodes == 0 and self.decode_workers:
+            return self.gpus_per_worker("prefill")
+        return per_node
 
 
 SRTCTL_GPUS_PER_NODE = 4  # src/srtctl/core/schema.py ResourceConfig.gpus_per_node's default
