@@ -22,18 +22,20 @@ goes back to the name. A log path that is missing, a directory, unreadable or a 
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.core.clocks import newest_log_time
 from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.core.lazyre import lazy
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
+
+if TYPE_CHECKING:
+    import asyncio
 
 TailEvent = LogActivity | LogReset | LogFile | LogLook
 
@@ -404,6 +406,8 @@ class LogTail:
 
     async def events(self) -> AsyncIterator[TailEvent]:
         """Follow the file: reconnects, rotations and truncations are handled here, with backoff on errors."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         delays = backoff_delays(*self._retry)
         while True:
             try:
@@ -437,6 +441,8 @@ class LogTail:
 
     async def _follow(self, proc: RemoteProcess) -> AsyncIterator[LogActivity]:
         """Stream stdout until tail reports that the file changed under its name, exits, or the link dies."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         notice = asyncio.ensure_future(self._watch_stderr(proc))
         chunk: asyncio.Future[bytes] | None = None
         try:
@@ -483,6 +489,8 @@ class LogTail:
 
     async def _watch_stderr(self, proc: RemoteProcess) -> str:
         """Wait for a line of tail's stderr that means the file was truncated or replaced."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         buffer = b""
         while True:
             data = await proc.read_stderr()
