@@ -104,7 +104,29 @@ class NowHost(Host):
         return _read(path, start, limit) or b""
 
     def open_stream(self, host: str, port: int, deadline: float) -> BlockingStream:
-        return BlockingStream(socket.create_connection((host, port), timeout=_left(deadline)), deadline)
+        """A connection to HOST:PORT. An address (http_base_url's loopback) is connected to as it is: a name
+        lookup would load the idna codec (encodings.idna, stringprep, unicodedata), for nothing."""
+        family = _address_family(host)
+        if family is None:
+            return BlockingStream(socket.create_connection((host, port), timeout=_left(deadline)), deadline)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(_left(deadline))
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return BlockingStream(sock, deadline)
+
+
+def _address_family(host: str) -> socket.AddressFamily | None:
+    """AF_INET or AF_INET6 for an address; None for a name."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.inet_pton(family, host)
+    except OSError:
+        return None
+    return family
 
 
 def _read(path: str, start: int, size: int) -> bytes:
