@@ -8,7 +8,6 @@ launcher's pidfile from a reused pid.
 
 from __future__ import annotations
 
-import secrets
 import shlex
 from dataclasses import dataclass, field
 
@@ -22,6 +21,8 @@ q = shlex.quote
 
 def new_run_id() -> str:
     """A fresh run marker: fixed length, so one marker is never a prefix of another in /proc/PID/environ."""
+    import secrets  # only a launch needs one: a probe loads this module for its scans (issue 32)
+
     return secrets.token_hex(8)
 
 
