@@ -9,7 +9,9 @@ answer may take, counted from its request, never from the process start: a start
 CPU compiling kernels) costs the call time, never /health its budget. The look before it (the connection, the
 log) has READ_SHARE of S from when it begins: a first call on a large log reads what that allows and the next
 calls read on. So a call takes at most its start + CALL_BOUND(S); kubelet's timeoutSeconds must cover both.
-It imports no Textual and no httpx; it records nothing in the history (it reads its past, for the budgets).
+It imports no Textual and no httpx, and `probe local` no asyncio: its look runs on tui.sources.now.NowHost, the
+same look code with no event loop (an SSH target's runs on one); it records nothing in the history (it reads its
+past, for the budgets).
 
 Exit codes (the one table): 0 ready (--ready) / progressing or ready (--alive), 1 failed or stopped,
 2 bad arguments, 3 stalled, 4 cannot connect, 7 not ready yet (--ready).
