@@ -179,3 +179,20 @@ def test_gpus_of_all_nodes_in_one_list_grouped_by_node_with_global_indexes() -> 
     assert c.gpus is not None and [g.index for g in c.gpus.gpus] == list(range(16))
     assert [g.node for g in c.gpus.gpus] == ["node0"] * 8 + ["node1"] * 8
     assert {r.name: r.gpu_index for r in c.ranks} == {"TP0": 0, "TP8": 8, "TP15": 15}
+
+
+def test_a_node_that_only_says_its_peer_went_away_is_not_the_cause() -> None:
+    """node 0 cancelled by Slurm, node 1's NCCL store gone because of it: the deployment's failure is node 0's
+    (whichever is listed first); with only the peer's loss known, that is what it says."""
+    gone = ErrorInfo(kind="nccl", line="torch.distributed.DistNetworkError: Connection reset by peer")
+    cancelled = ErrorInfo(kind="slurm_job", line="slurm job 7 CANCELLED")
+    loading = _state(Phase.LOADING_WEIGHTS, shards=(3, 8))
+    dep = _two_nodes(loading, _state(Phase.FAILED, error=gone))
+    assert dm.least_advanced(dep).name == "node1" and dm.combined(dep).error == gone
+    dep = _two_nodes(_state(Phase.FAILED, error=cancelled), _state(Phase.FAILED, error=gone))
+    assert dm.least_advanced(dep).name == "node0" and dm.combined(dep).error == cancelled
+    dep = dm.nodes([("node1", "h1"), ("node0", "h0")])  # listed the other way round
+    dep = dep.with_state("node0", _state(Phase.FAILED, error=cancelled)).with_state(
+        "node1", _state(Phase.FAILED, error=gone)
+    )
+    assert dm.least_advanced(dep).name == "node0"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims
-from tests.helpers.sim import SimServer
+from tests.helpers.sim import SimServer, wait_ready
 from tests.helpers.sshd import Sshd, sshd_available
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd is not installed")
@@ -166,3 +166,40 @@ def test_a_bare_host_is_every_server_found_running_there(sshd: Sshd, sim: Sims, 
     assert stream.wait(30) == 0
     latest = _latest(lines.lines)
     assert all(latest[name]["tp_size"] == 8 for name in ours), [latest[n] for n in ours]
+
+
+def test_once_keeps_its_timeout_when_a_host_never_answers(sim: Sims, cli: Cli, fresh_sshd: Sshd) -> None:
+    """`fleet --once --timeout` counts from its start: a host whose sshd hangs (SIGSTOP: the TCP connection is
+    accepted, no banner ever comes) is a row that cannot connect once the timeout is spent, and the server beside it
+    keeps its own verdict (m21: a `--once` whose opening never ended ran past its --timeout)."""
+    server = wait_ready(sim(speed=200.0, shards=4, speculative="none"))
+    fresh_sshd.signal_tree(signal.SIGSTOP)
+    try:
+        done = cli("fleet", "--once", "--json", "testhost", f"local:{server.port}:{server.log}",
+                   "--ssh-config", str(fresh_sshd.ssh_config), "--timeout", "3", "--no-history", timeout=90)  # fmt: skip
+    finally:
+        fresh_sshd.signal_tree(signal.SIGCONT)
+    rows = _latest([line for line in done.stdout.splitlines() if line.startswith("{")])
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert rows["testhost"]["reason"] == "cannot connect: not reached within --timeout 3 s", rows["testhost"]
+    assert rows[f"local:{server.port}:{server.log}"]["phase"] == "ready", rows
+
+
+def test_a_fleet_ends_on_sigterm_while_its_host_hangs(sim: Sims, cli: Cli, fresh_sshd: Sshd) -> None:
+    """SIGTERM ends `fleet --json` (exit 0) even when the host of its rows hangs (its sshd and sessions stopped:
+    every close there waits for an answer that never comes): the close is bounded, every row at once (m20: a fleet
+    that had not ended 30 s after SIGTERM)."""
+    servers = [wait_ready(sim(speed=200.0, shards=4, speculative="none")) for _ in range(3)]
+    names = [f"testhost:{s.port}:{s.log}" for s in servers]
+    stream = cli.popen("fleet", "--json", *names, "--ssh-config", str(fresh_sshd.ssh_config),
+                       "--remote-python", sys.executable, "--no-history")  # fmt: skip
+    assert stream.stdout is not None
+    lines = PipeLines(stream.stdout)
+    lines.wait_for(lambda _: all(_latest(list(lines.lines)).get(n, {}).get("phase") == "ready" for n in names), 150)
+    fresh_sshd.signal_tree(signal.SIGSTOP)
+    try:
+        stream.send_signal(signal.SIGTERM)
+        code = stream.wait(60)
+    finally:
+        fresh_sshd.signal_tree(signal.SIGCONT)
+    assert code == 0, lines.text(1)

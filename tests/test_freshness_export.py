@@ -9,7 +9,6 @@ fresh facts once the host thaws."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -92,14 +91,6 @@ def _after(lines: PipeLines, start: int, prefix: str | tuple[str, ...], timeout:
         time.sleep(0.2)
 
 
-def _stop_tree(sshd: Sshd, sig: signal.Signals) -> None:
-    """Signal the sshd listener and every session it forked (SIGSTOP: a host that hangs; TCP stays open)."""
-    assert sshd.proc is not None
-    children = subprocess.run(["pgrep", "-P", str(sshd.proc.pid)], capture_output=True, text=True).stdout.split()
-    for pid in [sshd.proc.pid, *map(int, children)]:
-        os.kill(pid, sig)
-
-
 def test_fleet_json_says_a_frozen_host_and_ready_again_once_it_thaws(sim: Sims, cli: Cli, fresh_sshd: Sshd) -> None:
     server = wait_ready(sim(speed=200.0, shards=4, speculative="none"))
     stream = cli.popen("fleet", "--json", f"testhost:{server.port}:{server.log}", *_ssh(fresh_sshd),
@@ -108,12 +99,12 @@ def test_fleet_json_says_a_frozen_host_and_ready_again_once_it_thaws(sim: Sims, 
     lines = PipeLines(stream.stdout)
     _after(lines, 0, UP)
     said = len(lines.lines)
-    _stop_tree(fresh_sshd, signal.SIGSTOP)
+    fresh_sshd.signal_tree(signal.SIGSTOP)
     try:
         lost = _after(lines, said, "cannot connect")
         assert re.search(r"last seen (ready|serving) \S+ ago", lost["reason"]), lost["reason"]
     finally:
-        _stop_tree(fresh_sshd, signal.SIGCONT)
+        fresh_sshd.signal_tree(signal.SIGCONT)
     _after(lines, len(lines.lines), UP)  # from fresh facts: the watch reports again
     stream.send_signal(signal.SIGTERM)
     assert stream.wait(30) == 0

@@ -270,14 +270,37 @@ def test_a_bad_or_missing_directory_is_one_line(cluster: SlurmCluster, tmp_path:
     assert nameless.returncode == 2 and "names no Slurm job" in nameless.stderr, nameless.stderr
 
 
+def test_the_board_with_two_srtctl_jobs_and_four_plain_servers(
+    cluster: SlurmCluster, tmp_path: Path, cli: Cli, sim: Sims
+) -> None:
+    """Issue 36's board: two srtctl jobs (one ready, one whose prefill1 ran out of memory) beside four plain servers,
+    one `fleet --once --json` look: each job one row with its workers counted and its verdict (the failed one names
+    its worker), each plain server its own row, and the exit code of the worst row (1: a failure settled)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ready = srt_job(cluster, tmp_path / "a", said=MODEL_READY)
+    failing = srt_job(cluster, tmp_path / "b", {"prefill1": "oom-load"})
+    plain = [sim(speed=100.0, shards=4, speculative="none") for _ in range(4)]
+    targets = [f"srt:{ready.log_dir}", f"srt:{failing.log_dir}", *(f"local:{s.port}:{s.log}" for s in plain)]
+    out = cli("fleet", "--once", "--json", *targets, "--remote-python", sys.executable, "--no-history",
+              "--timeout", "150", timeout=240)  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    rows = {o["name"]: o for o in (json.loads(line) for line in out.stdout.splitlines() if line.startswith("{"))}
+    assert sorted(rows) == sorted(targets), sorted(rows)
+    good, bad = rows[targets[0]], rows[targets[1]]
+    assert good["phase"] == "ready" and good["reason"] == "ready: 2P 1D", good
+    assert [m["name"] for m in good["members"]] == ["prefill0", "prefill1", "decode0"]
+    assert bad["phase"] == "failed" and bad["reason"].startswith("prefill1 failed in loading weights ("), bad
+    assert [rows[t]["phase"] for t in targets[2:]] == ["ready"] * 4, [rows[t]["reason"] for t in targets[2:]]
+
+
 @pytest.mark.screenshots
 async def test_the_board_with_two_srtctl_jobs_and_four_plain_servers_screenshot(
     cluster: SlurmCluster, tmp_path: Path, sim: Sims
 ) -> None:
     """screenshots/fleet_srt_{size}.svg (-m screenshots: it rewrites tracked files): two srtctl jobs (one ready, one
     whose prefill1 ran out of memory) beside four plain servers, once both jobs have settled, at 120×40 and 200×50.
-    (Its `fleet --once --json` twin left CI: in a fresh-clone run it ran past its --timeout 150 and the test's 240 s,
-    a fleet that does not end, not yet understood; issue 36.)"""
+    the board of the test above."""
     from tests.test_screenshots import SCREENSHOTS, portable_fonts
     from tui.commands.fleet_board import board_app
     from tui.commands.fleet_watch import Fleet

@@ -90,6 +90,17 @@ class Sshd:
                 pass
         self.proc = None
 
+    def signal_tree(self, sig: signal.Signals) -> None:
+        """Signal the listener and every session it forked (SIGSTOP: a host that hangs, its TCP connections kept;
+        SIGCONT: it thaws)."""
+        assert self.proc is not None
+        children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
+        for pid in [self.proc.pid, *map(int, children)]:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
     def stop(self) -> None:
         self.kill()
 

@@ -64,14 +64,15 @@ def object_of(fleet: Fleet, index: int) -> dict[str, object]:
 
 async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, str]]) -> int:
     fleet = Fleet(opts, HostPool(remote_python=opts.remote_python))
+    deadline = asyncio.get_running_loop().time() + opts.timeout  # `--once`: its --timeout counts from here
     try:
         try:
-            await fleet.open(targets)
+            await fleet.open(targets, within=opts.timeout if opts.once else None)
         except ValueError as err:
             return _bad(str(err))
         fleet.start()
         if opts.once:
-            return await _once(fleet, opts)
+            return await _once(fleet, deadline)
         return await _stream(fleet)
     finally:
         await fleet.close()
@@ -80,12 +81,12 @@ async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, st
 ONCE_WAKE_S = 1.0  # `--once` looks again this often without a change (a grace or a failure's settling ends)
 
 
-async def _once(fleet: Fleet, opts: FleetOptions) -> int:
+async def _once(fleet: Fleet, deadline: float) -> int:
     """`wait` per row: each row's code once its verdict is final (tui.core.fleet.once_code; 7 for a row still
     starting at --timeout), the table at those states, and the worst code. A row that cannot be reached is decided
     at once and holds no other."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + opts.timeout
+    opts = fleet.opts
     missing: dict[int, float] = {}  # row: clock time since which nothing of it is found
 
     def codes() -> list[int | None]:
@@ -109,12 +110,12 @@ async def _once(fleet: Fleet, opts: FleetOptions) -> int:
         found = codes()
     entries = fleet.entries
     if opts.json:
-        for i in range(len(entries)):
+        for i in sorted(range(len(entries)), key=lambda i: entries[i].order):
             _print(json.dumps(object_of(fleet, i), ensure_ascii=False))
     else:
         from tui.ui.fleet_rows import table_text
 
-        _print(table_text(entries, fleet.clock()))
+        _print(table_text(sorted(entries, key=lambda e: e.order), fleet.clock()))
     final = [EXIT_NOT_YET if c is None else c for c in found]
     code = worst(final)
     held = next((e for e, c in zip(entries, final, strict=True) if c == code), None)

@@ -33,6 +33,7 @@ from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
+from tui.sources.bounded import wait_at_most
 from tui.sources.control import ServerControl, process_watch
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
@@ -171,22 +172,49 @@ class Fleet:
         self.clock: Callable[[], float] = time.time
         self.changes: asyncio.Queue[int] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._started = 0  # the rows watched so far (start)
 
     @property
     def entries(self) -> list[FleetEntry]:
         return [w.entry for w in self.rows]
 
-    async def open(self, targets: list[tuple[FleetTarget, str, str]]) -> None:
-        """(target, name, group) in the order given: one row per server (discovery first, one host at a time)."""
+    async def open(self, targets: list[tuple[FleetTarget, str, str]], within: float | None = None) -> None:
+        """(target, name, group): one row per server, placed in the order given. A server named with its port
+        opens at once and is watched from then on (start); a host to search or a Slurm job then takes its looks,
+        one target at a time. `within` (s): a target not opened by then (a host or a login node that never
+        answers) is a row that cannot connect, as is each one after it: `--once` keeps its --timeout from its
+        start, and no slow host holds the others' looks (m21)."""
         sims = self.opts.sim_gpus.split(",") if self.opts.sim_gpus else []
-        for target, name, group in targets:
+        origin: list[int] = []  # each row's target (rows are added as targets open; the board shows them in order)
+        for index, (target, name, group) in enumerate(targets):
+            if isinstance(target, ServerTarget):
+                sim = sims[index] if index < len(sims) and sims[index] else None
+                self._open_server(target, name, group, sim)
+                origin.append(index)
+        self.start()
+        looked = [(i, t) for i, t in enumerate(targets) if not isinstance(t[0], ServerTarget)]
+        try:
+            await asyncio.wait_for(self._open_looked(looked, origin), within)
+        except asyncio.TimeoutError:
+            cut = next((i for i, _ in looked if i not in origin), 0)
+            origin += [cut] * (len(self.rows) - len(origin))  # the first rows of the target it cut stand
+            why = f"not reached within --timeout {within:g} s"
+            for index, (target, name, group) in looked:
+                if index not in origin:
+                    where = target.name if isinstance(target, JobTarget) else target.host
+                    state = reduce(Readiness(), ConnectionState("failed", why), self.clock())
+                    self.rows.append(Watched(FleetEntry(name, where, state, group=group), None))
+                    origin.append(index)
+        for order, row in enumerate(sorted(range(len(self.rows)), key=lambda r: (origin[r], r))):
+            self.rows[row].entry = replace(self.rows[row].entry, order=order)
+
+    async def _open_looked(self, looked: list[tuple[int, tuple[FleetTarget, str, str]]], origin: list[int]) -> None:
+        for index, (target, name, group) in looked:
             if isinstance(target, HostTarget):
                 await self._open_discovered(target, name, group)
             elif isinstance(target, JobTarget):
                 await self._open_jobs(target, name, group)
-            else:
-                sim = sims[len(self.rows)] if len(self.rows) < len(sims) and sims[len(self.rows)] else None
-                self._open_server(target, name, group, sim)
+            origin += [index] * (len(self.rows) - len(origin))
 
     def _host(self, name: str, row: str = "") -> Host:
         """The host `name`, over the SSH options of the inventory's server `row` where it names its own."""
@@ -396,9 +424,12 @@ class Fleet:
         await self._follow_job(index, watched, job_watch)
 
     def start(self) -> None:
-        self._tasks = [asyncio.ensure_future(self._follow_row(i, w)) for i, w in enumerate(self.rows)
-                       if w.session is not None or w.job is not None or w.queued is not None
-                       or w.pending is not None]  # fmt: skip
+        """Watch every row not yet watched (open starts the rows it has, then the caller the rest)."""
+        new = range(self._started, len(self.rows))
+        self._started = len(self.rows)
+        self._tasks += [asyncio.ensure_future(self._follow_row(i, self.rows[i])) for i in new
+                        if (w := self.rows[i]).session is not None or w.job is not None or w.queued is not None
+                        or w.pending is not None]  # fmt: skip
 
     def _follow_row(self, index: int, watched: Watched) -> Coroutine[object, object, None]:
         if watched.queued is not None:
@@ -465,22 +496,35 @@ class Fleet:
                 self.changes.put_nowait(index)
 
     async def close(self) -> None:
+        """Stop every row's watch, then close the rows at once and the pool, each step bounded: one row whose
+        host answers slowly (a loaded or frozen node, an agent with many commands to stop) must not hold the exit
+        of every other (m20, m21: a fleet that did not end). What a bound cuts ends with this process: the agents
+        and their commands stop at EOF on their stdin (tui/sources/mux_agent.py)."""
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await wait_at_most(asyncio.gather(*self._tasks, return_exceptions=True), CANCEL_S)
         for watched in self.rows:
-            if watched.queued is not None:
-                with contextlib.suppress(Exception):
-                    await watched.queued.opened.base.close()
-            if watched.job is not None:
-                with contextlib.suppress(Exception):
-                    await watched.job.close()
-            if watched.session is not None:
-                with contextlib.suppress(Exception):
-                    await watched.session.close()
             if watched.recorder is not None:
                 watched.recorder.finish(watched.entry.state)
-        await self.pool.close()
+        await wait_at_most(asyncio.gather(*(_close_row(w) for w in self.rows), return_exceptions=True), CLOSE_STEP_S)
+        await wait_at_most(self.pool.close(), CLOSE_STEP_S)
+
+
+CANCEL_S = 3.0  # a cancelled watch ends at its next await; what has not by then is cut
+CLOSE_STEP_S = 5.0  # closing the rows, every row at once, then the hosts (a host's own closes wait 5 s at most)
+
+
+async def _close_row(watched: Watched) -> None:
+    """Close what one row opened: a queued job's base host, a job's members, a server's session."""
+    if watched.queued is not None:
+        with contextlib.suppress(Exception):
+            await watched.queued.opened.base.close()
+    if watched.job is not None:
+        with contextlib.suppress(Exception):
+            await watched.job.close()
+    if watched.session is not None:
+        with contextlib.suppress(Exception):
+            await watched.session.close()
 
 
 def targets_of(opts: FleetOptions, inventory: list[InventoryEntry]) -> list[tuple[FleetTarget, str, str]]:

@@ -180,11 +180,19 @@ def rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
 
 
 def least_advanced(dep: Deployment) -> Member:
-    """The member furthest behind (a failed member first; ties: the first listed)."""
+    """The member furthest behind: a failed member first, the one whose own word is the cause before one that
+    only says a peer went away (ties: the first listed)."""
     failed = [m for m in dep.members if member_phase(dep, m) is Phase.FAILED]
     if failed:
-        return failed[0]
+        return min(failed, key=lambda m: peer_loss(m.state))
     return min(dep.members, key=lambda m: rank_key(dep, m))
+
+
+def peer_loss(s: Readiness) -> bool:
+    """A failure that says a peer went away (NCCL, torch.distributed's store or network: kind "nccl"), the word a
+    node prints when another node, or the job, ended first; the other's own word (its crash, Slurm's CANCELLED)
+    is the deployment's cause once it comes."""
+    return s.error is not None and s.error.kind == "nccl"
 
 
 def router_problem(dep: Deployment) -> str | None:

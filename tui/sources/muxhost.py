@@ -301,8 +301,8 @@ class MuxHost(Host):
 
     async def close(self) -> None:
         self._closed = True
-        for chan in list(self._channels.values()):
-            await self._stop(chan, wait=2.0)
+        # at once: an agent with many commands running (a fleet's every tail and watch) stops them in one wait
+        await asyncio.gather(*(self._stop(chan, wait=2.0) for chan in list(self._channels.values())))
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
