@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +77,8 @@ def srt_job(
     tp: Mapping[str, int] | None = None,
     said: str = "",
     router: bool = False,
+    layout: Sequence[tuple[str, int, str, int, int]] | None = None,
+    recipe: str = RECIPE,
 ) -> SrtJob:
     """sbatch (held until its log directory exists, as srtctl makes it) a 2-node job laid out as srtctl lays one
     out; returns once it runs. `faults`: worker name (prefill1, decode0) -> --fault KIND. `said`: srtctl's own lines
@@ -84,24 +86,32 @@ def srt_job(
     `benchmark`: benchmark.out's text. `late`: worker name -> seconds its step waits before its Python starts (its
     log is there, empty, meanwhile: srun makes the file at the step's start, and a real worker's container and
     imports take that long before its first line). `tp`: worker name -> its --tp (else 2). `router`: a simulated
-    sglang-router in front of them, on the first node, as srtctl's frontend starts one (`{node}_router_0.out`)."""
+    sglang-router in front of them, on the first node, as srtctl's frontend starts one (`{node}_router_0.out`).
+    `layout`: (mode, index, node, node_rank, nnodes) per worker log, a worker on several nodes one srun per node
+    with `--nnodes`/`--node-rank`/`--dist-init-addr` and `--port 0` off its node 0 (srt-slurm's
+    src/srtctl/backends/sglang.py build_worker_command, src/srtctl/core/topology.py endpoints_to_processes);
+    its members are then `prefill0`, `prefill0.node1`, … (faults, late and the GPU directories by those names)."""
     repo = Path(__file__).resolve().parent.parent
     steps = []
     gpus = []
     urls: list[str] = []
-    for mode, index, node in WORKERS:
-        name = f"{mode}{index}"
+    ports: dict[tuple[str, int], tuple[int, int, int]] = {}  # a worker's HTTP, bootstrap and dist-init ports
+    for mode, index, node, rank, nnodes in layout or [(m, i, n, 0, 1) for m, i, n in WORKERS]:
+        worker = f"{mode}{index}"
+        name = worker if rank == 0 else f"{worker}.node{rank}"
         gpu = root / f"gpus-{name}"
         gpus.append(gpu)
         fault = f" --fault {faults[name]}" if faults and name in faults else ""
         wait = f"sleep {late[name]:g}; exec " if late and name in late else "exec "
-        port, bootstrap = free_port(), free_port()
-        urls.append(f"--{mode} http://127.0.0.1:{port}" + (f"@{bootstrap}" if mode == "prefill" else ""))
+        port, bootstrap, dist = ports.setdefault((mode, index), (free_port(), free_port(), free_port()))
+        if rank == 0:
+            urls.append(f"--{mode} http://127.0.0.1:{port}" + (f"@{bootstrap}" if mode == "prefill" else ""))
+        multi = f" --nnodes {nnodes} --node-rank {rank} --dist-init-addr 127.0.0.1:{dist}" if nnodes > 1 else ""
         steps.append(
             f'srun -N1 -n1 --overlap -w {node} --output "$L/{node}_{mode}_w{index}.out" sh -c "{wait}{sys.executable} -m tui '
-            f"simulate --log /dev/stdout --port {port} --tp {(tp or {}).get(name, 2)} --disaggregation-mode {mode} "
-            f"--disaggregation-bootstrap-port {bootstrap} --gpu-state {gpu} --shards 4 --speed 100 "
-            f'--speculative none{fault}" &'
+            f"simulate --log /dev/stdout --port {port if rank == 0 else 0} --tp {(tp or {}).get(worker, 2 * nnodes)} "
+            f"--disaggregation-mode {mode} --disaggregation-bootstrap-port {bootstrap} --gpu-state {gpu} --shards 4 "
+            f'--speed 100 --speculative none{multi}{fault}" &'
         )
     if router:  # srt-slurm's src/srtctl/frontends/sglang.py: one srun per router, `--output {node}_router_{idx}.out`
         steps.append(
@@ -110,7 +120,7 @@ def srt_job(
         )
     script = (
         f"#!/bin/sh\nexport PYTHONPATH={repo}\nL={root}/$SLURM_JOB_ID/logs\n"
-        f"cat > {root}/$SLURM_JOB_ID/config.yaml <<'EOF'\n{RECIPE}EOF\n"
+        f"cat > {root}/$SLURM_JOB_ID/config.yaml <<'EOF'\n{recipe}EOF\n"
         'echo "Prefill worker 0 leader: '
         + NODES[0]
         + ' (127.0.0.1)"\n'

@@ -1,7 +1,7 @@
 """The TUI on an srtctl job (`sglang-tui srt:LOGDIR`) in a real terminal (tmux), on the real 2-node cluster: the job
 laid out as srtctl lays one out (tests/test_srt_job.py), its PD workers simulated; the members pane lists each
-worker with its role and node, the header reaches ready with the roles counted, and `q` leaves nothing of ours in
-the job.
+worker with its role and node, the header reaches ready with the roles counted and says the benchmark's word where
+it disagrees with the workers' (0 generated tokens), and `q` leaves nothing of ours in the job.
 
 One worker (prefill1) starts late, as a real one does (its container and imports before its first line): its log is
 there, empty, when the TUI opens. The TUI once took srtctl's allocated port for it then (its log named none yet),
@@ -21,7 +21,7 @@ from tests.helpers.processes import Tmux
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.tui_tmux import TuiPane
 from tests.test_slurm import our_steps
-from tests.test_srt_job import WORKERS, srt_job
+from tests.test_srt_job import COMPLETED, MODEL_READY, WORKERS, ZERO_TOKENS, srt_job
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal)")
 
@@ -38,7 +38,9 @@ def test_the_tui_on_an_srtctl_job_shows_its_workers_with_their_roles_and_reaches
     # the pane's own directory apart from the job's: what the pane leaves is found by it (never the job's workers)
     for sub in ("job", "tui"):
         (tmp_path / sub).mkdir()
-    job = srt_job(cluster, tmp_path / "job", late={"prefill1": 5})
+    # srtctl says its benchmark completed while benchmark.out reports 0 generated tokens: the header says so, as the
+    # board's STATUS cell and `wait` do (the fact the fold made from the job's sweep log and benchmark.out)
+    job = srt_job(cluster, tmp_path / "job", late={"prefill1": 5}, said=MODEL_READY + COMPLETED, benchmark=ZERO_TOKENS)
     pane = TuiPane(tmux, tmp_path / "tui", (160, 50))
     pane.start(f"srt:{job.log_dir}", "--remote-python", sys.executable, env=cluster.env)
     try:
@@ -49,6 +51,9 @@ def test_the_tui_on_an_srtctl_job_shows_its_workers_with_their_roles_and_reaches
             [f"{mode}{index}", mode, node, "ready"] for mode, index, node in WORKERS
         ], screen  # fmt: skip
         assert {node for _, _, node in WORKERS} == set(NODES)
+        pane.until(lambda s: "0 generated tokens" in "\n".join(pane.header_rows()), "the benchmark's word", timeout=60)
+        header = "\n".join(pane.header_rows())
+        assert "BENCHMARK  benchmark.out reports 0 generated tokens (1 of 1 run(s))" in header, header
         pane.keys("q")
         assert pane.exit_code() == 0
     finally:

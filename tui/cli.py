@@ -99,6 +99,12 @@ def port_number(text: str) -> int:
     return value
 
 
+def sim_port_number(text: str) -> int:
+    """The simulator's --port: a TCP port, or 0 for a non-zero node (srtctl gives those `--port 0`; params.check
+    refuses it on node 0)."""
+    return 0 if text.strip() == "0" else port_number(text)
+
+
 def seconds(text: str) -> float:
     """A duration in seconds, 0 or more."""
     try:
@@ -384,7 +390,7 @@ def build_parser(only: str | None = None) -> Parser:
 
     simulate = sub.add_parser("simulate", help="run the simulated SGLang server alone")
     simulate.add_argument("--log", required=True, metavar="PATH")
-    simulate.add_argument("--port", type=port_number, required=True)
+    simulate.add_argument("--port", type=sim_port_number, required=True)
     simulate.add_argument("--host", default="127.0.0.1", help="where HTTP listens, as SGLang's (e.g. ::1)")
     simulate.add_argument("--tp", type=int, default=8)
     simulate.add_argument("--shards", type=int, default=64)

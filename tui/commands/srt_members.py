@@ -6,7 +6,9 @@ each to expect, the job id comes from the directory (`{job_id}/logs`) or its `sw
 tui/core/srtlayout.py (read from srt-slurm's source: docs/srtctl-layout.md).
 
 Each worker's HTTP port is the one its log's `server_args` names, else srtctl's allocation (6100 + 32 k per
-node). A worker that spans several nodes is watched on its first node (its leader's log). The frontend, srtctl's
+node). A worker that spans several nodes (srtctl: one srun and one log per node, `--nnodes`/`--node-rank`) is one
+worker of several members: its leader (node 0, the one that serves) named as the worker, its other nodes
+`prefill0.node1`, … each on its own log (srt.endpoints; core/deployment.py counts the worker once). The frontend, srtctl's
 sglang-router (`{node}_router_{idx}.out`: srtlayout.routers), is the router member `router0` (the first one; nginx
 and Dynamo's frontend are not read), its port from its log, else srtctl's. The benchmark is no member: its word (srtctl's log, benchmark.out) is
 read once a cycle by the job watch (follow_word) and folded into the deployment (Deployment.with_benchmark).
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from tui.core import slurmjob as sj
 from tui.core import srtlayout as srt
@@ -82,27 +84,38 @@ async def open_srt(target: Target, server: WatchConfig, say: Callable[[str], Non
     return where, job_id, base, SlurmCli(base)
 
 
-def specs_of(log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str], server: WatchConfig) -> list[MemberSpec]:
-    """One member per worker (its first node's log), prefill first: its port from its log, else srtctl's."""
-    first: dict[str, srt.SrtWorker] = {}
-    for w in found:
-        first.setdefault(w.name, w)
-    workers = list(first.values())
-    allocated = srt.allocated_ports(workers)
+def specs_of(
+    log_dir: str, found: list[srt.SrtWorker], heads: dict[str, str], server: WatchConfig,
+    node_order: list[str] | tuple[str, ...] = (),
+) -> list[MemberSpec]:  # fmt: skip
+    """One member per worker and node, prefill first: a worker's leader (node 0) is the worker (`prefill0`), its
+    port from its log, else srtctl's; a worker that spans several nodes has its other nodes as members of it
+    (`prefill0.node1`, watched on their own logs, no /health of their own: srtctl gives them `--port 0`)."""
+    ends = srt.endpoints(found, {w.log: srt.log_node_rank(heads.get(w.log, "")) for w in found}, node_order)
+    allocated = srt.allocated_ports([e.leader for e in ends])
     sims = server.sim_gpus.split(",") if server.sim_gpus else []
-    specs = []
-    for i, w in enumerate(workers):
-        port = srt.log_port(heads.get(w.log, "")) or allocated[w.name]
-        gpus = (sims[i] if i < len(sims) else sims[-1]) if sims else None
-        bootstrap = srt.log_bootstrap_port(heads.get(w.log, "")) if w.role == "prefill" else None
-        specs.append(MemberSpec(w.name, w.role if w.role != "agg" else "server", w.node, port,
-                                f"{log_dir.rstrip('/')}/{w.log}", bootstrap_port=bootstrap, sim_gpus=gpus))  # fmt: skip
+    specs: list[MemberSpec] = []
+    for e in ends:
+        port = srt.log_port(heads.get(e.leader.log, "")) or allocated[e.name]
+        bootstrap = srt.log_bootstrap_port(heads.get(e.leader.log, "")) if e.role == "prefill" else None
+        multi = len(e.logs) > 1
+        for rank, w in enumerate(e.logs):
+            i = len(specs)
+            gpus = (sims[i] if i < len(sims) else sims[-1]) if sims else None
+            specs.append(MemberSpec(srt.node_member_name(e.name, rank), e.role if e.role != "agg" else "server",
+                                    w.node, port, f"{log_dir.rstrip('/')}/{w.log}",
+                                    node_rank=rank if multi else None, worker=e.name if multi else None,
+                                    bootstrap_port=bootstrap if rank == 0 else None, sim_gpus=gpus))  # fmt: skip
     return specs
 
 
 def _all_named(found: list[srt.SrtWorker], heads: dict[str, str]) -> bool:
-    """Whether every worker's log has named its port (its `server_args` line)."""
-    return all(srt.log_port(heads.get(w.log, "")) is not None for w in found)
+    """Whether every worker's log has named its port (its `server_args` line; a worker's other nodes, which srtctl
+    gives `--port 0`, name their node rank there)."""
+    return all(
+        srt.log_port(heads.get(w.log, "")) is not None or (srt.log_node_rank(heads.get(w.log, "")) or 0) > 0
+        for w in found
+    )
 
 
 async def _heads(base: Host, log_dir: str, found: list[srt.SrtWorker]) -> dict[str, str]:
@@ -151,9 +164,11 @@ async def workers_of(
         found = srt.workers(names)
         have = srt.worker_counts(found)
         want = recipe.counts() if (recipe.disaggregated or recipe.agg_workers) else None
-        if found and (want is None or have == want):
+        short = srt.missing_nodes(srt.endpoints(found, {}), recipe)
+        if found and (want is None or have == want) and not short:
             return found
         line = f"srtctl job {job.job_id}: worker logs {have}" + (f" of {want}" if want else "") + " so far"
+        line += f" ({', '.join(short)})" if short and have == want else ""
         if line != said:
             say(line)
             said = line
@@ -195,7 +210,7 @@ async def members(
         await asyncio.sleep(LOOK_EVERY_S)  # a worker's first lines (its server_args) come once Python started
         heads = await _heads(base, log_dir, found)
         router, router_head, names = await _router(base, log_dir)
-    specs = specs_of(log_dir, found, heads, server)
+    specs = specs_of(log_dir, found, heads, server, nodes.nodes)
     if router is not None:  # the frontend: the deployment is ready once it routes to a prefill and a decode worker
         specs.append(MemberSpec(router.name, "router", router.node, srt.router_port(router_head, names),
                                 f"{log_dir.rstrip('/')}/{router.log}"))  # fmt: skip
@@ -206,7 +221,7 @@ async def members(
     gpus = sj.gpus_per_node(job.tres_per_node)
     hosts = [SrunHost(base, job.job_id, s.host, remote_python=server.remote_python, gpus=gpus) for s in specs]
     where = (f"srtctl job {job.job_id}: {srt.worker_counts(found)} "
-             f"({', '.join(f'{s.name} on {s.host}:{s.port}' for s in specs)})")  # fmt: skip
+             f"({', '.join(f'{s.name} on {s.host}' + ('' if s.follower else f':{s.port}') for s in specs)})")  # fmt: skip
     pending = await _pending(base, log_dir, found, heads)
     if not pending and router is not None and not srt.router_named(router_head):
         pending = f"the log of {router.name} names no port yet"
@@ -223,7 +238,10 @@ async def _pending(base: Host, log_dir: str, found: list[srt.SrtWorker], heads: 
         want = recipe.counts() if (recipe.disaggregated or recipe.agg_workers) else None
         if want is not None and srt.worker_counts(found) != want:
             return f"worker logs {srt.worker_counts(found)} of {want} so far"
-    unnamed = sorted({w.name for w in found if srt.log_port(heads.get(w.log, "")) is None})
+        short = srt.missing_nodes(srt.endpoints(found, {}), recipe)
+        if short:
+            return f"worker logs {', '.join(short)} so far"
+    unnamed = sorted({w.name for w in found if not _all_named([w], heads)})
     return f"the log of {', '.join(unnamed)} names no port yet" if unnamed else ""
 
 
@@ -246,6 +264,20 @@ async def read_word(base: Host, log_dir: str, job_id: str) -> srt.BenchmarkWord 
         return None
     sweep_text, _, bench_text = result.stdout.decode("utf-8", "replace").partition(f"\n{LISTING_MARK}\n")
     return srt.benchmark_word(sweep_text, bench_text)
+
+
+async def words(
+    base: Host, log_dir: str, job_id: str, *, every: float = WORD_EVERY_S
+) -> AsyncIterator[srt.BenchmarkWord]:
+    """The benchmark's word once a cycle, each time it changed: a stream of the TUI's deployment monitor (folded by
+    its MemberFolder into the deployment, as the board's job watch folds follow_word's)."""
+    last: srt.BenchmarkWord | None = None
+    while True:
+        word = await read_word(base, log_dir, job_id)
+        if word is not None and word != last:
+            last = word
+            yield word
+        await asyncio.sleep(every)
 
 
 async def follow_word(

@@ -72,6 +72,10 @@ async def watch_slurm(opts: WatchOptions) -> int:
 
         def feeds(monitor: DeploymentMonitor) -> None:
             add_job_feeds(monitor, QueueWatch(members.cli, [job_id]), job_id, [s.name for s in members.specs])
+            if members.srt_dir is not None:  # an srtctl job: its benchmark's word, read once a cycle (issue 36)
+                from tui.commands import srt_members
+
+                monitor.add_stream(members.specs[0].name, srt_members.words(members.base, members.srt_dir, job_id))
 
         return await _watch(opts, members.specs, list(members.hosts), watch, feeds)
 

@@ -59,10 +59,17 @@ class Member:
     role: str = "server"  # node | prefill | decode | router | server
     host: str = "local"
     state: Readiness = Readiness()
-    node_rank: int | None = None  # role node: its --node-rank (0 serves HTTP)
+    node_rank: int | None = None  # role node, or a node of a multi-node PD worker: its --node-rank (0 serves HTTP)
     router: RouterInfo | None = None  # role router only
     bootstrap_port: int | None = None  # role prefill: the disaggregation bootstrap port
     bootstrap_open: bool | None = None  # None: not checked yet
+    worker: str | None = None  # a node of a PD worker that spans several nodes: the worker, its node 0's name
+
+    @property
+    def follower(self) -> bool:
+        """A non-zero node: of a multi-node server, or of a PD worker that spans several nodes (srtctl's
+        `--nnodes`): it serves no HTTP, its worker's node 0 says when the worker is ready."""
+        return (self.role == "node" or self.worker is not None) and self.node_rank not in (None, 0)
 
 
 @dataclass(frozen=True)
@@ -92,16 +99,34 @@ def nodes(names_hosts: list[tuple[str, str]]) -> Deployment:
 # ------------------------------------------------------------------------------------------------ phases
 
 
-def _head_node(dep: Deployment) -> Member | None:
+def _head_node(dep: Deployment, of: Member | None = None) -> Member | None:
+    """Node 0 of a multi-node server; with `of`, node 0 of the worker `of` is a node of (its own name)."""
+    if of is not None and of.worker is not None:
+        return next((m for m in dep.members if m.name == of.worker), None)
     return next((m for m in dep.members if m.role == "node" and m.node_rank == 0), None)
+
+
+def worker_name(m: Member) -> str:
+    """The worker a member is (a node of): `prefill0` for `prefill0.node1`, else its own name."""
+    return m.worker or m.name
+
+
+def leaders(dep: Deployment) -> list[Member]:
+    """The members that are one worker each: all but the non-zero nodes of multi-node PD workers."""
+    return [m for m in dep.members if not (m.worker is not None and m.follower)]
+
+
+def worker_members(dep: Deployment, leader: Member) -> list[Member]:
+    """A worker's members, its node 0 first (one member for a worker on one node)."""
+    return [m for m in dep.members if m is leader or (m.worker is not None and m.worker == leader.name)]
 
 
 def follows_head(dep: Deployment, m: Member) -> Member | None:
     """Node 0, for a non-zero node with no log of its own (a Slurm job whose nodes all write the batch script's
     one output file, read by node 0): what it does is what node 0's log says. Its own process watch and GPUs
     still count (its state failed is its own)."""
-    if m.role == "node" and m.node_rank not in (None, 0) and m.state.log_watched is False:
-        head = _head_node(dep)
+    if m.follower and m.state.log_watched is False:
+        head = _head_node(dep, m)
         if head is not None and head is not m and head.state.log_watched:
             return head
     return None
@@ -112,7 +137,7 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
     phase = _member_phase(dep, m)
     s = m.state
     unread = s.log_watched and s.log_read_at is None and not s.ranks and not s.log_ready
-    if m.role == "node" and phase in READY_PHASES and unread:
+    if (m.role == "node" or m.worker is not None) and phase in READY_PHASES and unread:
         # a node whose log has not been read yet has not said its ranks or its TP: ready waits for that read
         # (on a loaded host node 0's /health and node 1's processes came before either log's first bytes)
         return Phase.WARMUP
@@ -120,13 +145,14 @@ def member_phase(dep: Deployment, m: Member) -> Phase:
 
 
 def role_counts(dep: Deployment) -> tuple[tuple[str, int, int], ...]:
-    """(role, ready, members) of a PD deployment's prefill and decode workers, in that order; () for any other
-    (the board's `2/4P 1/1D`)."""
+    """(role, ready, workers) of a PD deployment's prefill and decode workers, in that order; () for any other
+    (the board's `2/4P 1/1D`). A worker on several nodes counts once, ready when each of its nodes is."""
     out = []
     for role in ("prefill", "decode"):
-        workers = [m for m in dep.members if m.role == role]
+        workers = [m for m in leaders(dep) if m.role == role]
         if workers:
-            out.append((role, sum(member_phase(dep, m) in READY_PHASES for m in workers), len(workers)))
+            ready = sum(all(member_phase(dep, n) in READY_PHASES for n in worker_members(dep, m)) for m in workers)
+            out.append((role, ready, len(workers)))
     return tuple(out)
 
 
@@ -139,8 +165,8 @@ def _member_phase(dep: Deployment, m: Member) -> Phase:
         if s.phase is Phase.FAILED:
             return Phase.FAILED
         return Phase.READY if m.router is not None and m.router.up else Phase.STARTING
-    if m.role == "node" and m.node_rank not in (None, 0) and s.phase is not Phase.FAILED:
-        head = _head_node(dep)
+    if m.follower and s.phase is not Phase.FAILED:
+        head = _head_node(dep, m)
         if head is not None and head.state.phase in (Phase.WARMUP, *READY_PHASES):
             # node 0 opens HTTP only once every node loaded and captured: this node is as far as node 0, ready
             # only once its own processes are seen alive (it serves no /health of its own: its log and its
@@ -181,11 +207,12 @@ def rank_key(dep: Deployment, m: Member) -> tuple[int, float]:
 
 def least_advanced(dep: Deployment) -> Member:
     """The member furthest behind: a failed member first, the one whose own word is the cause before one that
-    only says a peer went away (ties: the first listed)."""
+    only says a peer went away (ties: a stalled one, then the first listed)."""
     failed = [m for m in dep.members if member_phase(dep, m) is Phase.FAILED]
     if failed:
         return min(failed, key=lambda m: peer_loss(m.state))
-    return min(dep.members, key=lambda m: rank_key(dep, m))
+    # ties: a stalled member first (a worker's two nodes in one capture: the one stalled holds it back)
+    return min(dep.members, key=lambda m: (rank_key(dep, m), m.state.stall is None))
 
 
 def peer_loss(s: Readiness) -> bool:
@@ -226,17 +253,16 @@ def deployment_phase(dep: Deployment) -> Phase:
 def bootstrap_problem(dep: Deployment) -> str | None:
     """A prefill member ready while its bootstrap port is closed (decode cannot reach it)."""
     for m in dep.members:
-        if m.role == "prefill" and m.bootstrap_open is False:
+        if m.role == "prefill" and m.bootstrap_open is False and not m.follower:
             return f"{m.name} ready but its bootstrap port {m.bootstrap_port or 8998} is closed"
     return None
 
 
 def unconfirmed(dep: Deployment, m: Member) -> bool:
     """A non-zero node held back from ready only because its processes are not seen alive."""
-    head = _head_node(dep)
+    head = _head_node(dep, m)
     return (
-        m.role == "node"
-        and m.node_rank not in (None, 0)
+        m.follower
         and head is not None
         and head.state.phase in READY_PHASES
         and m.state.phase is not Phase.FAILED
@@ -306,9 +332,10 @@ def _ranks(dep: Deployment) -> tuple[RankState, ...]:
     bases = gpu_bases(dep)
     for m in dep.members:
         for r in m.state.ranks:
-            if m.role == "node" and len(dep.members) > 1 and r.pid is None and r.last_milestone is None:
+            spread = m.role == "node" or m.worker is not None
+            if spread and len(dep.members) > 1 and r.pid is None and r.last_milestone is None:
                 continue  # a placeholder for a rank of the server's tp_size that runs on another node
-            name = r.name if m.role == "node" else f"{m.name} {r.name}"
+            name = r.name if m.role == "node" else f"{worker_name(m)} {r.name}"
             if name not in seen:
                 seen.add(name)
                 gpu = bases[m.name] + r.gpu_index if r.gpu_index is not None else None

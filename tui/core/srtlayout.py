@@ -99,6 +99,9 @@ class Recipe:
     decode_nodes: int | None = None
     agg_nodes: int | None = None
     gpus_per_node: int | None = None
+    gpus_per_prefill: int | None = None  # explicit; else computed as srtctl computes it (nodes_per_worker)
+    gpus_per_decode: int | None = None
+    gpus_per_agg: int | None = None
 
     @property
     def disaggregated(self) -> bool:
@@ -110,6 +113,30 @@ class Recipe:
             return f"{self.prefill_workers or 0}P {self.decode_workers or 0}D"
         return f"{self.agg_workers or 0} agg"
 
+    def nodes_per_worker(self, role: str) -> int:
+        """How many nodes one worker of `role` spans, as srtctl decides it (src/srtctl/core/schema.py
+        ResourceConfig.gpus_per_prefill/…: the explicit `gpus_per_{role}`, else `{role}_nodes * gpus_per_node //
+        {role}_workers`, else one node's; src/srtctl/core/topology.py allocate_endpoints: ceil(gpus / gpus_per_node);
+        gpus_per_node defaults to 4 there). 1 when the recipe says too little to tell."""
+        per_node = self.gpus_per_node or SRTCTL_GPUS_PER_NODE
+        return max(1, -(-self.gpus_per_worker(role) // per_node))
+
+    def gpus_per_worker(self, role: str) -> int:
+        """srtctl's `ResourceConfig.gpus_per_{role}` (src/srtctl/core/schema.py), rule for rule: decode workers on
+        `decode_nodes: 0` share the prefill nodes and take the prefill workers' size."""
+        per_node = self.gpus_per_node or SRTCTL_GPUS_PER_NODE
+        gpus: int | None = getattr(self, f"gpus_per_{role}", None)
+        if gpus is not None:
+            return gpus
+        nodes, workers = getattr(self, f"{role}_nodes", None), getattr(self, f"{role}_workers", None)
+        if nodes and workers:
+            return int(nodes * per_node // workers)
+        if role == "decode" and self.decode_nodes == 0 and self.decode_workers:
+            return self.gpus_per_worker("prefill")
+        return per_node
+
+
+SRTCTL_GPUS_PER_NODE = 4  # src/srtctl/core/schema.py ResourceConfig.gpus_per_node's default
 
 _KEY = lazy(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<value>[^#]*?)\s*(?:#.*)?$")
 
@@ -159,6 +186,16 @@ def log_port(head: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+_NODE_RANK = lazy(r"(?:^|[\s,({])['\"]?node_rank['\"]?\s*[:=]\s*(\d{1,4})\b")
+
+
+def log_node_rank(head: str) -> int | None:
+    """The node rank a worker's log names in its `server_args` (`node_rank=1`; srtctl passes `--node-rank` to each
+    node of a worker that spans several: src/srtctl/backends/sglang.py build_worker_command), None before it."""
+    found = _NODE_RANK.search(head)
+    return int(found.group(1)) if found else None
+
+
 _BOOTSTRAP_PORT = lazy(r"disaggregation_bootstrap_port['\"]?\s*[:=]\s*(\d{2,5})\b")
 
 
@@ -168,10 +205,66 @@ def log_bootstrap_port(head: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+@dataclass(frozen=True)
+class SrtEndpoint:
+    """One worker (srtctl's `Endpoint`: src/srtctl/core/topology.py) with its logs, one per node, node 0 (its
+    leader: the node that serves HTTP and that the router is given) first. A worker on one node has one log."""
+
+    role: str
+    index: int
+    logs: tuple[SrtWorker, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}{self.index}"
+
+    @property
+    def leader(self) -> SrtWorker:
+        return self.logs[0]
+
+
+def endpoints(
+    found: list[SrtWorker], ranks: dict[str, int | None], node_order: list[str] | tuple[str, ...] = ()
+) -> list[SrtEndpoint]:
+    """The worker logs grouped per worker (prefill first, by index), each worker's logs in node-rank order: the
+    rank its log names (`ranks`: file name -> node_rank, None while unsaid), else the node's place in the job's
+    node list (`node_order`: srtctl gives a worker's nodes in that order, src/srtctl/core/topology.py
+    allocate_endpoints, and numbers them so: src/srtctl/backends/sglang.py `--node-rank`), else its name."""
+    place = {n: i for i, n in enumerate(node_order)}
+    groups: dict[tuple[str, int], list[SrtWorker]] = {}
+    for w in found:
+        groups.setdefault((w.role, w.index), []).append(w)
+
+    def key(w: SrtWorker) -> tuple[int, int, str]:
+        said = ranks.get(w.log)
+        return (said if said is not None else 1 << 20, place.get(w.node, 1 << 20), w.node)
+
+    return [
+        SrtEndpoint(role, index, tuple(sorted(logs, key=key)))
+        for (role, index), logs in sorted(groups.items(), key=lambda kv: (ROLE_ORDER[kv[0][0]], kv[0][1]))
+    ]
+
+
+def missing_nodes(found: list[SrtEndpoint], recipe: Recipe) -> list[str]:
+    """`prefill0 1 of 2 nodes`: each worker with fewer node logs than the recipe makes it span."""
+    out = []
+    for e in found:
+        want = recipe.nodes_per_worker(e.role)
+        if len(e.logs) < want:
+            out.append(f"{e.name} {len(e.logs)} of {want} nodes")
+    return out
+
+
+def node_member_name(worker: str, node_rank: int) -> str:
+    """The member name of a worker's node: its leader is the worker (`prefill0`), the others `prefill0.node1`."""
+    return worker if node_rank == 0 else f"{worker}.node{node_rank}"
+
+
 def allocated_ports(found: list[SrtWorker]) -> dict[str, int]:
     """Each worker's HTTP port as srtctl allocates it when its log does not say yet (src/srtctl/core/topology.py
     NodePortAllocator.next_http_port: per node, from 6100 in steps of 32, in the order the workers are laid out,
-    prefill before decode)."""
+    prefill before decode; only a worker's leader gets one, src/srtctl/core/topology.py endpoints_to_processes:
+    give the leaders' logs)."""
     per_node: dict[str, int] = {}
     out = {}
     for w in found:

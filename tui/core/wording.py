@@ -277,13 +277,13 @@ def _holding(dep: dm.Deployment) -> str:
         if multi_node:
             count = len(dep.members)
             return f"ready: {count} node{'s' if count != 1 else ''}" + (f", tp {tp}" if tp is not None else "")
-        roles = [m.role for m in dep.members]
+        roles = [m.role for m in dm.leaders(dep)]  # a worker on several nodes counts once
         if roles and set(roles) <= {"prefill", "decode"}:  # workers without a router (an srtctl job): counted
             return f"ready: {roles.count('prefill')}P {roles.count('decode')}D"
         return "ready: " + ", ".join(f"{m.name} {member_words(dep, m)}" for m in dep.members)
     behind = dm.least_advanced(dep)
     if phase is Phase.FAILED:
-        return f"{behind.name} {member_words(dep, behind)}"
+        return f"{member_label(dep, behind)} {member_words(dep, behind)}"
     if multi_node:
         parts = [f"{behind.name} {member_words(dep, behind)}"]
         behind_key = dm.rank_key(dep, behind)
@@ -298,7 +298,7 @@ def _holding(dep: dm.Deployment) -> str:
                 parts.append(f"{m.name} {member_words(dep, m)}")
         return "; ".join(parts)
     # PD / servers behind a router: every member in the order listed, servers first, the router's problem last
-    parts = [f"{m.name} {member_words(dep, m)}" for m in dep.members if m.role != "router"]
+    parts = [f"{member_label(dep, m)} {member_words(dep, m)}" for m in dep.members if m.role != "router"]
     problem = dm.router_problem(dep) or dm.bootstrap_problem(dep)
     router = next((m for m in dep.members if m.role == "router"), None)
     if problem is not None:
@@ -306,6 +306,15 @@ def _holding(dep: dm.Deployment) -> str:
     elif router is not None:
         parts.append(f"{router.name} {member_words(dep, router)}")
     return ", ".join(parts)
+
+
+def member_label(dep: dm.Deployment, m: dm.Member) -> str:
+    """How a line names a member: its name, and for a node of a PD worker that spans several nodes the worker and
+    which node it is ("prefill0 (node 1 of 2, on n2)"): the worker is what the recipe counts."""
+    if m.worker is None:
+        return m.name
+    nodes = sum(1 for x in dep.members if x.worker == m.worker)
+    return f"{m.worker} (node {m.node_rank} of {nodes}, on {m.host})"
 
 
 def hook_words(code: int) -> str:

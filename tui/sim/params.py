@@ -110,7 +110,9 @@ def check(params: SimParams) -> str | None:
         return f"--shards {params.shards}: use 1 to 10000 shards"
     if not 0.01 <= params.speed <= 100000:
         return f"--speed {params.speed}: use a factor between 0.01 and 100000"
-    if not 1 <= params.port <= 65535:
+    if not 1 <= params.port <= 65535 and not (params.port == 0 and params.node_rank > 0):
+        # a non-zero node serves no HTTP: srtctl gives it `--port 0` (src/srtctl/core/topology.py: only a leader
+        # gets an http_port)
         return f"--port {params.port}: use a TCP port between 1 and 65535"
     if params.fault is not None and params.fault not in FAULTS:
         return f"--fault {params.fault}: use one of {', '.join(FAULTS)}"

@@ -277,8 +277,8 @@ class Main:
         if self.link is not None:
             await self.link.start()
         read_fd = self.spawn_children()
-        if self.p.disaggregation_mode == "prefill":
-            await self.start_bootstrap()
+        if self.p.disaggregation_mode == "prefill" and self.p.node_rank == 0:
+            await self.start_bootstrap()  # node 0's only, as SGLang's (its tokenizer manager starts it)
         os.set_blocking(read_fd, False)
         loop.add_reader(read_fd, self.on_ready_pipe, read_fd)
         watcher = loop.create_task(self.watch_ranks())

@@ -45,16 +45,22 @@ class MemberSpec:
     bootstrap_port: int | None = None
     sim_gpus: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    worker: str | None = None  # a node of a PD worker that spans several nodes: the worker (its node 0's name)
+
+    @property
+    def follower(self) -> bool:
+        """A non-zero node (of a multi-node server, or of a PD worker on several nodes): it serves no HTTP."""
+        return (self.role == "node" or self.worker is not None) and self.node_rank not in (None, 0)
 
     @property
     def health(self) -> bool:
-        return self.role != "router" and not (self.role == "node" and self.node_rank not in (None, 0))
+        return self.role != "router" and not self.follower
 
     @property
     def process_port(self) -> int | None:
         """The port that names this member's processes: none for a non-zero node with a log (it shares node 0's
-        port, which on node 0's host is node 0's listener: its log alone names it), else its port."""
-        return None if self.role == "node" and self.node_rank not in (None, 0) and self.log else self.port
+        port, which on node 0's host is node 0's listener, or names none: its log alone names it), else its port."""
+        return None if self.follower and self.log else self.port
 
 
 def split_host_path(spec: str) -> tuple[str, str | None]:

@@ -16,6 +16,7 @@ from tui.core.control import ProcessWatchLike
 from tui.core.events import LogActivity
 from tui.core.fold import Fold
 from tui.core.routerlog import RouterLog
+from tui.core.srtlayout import BenchmarkWord
 from tui.core.state import Phase, Readiness
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.host import Host
@@ -24,7 +25,7 @@ from tui.sources.router import RouterStatus, router_statuses
 
 def deployment_of(specs: list[MemberSpec], stall_after: float | None) -> dm.Deployment:
     return dm.Deployment(tuple(
-        dm.Member(s.name, s.role, s.host, _start(s, stall_after), node_rank=s.node_rank,
+        dm.Member(s.name, s.role, s.host, _start(s, stall_after), node_rank=s.node_rank, worker=s.worker,
                   bootstrap_port=s.bootstrap_port, router=dm.RouterInfo() if s.role == "router" else None)
         for s in specs
     ))  # fmt: skip
@@ -56,9 +57,11 @@ class MemberFolder:
         }
 
     def __call__(self, dep: dm.Deployment, name: str, batch: list[object], now: float) -> dm.Deployment:
-        events = [event for event in batch if not isinstance(event, RouterStatus)]
+        events = [event for event in batch if not isinstance(event, (RouterStatus, BenchmarkWord))]
         state = self.folds[name](dep.member(name).state, events, now)  # type: ignore[arg-type]
         dep = dep.with_state(name, state)
+        for word in (item for item in batch if isinstance(item, BenchmarkWord)):
+            dep = dep.with_benchmark(word)  # an srtctl job's benchmark word (srt_members.words): the deployment's
         return _router_facts(dep, name, batch, self.router_logs.get(name))
 
 
@@ -98,7 +101,8 @@ def deployment_monitor(
 def add_router_pollers(monitor: DeploymentMonitor, specs: list[MemberSpec], hosts: list[Host]) -> None:
     """One poller for the router's health and workers and the prefill bootstrap ports (when there are any)."""
     router = next(((s, h) for s, h in zip(specs, hosts, strict=True) if s.role == "router"), None)
-    prefills = [(s.name, h, s.bootstrap_port or 8998) for s, h in zip(specs, hosts, strict=True) if s.role == "prefill"]
+    prefills = [(s.name, h, s.bootstrap_port or 8998) for s, h in zip(specs, hosts, strict=True)
+                if s.role == "prefill" and not s.follower]  # a worker's node 0 serves its bootstrap  # fmt: skip
     if router is None and not prefills:
         return
     name = router[0].name if router is not None else prefills[0][0]

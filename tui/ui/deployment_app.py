@@ -75,18 +75,19 @@ def _up_at(dep: dm.Deployment) -> float | None:
 def member_rows(dep: dm.Deployment, now: float = 0.0) -> Text:
     """The members pane's text: two lines per member (name, role, host, phase, what it is doing; its timeline)."""
     out = Text()
+    width = max([10, *(len(m.name) + 1 for m in dep.members)])  # `prefill0.node1`: a worker's node 1 (srtctl)
     for i, m in enumerate(dep.members):
         phase = dm.member_phase(dep, m)
         if i:
             out.append("\n")
-        out.append(f"{m.name:<10}", style="bold")
+        out.append(f"{m.name:<{width}}", style="bold")
         out.append(f"{m.role:<8} {m.host:<16} ")
         out.append(f"{PHASE_NAMES[phase]:<20}", style=PHASE_STYLES.get(phase, ""))
         out.append(" " + member_words(dep, m), style="dim")
         up = phase in (Phase.READY, Phase.SERVING) and m.state.phase not in (Phase.READY, Phase.SERVING)
         line = member_timeline(m, now, _up_at(dep) if up else None)
         if line:
-            out.append(f"\n{'':<10}{line}", style="dim")
+            out.append(f"\n{'':<{width}}{line}", style="dim")
     return out
 
 

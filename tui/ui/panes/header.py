@@ -13,6 +13,7 @@ from tui.core.explain import evidence as evidence_of
 from tui.core.explain import nothing_found_headline
 from tui.core.fmt import ago, duration
 from tui.core.remedy import remedy
+from tui.core.srtlayout import disagreement_line
 from tui.core.state import Phase, Readiness
 from tui.core.wording import verdict_line
 from tui.ui.labels import (
@@ -192,6 +193,13 @@ class HeaderPane(StatePane):
                 + (f": {state.stall.detail}" if state.stall.detail else ""),
                 style="yellow",
             )
+        # an srtctl job's benchmark word where it disagrees with the workers' own (the fact the fold made:
+        # tui.core.deployment.Combined.benchmark_disagrees), worded against the verdict line as `wait` words it
+        disagrees = getattr(state, "benchmark_disagrees", None)
+        if disagrees is not None:
+            text.append("\n")
+            text.append(" ⚠ BENCHMARK ", style="bold reverse yellow")
+            text.append(f" {disagreement_line(disagrees, reason)}", style="yellow")
         routine = (
             state.last_control is not None
             and state.last_control.ok
