@@ -18,6 +18,10 @@ from tests.helpers.sim import ROOT, wait_ready
 NEVER = ("textual", "rich", "httpx", "asyncssh", "tui.ui", "tui.sim", "tomllib", "tui.history.store")
 # nor the other commands' option records, nor what reads a Slurm job, an srtctl job or a deployment (one server here)
 NOT_FOR_ONE_SERVER = ("tui.commands.options", "tui.core.slurmjob", "tui.core.srtlayout", "tui.core.deployment")
+# nor, on a local look (tui.sources.now: no event loop), asyncio and what it loads (a tenth of a call's CPU)
+NO_EVENT_LOOP = ("asyncio", "ssl", "concurrent", "logging", "tui.sources.local")
+# nor what only a wrong option or theme name needs (difflib), nor the idna codec of a name lookup (a loopback address)
+SMALL_BUT_NEEDLESS = ("difflib", "encodings.idna")
 OTHER_COMMANDS = ("watch", "wait", "stop", "dump", "bench", "replay", "history", "demo", "simulate", "export", "fleet")
 
 
@@ -41,6 +45,9 @@ def test_a_ready_probe_loads_no_ui_no_simulator_and_no_other_command(sim: Sims, 
     assert not {m for m in loaded if any(m == n or m.startswith(n + ".") for n in NEVER)}
     assert not loaded & {f"tui.commands.{name}" for name in OTHER_COMMANDS}
     assert not loaded & set(NOT_FOR_ONE_SERVER)
+    assert "tui.sources.now" in loaded
+    assert not {m for m in loaded if any(m == n or m.startswith(n + ".") for n in NO_EVENT_LOOP)}
+    assert not loaded & set(SMALL_BUT_NEEDLESS)
 
 
 def test_a_start_slower_than_the_timeout_leaves_health_its_whole_timeout(sim: Sims, cli: Cli, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ tui/commands/options.py (the one place that reads it); each subcommand lives in 
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import math
 import os
@@ -73,6 +72,8 @@ class Parser(argparse.ArgumentParser):
     def closest_option(self, message: str) -> str:
         """ " (did you mean --port?)" for a misspelt `--prot` typed (Python 3.12's habit, for every error: `probe
         --redy` fails first for want of --ready or --alive, and says which one was meant)."""
+        import difflib  # only for an error: a probe's every call parses its line (issue 32)
+
         known = self.command_options or tuple(o for a in self._actions for o in a.option_strings)
         for word in self.typed:
             option = word.split("=", 1)[0]

@@ -9,7 +9,9 @@ answer may take, counted from its request, never from the process start: a start
 CPU compiling kernels) costs the call time, never /health its budget. The look before it (the connection, the
 log) has READ_SHARE of S from when it begins: a first call on a large log reads what that allows and the next
 calls read on. So a call takes at most its start + CALL_BOUND(S); kubelet's timeoutSeconds must cover both.
-It imports no Textual and no httpx; it records nothing in the history (it reads its past, for the budgets).
+It imports no Textual and no httpx, and `probe local` no asyncio: its look runs on tui.sources.now.NowHost, the
+same look code with no event loop (an SSH target's runs on one); it records nothing in the history (it reads its
+past, for the budgets).
 
 Exit codes (the one table): 0 ready (--ready) / progressing or ready (--alive), 1 failed or stopped,
 2 bad arguments, 3 stalled, 4 cannot connect, 7 not ready yet (--ready).
@@ -17,7 +19,6 @@ Exit codes (the one table): 0 ready (--ready) / progressing or ready (--alive), 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -65,7 +66,14 @@ def call_bound_s(timeout: float) -> float:
 
 
 def run(opts: ProbeOptions) -> int:
-    return asyncio.run(probe(opts, "ready" if opts.ready else "alive"))
+    mode: Mode = "ready" if opts.ready else "alive"
+    if opts.server.host == "local":  # one look here, blocking: no event loop, no asyncio import (issue 32)
+        from tui.sources.now import NowHost, run_now
+
+        return run_now(probe(opts, mode, NowHost()))
+    import asyncio
+
+    return asyncio.run(probe(opts, mode))
 
 
 def _bad(line: str) -> int:
@@ -80,7 +88,8 @@ def config_of(opts: ProbeOptions) -> WatchConfig:
     )
 
 
-async def probe(opts: ProbeOptions, mode: Mode) -> int:
+async def probe(opts: ProbeOptions, mode: Mode, host: Host | None = None) -> int:
+    """One call: the memo, one look (on `host`, else the target's), the fold, the memo kept, the verdict."""
     # the look's own deadline, from when it begins (the process start, slow on a busy node, is not /health's)
     deadline = time.monotonic() + opts.timeout * READ_SHARE
     config = config_of(opts)
@@ -94,7 +103,7 @@ async def probe(opts: ProbeOptions, mode: Mode) -> int:
         memo = load(path, key, config)
         if lock.problem is None and not lock.held:  # another call folds now: answer from its memo, look at nothing
             return say(opts.json, mode, memo, probe_verdict(memo.state, mode, time.time()), time.time(), 0)
-        memo, unread = await look_and_fold(opts, config, memo, deadline)
+        memo, unread = await look_and_fold(opts, config, memo, deadline, host)
         now = time.time()
         try:
             if lock.problem is not None:
@@ -134,22 +143,24 @@ def load(path: Path, key: str, config: WatchConfig) -> ProbeMemo:
 
 
 async def look_and_fold(
-    opts: ProbeOptions, config: WatchConfig, memo: ProbeMemo, deadline: float
+    opts: ProbeOptions, config: WatchConfig, memo: ProbeMemo, deadline: float, host: Host | None = None
 ) -> tuple[ProbeMemo, int]:
-    from tui.core.config import HostSpec
     from tui.sources import probe_look
-    from tui.sources.connect import make_host
 
     target: ServerTarget = opts.server
-    host = make_host(HostSpec(target.host, opts.ssh))
+    if host is None:
+        from tui.core.config import HostSpec
+        from tui.sources.connect import make_host
+
+        host = make_host(HostSpec(target.host, opts.ssh))
     answers: list[Event] = []
     look: FileLook | None = None
     found = memo.found
     plan, start, data = ReadPlan(None), 0, b""
     try:
         try:
-            await asyncio.wait_for(host.connect(), max(0.05, deadline - time.monotonic()))
-        except (HostError, asyncio.TimeoutError) as exc:
+            await probe_look.connect(host, max(0.05, deadline - time.monotonic()))
+        except (HostError, TimeoutError) as exc:
             detail = str(exc) or f"no connection to {target.host} within --timeout"
             return fold_call(memo, plan, None, None, 0, b"", [ConnectionState("failed", detail)], time.time())
         answers.append(ConnectionState("connected", host.name))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tui.commands.targets import ServerTarget, parse_target
 from tui.core.config import Ssh
+from tui.core.record import Record
 from tui.core.settings import Given, Settings
 from tui.history.paths import history_path
 
@@ -18,8 +19,8 @@ class OptionsError(Exception):
     """Options that cannot go together; str() is the one line to print."""
 
 
-@dataclass(frozen=True)
-class ProbeOptions:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProbeOptions(Record):
     """`sglang-tui probe TARGET (--ready | --alive)`: one look, one verdict."""
 
     server: ServerTarget

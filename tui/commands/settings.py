@@ -5,7 +5,6 @@ loads Textual)."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from collections.abc import Mapping
@@ -57,6 +56,8 @@ def theme_problem(theme: str | None) -> str | None:
 
     if theme is None or theme in BUILTIN_THEMES:
         return None
+    import difflib  # only for a wrong name: a probe's every call loads this module (issue 32)
+
     close = difflib.get_close_matches(theme, sorted(BUILTIN_THEMES), n=1)
     meant = f' (did you mean "{close[0]}"?)' if close else ""
     return f'theme "{theme}" is no theme{meant}; themes: {", ".join(sorted(BUILTIN_THEMES))}'

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tui.core.jobtargets import is_slurm_target, is_srt_target
+from tui.core.record import Record
 
 if TYPE_CHECKING:  # read only for a job's target: a probe (one server, exec'd each period) loads neither module
     from tui.core.slurmjob import SlurmTarget
@@ -26,8 +27,8 @@ if TYPE_CHECKING:  # read only for a job's target: a probe (one server, exec'd e
 DEFAULT_PORT = 30000
 
 
-@dataclass(frozen=True)
-class ServerTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerTarget(Record):
     """One TARGET, read: the host to reach and the server's port and log there."""
 
     name: str  # as typed: the `server` label of its metrics, the memo's key
@@ -73,16 +74,16 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-@dataclass(frozen=True)
-class HostTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class HostTarget(Record):
     """A bare HOST on the fleet's command line: every SGLang server found running there (tui.core.discovery)."""
 
     name: str
     host: str
 
 
-@dataclass(frozen=True)
-class JobTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class JobTarget(Record):
     """A Slurm target: one job (`slurm:JOBID`, `LOGIN/slurm:JOBID`) or every running SGLang job (`slurm:`)."""
 
     name: str

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tui.core.events import HostActivity, ProcCounters
 from tui.core.ranklabels import rank_of, ranks_span
+from tui.core.record import Record
 
 BUSY_CPU_FRACTION = 0.05  # a rank using 5% of a core or more between two samples is working
 BUSY_READ_BYTES = 1 << 20  # a rank that read 1 MiB or more from disk between two samples is loading
@@ -19,8 +20,8 @@ FRESH_S = 12.0  # a sample older than this no longer describes what the server d
 _KINDS = (("deep_gemm", "DeepGEMM"), ("deepgemm", "DeepGEMM"), ("flashinfer", "FlashInfer"))
 
 
-@dataclass(frozen=True)
-class ActivityState:
+@dataclass(frozen=True, eq=False, repr=False)
+class ActivityState(Record):
     at: float  # the reducer's clock at the last sample
     cpu: tuple[tuple[int, float], ...] = ()  # (pid, cpu seconds) at the last sample
     reads: tuple[tuple[int, int], ...] = ()  # (pid, read bytes) at the last sample

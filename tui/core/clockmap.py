@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui.core.record import Record
 
-@dataclass(frozen=True)
-class ClockMap:
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ClockMap(Record):
     """How the log's time maps onto ours, and where the history (bytes written before we read them) ends."""
 
     skew_s: float = 0.0  # our clock - the host's epoch

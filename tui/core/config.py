@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.core.jobtargets import is_slurm_target, is_srt_target
+from tui.core.record import Record
 from tui.core.state import Readiness
 
 
-@dataclass(frozen=True)
-class Ssh:
+@dataclass(frozen=True, eq=False, repr=False)
+class Ssh(Record):
     """The SSH options the command line gave (None: from ~/.ssh/config or SSH's defaults)."""
 
     port: int | None = None
@@ -23,16 +24,16 @@ class Ssh:
     config: str | None = None
 
 
-@dataclass(frozen=True)
-class HostSpec:
+@dataclass(frozen=True, eq=False, repr=False)
+class HostSpec(Record):
     """Where to connect: `local`, or an SSH destination with its SSH options (`sources/connect.make_host`)."""
 
     host: str
     ssh: Ssh = Ssh()
 
 
-@dataclass(frozen=True)
-class Target:
+@dataclass(frozen=True, eq=False, repr=False)
+class Target(Record):
     """Which server a command reaches and how: its HOSTs (node 0 first) or a deployment file, over SSH."""
 
     hosts: tuple[str, ...]
@@ -63,8 +64,8 @@ class Target:
         return HostSpec(self.host if host is None else host, self.ssh)
 
 
-@dataclass(frozen=True)
-class Hooks:
+@dataclass(frozen=True, eq=False, repr=False)
+class Hooks(Record):
     """--on-ready / --on-fail: commands run locally once, at the verdict."""
 
     on_ready: str | None = None
@@ -74,8 +75,8 @@ class Hooks:
         return bool(self.on_ready or self.on_fail)
 
 
-@dataclass(frozen=True)
-class WatchConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class WatchConfig(Record):
     """What the command line says of one watched server: where it is, how to watch it, and whether the tool
     may act on it (read_only: no ServerControl is built)."""
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
+from tui.core.record import Record
 from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
@@ -46,8 +47,8 @@ SHORT_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class Eta:
+@dataclass(frozen=True, eq=False, repr=False)
+class Eta(Record):
     ready_in_s: float | None = None
     phase_left_s: float | None = None
     basis: str | None = None  # "history" | "progress" | None

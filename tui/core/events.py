@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from tui.core.record import Record
 from tui.core.vocab import (
     BarName,
     BatchStage,
@@ -29,8 +30,8 @@ from tui.core.vocab import (
 # ---------------------------------------------------------------------------------------------- log events
 
 
-@dataclass(frozen=True)
-class ServerArgs:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerArgs(Record):
     """The `server_args=` line (repr or dict form): what was launched."""
 
     model: str | None = None
@@ -55,8 +56,8 @@ class ServerArgs:
     stated_only: bool = False
 
 
-@dataclass(frozen=True)
-class Milestone:
+@dataclass(frozen=True, eq=False, repr=False)
+class Milestone(Record):
     """One per-rank (or main-process) startup milestone.
 
     kind is one of:
@@ -88,8 +89,8 @@ class Milestone:
         return default
 
 
-@dataclass(frozen=True)
-class BarProgress:
+@dataclass(frozen=True, eq=False, repr=False)
+class BarProgress(Record):
     """A tqdm frame: bar is "weights" (main model shards), "draft_weights", "capture" (CUDA graph batches),
     "piecewise" (piecewise CUDA graph: `Compiling num tokens` / `Capturing num tokens`), "jit" (`DeepGEMM warmup`)
     or "warmup" (`Warmup prefill shapes`, `Profiling prefill latency for dynamic chunking`)."""
@@ -107,8 +108,8 @@ class BarProgress:
     remaining_s: float | None = None  # tqdm's own remaining-time estimate, None when it printed "?"
 
 
-@dataclass(frozen=True)
-class Failure:
+@dataclass(frozen=True, eq=False, repr=False)
+class Failure(Record):
     """A line that states why the server failed (or a generic failure marker).
 
     kind: oom | nccl | port_in_use | model_not_found | exception | other.
@@ -125,8 +126,8 @@ class Failure:
     t: float | None = None
 
 
-@dataclass(frozen=True)
-class BatchStats:
+@dataclass(frozen=True, eq=False, repr=False)
+class BatchStats(Record):
     """A `Prefill batch` / `Decode batch` line after startup."""
 
     stage: BatchStage
@@ -142,8 +143,8 @@ class BatchStats:
     count: int = 1  # how many batch lines of this stage this event stands for (the values are the last one's)
 
 
-@dataclass(frozen=True)
-class SpeculativeHint:
+@dataclass(frozen=True, eq=False, repr=False)
+class SpeculativeHint(Record):
     """A line that shows speculative decoding is on without naming it in server_args
     (e.g. `Overlap scheduler is disabled because of using eagle speculative decoding.`)."""
 
@@ -153,8 +154,8 @@ class SpeculativeHint:
     t: float | None = None
 
 
-@dataclass(frozen=True)
-class LaunchStarted:
+@dataclass(frozen=True, eq=False, repr=False)
+class LaunchStarted(Record):
     """A new launch begins in the same log (a second `server_args=` after one was already seen is reported
     by the parser as LaunchStarted followed by ServerArgs). The reducer resets to a fresh startup."""
 
@@ -162,8 +163,8 @@ class LaunchStarted:
     t: float | None = None
 
 
-@dataclass(frozen=True)
-class RankSeen:
+@dataclass(frozen=True, eq=False, repr=False)
+class RankSeen(Record):
     """A rank label appeared for the first time in this launch: an SGLang rank prefix ("TP3", "DP1 TP3 EP3")
     or a PyTorch `[rank7]:` line prefix ("rank7"). tp_rank is its TP index (a torch rank counts as one), so
     the TP size can be inferred (max + 1, when above 1) from logs that hold no `server_args=` line."""
@@ -174,8 +175,8 @@ class RankSeen:
     t: float | None = None
 
 
-@dataclass(frozen=True)
-class WatchdogDump:
+@dataclass(frozen=True, eq=False, repr=False)
+class WatchdogDump(Record):
     """SGLang's own py-spy dump in the log (`Pyspy dump for PID N (py-spy dump … --pid N):` and the
     unprefixed py-spy text under it, printed by its watchdog or crash diagnostics; issue 13). rank is the log
     prefix's rank (None when the main process dumped the schedulers); text is py-spy's output as printed."""
@@ -187,8 +188,8 @@ class WatchdogDump:
     t: float | None = None
 
 
-@dataclass(frozen=True)
-class JitHint:
+@dataclass(frozen=True, eq=False, repr=False)
+class JitHint(Record):
     """A line that names a JIT compiling kernels (`Entering DeepGEMM JIT Pre-Compile session…`, `Try DeepGEMM
     JIT Compiling for …`, FlashInfer's `flashinfer.jit` lines): what the compiler processes are for (issue 13).
     Reported once per kind and launch."""
@@ -202,8 +203,8 @@ class JitHint:
 # ------------------------------------------------------------------------------------------- source events
 
 
-@dataclass(frozen=True)
-class LogActivity:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogActivity(Record):
     """The tail delivered bytes. offset: total bytes consumed of the current file after this chunk (a
     progress signal for the reducer); data: the raw bytes (for the log pane; the reducer ignores them)."""
 
@@ -211,8 +212,8 @@ class LogActivity:
     data: bytes = b""
 
 
-@dataclass(frozen=True)
-class LogReset:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogReset(Record):
     """The log file was truncated, rotated (new inode) or appeared/disappeared. reason: truncated |
     rotated | missing | appeared | started_at_last_launch | skipped (a large log: the bytes between the launch's
     first lines and the log's last ones were not read; what follows begins mid-stream)."""
@@ -222,8 +223,8 @@ class LogReset:
     skipped: int = 0  # skipped: how many bytes were not read
 
 
-@dataclass(frozen=True)
-class LogLook:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogLook(Record):
     """The log tail's look at the file when it (re)starts reading it (tui.core.clocks decides what it means).
 
     end: the file's size at the look: the bytes before it were written before we read them (history).
@@ -239,15 +240,15 @@ class LogLook:
     live: bool = False
 
 
-@dataclass(frozen=True)
-class GpuProcess:
+@dataclass(frozen=True, eq=False, repr=False)
+class GpuProcess(Record):
     pid: int
     used_bytes: int | None = None
     name: str = ""  # process title / name, e.g. "sglang::scheduler_TP3"
 
 
-@dataclass(frozen=True)
-class GpuInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class GpuInfo(Record):
     """One GPU in one probe tick. None means N/A (never 0)."""
 
     index: int
@@ -263,8 +264,8 @@ class GpuInfo:
     node: str = ""  # a deployment's member this GPU belongs to ("" on one host); index is then global
 
 
-@dataclass(frozen=True)
-class GpuSnapshot:
+@dataclass(frozen=True, eq=False, repr=False)
+class GpuSnapshot(Record):
     """One probe tick. source: nvml | nvidia-smi | sim. error set when the probe could not read GPUs."""
 
     source: GpuSource
@@ -273,8 +274,8 @@ class GpuSnapshot:
     t: float | None = None  # the probe's own clock (host time)
 
 
-@dataclass(frozen=True)
-class HealthResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class HealthResult(Record):
     """One HTTP probe of the server.
 
     outcome: refused (nothing listens / tunnel to closed port) | starting (503) | ok (2xx) |
@@ -291,8 +292,8 @@ class HealthResult:
     model_path: str | None = None
 
 
-@dataclass(frozen=True)
-class ServerInfoAnswer:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerInfoAnswer(Record):
     """The one `/server_info` (`/get_server_info` in 0.4.x) read when /health first says 200 (issue 9).
 
     outcome: ok (a JSON object) | any HealthResult outcome otherwise. version: its `version`; startup_time:
@@ -308,16 +309,16 @@ class ServerInfoAnswer:
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class ConnectionState:
+@dataclass(frozen=True, eq=False, repr=False)
+class ConnectionState(Record):
     """The link to the host. state: connecting | connected | reconnecting | failed (final: auth / host key)."""
 
     state: ConnectionStatus
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class ProcCounters:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProcCounters(Record):
     """One process of the server in one activity sample: its counters since it started (from /proc)."""
 
     pid: int
@@ -329,8 +330,8 @@ class ProcCounters:
     rss_bytes: int | None = None  # resident memory (/proc/PID/stat rss × page size)
 
 
-@dataclass(frozen=True)
-class CompilerProc:
+@dataclass(frozen=True, eq=False, repr=False)
+class CompilerProc(Record):
     """A compiler (nvcc, cicc, ptxas, ninja, cc1plus, gcc/c++) or a Python compile worker under the server."""
 
     pid: int
@@ -339,8 +340,8 @@ class CompilerProc:
     cmd: str = ""  # the head of its command line
 
 
-@dataclass(frozen=True)
-class HostActivity:
+@dataclass(frozen=True, eq=False, repr=False)
+class HostActivity(Record):
     """What the host shows of the server beyond its log, in one sample of the process watch (issue 13):
     per-process CPU and disk reads, compiler processes in its tree, and the HF cache's `*.incomplete` blobs.
     download_bytes is None when no `*.incomplete` blob exists; cache_dir is the hub cache looked at."""
@@ -352,8 +353,8 @@ class HostActivity:
     cache_dir: str = ""
 
 
-@dataclass(frozen=True)
-class ServerProcess:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerProcess(Record):
     """What the host says about the server's processes (from the control channel or the probe).
 
     alive is False when the server's main process (and every process of its group/session) is gone; None when
@@ -381,8 +382,8 @@ class ServerProcess:
     main_gone: int | None = None
 
 
-@dataclass(frozen=True)
-class ControlResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class ControlResult(Record):
     """The outcome of an intent (restart, terminate, kill, stop): shown, never assumed."""
 
     action: ControlAction
@@ -394,8 +395,8 @@ class ControlResult:
     found: str = ""  # a stop that found nothing to act on: "nothing" (no server) | "cannot_see"; "" otherwise
 
 
-@dataclass(frozen=True)
-class PortOwner:
+@dataclass(frozen=True, eq=False, repr=False)
+class PortOwner(Record):
     """Who listens on the server's port, from the host's /proc (the process watch)."""
 
     port: int
@@ -406,8 +407,8 @@ class PortOwner:
     earlier: bool = False  # the listener is an earlier launch that still writes the same log, not its latest
 
 
-@dataclass(frozen=True)
-class LogFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogFile(Record):
     """What the log path is, from the log tail's look at it: named in the verdict when it is not a plain
     readable file the server writes. status: ok | empty | missing | directory | permission_denied |
     rotated_following (the server writes the file now at `target`) | deleted_following (the server writes
@@ -420,8 +421,8 @@ class LogFile:
     symlink: str | None = None
 
 
-@dataclass(frozen=True)
-class SourceFailed:
+@dataclass(frozen=True, eq=False, repr=False)
+class SourceFailed(Record):
     """A source's worker crashed (a bug or an unexpected answer) and is being started again.
 
     source: log | health | gpus | processes | ticks — the one source it is about; it says nothing of any other
@@ -432,8 +433,8 @@ class SourceFailed:
     message: str  # "ExceptionType: what it said"
 
 
-@dataclass(frozen=True)
-class ProbeLogged:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProbeLogged(Record):
     """One of sglang-tui's own requests (`?from=sglang-tui`) as the server's log shows it, in its access line: the
     requests that reach this server are logged by it, so a listener on the port that is not one of its processes
     but whose relayed requests land here is a forwarder in front of it (tui.core.answerer)."""
@@ -442,13 +443,13 @@ class ProbeLogged:
     status: int | None = None
 
 
-@dataclass(frozen=True)
-class Tick:
+@dataclass(frozen=True, eq=False, repr=False)
+class Tick(Record):
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
 
-@dataclass(frozen=True)
-class WeightFiles:
+@dataclass(frozen=True, eq=False, repr=False)
+class WeightFiles(Record):
     """The model's safetensors files on the host, by `stat` (issue 9: the weights' bytes, for the byte ETA).
 
     total_bytes None: none found (not a local directory, nothing in the HF cache). model: the model path asked.
@@ -459,8 +460,8 @@ class WeightFiles:
     files: int = 0
 
 
-@dataclass(frozen=True)
-class SlurmJobState:
+@dataclass(frozen=True, eq=False, repr=False)
+class SlurmJobState(Record):
     """The Slurm job the server runs in, as one squeue call said this cycle (tui/sources/slurm.py): its state
     word (PENDING, RUNNING, CANCELLED, …, or GONE once Slurm no longer knows it), why it waits, how long it has
     been in the queue and when Slurm expects it to start (seconds, on the Slurm host's own clock at the look),
@@ -476,8 +477,8 @@ class SlurmJobState:
     restarts: int = 0
 
 
-@dataclass(frozen=True)
-class LogClues:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogClues(Record):
     """What a remedy reads in the log (tui/core/remedy.py), read by tui/core/remedy_clues.ClueReader: this launch's
     `server_args=` text, SGLang's own printed suggestion (`Possible solutions:` and its numbered lines), the cache
     directories a failed build names, the batch size the CUDA graph capture began with (its largest). A snapshot:

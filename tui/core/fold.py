@@ -10,14 +10,15 @@ from dataclasses import dataclass
 
 from tui.core.events import Event
 from tui.core.readiness import reduce
+from tui.core.record import Record
 from tui.core.state import Phase, Readiness
 
 StateStep = Callable[[Readiness, float], Readiness]
 """A step after the reducer, at clock time `now`: the weight files' sizes folded in, the history attached."""
 
 
-@dataclass(frozen=True)
-class Fold:
+@dataclass(frozen=True, eq=False, repr=False)
+class Fold(Record):
     """state + batch + now -> state, with the steps after the reducer and the phase told to `feedback`."""
 
     steps: tuple[StateStep, ...] = ()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tui.core.record import Record
+
 MAX_SECONDS = 7 * 86400.0  # a phase (or a whole launch) longer than a week is not a startup: an odd row
 MAX_WEIGHT_GIB = 4096.0  # per rank: no GPU holds more than a few hundred GiB
 MAX_SHARDS = 1_000_000
@@ -27,8 +29,8 @@ def _median(values: list[float] | tuple[float, ...]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-@dataclass(frozen=True)
-class PastLaunch:
+@dataclass(frozen=True, eq=False, repr=False)
+class PastLaunch(Record):
     """One earlier launch that reached ready: main-phase durations (seconds) and what it loaded."""
 
     launch_id: int
@@ -82,8 +84,8 @@ def odd_rows(skipped: tuple[str, ...], most: int = 3) -> str:
     return f"{count} odd row{'s' if count > 1 else ''} ({named})"
 
 
-@dataclass(frozen=True)
-class Past:
+@dataclass(frozen=True, eq=False, repr=False)
+class Past(Record):
     """The ready launches of one key, newest first (at most a handful), and the rows left out as odd."""
 
     key: str

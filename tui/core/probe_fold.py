@@ -21,13 +21,14 @@ from tui.core.events import Event, LogActivity, LogFile, LogLook, LogReset, Tick
 from tui.core.fold import Fold
 from tui.core.logparse import LogParser
 from tui.core.probe_memo import TAIL_BYTES, LogMark, ProbeMemo
+from tui.core.record import Record
 from tui.core.remedy_clues import ClueReader
 
 WHOLE_BELOW = 2 * 1024 * 1024  # a log smaller than this is read whole on a first read (tui.sources.logtail's)
 
 
-@dataclass(frozen=True)
-class FileLook:
+@dataclass(frozen=True, eq=False, repr=False)
+class FileLook(Record):
     """What the log path is now (the look a tail takes before it reads): kind file | missing | directory |
     denied, the file's identity and size, its mtime (the host's epoch seconds), our clock minus the host's as
     the look measured it, the bytes just before the memo's offset when they were asked for (None: not asked, or
@@ -49,8 +50,8 @@ class FileLook:
         return self.kind == "file" and self.readable
 
 
-@dataclass(frozen=True)
-class ReadPlan:
+@dataclass(frozen=True, eq=False, repr=False)
+class ReadPlan(Record):
     """Where this call reads the log from. start None: nothing to read (not a readable file); find_launch: a
     first read of a large log, whose last launch the caller finds first."""
 

@@ -26,6 +26,7 @@ from enum import Enum
 
 from tui.core import events, state
 from tui.core.logparse import LogParser
+from tui.core.record import Record
 from tui.core.remedy_clues import ClueReader
 from tui.core.state import Readiness
 
@@ -35,8 +36,8 @@ TAIL_BYTES = 64  # bytes kept from just before the offset: a file truncated and 
 _ALLOWED_MODULE = "tui.core."
 
 
-@dataclass(frozen=True)
-class LogMark:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogMark(Record):
     """Where the last call stopped reading the log: the file (device, inode), the offset, the bytes before it."""
 
     dev: str
@@ -52,8 +53,8 @@ class LogMark:
         return tail is None or tail == self.tail
 
 
-@dataclass(frozen=True)
-class FoundServer:
+@dataclass(frozen=True, eq=False, repr=False)
+class FoundServer(Record):
     """The server's processes as the last call found them (tui.sources.procwatch's target) and who held its
     port, so the next call scans those instead of searching every fd on the host again (a fifth of a second on
     a busy host); a call searches again once they are gone or the port's listening sockets changed."""

@@ -23,6 +23,7 @@ from typing import Literal
 
 from tui.core import exitcodes as ec
 from tui.core.explain import health_text, latest_health
+from tui.core.record import Record
 from tui.core.stall import budget_for, quiet_since
 from tui.core.state import Readiness
 from tui.core.verdict import decide
@@ -35,8 +36,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT = (
 EXIT_NOT_YET = ec.EXIT_TIMEOUT  # not ready yet: a probe is a wait with no time left
 
 
-@dataclass(frozen=True)
-class ProbeVerdict:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProbeVerdict(Record):
     code: int
     kind: str  # ready | serving | starting | not_answering | catching_up | stalled | failed | stopped |
     # cannot_connect | bad_log

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from tui.core.record import Record
+
 _TOP = {"theme", "defaults", "keys", "hosts"}
 _DEFAULTS = {"port": int, "remote_python": str}
 _HOST_KEYS = {"port": int, "remote_python": str, "log": str}
@@ -34,8 +36,8 @@ class SettingsError(Exception):
     """The config file is wrong; str() is one line naming the file and the key."""
 
 
-@dataclass(frozen=True)
-class Given:
+@dataclass(frozen=True, eq=False, repr=False)
+class Given(Record):
     """The server's port, log and remote python as one source gives them (the command line, [defaults], a
     [hosts."NAME"] table); None: that source does not say."""
 
@@ -52,8 +54,8 @@ class Given:
         )
 
 
-@dataclass(frozen=True)
-class Settings:
+@dataclass(frozen=True, eq=False, repr=False)
+class Settings(Record):
     theme: str | None = None
     keys: Mapping[str, str] = field(default_factory=dict)  # action id -> Textual key spec
     defaults: Given = Given()  # [defaults]: port, remote_python

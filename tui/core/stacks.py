@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tui.core.lazyre import lazy
 from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
+from tui.core.record import Record
 from tui.core.termtext import terminal_safe
 
 _PROCESS = lazy(r"^Process (\d+): ?(.*)$", re.M)
@@ -22,8 +23,8 @@ _FRAME = lazy(r"^\s+(\S.*?) \((.*?)(?::(\d+))?\)\s*$")
 _NOT_PERMITTED = ("permission denied", "operation not permitted", "os error 1)", "os error 13)", "ptrace")
 
 
-@dataclass(frozen=True)
-class Frame:
+@dataclass(frozen=True, eq=False, repr=False)
+class Frame(Record):
     func: str
     file: str = ""
     line: int | None = None
@@ -33,16 +34,16 @@ class Frame:
         return f"{self.func} ({where})" if where else self.func
 
 
-@dataclass(frozen=True)
-class Thread:
+@dataclass(frozen=True, eq=False, repr=False)
+class Thread(Record):
     tid: str
     name: str = ""
     status: str = ""  # py-spy's "idle", "active", "gil", …
     frames: tuple[Frame, ...] = ()  # innermost first
 
 
-@dataclass(frozen=True)
-class ProcessStack:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProcessStack(Record):
     pid: int
     name: str = ""  # "TP3", "main", "detokenizer", …
     cmdline: str = ""
@@ -64,8 +65,8 @@ class ProcessStack:
         return main.frames if main is not None else ()
 
 
-@dataclass(frozen=True)
-class Grouping:
+@dataclass(frozen=True, eq=False, repr=False)
+class Grouping(Record):
     groups: tuple[tuple[str, ...], ...]  # largest first
     odd: tuple[str, ...]  # the ranks outside the one largest group (none when no group is the largest)
     summary: str

@@ -26,6 +26,7 @@ from tui.core.events import (
     SlurmJobState,
 )
 from tui.core.past import Past
+from tui.core.record import Record
 from tui.core.stacks import ProcessStack
 from tui.core.vocab import (
     CaptureBar,
@@ -61,8 +62,8 @@ class Phase(str, Enum):
 PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
 
 
-@dataclass(frozen=True)
-class PhaseSpan:
+@dataclass(frozen=True, eq=False, repr=False)
+class PhaseSpan(Record):
     """One entry of the timeline. `start`/`end` are log timestamps as printed (None when unknown);
     `started_at`/`ended_at` are the reducer's clock (`now`) when the phase began/ended.
     model is "main" or "draft" (the draft model's loading and capture are spans inside the main phase)."""
@@ -79,8 +80,8 @@ class PhaseSpan:
     name: str = ""  # a draft capture's name as the log says it ("draft", "draft extend"): one span per name
 
 
-@dataclass(frozen=True)
-class BarState:
+@dataclass(frozen=True, eq=False, repr=False)
+class BarState(Record):
     """A progress bar as the model sees it: max seen done/total, rate and ETA."""
 
     done: int
@@ -97,8 +98,8 @@ class BarState:
     zero_at: float | None = None  # our clock at the bar's tqdm elapsed 0 (times a frame read from the history)
 
 
-@dataclass(frozen=True)
-class RankState:
+@dataclass(frozen=True, eq=False, repr=False)
+class RankState(Record):
     """One rank: last milestone, memory figures from its log lines, and where it runs (when known)."""
 
     name: str  # "TP0", "DP1 TP3", …
@@ -110,8 +111,8 @@ class RankState:
     pid: int | None = None
 
 
-@dataclass(frozen=True)
-class ServerInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerInfo(Record):
     model: str | None = None
     tp_size: int | None = None
     speculative: str | None = None  # "EAGLE3" | "unknown" | None
@@ -129,8 +130,8 @@ class ServerInfo:
     args_hash: str | None = None  # hash of the other server_args (volatile ones like port and seed left out)
 
 
-@dataclass(frozen=True)
-class ErrorInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class ErrorInfo(Record):
     kind: ErrorKind
     line: str
     at: str | None = None
@@ -140,8 +141,8 @@ class ErrorInfo:
     action: ControlAction | None = None  # stopped by sglang-tui: what it did (terminate, kill, stop)
 
 
-@dataclass(frozen=True)
-class WeightCacheInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class WeightCacheInfo(Record):
     """SGLang's weight cache daemon (0.5.23), as the log shows it.
 
     standalone: the daemon was started on its own (`--weight-cache-mode client`): it is meant to keep its GPU
@@ -153,8 +154,8 @@ class WeightCacheInfo:
     mode: str | None = None  # "daemon" (co-terminal with the engine) | "client" | None (not said)
 
 
-@dataclass(frozen=True)
-class DecodeInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class DecodeInfo(Record):
     accept_len: float | None = None
     accept_rate: float | None = None
     gen_throughput: float | None = None
@@ -163,8 +164,8 @@ class DecodeInfo:
     at: str | None = None
 
 
-@dataclass(frozen=True)
-class StallInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class StallInfo(Record):
     """No progress on any signal for longer than the phase allows, while the process lives."""
 
     since: float  # clock time of the last progress
@@ -172,8 +173,8 @@ class StallInfo:
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class WeightsMem:
+@dataclass(frozen=True, eq=False, repr=False)
+class WeightsMem(Record):
     """GPU memory growth of the server's GPUs while the weights load: the mean over the GPUs, in GiB."""
 
     baseline: tuple[tuple[int, int], ...]  # (gpu index, used bytes) before the weights
@@ -211,8 +212,8 @@ class Fact(Generic[T]):
         return value
 
 
-@dataclass(frozen=True)
-class MidRun:
+@dataclass(frozen=True, eq=False, repr=False)
+class MidRun(Record):
     """The phase was read from a line with no launch line (`server_args=`) before it: the log is a window that
     starts mid-run (rotated, size-capped, `kubectl logs --tail`). kind: the line's kind (a milestone kind, a bar
     name, "batch", or "rank" for a rank's line of no kind the parser knows); phase: the phase it placed."""
@@ -224,8 +225,8 @@ class MidRun:
     at: str | None = None
 
 
-@dataclass(frozen=True)
-class LaunchFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class LaunchFacts(Record):
     """Where this launch stands: the phase, since when, how it got there, and how it ended."""
 
     phase: Phase = Phase.STARTING
@@ -249,8 +250,8 @@ class LaunchFacts:
     slurm_job_at: float | None = None  # clock time of that look (its queued_s and starts_in_s count from it)
 
 
-@dataclass(frozen=True)
-class LogFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogFacts(Record):
     """What this launch's log lines said, beyond the phase."""
 
     latest_milestone: Milestone | None = None  # the last main-model milestone line (for the evidence)
@@ -264,8 +265,8 @@ class LogFacts:
     clues: LogClues | None = None  # what a remedy reads in the log (tui/core/remedy.py)
 
 
-@dataclass(frozen=True)
-class ShapeFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class ShapeFacts(Record):
     """SGLang 0.5.14 … 0.5.23 startup shapes (issue 12): JIT, HTTP server, PD, EPLB, HF snapshot, weight cache."""
 
     jit_kernels: int = 0  # DeepGEMM kernel shapes compiled (`Try DeepGEMM JIT Compiling for <KIND> N=…, K=…`)
@@ -281,8 +282,8 @@ class ShapeFacts:
     weight_cache: WeightCacheInfo | None = None  # the weight cache daemon, when the log shows one
 
 
-@dataclass(frozen=True)
-class BarFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class BarFacts(Record):
     """The progress bars, and what the weights' progress is measured against."""
 
     shards: BarState | None = None  # main model weights
@@ -296,8 +297,8 @@ class BarFacts:
     weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host
 
 
-@dataclass(frozen=True)
-class RankFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class RankFacts(Record):
     """The ranks, and what their labels say of the TP size."""
 
     ranks: tuple[RankState, ...] = ()  # sorted by rank name (tui.core.ranklabels)
@@ -309,8 +310,8 @@ class RankFacts:
     pp_seen: bool = False  # a rank label carries a PP token (SGLang prints it only when pp_size > 1)
 
 
-@dataclass(frozen=True)
-class HealthFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class HealthFacts(Record):
     """What the HTTP probes answered."""
 
     health: tuple[HealthResult, ...] = ()  # latest result per endpoint
@@ -325,8 +326,8 @@ class HealthFacts:
     probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
-@dataclass(frozen=True)
-class GpuFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class GpuFacts(Record):
     gpus: GpuSnapshot | None = None
     gpus_at: float | None = None
     gpu_history: tuple[tuple[int, tuple[float, ...]], ...] = ()  # (gpu index, recent used fractions), bounded
@@ -334,8 +335,8 @@ class GpuFacts:
     gpu_history_at: tuple[float, ...] = ()  # when each of the recent samples came (the newest last), bounded
 
 
-@dataclass(frozen=True)
-class LinkFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class LinkFacts(Record):
     """The connection to the host, and the sources that crashed."""
 
     connection: ConnectionStatus = "connecting"
@@ -348,8 +349,8 @@ class LinkFacts:
     lost_by: LostBy = ""
 
 
-@dataclass(frozen=True)
-class ProcessFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProcessFacts(Record):
     """The server's processes as the process watch sees them."""
 
     process_alive: bool | None = None  # None: unknown (replay, or no control channel)
@@ -364,14 +365,14 @@ class ProcessFacts:
     quiet_log_size: int | None = None  # … and the log's size then
 
 
-@dataclass(frozen=True)
-class ControlFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class ControlFacts(Record):
     last_control: ControlResult | None = None
     last_control_at: float | None = None  # clock time last_control arrived
 
 
-@dataclass(frozen=True)
-class ProgressFacts:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProgressFacts(Record):
     """The last progress on any signal, and the stall verdict it gives."""
 
     last_progress_at: float | None = None  # our clock: from the log's own time for log signals (tui.core.clocks)
@@ -390,8 +391,8 @@ class ProgressFacts:
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
 
 
-@dataclass(frozen=True)
-class TriedChange:
+@dataclass(frozen=True, eq=False, repr=False)
+class TriedChange(Record):
     """A remedy a restart ran with (`r`, "restart with this change"): the changes as (flag, value, was), the
     failure it was for, and the start mark of the launch that failed (tui.history.record): the history keeps it
     with each launch that ran the edited command, so `history --compare` can say whether it helped."""
@@ -408,8 +409,8 @@ class TriedChange:
         }
 
 
-@dataclass(frozen=True)
-class WatchSetup:
+@dataclass(frozen=True, eq=False, repr=False)
+class WatchSetup(Record):
     """Set once by the caller: how this watch is set up, and what the history says of earlier launches."""
 
     stall_after: float | None = None  # overrides every per-phase stall limit (seconds)
@@ -427,8 +428,8 @@ class WatchSetup:
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
-@dataclass(frozen=True)
-class Readiness:
+@dataclass(frozen=True, eq=False, repr=False)
+class Readiness(Record):
     """The whole state: one record per fact. Facts only: its verdict is `tui.core.verdict.decide(state)`, its
     words `tui.core.wording.verdict_line(state, now)` and `tui.core.explain.evidence(state, now)`."""
 

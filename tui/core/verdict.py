@@ -15,6 +15,7 @@ from typing import Literal
 from tui.core import exitcodes as ec
 from tui.core.events import ControlResult
 from tui.core.names import failed_phase
+from tui.core.record import Record
 from tui.core.state import ErrorInfo, Phase, Readiness, StallInfo
 from tui.core.vocab import ControlAction, ErrorKind, StoppedBy
 
@@ -50,8 +51,8 @@ HOOK_WORDS: dict[int, str] = {
 READY_PHASES = (Phase.READY, Phase.SERVING)
 
 
-@dataclass(frozen=True)
-class Verdict:
+@dataclass(frozen=True, eq=False, repr=False)
+class Verdict(Record):
     """One verdict and the facts that decide it.
 
     phase: starting and stalled, the phase it is in; failed and stopped, the phase it was in when it ended (None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 
 
@@ -10,6 +9,8 @@ def backoff_delays(
     initial: float = 0.5, cap: float = 30.0, factor: float = 2.0, jitter: float = 0.25
 ) -> Iterator[float]:
     """Endless delays: initial, initial*factor, … capped at cap, each scaled by a random ±jitter."""
+    import random  # at the first delay: a one-look probe imports the modules that wait, never waits (issue 32)
+
     delay = initial
     while True:
         yield delay * random.uniform(1.0 - jitter, 1.0 + jitter)

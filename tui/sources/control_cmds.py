@@ -8,12 +8,12 @@ launcher's pidfile from a reused pid.
 
 from __future__ import annotations
 
-import secrets
 import shlex
 from dataclasses import dataclass, field
 
 from tui.core.events import CompilerProc, HostActivity, ProcCounters
 from tui.core.forwarders import forwarder
+from tui.core.record import Record
 
 MARKER_VAR = "SGLANG_TUI_RUN"
 q = shlex.quote
@@ -21,6 +21,8 @@ q = shlex.quote
 
 def new_run_id() -> str:
     """A fresh run marker: fixed length, so one marker is never a prefix of another in /proc/PID/environ."""
+    import secrets  # only a launch needs one: a probe loads this module for its scans (issue 32)
+
     return secrets.token_hex(8)
 
 
@@ -124,8 +126,8 @@ def port_owner_command(port: int) -> str:
     return _port_owner_func(port) + "\npowner"
 
 
-@dataclass(frozen=True)
-class Forked:
+@dataclass(frozen=True, eq=False, repr=False)
+class Forked(Record):
     """How the scan finds what a forkserver started for the server (SGLang's SGLANG_EARLY_FORKSERVER=1: the ranks'
     OS parent is the forkserver, maybe a daemon in a session of its own, so no walk from the launcher reaches
     them): processes with an SGLang title (`sglang::…`) that hold the server's log open for writing (the launcher
@@ -460,8 +462,8 @@ done"""
 # ------------------------------------------------------------------------------------------------- parsing
 
 
-@dataclass(frozen=True)
-class Proc:
+@dataclass(frozen=True, eq=False, repr=False)
+class Proc(Record):
     """One process as the scans see it (start: clock ticks since boot, to tell a reused pid apart)."""
 
     pid: int
@@ -505,8 +507,8 @@ def parse_scan(text: str) -> dict[int, Proc]:
     return {pid: Proc(**{**p.__dict__, "name": names.get(pid, "")}) for pid, p in procs.items()}
 
 
-@dataclass(frozen=True)
-class FindResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class FindResult(Record):
     pidfile: int | None
     port_pids: tuple[int, ...]
     log_pids: tuple[int, ...]

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tui.core.events import ConnectionState
+from tui.core.record import Record
 
 
 class HostError(Exception):
@@ -28,8 +29,8 @@ class HostAuthError(HostError):
     """Final: host key unknown or changed, authentication refused. Never retried."""
 
 
-@dataclass(frozen=True)
-class CommandResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class CommandResult(Record):
     returncode: int | None  # None when the link died before an exit status came
     stdout: bytes
     stderr: bytes

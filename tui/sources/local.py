@@ -16,6 +16,9 @@ from functools import partial
 
 from tui.core.events import ConnectionState
 from tui.sources.host import CommandResult, Host, HostError, RemoteProcess
+from tui.sources.loopback import loopback_for
+
+__all__ = ["LocalHost", "LocalProcess", "loopback_for"]
 
 _KILL_GRACE_S = 1.0
 
@@ -219,20 +222,3 @@ class LocalHost(Host):
 
     async def url_to(self, host: str, port: int) -> str:
         return f"http://{host}:{int(port)}"
-
-
-def loopback_for(port: int, proc_net: str = "/proc/net") -> str:
-    """`127.0.0.1`, or `[::1]` when only IPv6 listens on PORT here (SGLang's `--host ::1`). Read from the
-    kernel's socket tables, so choosing costs the server no connection; IPv4 first, as a server that listens on
-    both gets it, and where the tables cannot be read (not Linux)."""
-    hex_port = f"{port:04X}"
-
-    def listens(table: str) -> bool:
-        try:
-            with open(f"{proc_net}/{table}", encoding="ascii", errors="replace") as f:
-                rows = [line.split() for line in f.readlines()[1:]]
-        except OSError:
-            return False
-        return any(len(r) > 3 and r[3] == "0A" and r[1].rsplit(":", 1)[-1] == hex_port for r in rows)
-
-    return "[::1]" if not listens("tcp") and listens("tcp6") else "127.0.0.1"

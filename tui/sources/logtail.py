@@ -22,18 +22,21 @@ goes back to the name. A log path that is missing, a directory, unreadable or a 
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.core.clocks import newest_log_time
 from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.core.lazyre import lazy
+from tui.core.record import Record
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
+
+if TYPE_CHECKING:
+    import asyncio
 
 TailEvent = LogActivity | LogReset | LogFile | LogLook
 
@@ -44,8 +47,8 @@ NO_LAUNCH_TAIL_BYTES = TAIL_BYTES  # a big log with no `server_args=` line: show
 END_BYTES = 64 * 1024  # a look reads the file's last bytes for their newest log time
 
 
-@dataclass(frozen=True)
-class AttachWindow:
+@dataclass(frozen=True, eq=False, repr=False)
+class AttachWindow(Record):
     """How much of a large log an attach reads (the defaults; tests make them small)."""
 
     read_whole_below: int = LAST_LAUNCH_MIN_BYTES  # smaller logs are read whole
@@ -135,8 +138,8 @@ def writer_command(dev: str, inode: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class FileId:
+@dataclass(frozen=True, eq=False, repr=False)
+class FileId(Record):
     """What `stat` says about the file under the name."""
 
     inode: str
@@ -145,8 +148,8 @@ class FileId:
     mtime: float | None = None  # the host's epoch at the last write
 
 
-@dataclass(frozen=True)
-class Look:
+@dataclass(frozen=True, eq=False, repr=False)
+class Look(Record):
     """What the name is now: kind file | missing | directory | denied; symlink: where it points."""
 
     kind: str
@@ -191,8 +194,8 @@ def parse_look(output: bytes) -> Look:
     return Look(kind, file, symlink, readable, host_now, end)
 
 
-@dataclass(frozen=True)
-class Writer:
+@dataclass(frozen=True, eq=False, repr=False)
+class Writer(Record):
     """The server process whose stdout/stderr the tail follows: its fd path and what that fd points to."""
 
     fd_path: str
@@ -404,6 +407,8 @@ class LogTail:
 
     async def events(self) -> AsyncIterator[TailEvent]:
         """Follow the file: reconnects, rotations and truncations are handled here, with backoff on errors."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         delays = backoff_delays(*self._retry)
         while True:
             try:
@@ -437,6 +442,8 @@ class LogTail:
 
     async def _follow(self, proc: RemoteProcess) -> AsyncIterator[LogActivity]:
         """Stream stdout until tail reports that the file changed under its name, exits, or the link dies."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         notice = asyncio.ensure_future(self._watch_stderr(proc))
         chunk: asyncio.Future[bytes] | None = None
         try:
@@ -483,6 +490,8 @@ class LogTail:
 
     async def _watch_stderr(self, proc: RemoteProcess) -> str:
         """Wait for a line of tail's stderr that means the file was truncated or replaced."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         buffer = b""
         while True:
             data = await proc.read_stderr()

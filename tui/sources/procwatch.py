@@ -8,11 +8,11 @@ not a command per check. `--read-only` builds only this; ServerControl (control.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tui.core.events import HostActivity, PortOwner, ServerProcess
 from tui.core.explain import cannot_see_line
@@ -21,6 +21,9 @@ from tui.sources import control_cmds as cmds
 from tui.sources.backoff import backoff_delays
 from tui.sources.control_cmds import FindResult, Proc
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
+
+if TYPE_CHECKING:
+    import asyncio
 
 _ADOPT_EVERY_S = 5.0  # the adoption scan reads every fd on the host: not on every Monitor poll
 RESCAN_S = 30.0  # the watch's longest gap between full scans while every known process lives
@@ -319,6 +322,8 @@ class ProcessWatch:
         While the host cannot be reached it yields nothing (unknown, never dead) and starts the loop again
         with backoff; the loop ends with its channel, so nothing is left on the host. With `activity` each
         check also carries what the processes do beyond the log (ServerProcess.activity, issue 13)."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         if self._target_changed is None:
             self._target_changed = asyncio.Event()
         delays = backoff_delays(1.0, 30.0)
@@ -373,6 +378,8 @@ class ProcessWatch:
     ) -> AsyncGenerator[tuple[str, str], None]:
         """(kind, text) per report of a watch loop, until it ends or the target is replaced; TimeoutError
         when it says nothing for stale_s (a scan stuck on a hung process: start it again)."""
+        import asyncio  # only a watcher that stays runs this loop: a one-look probe never loads asyncio
+
         assert self._target_changed is not None
         changed = asyncio.ensure_future(self._target_changed.wait())
         chunk: asyncio.Future[bytes] | None = None
