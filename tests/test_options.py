@@ -74,7 +74,7 @@ def test_each_command_offers_only_the_options_that_do_something_for_it(command: 
         (["bench", "local", "--temperature", "3"], "--temperature: 3: use 0 to 2"),
         (["history", "--limit", "0"], "--limit: 0: use 1 or more"),
         (["demo", "--speed", "0"], "--speed: 0 is not above 0 (10 plays a 10-minute startup in a minute)"),
-        (["simulate", "--log", "x", "--port", "0"], "--port: 0 is not a TCP port (1-65535)"),
+        (["simulate", "--log", "x", "--port", "70000"], "--port: 70000 is not a TCP port (1-65535)"),
     ],
 )
 def test_a_bad_value_or_an_option_the_command_does_not_take_is_one_line_and_exit_2(
@@ -165,3 +165,11 @@ def test_export_reads_slurm_jobs_apart_from_the_plain_targets() -> None:
         options_of(ExportOptions, "export", "--listen", ":0", "slurm:12", "slurm:12")
     with pytest.raises(OptionsError, match="is no Slurm target"):
         options_of(ExportOptions, "export", "--listen", ":0", "slurm:x y")
+
+
+def test_the_simulator_takes_port_0_only_off_node_0(capsys: pytest.CaptureFixture[str]) -> None:
+    """srtctl gives a worker's non-zero nodes `--port 0` (they serve no HTTP); node 0 must have a port."""
+    assert main(["simulate", "--log", "x", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "sglang-tui simulate: --port 0: use a TCP port between 1 and 65535 (0 only with a --node-rank above 0)\n"
+    )

@@ -113,7 +113,7 @@ def check(params: SimParams) -> str | None:
     if not 1 <= params.port <= 65535 and not (params.port == 0 and params.node_rank > 0):
         # a non-zero node serves no HTTP: srtctl gives it `--port 0` (src/srtctl/core/topology.py: only a leader
         # gets an http_port)
-        return f"--port {params.port}: use a TCP port between 1 and 65535"
+        return f"--port {params.port}: use a TCP port between 1 and 65535 (0 only with a --node-rank above 0)"
     if params.fault is not None and params.fault not in FAULTS:
         return f"--fault {params.fault}: use one of {', '.join(FAULTS)}"
     if params.speculative is not None and not 1.0 <= params.accept_len <= MAX_ACCEPT_LEN:
