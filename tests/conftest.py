@@ -17,7 +17,7 @@ from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered he
     pytest_runtest_setup,
 )
 from tests.helpers.processes import cli, module_sim, module_spawn, sim, spawn, tmux  # noqa: F401 (fixtures)
-from tests.helpers.slurm import heal_session_cluster, slurm_cluster  # noqa: F401 (fixture, registered here)
+from tests.helpers.slurm import cluster, heal_session_cluster, slurm_cluster  # noqa: F401 (fixtures, registered here)
 from tests.helpers.sshd import Sshd
 from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (no test writes the repo)
 

@@ -12,10 +12,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims
 from tests.helpers.slurm import NODE_LOG, OWN_LOG, SlurmCluster, own_log_job, sim_job
@@ -25,12 +23,6 @@ from tests.test_slurm import our_steps
 from tests.test_srt_job import COMPLETED, MODEL_READY, ZERO_SAID, ZERO_TOKENS, srt_job
 
 Scraped = dict[str, float]
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def scrape(port: int) -> Scraped:

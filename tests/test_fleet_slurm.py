@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.helpers.processes import Cli, PipeLines, Sims
 from tests.helpers.slurm import NODE_LOG, NODES, SlurmCluster, sim_job
@@ -23,12 +21,6 @@ from tui.commands.targets import fleet_target
 from tui.core.state import Phase
 from tui.sources.hostpool import HostPool
 from tui.ui.deployment_app import DeploymentScreen, MembersPane
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def test_a_job_is_one_row_beside_a_server(cluster: SlurmCluster, tmp_path: Path, sim: Sims, cli: Cli) -> None:

@@ -26,13 +26,6 @@ from tui.sources.local import LocalHost
 from tui.sources.slurm import STEP_NAME, SlurmCli, SrunHost
 
 
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    """The session's cluster; whatever job a test leaves (a failed assertion) is cancelled after it."""
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
-
-
 @pytest.fixture(scope="module")
 def login(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     """A login node: a real sshd on 127.0.0.1 whose sessions reach the test cluster (SetEnv SLURM_CONF, as a

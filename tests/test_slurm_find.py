@@ -8,22 +8,13 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.helpers.slurm import NODES, SlurmCluster, sim_job
 from tests.helpers.sshd import free_port
 from tui.sources.local import LocalHost
 from tui.sources.slurm import SrunHost
 from tui.sources.slurm_procs import SlurmProcessWatch
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 async def test_a_server_on_another_port_is_unknown_never_gone(cluster: SlurmCluster, tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,6 @@ import pytest
 from tests.helpers.processes import Cli, PipeLines
 from tests.helpers.slurm import NODE_LOG, NODES, OWN_LOG, SimJob, SlurmCluster, own_log_job, sim_job
 from tests.helpers.sshd import free_port
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def _common(sim: SimJob) -> list[str]:

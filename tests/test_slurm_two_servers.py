@@ -7,21 +7,12 @@ from __future__ import annotations
 import json
 import sys
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.helpers.processes import Cli
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.helpers.sshd import free_port
 from tests.test_slurm import job_processes
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def _two_servers(root: Path, ports: tuple[int, int]) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,10 +53,25 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
+def wait_logged(logs: Iterable[Path], text: bytes, timeout: float = 120) -> None:
+    """Until every one of these logs says `text` (any case): a short --stall-after applies to every phase, and a
+    loaded machine can take that long to start Python, so a stall test watches once its workers got there."""
+    deadline = time.monotonic() + timeout
+    while not all(text in _read(log).lower() for log in logs):
+        assert time.monotonic() < deadline, f"{text!r} never in {[str(log) for log in logs]}"
+        time.sleep(0.05)
+
+
+def board_until_ready(cli: Cli, target: str) -> list[dict[str, Any]]:
+    """`fleet --json TARGET`'s objects until its row reads ready (the board then stopped)."""
+    board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
+    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
+    try:
+        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
+    finally:
+        board.terminate()
+        board.wait(60)
+    return [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")]
 
 
 @dataclass
@@ -183,10 +199,7 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its
     # a short --stall-after applies to every phase, and a loaded machine can take that long to start Python
     logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
             for name in [f"{mode}{index}"]}  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not all(b"cuda graph begin" in _read(log).lower() for log in logs.values()):
-        assert time.monotonic() < deadline, "the workers never got there"
-        time.sleep(0.05)
+    wait_logged(logs.values(), b"cuda graph begin")
     out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
               timeout=200)  # fmt: skip
     assert out.returncode == 3, out.stderr
@@ -258,14 +271,7 @@ def test_the_board_takes_a_late_workers_port_from_its_log_never_reading_it_exite
     # prefill1's log is there and empty when the board opens (its Python starts 5 s late): the row waits for it to
     # name its port, as `wait` does, instead of watching it on srtctl's allocated port (issue 36's flake)
     job = srt_job(cluster, tmp_path, late={"prefill1": 5})
-    board = cli.popen("fleet", "--json", f"srt:{job.log_dir}", "--remote-python", sys.executable, "--no-history")
-    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
-    try:
-        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
-    finally:
-        board.terminate()
-        board.wait(60)
-    objects = [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")]
+    objects = board_until_ready(cli, f"srt:{job.log_dir}")
     assert objects[-1]["reason"] == "ready: 2P 1D", objects[-1]
     assert [m["name"] for m in objects[-1]["members"]] == ["prefill0", "prefill1", "decode0"]
     assert not [o for o in objects if o.get("phase") == "failed"], objects  # never read exited on its way

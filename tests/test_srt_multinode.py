@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.helpers.processes import Cli, PipeLines
+from tests.helpers.processes import Cli
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.test_slurm import job_processes
-from tests.test_srt_job import srt_job
+from tests.test_srt_job import board_until_ready, srt_job, wait_logged
 
 RECIPE = """\
 name: "sim-pd-tp4x2"
@@ -32,12 +28,6 @@ resources:
   decode_workers: 1
 """
 LAYOUT = (("prefill", 0, NODES[0], 0, 2), ("prefill", 0, NODES[1], 1, 2), ("decode", 0, NODES[0], 0, 1))
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def test_a_two_node_prefill_worker_is_one_worker_ready_with_both_nodes_ranks(
@@ -58,14 +48,7 @@ def test_a_two_node_prefill_worker_is_one_worker_ready_with_both_nodes_ranks(
     assert {"prefill0 TP0", "prefill0 TP1", "prefill0 TP2", "prefill0 TP3"} <= set(final["ranks"]), final["ranks"]
     assert f"prefill0.node1 on {NODES[1]}, decode0 on {NODES[0]}:" in out.stderr, out.stderr  # node 1 serves no port
     # a board row: the job, the worker counted once in its PHASE cell, each node a member
-    board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
-    rows = PipeLines(board.stdout)  # type: ignore[arg-type]
-    try:
-        rows.wait_for(lambda line: line.startswith("{") and json.loads(line).get("phase") == "ready", timeout=120)
-    finally:
-        board.terminate()
-        board.wait(60)
-    row = [json.loads(line) for line in rows.text(5).splitlines() if line.startswith("{")][-1]
+    row = board_until_ready(cli, target)[-1]
     assert row["reason"] == "ready: 1P 1D", row
     assert [m["name"] for m in row["members"]] == ["prefill0", "prefill0.node1", "decode0"], row
     # the worker's node 1, dumped inside the job on its node: its own ranks, found with no port of its own
@@ -100,11 +83,7 @@ def test_a_stall_on_the_workers_second_node_names_the_worker_and_the_node(
     job = srt_job(cluster, tmp_path, {"prefill0.node1": "hang-capture"}, layout=LAYOUT, recipe=RECIPE)
     # watched once node 1 is in its capture: a short --stall-after applies to every phase, and a loaded machine can
     # take that long to start Python
-    log = job.log_dir / f"{NODES[1]}_prefill_w0.out"
-    deadline = time.monotonic() + 120
-    while b"cuda graph begin" not in (log.read_bytes().lower() if log.exists() else b""):
-        assert time.monotonic() < deadline, "node 1 never got there"
-        time.sleep(0.05)
+    wait_logged([job.log_dir / f"{NODES[1]}_prefill_w0.out"], b"cuda graph begin")
     out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
               timeout=200)  # fmt: skip
     assert out.returncode == 3, out.stderr

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,6 @@ from tests.test_slurm import our_steps
 from tests.test_srt_job import COMPLETED, MODEL_READY, WORKERS, ZERO_TOKENS, srt_job
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal)")
-
-
-@pytest.fixture
-def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
 
 
 def test_the_tui_on_an_srtctl_job_shows_its_workers_with_their_roles_and_reaches_ready(

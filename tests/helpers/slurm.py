@@ -355,6 +355,13 @@ def _stop_pid(pid: int, grace: float = 10.0) -> None:
             return
 
 
+@pytest.fixture
+def cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """The session's cluster; whatever job a test leaves (a failed assertion) is cancelled after it."""
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """One real 2-node Slurm cluster for the session (its tests share one xdist group: tests/helpers/lanes.py);
