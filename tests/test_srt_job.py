@@ -62,6 +62,18 @@ def wait_logged(logs: Iterable[Path], text: bytes, timeout: float = 120) -> None
         time.sleep(0.05)
 
 
+def wait_stalled(cli: Cli, job: SrtJob, member: str) -> tuple[dict[str, Any], list[str]]:
+    """`wait srt:… --stall-after 4` on a job one of whose members hangs: exit 3, that member's reason stalled;
+    the final JSON object and wait's stderr lines."""
+    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
+              timeout=200)  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    stalled = next(m for m in final["members"] if m["name"] == member)
+    assert stalled["reason"].startswith("stalled"), final["members"]
+    return final, out.stderr.splitlines()
+
+
 def board_until_ready(cli: Cli, target: str) -> list[dict[str, Any]]:
     """`fleet --json TARGET`'s objects until its row reads ready (the board then stopped)."""
     board = cli.popen("fleet", "--json", target, "--remote-python", sys.executable, "--no-history")
@@ -200,14 +212,9 @@ def test_a_decode_worker_hung_in_capture_is_stalled_naming_it_and_dump_names_its
     logs = {name: job.log_dir / f"{node}_{mode}_w{index}.out" for mode, index, node in WORKERS
             for name in [f"{mode}{index}"]}  # fmt: skip
     wait_logged(logs.values(), b"cuda graph begin")
-    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
-              timeout=200)  # fmt: skip
-    assert out.returncode == 3, out.stderr
-    final = json.loads(out.stdout.splitlines()[-1])
-    decode = next(m for m in final["members"] if m["name"] == "decode0")
-    assert decode["reason"].startswith("stalled"), final["members"]
-    last, said = out.stderr.splitlines()[-2:]
-    assert "decode0 stalled" in last, out.stderr
+    _, stderr = wait_stalled(cli, job, "decode0")
+    last, said = stderr[-2:]
+    assert "decode0 stalled" in last, stderr
     # the benchmark's word against the servers': it says ready while decode0's own log says it never got there
     assert (
         said.startswith(

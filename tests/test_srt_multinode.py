@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.helpers.processes import Cli
 from tests.helpers.slurm import NODES, SlurmCluster
 from tests.test_slurm import job_processes
-from tests.test_srt_job import board_until_ready, srt_job, wait_logged
+from tests.test_srt_job import board_until_ready, srt_job, wait_logged, wait_stalled
 
 RECIPE = """\
 name: "sim-pd-tp4x2"
@@ -84,11 +84,5 @@ def test_a_stall_on_the_workers_second_node_names_the_worker_and_the_node(
     # watched once node 1 is in its capture: a short --stall-after applies to every phase, and a loaded machine can
     # take that long to start Python
     wait_logged([job.log_dir / f"{NODES[1]}_prefill_w0.out"], b"cuda graph begin")
-    out = cli("wait", f"srt:{job.log_dir}", *job.args(), "--stall-after", "4", "--timeout", "150", "--json",
-              timeout=200)  # fmt: skip
-    assert out.returncode == 3, out.stderr
-    final = json.loads(out.stdout.splitlines()[-1])
-    node1 = next(m for m in final["members"] if m["name"] == "prefill0.node1")
-    assert node1["reason"].startswith("stalled"), final["members"]
-    last = out.stderr.splitlines()[-1]
-    assert f"prefill0 (node 1 of 2, on {NODES[1]}) stalled capturing CUDA graphs" in last, out.stderr
+    _, stderr = wait_stalled(cli, job, "prefill0.node1")
+    assert f"prefill0 (node 1 of 2, on {NODES[1]}) stalled capturing CUDA graphs" in stderr[-1], stderr

@@ -202,8 +202,7 @@ class Fleet:
             for index, (target, name, group) in looked:
                 if index not in origin:
                     where = target.name if isinstance(target, JobTarget) else target.host
-                    state = reduce(Readiness(), ConnectionState("failed", why), self.clock())
-                    self.rows.append(Watched(FleetEntry(name, where, state, group=group), None))
+                    self._add_unreachable(name, where, group, why)
                     origin.append(index)
         for order, row in enumerate(sorted(range(len(self.rows)), key=lambda r: (origin[r], r))):
             self.rows[row].entry = replace(self.rows[row].entry, order=order)
@@ -215,6 +214,11 @@ class Fleet:
             elif isinstance(target, JobTarget):
                 await self._open_jobs(target, name, group)
             origin += [index] * (len(self.rows) - len(origin))
+
+    def _add_unreachable(self, name: str, where: str, group: str, why: str) -> None:
+        """A row that cannot connect, and why (a failed link: exit 4), watched by nothing."""
+        state = reduce(Readiness(), ConnectionState("failed", why), self.clock())
+        self.rows.append(Watched(FleetEntry(name, where, state, group=group, order=len(self.rows)), None))
 
     def _host(self, name: str, row: str = "") -> Host:
         """The host `name`, over the SSH options of the inventory's server `row` where it names its own."""
@@ -250,8 +254,7 @@ class Fleet:
         try:
             found = await discover(host, timeout=DISCOVER_TIMEOUT_S)
         except (HostError, OSError, TimeoutError) as err:
-            state = reduce(Readiness(), ConnectionState("failed", f"{type(err).__name__}: {err}"), self.clock())
-            self.rows.append(Watched(FleetEntry(name, target.host, state, group=group, order=len(self.rows)), None))
+            self._add_unreachable(name, target.host, group, f"{type(err).__name__}: {err}")
             return
         if not found:
             note = f"no SGLang server found running on {target.host} (give HOST:PORT[:LOG] to watch one)"
@@ -323,8 +326,7 @@ class Fleet:
         if code == EXIT_BAD_ARGS:
             raise ValueError(line)
         if code == EXIT_CONNECT:
-            state = reduce(Readiness(), ConnectionState("failed", line), self.clock())
-            self.rows.append(Watched(FleetEntry(name, where, state, group=group, order=len(self.rows)), None))
+            self._add_unreachable(name, where, group, line)
             return
         entry = FleetEntry(name, where, Readiness(), kind="nothing", group=group, note=line, order=len(self.rows))
         self.rows.append(Watched(entry, None))
