@@ -38,7 +38,7 @@ def test_the_tui_on_an_srtctl_job_shows_its_workers_with_their_roles_and_reaches
     pane.start(f"srt:{job.log_dir}", "--remote-python", sys.executable, env=cluster.env)
     try:
         screen = pane.until(lambda s: "ready: 2P 1D" in "\n".join(pane.header_rows()), "the job ready", timeout=180)
-        members = [row.split() for row in pane.box("members")]
+        members = [row.split() for row in pane.until_box("members")]
         rows = [words[:4] for words in members if words and words[0] in ("prefill0", "prefill1", "decode0")]
         assert rows == [
             [f"{mode}{index}", mode, node, "ready"] for mode, index, node in WORKERS

@@ -122,7 +122,7 @@ def test_demo_dialogs_help_and_keys_as_people_expect(tmux: Tmux, tmp_path: Path,
         pane.keys("?")  # the help: under the header, nothing cut, and the demo's q said as it is
         pane.until_on_screen("keys (/ filters, esc closes)")
         _header(pane, "LOADING", "STARTING", "INIT", "KV CACHE", "CUDA")
-        help_rows = pane.box("keys (/ filters, esc closes)")
+        help_rows = pane.until_box("keys (/ filters, esc closes)")
         assert help_rows and not any("…" in row for row in help_rows)  # the words wrap, nothing is cut
         assert "the demo stops its simulated server" in " ".join(" ".join(help_rows).split())
         pane.keys("Escape", "P")

@@ -105,19 +105,26 @@ class TuiPane:
         return self.until(lambda _: bare in "".join(self.toasts().split()), f"a toast saying {needle!r}", timeout)
 
     def box(self, title: str) -> list[str]:
-        """The rows inside the round-bordered box titled `title` (a pane, the help), cut at its own borders."""
+        """The rows inside the round-bordered box titled `title` (a pane, the help), cut at its own borders; []
+        while it is not whole on screen (no bottom border yet: a capture can land in the middle of a redraw)."""
         rows = self.rows()
         top = next((i for i, row in enumerate(rows) if f"╭─ {title}" in row), None)
         if top is None:
             return []
         left = rows[top].index(f"╭─ {title}")
         right = rows[top].index("╮", left)
-        inside = []
+        inside: list[str] = []
         for row in rows[top + 1 :]:
             if row[left : left + 1] == "╰":
-                break
+                return inside
             inside.append(row[left + 1 : right])
-        return inside
+        return []
+
+    def until_box(self, title: str, timeout: float = 60.0) -> list[str]:
+        """The rows inside the box titled `title`, once it is whole on screen (m30: the help read mid-redraw ran
+        into the footer)."""
+        self.until(lambda _: bool(self.box(title)), f"the box {title!r}, whole", timeout)
+        return self.box(title)
 
     def dialog(self) -> str:
         """The words inside the dialog's box (its thick border: █ on each side)."""
