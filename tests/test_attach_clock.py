@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.processes import Cli, Sims, Spawner, read_rest
 from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import Sshd, ssh_host
 from tui.core.state import Phase
@@ -116,7 +116,7 @@ def test_attach_after_a_hang_past_its_budget_is_stalled_at_once(
     sshd = request.getfixturevalue("sshd") if via == "ssh" else None
     proc = cli.popen(*wait_args(sshd, hung, "--stall-after", "30"))
     first = first_attached(proc)
-    out, err = proc.communicate(timeout=60)
+    out, err = read_rest(proc, 60)
     assert proc.returncode == 3, err[-2000:]  # stalled
     # the first line that shows the log is already past the budget: its quiet time came from the log
     assert first["stall"]["budget_s"] == 30.0 and first["stall"]["quiet_s"] >= HANG_S - 5, first["stall"]

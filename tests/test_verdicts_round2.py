@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.ports import accepts
-from tests.helpers.processes import Cli, Sims, Spawner
+from tests.helpers.processes import Cli, Sims, Spawner, read_rest
 from tests.helpers.sim import http_get, wait_for_log, wait_ready
 from tests.helpers.sshd import Sshd, free_port
 from tests.helpers.verdicts import MODEL, finished_log
@@ -49,7 +49,7 @@ def follow(proc: subprocess.Popen[str], until: Callable[[dict[str, object]], boo
 
 def finish(proc: subprocess.Popen[str], seen: list[dict], timeout: float = 120) -> tuple[int, list[dict], str]:
     """Let a `wait --json` run to its own end: (exit code, every JSON line, the verdict line on stderr)."""
-    out, err = proc.communicate(timeout=timeout)
+    out, err = read_rest(proc, timeout)
     seen = seen + [json.loads(line) for line in out.splitlines() if line.strip()]
     verdicts = [line for line in err.splitlines() if line.startswith("sglang-tui wait: ")]
     assert verdicts, err

@@ -10,6 +10,7 @@ requesting any of them puts the test in the `e2e` lane (tests/helpers/lanes.py).
 - `sim(**kwargs) -> SimServer`: `tests.helpers.sim.start_sim` in a fresh directory of tmp_path (or `path=`);
   `sim.nodes(path, nnodes=n, **kwargs)` a multi-node launch (`start_nodes`). `module_sim` for a module-scoped fixture.
   `PipeLines(proc.stdout).wait_for(condition)` waits for the deciding line without blocking on the pipe.
+  `read_rest(proc, timeout)` is `communicate` for a test that already read lines from `proc.stdout`.
 - `tmux`: a private tmux server (its own `-L` socket); `tmux("new-session", …)` runs one tmux command.
 """
 
@@ -199,6 +200,30 @@ class PipeLines:
     def text(self, timeout: float = 0.0) -> str:
         self._thread.join(timeout)
         return "".join(self.lines)
+
+
+def read_rest(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """What is left on stdout and stderr once the process ends, read through the same file objects. Not
+    `proc.communicate`: it reads the pipes' raw descriptors, so the lines a `for line in proc.stdout` had already
+    buffered (the next ones often arrive in the same read) would be lost (m33: the last line, the verdict's)."""
+    streams = [proc.stdout, proc.stderr]
+    texts = ["", ""]
+
+    def read(i: int) -> None:
+        stream = streams[i]
+        texts[i] = stream.read() if stream is not None else ""
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    for reader in readers:
+        reader.join(10)  # at EOF once the process and anything it left holding the pipes are gone
+    return texts[0], texts[1]
 
 
 @pytest.fixture
