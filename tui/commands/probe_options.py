@@ -5,12 +5,11 @@ and what they load (deployments, Slurm jobs, the simulator's parameters) would b
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 from tui.commands.targets import ServerTarget, parse_target
 from tui.core.config import Ssh
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.settings import Given, Settings
 from tui.history.paths import history_path
 
@@ -19,7 +18,7 @@ class OptionsError(Exception):
     """Options that cannot go together; str() is the one line to print."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProbeOptions(Record):
     """`sglang-tui probe TARGET (--ready | --alive)`: one look, one verdict."""
 

@@ -15,11 +15,11 @@ ValueError carries one line for the user. Read once, by tui/commands/options.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tui.core.jobtargets import is_slurm_target, is_srt_target
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 if TYPE_CHECKING:  # read only for a job's target: a probe (one server, exec'd each period) loads neither module
     from tui.core.slurmjob import SlurmTarget
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # read only for a job's target: a probe (one server, exec'd e
 DEFAULT_PORT = 30000
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ServerTarget(Record):
     """One TARGET, read: the host to reach and the server's port and log there."""
 
@@ -74,7 +74,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class HostTarget(Record):
     """A bare HOST on the fleet's command line: every SGLang server found running there (tui.core.discovery)."""
 
@@ -82,7 +82,7 @@ class HostTarget(Record):
     host: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class JobTarget(Record):
     """A Slurm target: one job (`slurm:JOBID`, `LOGIN/slurm:JOBID`) or every running SGLang job (`slurm:`)."""
 

@@ -8,11 +8,9 @@ it as progress for the stall rule, and the reason says it. Pure: times are the r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tui.core.events import HostActivity, ProcCounters
 from tui.core.ranklabels import rank_of, ranks_span
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 BUSY_CPU_FRACTION = 0.05  # a rank using 5% of a core or more between two samples is working
 BUSY_READ_BYTES = 1 << 20  # a rank that read 1 MiB or more from disk between two samples is loading
@@ -20,7 +18,7 @@ FRESH_S = 12.0  # a sample older than this no longer describes what the server d
 _KINDS = (("deep_gemm", "DeepGEMM"), ("deepgemm", "DeepGEMM"), ("flashinfer", "FlashInfer"))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ActivityState(Record):
     at: float  # the reducer's clock at the last sample
     cpu: tuple[tuple[int, float], ...] = ()  # (pid, cpu seconds) at the last sample

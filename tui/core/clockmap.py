@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ClockMap(Record):
     """How the log's time maps onto ours, and where the history (bytes written before we read them) ends."""
 

@@ -6,14 +6,12 @@ never an argparse Namespace. Pure: dataclasses only."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tui.core.jobtargets import is_slurm_target, is_srt_target
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.state import Readiness
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Ssh(Record):
     """The SSH options the command line gave (None: from ~/.ssh/config or SSH's defaults)."""
 
@@ -24,7 +22,7 @@ class Ssh(Record):
     config: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class HostSpec(Record):
     """Where to connect: `local`, or an SSH destination with its SSH options (`sources/connect.make_host`)."""
 
@@ -32,7 +30,7 @@ class HostSpec(Record):
     ssh: Ssh = Ssh()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Target(Record):
     """Which server a command reaches and how: its HOSTs (node 0 first) or a deployment file, over SSH."""
 
@@ -64,7 +62,7 @@ class Target(Record):
         return HostSpec(self.host if host is None else host, self.ssh)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Hooks(Record):
     """--on-ready / --on-fail: commands run locally once, at the verdict."""
 
@@ -75,7 +73,7 @@ class Hooks(Record):
         return bool(self.on_ready or self.on_fail)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WatchConfig(Record):
     """What the command line says of one watched server: where it is, how to watch it, and whether the tool
     may act on it (read_only: no ServerControl is built)."""

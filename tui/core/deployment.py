@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields, replace
 from tui.core import srtlayout as srt
 from tui.core.capture import current_capture
 from tui.core.events import GpuSnapshot
+from tui.core.record import record
 from tui.core.state import PHASE_ORDER, BarState, Phase, RankState, Readiness, ServerInfo
 
 ROLES = ("node", "prefill", "decode", "router", "server")
@@ -390,7 +391,7 @@ def combined(dep: Deployment) -> Combined:
                     benchmark_disagrees=disagrees, failed_member=failed_member)  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class Combined(Readiness):
     """The whole deployment as one Readiness, for `wait`'s exit rules, the JSON report and the views. It keeps
     the deployment it stands for, so that its words are the deployment's (which member holds it back, and why:

@@ -18,11 +18,9 @@ Pure: `estimate(state, now)` reads only the state (its `past` is the history the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tui.core import fmt
 from tui.core.progress import is_complete, mean_interval
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.stall import limit_for, quiet_since
 from tui.core.state import PHASE_ORDER, BarState, Phase, Readiness, WeightsMem
 
@@ -47,7 +45,7 @@ SHORT_NAMES = {
 }
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Eta(Record):
     ready_in_s: float | None = None
     phase_left_s: float | None = None

@@ -10,10 +10,9 @@ defaults, never rename or remove.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Union
 
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.vocab import (
     BarName,
     BatchStage,
@@ -30,7 +29,7 @@ from tui.core.vocab import (
 # ---------------------------------------------------------------------------------------------- log events
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ServerArgs(Record):
     """The `server_args=` line (repr or dict form): what was launched."""
 
@@ -56,7 +55,7 @@ class ServerArgs(Record):
     stated_only: bool = False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Milestone(Record):
     """One per-rank (or main-process) startup milestone.
 
@@ -89,7 +88,7 @@ class Milestone(Record):
         return default
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class BarProgress(Record):
     """A tqdm frame: bar is "weights" (main model shards), "draft_weights", "capture" (CUDA graph batches),
     "piecewise" (piecewise CUDA graph: `Compiling num tokens` / `Capturing num tokens`), "jit" (`DeepGEMM warmup`)
@@ -108,7 +107,7 @@ class BarProgress(Record):
     remaining_s: float | None = None  # tqdm's own remaining-time estimate, None when it printed "?"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Failure(Record):
     """A line that states why the server failed (or a generic failure marker).
 
@@ -126,7 +125,7 @@ class Failure(Record):
     t: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class BatchStats(Record):
     """A `Prefill batch` / `Decode batch` line after startup."""
 
@@ -143,7 +142,7 @@ class BatchStats(Record):
     count: int = 1  # how many batch lines of this stage this event stands for (the values are the last one's)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class SpeculativeHint(Record):
     """A line that shows speculative decoding is on without naming it in server_args
     (e.g. `Overlap scheduler is disabled because of using eagle speculative decoding.`)."""
@@ -154,7 +153,7 @@ class SpeculativeHint(Record):
     t: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LaunchStarted(Record):
     """A new launch begins in the same log (a second `server_args=` after one was already seen is reported
     by the parser as LaunchStarted followed by ServerArgs). The reducer resets to a fresh startup."""
@@ -163,7 +162,7 @@ class LaunchStarted(Record):
     t: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RankSeen(Record):
     """A rank label appeared for the first time in this launch: an SGLang rank prefix ("TP3", "DP1 TP3 EP3")
     or a PyTorch `[rank7]:` line prefix ("rank7"). tp_rank is its TP index (a torch rank counts as one), so
@@ -175,7 +174,7 @@ class RankSeen(Record):
     t: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WatchdogDump(Record):
     """SGLang's own py-spy dump in the log (`Pyspy dump for PID N (py-spy dump … --pid N):` and the
     unprefixed py-spy text under it, printed by its watchdog or crash diagnostics; issue 13). rank is the log
@@ -188,7 +187,7 @@ class WatchdogDump(Record):
     t: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class JitHint(Record):
     """A line that names a JIT compiling kernels (`Entering DeepGEMM JIT Pre-Compile session…`, `Try DeepGEMM
     JIT Compiling for …`, FlashInfer's `flashinfer.jit` lines): what the compiler processes are for (issue 13).
@@ -203,7 +202,7 @@ class JitHint(Record):
 # ------------------------------------------------------------------------------------------- source events
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogActivity(Record):
     """The tail delivered bytes. offset: total bytes consumed of the current file after this chunk (a
     progress signal for the reducer); data: the raw bytes (for the log pane; the reducer ignores them)."""
@@ -212,7 +211,7 @@ class LogActivity(Record):
     data: bytes = b""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogReset(Record):
     """The log file was truncated, rotated (new inode) or appeared/disappeared. reason: truncated |
     rotated | missing | appeared | started_at_last_launch | skipped (a large log: the bytes between the launch's
@@ -223,7 +222,7 @@ class LogReset(Record):
     skipped: int = 0  # skipped: how many bytes were not read
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogLook(Record):
     """The log tail's look at the file when it (re)starts reading it (tui.core.clocks decides what it means).
 
@@ -240,14 +239,14 @@ class LogLook(Record):
     live: bool = False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class GpuProcess(Record):
     pid: int
     used_bytes: int | None = None
     name: str = ""  # process title / name, e.g. "sglang::scheduler_TP3"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class GpuInfo(Record):
     """One GPU in one probe tick. None means N/A (never 0)."""
 
@@ -264,7 +263,7 @@ class GpuInfo(Record):
     node: str = ""  # a deployment's member this GPU belongs to ("" on one host); index is then global
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class GpuSnapshot(Record):
     """One probe tick. source: nvml | nvidia-smi | sim. error set when the probe could not read GPUs."""
 
@@ -274,7 +273,7 @@ class GpuSnapshot(Record):
     t: float | None = None  # the probe's own clock (host time)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class HealthResult(Record):
     """One HTTP probe of the server.
 
@@ -292,7 +291,7 @@ class HealthResult(Record):
     model_path: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ServerInfoAnswer(Record):
     """The one `/server_info` (`/get_server_info` in 0.4.x) read when /health first says 200 (issue 9).
 
@@ -309,7 +308,7 @@ class ServerInfoAnswer(Record):
     detail: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ConnectionState(Record):
     """The link to the host. state: connecting | connected | reconnecting | failed (final: auth / host key)."""
 
@@ -317,7 +316,7 @@ class ConnectionState(Record):
     detail: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProcCounters(Record):
     """One process of the server in one activity sample: its counters since it started (from /proc)."""
 
@@ -330,7 +329,7 @@ class ProcCounters(Record):
     rss_bytes: int | None = None  # resident memory (/proc/PID/stat rss × page size)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class CompilerProc(Record):
     """A compiler (nvcc, cicc, ptxas, ninja, cc1plus, gcc/c++) or a Python compile worker under the server."""
 
@@ -340,7 +339,7 @@ class CompilerProc(Record):
     cmd: str = ""  # the head of its command line
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class HostActivity(Record):
     """What the host shows of the server beyond its log, in one sample of the process watch (issue 13):
     per-process CPU and disk reads, compiler processes in its tree, and the HF cache's `*.incomplete` blobs.
@@ -353,7 +352,7 @@ class HostActivity(Record):
     cache_dir: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ServerProcess(Record):
     """What the host says about the server's processes (from the control channel or the probe).
 
@@ -382,7 +381,7 @@ class ServerProcess(Record):
     main_gone: int | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ControlResult(Record):
     """The outcome of an intent (restart, terminate, kill, stop): shown, never assumed."""
 
@@ -395,7 +394,7 @@ class ControlResult(Record):
     found: str = ""  # a stop that found nothing to act on: "nothing" (no server) | "cannot_see"; "" otherwise
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class PortOwner(Record):
     """Who listens on the server's port, from the host's /proc (the process watch)."""
 
@@ -407,7 +406,7 @@ class PortOwner(Record):
     earlier: bool = False  # the listener is an earlier launch that still writes the same log, not its latest
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogFile(Record):
     """What the log path is, from the log tail's look at it: named in the verdict when it is not a plain
     readable file the server writes. status: ok | empty | missing | directory | permission_denied |
@@ -421,7 +420,7 @@ class LogFile(Record):
     symlink: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class SourceFailed(Record):
     """A source's worker crashed (a bug or an unexpected answer) and is being started again.
 
@@ -433,7 +432,7 @@ class SourceFailed(Record):
     message: str  # "ExceptionType: what it said"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProbeLogged(Record):
     """One of sglang-tui's own requests (`?from=sglang-tui`) as the server's log shows it, in its access line: the
     requests that reach this server are logged by it, so a listener on the port that is not one of its processes
@@ -443,12 +442,12 @@ class ProbeLogged(Record):
     status: int | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Tick(Record):
     """Time passes: lets the reducer re-evaluate the stall rule with no other event."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WeightFiles(Record):
     """The model's safetensors files on the host, by `stat` (issue 9: the weights' bytes, for the byte ETA).
 
@@ -460,7 +459,7 @@ class WeightFiles(Record):
     files: int = 0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class SlurmJobState(Record):
     """The Slurm job the server runs in, as one squeue call said this cycle (tui/sources/slurm.py): its state
     word (PENDING, RUNNING, CANCELLED, …, or GONE once Slurm no longer knows it), why it waits, how long it has
@@ -477,7 +476,7 @@ class SlurmJobState(Record):
     restarts: int = 0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogClues(Record):
     """What a remedy reads in the log (tui/core/remedy.py), read by tui/core/remedy_clues.ClueReader: this launch's
     `server_args=` text, SGLang's own printed suggestion (`Possible solutions:` and its numbered lines), the cache

@@ -6,18 +6,17 @@ in by the layer that owns them (tui/sources/session.py builds them for one Monit
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from tui.core.events import Event
 from tui.core.readiness import reduce
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.state import Phase, Readiness
 
 StateStep = Callable[[Readiness, float], Readiness]
 """A step after the reducer, at clock time `now`: the weight files' sizes folded in, the history attached."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Fold(Record):
     """state + batch + now -> state, with the steps after the reducer and the phase told to `feedback`."""
 

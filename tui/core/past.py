@@ -8,9 +8,8 @@ ETA and named (`Past.skipped`), so an odd row can never turn into a verdict, a c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 MAX_SECONDS = 7 * 86400.0  # a phase (or a whole launch) longer than a week is not a startup: an odd row
 MAX_WEIGHT_GIB = 4096.0  # per rank: no GPU holds more than a few hundred GiB
@@ -29,7 +28,7 @@ def _median(values: list[float] | tuple[float, ...]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class PastLaunch(Record):
     """One earlier launch that reached ready: main-phase durations (seconds) and what it loaded."""
 
@@ -84,7 +83,7 @@ def odd_rows(skipped: tuple[str, ...], most: int = 3) -> str:
     return f"{count} odd row{'s' if count > 1 else ''} ({named})"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Past(Record):
     """The ready launches of one key, newest first (at most a handful), and the rows left out as odd."""
 

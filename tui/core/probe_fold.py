@@ -15,19 +15,19 @@ Pure: the looks are values (the host's answers), `now` is handed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tui.core.events import Event, LogActivity, LogFile, LogLook, LogReset, Tick
 from tui.core.fold import Fold
 from tui.core.logparse import LogParser
 from tui.core.probe_memo import TAIL_BYTES, LogMark, ProbeMemo
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.remedy_clues import ClueReader
 
 WHOLE_BELOW = 2 * 1024 * 1024  # a log smaller than this is read whole on a first read (tui.sources.logtail's)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class FileLook(Record):
     """What the log path is now (the look a tail takes before it reads): kind file | missing | directory |
     denied, the file's identity and size, its mtime (the host's epoch seconds), our clock minus the host's as
@@ -50,7 +50,7 @@ class FileLook(Record):
         return self.kind == "file" and self.readable
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ReadPlan(Record):
     """Where this call reads the log from. start None: nothing to read (not a readable file); find_launch: a
     first read of a large log, whose last launch the caller finds first."""

@@ -26,7 +26,7 @@ from enum import Enum
 
 from tui.core import events, state
 from tui.core.logparse import LogParser
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.remedy_clues import ClueReader
 from tui.core.state import Readiness
 
@@ -36,7 +36,7 @@ TAIL_BYTES = 64  # bytes kept from just before the offset: a file truncated and 
 _ALLOWED_MODULE = "tui.core."
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogMark(Record):
     """Where the last call stopped reading the log: the file (device, inode), the offset, the bytes before it."""
 
@@ -53,7 +53,7 @@ class LogMark(Record):
         return tail is None or tail == self.tail
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class FoundServer(Record):
     """The server's processes as the last call found them (tui.sources.procwatch's target) and who held its
     port, so the next call scans those instead of searching every fd on the host again (a fifth of a second on

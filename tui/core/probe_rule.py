@@ -18,12 +18,11 @@ verdict (tui.core.verdict) to a probe's exit; its line is the verdict's own (tui
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from tui.core import exitcodes as ec
 from tui.core.explain import health_text, latest_health
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.stall import budget_for, quiet_since
 from tui.core.state import Readiness
 from tui.core.verdict import decide
@@ -36,7 +35,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_STALLED, EXIT_CONNECT = (
 EXIT_NOT_YET = ec.EXIT_TIMEOUT  # not ready yet: a probe is a wait with no time left
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProbeVerdict(Record):
     code: int
     kind: str  # ready | serving | starting | not_answering | catching_up | stalled | failed | stopped |

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 _TOP = {"theme", "defaults", "keys", "hosts"}
 _DEFAULTS = {"port": int, "remote_python": str}
@@ -36,7 +36,7 @@ class SettingsError(Exception):
     """The config file is wrong; str() is one line naming the file and the key."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Given(Record):
     """The server's port, log and remote python as one source gives them (the command line, [defaults], a
     [hosts."NAME"] table); None: that source does not say."""
@@ -54,7 +54,7 @@ class Given(Record):
         )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Settings(Record):
     theme: str | None = None
     keys: Mapping[str, str] = field(default_factory=dict)  # action id -> Textual key spec

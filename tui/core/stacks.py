@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tui.core.lazyre import lazy
 from tui.core.ranklabels import is_rank, rank_of, ranks_span, sort_key
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.termtext import terminal_safe
 
 _PROCESS = lazy(r"^Process (\d+): ?(.*)$", re.M)
@@ -23,7 +23,7 @@ _FRAME = lazy(r"^\s+(\S.*?) \((.*?)(?::(\d+))?\)\s*$")
 _NOT_PERMITTED = ("permission denied", "operation not permitted", "os error 1)", "os error 13)", "ptrace")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Frame(Record):
     func: str
     file: str = ""
@@ -34,7 +34,7 @@ class Frame(Record):
         return f"{self.func} ({where})" if where else self.func
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Thread(Record):
     tid: str
     name: str = ""
@@ -42,7 +42,7 @@ class Thread(Record):
     frames: tuple[Frame, ...] = ()  # innermost first
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProcessStack(Record):
     pid: int
     name: str = ""  # "TP3", "main", "detokenizer", …
@@ -65,7 +65,7 @@ class ProcessStack(Record):
         return main.frames if main is not None else ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Grouping(Record):
     groups: tuple[tuple[str, ...], ...]  # largest first
     odd: tuple[str, ...]  # the ranks outside the one largest group (none when no group is the largest)

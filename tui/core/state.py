@@ -9,7 +9,7 @@ defaults, never rename or remove one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar, overload
 
@@ -26,7 +26,7 @@ from tui.core.events import (
     SlurmJobState,
 )
 from tui.core.past import Past
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.stacks import ProcessStack
 from tui.core.vocab import (
     CaptureBar,
@@ -62,7 +62,7 @@ class Phase(str, Enum):
 PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class PhaseSpan(Record):
     """One entry of the timeline. `start`/`end` are log timestamps as printed (None when unknown);
     `started_at`/`ended_at` are the reducer's clock (`now`) when the phase began/ended.
@@ -80,7 +80,7 @@ class PhaseSpan(Record):
     name: str = ""  # a draft capture's name as the log says it ("draft", "draft extend"): one span per name
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class BarState(Record):
     """A progress bar as the model sees it: max seen done/total, rate and ETA."""
 
@@ -98,7 +98,7 @@ class BarState(Record):
     zero_at: float | None = None  # our clock at the bar's tqdm elapsed 0 (times a frame read from the history)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RankState(Record):
     """One rank: last milestone, memory figures from its log lines, and where it runs (when known)."""
 
@@ -111,7 +111,7 @@ class RankState(Record):
     pid: int | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ServerInfo(Record):
     model: str | None = None
     tp_size: int | None = None
@@ -130,7 +130,7 @@ class ServerInfo(Record):
     args_hash: str | None = None  # hash of the other server_args (volatile ones like port and seed left out)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ErrorInfo(Record):
     kind: ErrorKind
     line: str
@@ -141,7 +141,7 @@ class ErrorInfo(Record):
     action: ControlAction | None = None  # stopped by sglang-tui: what it did (terminate, kill, stop)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WeightCacheInfo(Record):
     """SGLang's weight cache daemon (0.5.23), as the log shows it.
 
@@ -154,7 +154,7 @@ class WeightCacheInfo(Record):
     mode: str | None = None  # "daemon" (co-terminal with the engine) | "client" | None (not said)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class DecodeInfo(Record):
     accept_len: float | None = None
     accept_rate: float | None = None
@@ -164,7 +164,7 @@ class DecodeInfo(Record):
     at: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class StallInfo(Record):
     """No progress on any signal for longer than the phase allows, while the process lives."""
 
@@ -173,7 +173,7 @@ class StallInfo(Record):
     detail: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WeightsMem(Record):
     """GPU memory growth of the server's GPUs while the weights load: the mean over the GPUs, in GiB."""
 
@@ -212,7 +212,7 @@ class Fact(Generic[T]):
         return value
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class MidRun(Record):
     """The phase was read from a line with no launch line (`server_args=`) before it: the log is a window that
     starts mid-run (rotated, size-capped, `kubectl logs --tail`). kind: the line's kind (a milestone kind, a bar
@@ -225,7 +225,7 @@ class MidRun(Record):
     at: str | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LaunchFacts(Record):
     """Where this launch stands: the phase, since when, how it got there, and how it ended."""
 
@@ -250,7 +250,7 @@ class LaunchFacts(Record):
     slurm_job_at: float | None = None  # clock time of that look (its queued_s and starts_in_s count from it)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LogFacts(Record):
     """What this launch's log lines said, beyond the phase."""
 
@@ -265,7 +265,7 @@ class LogFacts(Record):
     clues: LogClues | None = None  # what a remedy reads in the log (tui/core/remedy.py)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ShapeFacts(Record):
     """SGLang 0.5.14 … 0.5.23 startup shapes (issue 12): JIT, HTTP server, PD, EPLB, HF snapshot, weight cache."""
 
@@ -282,7 +282,7 @@ class ShapeFacts(Record):
     weight_cache: WeightCacheInfo | None = None  # the weight cache daemon, when the log shows one
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class BarFacts(Record):
     """The progress bars, and what the weights' progress is measured against."""
 
@@ -297,7 +297,7 @@ class BarFacts(Record):
     weight_files: tuple[str, int, int] | None = None  # (model, bytes, files) of its safetensors on the host
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class RankFacts(Record):
     """The ranks, and what their labels say of the TP size."""
 
@@ -310,7 +310,7 @@ class RankFacts(Record):
     pp_seen: bool = False  # a rank label carries a PP token (SGLang prints it only when pp_size > 1)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class HealthFacts(Record):
     """What the HTTP probes answered."""
 
@@ -326,7 +326,7 @@ class HealthFacts(Record):
     probe_logged_at: float | None = None  # clock time the log, read live, last showed one of our own requests
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class GpuFacts(Record):
     gpus: GpuSnapshot | None = None
     gpus_at: float | None = None
@@ -335,7 +335,7 @@ class GpuFacts(Record):
     gpu_history_at: tuple[float, ...] = ()  # when each of the recent samples came (the newest last), bounded
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class LinkFacts(Record):
     """The connection to the host, and the sources that crashed."""
 
@@ -349,7 +349,7 @@ class LinkFacts(Record):
     lost_by: LostBy = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProcessFacts(Record):
     """The server's processes as the process watch sees them."""
 
@@ -365,13 +365,13 @@ class ProcessFacts(Record):
     quiet_log_size: int | None = None  # … and the log's size then
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ControlFacts(Record):
     last_control: ControlResult | None = None
     last_control_at: float | None = None  # clock time last_control arrived
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class ProgressFacts(Record):
     """The last progress on any signal, and the stall verdict it gives."""
 
@@ -391,7 +391,7 @@ class ProgressFacts(Record):
     log_file: LogFile | None = None  # what the log path is (missing, a directory, rotated and followed, …)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class TriedChange(Record):
     """A remedy a restart ran with (`r`, "restart with this change"): the changes as (flag, value, was), the
     failure it was for, and the start mark of the launch that failed (tui.history.record): the history keeps it
@@ -409,7 +409,7 @@ class TriedChange(Record):
         }
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class WatchSetup(Record):
     """Set once by the caller: how this watch is set up, and what the history says of earlier launches."""
 
@@ -428,7 +428,7 @@ class WatchSetup(Record):
     past: Past | None = None  # earlier launches of this key, loaded by the caller from the history (issue 9)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Readiness(Record):
     """The whole state: one record per fact. Facts only: its verdict is `tui.core.verdict.decide(state)`, its
     words `tui.core.wording.verdict_line(state, now)` and `tui.core.explain.evidence(state, now)`."""

@@ -9,13 +9,12 @@ arguments) builds one with `ended`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from tui.core import exitcodes as ec
 from tui.core.events import ControlResult
 from tui.core.names import failed_phase
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.core.state import ErrorInfo, Phase, Readiness, StallInfo
 from tui.core.vocab import ControlAction, ErrorKind, StoppedBy
 
@@ -51,7 +50,7 @@ HOOK_WORDS: dict[int, str] = {
 READY_PHASES = (Phase.READY, Phase.SERVING)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Verdict(Record):
     """One verdict and the facts that decide it.
 

@@ -9,11 +9,11 @@ launcher's pidfile from a reused pid.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tui.core.events import CompilerProc, HostActivity, ProcCounters
 from tui.core.forwarders import forwarder
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 MARKER_VAR = "SGLANG_TUI_RUN"
 q = shlex.quote
@@ -126,7 +126,7 @@ def port_owner_command(port: int) -> str:
     return _port_owner_func(port) + "\npowner"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Forked(Record):
     """How the scan finds what a forkserver started for the server (SGLang's SGLANG_EARLY_FORKSERVER=1: the ranks'
     OS parent is the forkserver, maybe a daemon in a session of its own, so no walk from the launcher reaches
@@ -462,7 +462,7 @@ done"""
 # ------------------------------------------------------------------------------------------------- parsing
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Proc(Record):
     """One process as the scans see it (start: clock ticks since boot, to tell a reused pid apart)."""
 
@@ -507,7 +507,7 @@ def parse_scan(text: str) -> dict[int, Proc]:
     return {pid: Proc(**{**p.__dict__, "name": names.get(pid, "")}) for pid, p in procs.items()}
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class FindResult(Record):
     pidfile: int | None
     port_pids: tuple[int, ...]

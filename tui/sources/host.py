@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 
 from tui.core.events import ConnectionState
-from tui.core.record import Record
+from tui.core.record import Record, record
 
 
 class HostError(Exception):
@@ -29,7 +28,7 @@ class HostAuthError(HostError):
     """Final: host key unknown or changed, authentication refused. Never retried."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class CommandResult(Record):
     returncode: int | None  # None when the link died before an exit status came
     stdout: bytes

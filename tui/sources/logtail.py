@@ -25,13 +25,13 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tui.core.clocks import newest_log_time
 from tui.core.events import LogActivity, LogFile, LogLook, LogReset
 from tui.core.lazyre import lazy
-from tui.core.record import Record
+from tui.core.record import Record, record
 from tui.sources.backoff import backoff_delays
 from tui.sources.host import Host, HostAuthError, HostError, RemoteProcess
 
@@ -47,7 +47,7 @@ NO_LAUNCH_TAIL_BYTES = TAIL_BYTES  # a big log with no `server_args=` line: show
 END_BYTES = 64 * 1024  # a look reads the file's last bytes for their newest log time
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class AttachWindow(Record):
     """How much of a large log an attach reads (the defaults; tests make them small)."""
 
@@ -138,7 +138,7 @@ def writer_command(dev: str, inode: str) -> str:
     )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class FileId(Record):
     """What `stat` says about the file under the name."""
 
@@ -148,7 +148,7 @@ class FileId(Record):
     mtime: float | None = None  # the host's epoch at the last write
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Look(Record):
     """What the name is now: kind file | missing | directory | denied; symlink: where it points."""
 
@@ -194,7 +194,7 @@ def parse_look(output: bytes) -> Look:
     return Look(kind, file, symlink, readable, host_now, end)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record
 class Writer(Record):
     """The server process whose stdout/stderr the tail follows: its fd path and what that fd points to."""
 

@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from tui.core.events import ServerProcess
+from tui.core.record import record
 from tui.core.slurmjob import mentions_sglang
 from tui.sources import control_cmds as cmds
 from tui.sources.control import ServerControl
@@ -64,7 +65,7 @@ class JobProc:
         return self.cmdline.startswith("sglang::")
 
 
-@dataclass(frozen=True)
+@record
 class SlurmFound(FindResult):
     """A find on a node of the job: FindResult's facts, and the job's processes on this node."""
 
