@@ -167,7 +167,10 @@ async def look_and_fold(
         if target.log:
             look, plan, start, data = await _read(host, target.log, memo, deadline)
         try:
-            process, owner, found = await probe_look.processes(host, target.port, target.log, memo.found)
+            settled = memo.state.phase in (Phase.READY, Phase.SERVING)  # the look a ready server needs
+            process, owner, found = await probe_look.processes(
+                host, target.port, target.log, memo.found, settled=settled
+            )
             answers.extend((process, owner) if owner is not None else (process,))
         except (HostError, TimeoutError) as exc:
             print(f"sglang-tui probe: the process look failed: {exc}", file=sys.stderr)

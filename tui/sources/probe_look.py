@@ -96,11 +96,11 @@ async def read_log(host: Host, path: str, start: int, limit: int) -> bytes:
 
 
 async def processes(
-    host: Host, port: int, log: str | None, found: FoundServer | None
+    host: Host, port: int, log: str | None, found: FoundServer | None, *, settled: bool = False
 ) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
     """The server's processes (the last call's scanned again, else searched for), who listens on the port, one
-    activity sample, and what to hand the next call."""
-    return await OneShotWatch(host, port=port, log_path=log).look(found)
+    activity sample while it starts (not once `settled`, ready at the last call), and what to hand the next call."""
+    return await OneShotWatch(host, port=port, log_path=log).look(found, settled=settled)
 
 
 async def health(host: Host, port: int, *, timeout: float, identify: bool) -> list[HealthResult]:

@@ -5,6 +5,11 @@ each period, so it hands the watch the server the last call found (tui.core.prob
 command then scans those processes, lists the port's listening sockets and samples their activity. Only when
 they are gone, or the port's sockets changed, does it search the whole host again (the pidfile, every fd for
 the port's listener and the log's writers), as the first call does.
+
+Once the server is ready (`settled`), a call needs only whether those processes live and who listens on the port:
+no stall applies, so no activity sample, and its ranks are all known, so no search for newly forked ones. That
+look is the scan and the listeners alone: four short processes instead of about fifteen, which on a busy GPU host
+(every CPU compiling kernels) is most of a call's time (issue 32).
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ _PART = "@@sglang-tui@@"
 class OneShotWatch(ProcessWatch):
     """ProcessWatch's finding and scanning, for one look."""
 
-    async def look(self, found: FoundServer | None) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
+    async def look(
+        self, found: FoundServer | None, *, settled: bool = False
+    ) -> tuple[ServerProcess, PortOwner | None, FoundServer | None]:
         """The process state, who listens on the port (None without a port), and what to hand the next call
-        (raises HostError)."""
+        (raises HostError). settled: the server was ready at the last call (the module's docstring)."""
         if found is not None:
-            resumed = await self._resume(found)
+            resumed = await self._resume(found, settled=settled)
             if resumed is not None:
                 return resumed
         state = await self.process_state_now()
@@ -42,18 +49,22 @@ class OneShotWatch(ProcessWatch):
     def _nobody(self) -> PortOwner | None:
         return PortOwner(self.port) if self.port is not None else None
 
-    async def _resume(self, found: FoundServer) -> tuple[ServerProcess, PortOwner | None, FoundServer] | None:
-        """The last call's server scanned again (with its port's sockets and an activity sample); None when none
-        of its processes lives any more (the caller searches afresh)."""
+    async def _resume(
+        self, found: FoundServer, *, settled: bool
+    ) -> tuple[ServerProcess, PortOwner | None, FoundServer] | None:
+        """The last call's server scanned again (with its port's sockets, and while it starts an activity sample);
+        None when none of its processes lives any more (the caller searches afresh)."""
         target = _Target(
             main=found.main, group=found.group, session=found.session, run_id=found.run_id,
             known=dict(found.known), names=dict(found.names), how=found.how, anchored=found.anchored,
         )  # fmt: skip
         self._target = target
         listen = cmds.listeners_command(self.port) if self.port is not None else ":"
+        scan = cmds.scan_command(group=target.group, session=target.session, known=target.known, cmdlines=False)
+        sample = ":" if settled else cmds.activity_command(target.known)
         command = (
-            f"{self._scan_command(target, cmdlines=False)}\n"
-            f"echo {_PART}\n{listen}\necho {_PART}\n{cmds.activity_command(target.known)}"
+            f"{scan if settled else self._scan_command(target, cmdlines=False)}\n"
+            f"echo {_PART}\n{listen}\necho {_PART}\n{sample}"
         )
         scan, _, rest = (await self._run(command)).partition(f"{_PART}\n")
         listening, _, activity = rest.partition(f"{_PART}\n")
@@ -71,7 +82,7 @@ class OneShotWatch(ProcessWatch):
             alive=True,
             pids=tuple(sorted(live)),
             detail=target.how,
-            activity=cmds.parse_activity(activity, target.names),
+            activity=None if settled else cmds.parse_activity(activity, target.names),
             main_gone=target.main if target.main is not None and target.main not in live else None,
         )
         port_names = tuple((p, search.names.get(p, "")) for p in search.port_pids)
