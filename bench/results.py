@@ -46,7 +46,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("stop", "bench_stop.py", ("--trials", "3"), ("--trials", "1")),
     Bench("probe_count", "bench_probe_count.py", ("--window", "120"), ("--window", "30")),
     Bench("probe_call", "bench_probe.py", (), ("--lines", "100000", "--calls", "5")),
-    Bench("probe_busy", "bench_probe_busy.py", ("--calls", "20"), ("--calls", "3")),
+    Bench("probe_busy", "bench_probe_busy.py", ("--calls", "20"), ("--calls", "3", "--period", "0")),
     Bench("reliability", "reliability_table.py", (), ("--collect-only",)),
     Bench("eta_bursts", "bench_eta_bursts.py", ("--speed", "3", "--shards", "32"), ("--speed", "10", "--shards", "16"),
           in_all=False, title="The weights ETA under the multi-thread loader's bursts"),

@@ -4,6 +4,8 @@ processes, so the fold gets the same batch of events either way. Real files, a r
 
 from __future__ import annotations
 
+import asyncio
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -16,7 +18,9 @@ from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sim import wait_ready
 from tui.core.events import HealthResult
 from tui.core.probe_fold import FileLook
-from tui.sources import probe_look
+from tui.sources import control_cmds as cmds
+from tui.sources import now, probe_look
+from tui.sources.host import CommandResult
 from tui.sources.local import LocalHost
 from tui.sources.now import NowHost, run_now
 
@@ -135,6 +139,62 @@ async def test_the_process_look_is_the_event_loops(sim: Sims) -> None:
     assert (found.main, found.known, found.listeners) == (there_found.main, there_found.known, there_found.listeners)
     again, _, _ = run_now(probe_look.processes(NowHost(), server.port, log, found))  # the next call resumes
     assert again.alive and again.pids == process.pids
+
+
+class CountingNowHost(NowHost):
+    """NowHost that counts the commands it runs (a spy on the real host: every call still runs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands = 0
+
+    async def run(self, command: str, *, input: bytes | None = None, timeout: float | None = 30.0) -> CommandResult:
+        self.commands += 1
+        return await super().run(command, input=input, timeout=timeout)
+
+
+async def test_a_ready_servers_look_reads_proc_here_as_its_shell_reads_it(sim: Sims, spawn: Spawner) -> None:
+    """The settled look (a server ready at the last call): its known processes' liveness and the port's
+    listeners, read from /proc here, are the lines the shell commands print; a reused pid (another start time),
+    a pid that is gone and a zombie are told apart alike; and the look starts no process."""
+    server = wait_ready(sim(speed=200.0, shards=4))
+    log = str(server.log)
+    _, _, found = run_now(probe_look.processes(NowHost(), server.port, log, None))
+    assert found is not None
+    zombie = spawn(["true"])  # exits and stays a zombie until reaped: its stat says Z
+    while not Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z"):
+        await asyncio.sleep(0.01)
+    known = {**dict(found.known), server.pid: dict(found.known)[server.pid]}
+    known[zombie.pid] = int(Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+    known[os.getpid()] = 12345  # this very pid, another start time: a reused pid is not the known process
+    known[free_pid()] = 1  # gone
+    shell = await LocalHost().run(cmds.known_live_command(known))
+    here = now.known_live(known)
+    assert here == shell.stdout.decode() and cmds.parse_scan(here) == cmds.parse_scan(shell.stdout.decode())
+    seen = cmds.parse_scan(here)
+    assert (
+        server.pid in seen
+        and seen[zombie.pid].state == "Z"
+        and os.getpid() not in seen
+        and len(seen) == len(found.known) + 1
+    )
+    listeners = await LocalHost().run(cmds.listeners_command(server.port))
+    assert now.listening(server.port) == listeners.stdout.decode() and now.listening(server.port).startswith("U ")
+    counting = CountingNowHost()
+    process, owner, again = run_now(probe_look.processes(counting, server.port, log, found, settled=True))
+    assert counting.commands == 0 and process.alive and process.activity is None and again == found
+    assert owner is not None and owner.ours is True
+    server.stop()
+    gone, _, _ = run_now(probe_look.processes(NowHost(), server.port, log, found, settled=True))
+    assert not gone.alive
+
+
+def free_pid() -> int:
+    """A pid no process has now."""
+    pid = 4_000_000
+    while Path(f"/proc/{pid}").exists():
+        pid -= 1
+    return pid
 
 
 def test_run_now_refuses_a_look_that_waits_on_an_event_loop() -> None:

@@ -205,6 +205,17 @@ END {{ for (x = me; (x in pp) && !(x in ours); x = pp[x]) ours[x] = 1
   for (p in mem) print "P", p, pp[p], pg[p], sd[p], st[p], tm[p] }}'{names}"""
 
 
+def known_live_command(known: dict[int, int]) -> str:
+    """`P pid ppid pgid sid state start` for each known (pid, start) still that very process (a zombie's line says
+    Z): the scan of a server ready at the last look (tui.sources.procwatch_once), with no fork. The shell's `read`
+    of each /proc/PID/stat; NowHost reads the same files (tui.sources.now.known_live)."""
+    return (
+        f"known={q(_pairs(known))}\n"
+        'for k in $known; do p=${k%%:*}; { read -r l < "/proc/$p/stat"; } 2>/dev/null || continue\n'
+        '  set -- ${l##*) }; [ "${20}" = "${k#*:}" ] && echo "P $p $2 $3 $4 $1 ${20}"; done; :'
+    )
+
+
 # Shell functions with no forks: `live PID START` is true while that very process (same start time, so
 # never a reused pid) exists and is not a zombie.
 # `mine GROUP`: this shell or one of its ancestors (the tool itself, with `local`) is in that process group.

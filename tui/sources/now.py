@@ -6,15 +6,16 @@ process watch), for SSH hosts too; NowHost's coroutines never suspend: each does
 So `run_now` drives a whole look to its end with one `send`, and the same code makes the same batch of events
 for the same fold as on an event loop. The log is read with plain file IO (no shell, no stat/date/tail/od
 children); /health is one blocking socket with its own deadline (BlockingStream); the process scan is the same
-sh command as everywhere (its awk logic lives once, in tui.sources.control_cmds).
+sh command as everywhere (its awk logic lives once, in tui.sources.control_cmds). A server ready at the last
+look needs no scan, only whether its known processes live and who listens on its port: those two facts are read
+here from /proc (known_live, listening), in the lines their commands print, so that one parser reads both and a
+ready server's call starts no process at all.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
 import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -51,6 +52,8 @@ class NowHost(Host):
 
     async def run(self, command: str, *, input: bytes | None = None, timeout: float | None = 30.0) -> CommandResult:
         """As LocalHost.run: `sh -c` in a session of its own, its group killed when it runs past the timeout."""
+        import subprocess  # here: a ready server's look runs no command, and subprocess brings threading, signal
+
         try:
             child = subprocess.Popen(
                 ["sh", "-c", command],
@@ -119,6 +122,33 @@ class NowHost(Host):
         return BlockingStream(sock, deadline)
 
 
+def known_live(known: dict[int, int]) -> str:
+    """tui.sources.control_cmds.known_live_command's lines, read here: `P pid ppid pgid sid state start` for each
+    known (pid, start) still that very process."""
+    lines = []
+    for pid, start in sorted(known.items()):
+        if pid <= 1:
+            continue
+        stat = _read(f"/proc/{pid}/stat", 0, 4096).decode("ascii", "replace")
+        fields = stat[stat.rfind(") ") + 2 :].split() if ") " in stat else []
+        if len(fields) >= 20 and fields[19] == str(start):
+            lines.append(f"P {pid} {fields[1]} {fields[2]} {fields[3]} {fields[0]} {fields[19]}")
+    return "".join(line + "\n" for line in lines)
+
+
+def listening(port: int) -> str:
+    """tui.sources.control_cmds.listeners_command's lines, read here: `U UID INODE` per socket listening on PORT
+    (state 0A in /proc/net/tcp and tcp6)."""
+    hexport = f"{int(port):04X}"
+    lines = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in _read(table, 0, 1 << 24).decode("ascii", "replace").splitlines()[1:]:
+            cols = row.split()
+            if len(cols) >= 10 and cols[3] == "0A" and cols[1].rsplit(":", 1)[-1] == hexport:
+                lines.append(f"U {cols[7]} {cols[9]}")
+    return "".join(line + "\n" for line in lines)
+
+
 def _address_family(host: str) -> socket.AddressFamily | None:
     """AF_INET or AF_INET6 for an address; None for a name."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -139,6 +169,8 @@ def _read(path: str, start: int, size: int) -> bytes:
 
 
 def _kill_group(pid: int) -> None:
+    import signal
+
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

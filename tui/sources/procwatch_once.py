@@ -6,10 +6,11 @@ command then scans those processes, lists the port's listening sockets and sampl
 they are gone, or the port's sockets changed, does it search the whole host again (the pidfile, every fd for
 the port's listener and the log's writers), as the first call does.
 
-Once the server is ready (`settled`), a call needs only whether those processes live and who listens on the port:
-no stall applies, so no activity sample, and its ranks are all known, so no search for newly forked ones. That
-look is the scan and the listeners alone: four short processes instead of about fifteen, which on a busy GPU host
-(every CPU compiling kernels) is most of a call's time (issue 32).
+Once the server is ready (`settled`), a call needs only whether its known processes still live and who listens
+on the port: no stall applies, so no activity sample, and its processes are all known, so no scan for new ones
+(a restart shows in the log first, and the next call scans again). Over SSH that is one shell with no fork but
+the listeners' awk; here (NowHost) the same lines are read from /proc and no process is started. On a busy GPU
+host (every CPU compiling kernels) the ~15 short processes of a full look were most of a call's time (issue 32).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from dataclasses import replace
 from tui.core.events import PortOwner, ServerProcess
 from tui.core.probe_memo import FoundServer
 from tui.sources import control_cmds as cmds
+from tui.sources import now
 from tui.sources.control_cmds import FindResult
+from tui.sources.now import NowHost
 from tui.sources.procwatch import ProcessWatch, _Target
 
 _PART = "@@sglang-tui@@"
@@ -59,15 +62,17 @@ class OneShotWatch(ProcessWatch):
             known=dict(found.known), names=dict(found.names), how=found.how, anchored=found.anchored,
         )  # fmt: skip
         self._target = target
-        listen = cmds.listeners_command(self.port) if self.port is not None else ":"
-        scan = cmds.scan_command(group=target.group, session=target.session, known=target.known, cmdlines=False)
-        sample = ":" if settled else cmds.activity_command(target.known)
-        command = (
-            f"{scan if settled else self._scan_command(target, cmdlines=False)}\n"
-            f"echo {_PART}\n{listen}\necho {_PART}\n{sample}"
-        )
-        scan, _, rest = (await self._run(command)).partition(f"{_PART}\n")
-        listening, _, activity = rest.partition(f"{_PART}\n")
+        if settled and isinstance(self.host, NowHost):
+            listening = now.listening(self.port) if self.port is not None else ""
+            scan, activity = now.known_live(target.known), ""
+        else:
+            listen = cmds.listeners_command(self.port) if self.port is not None else ":"
+            command = (
+                f"{cmds.known_live_command(target.known) if settled else self._scan_command(target, cmdlines=False)}"
+                f"\necho {_PART}\n{listen}\necho {_PART}\n{':' if settled else cmds.activity_command(target.known)}"
+            )
+            scan, _, rest = (await self._run(command)).partition(f"{_PART}\n")
+            listening, _, activity = rest.partition(f"{_PART}\n")
         live = self._remember(target, scan)
         if not live:
             self._target = None
