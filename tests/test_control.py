@@ -5,7 +5,6 @@ adopting, sweeping and reporting."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shlex
 import signal
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Spawner
+from tests.helpers.sim import gpu_holders
 from tests.helpers.sshd import free_port
 from tui.sources.control import ServerControl, _Target
 from tui.sources.control_cmds import MARKER_VAR
@@ -58,12 +58,7 @@ def session_of(pid: int) -> int:
 
 def held(state: Path) -> dict[int, int]:
     """pid -> bytes of the sim entries whose process is alive (what the probe counts)."""
-    out = {}
-    for path in state.glob("proc-*.json"):
-        entry = json.loads(path.read_text())
-        if alive(entry["pid"]):
-            out[entry["pid"]] = entry["used"]
-    return out
+    return gpu_holders(state)
 
 
 def wait_for(predicate, limit: float = 15.0) -> bool:

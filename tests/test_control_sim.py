@@ -4,7 +4,6 @@ memory), through LocalHost and through a real sshd: stop, kill, restart, and the
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Sims, Spawner
-from tests.helpers.sim import SimServer
+from tests.helpers.sim import SimServer, gpu_holders
 from tests.helpers.sshd import ssh_host
 from tui.sim.rank import ESCAPE_ENV
 from tui.sources.control import ServerControl
@@ -35,15 +34,7 @@ def alive(pid: int) -> bool:
 
 def holders(state: Path) -> dict[int, int]:
     """pid -> bytes of every live process the simulated GPUs charge memory to."""
-    out = {}
-    for path in state.glob("proc-*.json"):
-        try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if alive(entry["pid"]):
-            out[entry["pid"]] = entry["used"]
-    return out
+    return gpu_holders(state)
 
 
 async def ranks_hold_memory(state: Path, skip: int, count: int = TP, limit: float = 20.0) -> list[int]:

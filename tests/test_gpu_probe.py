@@ -16,6 +16,7 @@ from tests.helpers.processes import Spawner
 from tests.helpers.sshd import ssh_host
 from tui.core.events import GpuInfo, GpuProcess, GpuSnapshot
 from tui.core.gpuparse import memory_held, no_gpu_driver, parse_probe_line
+from tui.sim.forkserver import start_ticks
 from tui.sources import gpu_probe as probe
 from tui.sources.gpu import probe_command, probe_script
 from tui.sources.local import LocalHost
@@ -200,14 +201,22 @@ def _sim_state(tmp_path: Path) -> tuple[Path, list[subprocess.Popen[bytes]]]:
 
 def test_sim_backend_counts_only_live_processes(tmp_path: Path, spawn: Spawner) -> None:
     state, procs = _sim_state(tmp_path)
+    later = subprocess.Popen(["sleep", "30"])  # has the pid an entry names, but started at another time: reused
+    procs.append(later)
+    started = start_ticks(later.pid)
+    assert started is not None
+    (state / "proc-reused.json").write_text(
+        json.dumps({"pid": later.pid, "gpu": 1, "used": 50 * GIB, "name": "x", "start": started - 1})
+    )
     try:
         assert not probe.pid_alive(procs[1].pid)  # the zombie exists in /proc but is not alive
+        assert probe.pid_alive(later.pid, started) and not probe.pid_alive(later.pid, started - 1)
         run = subprocess.run(
             [sys.executable, PROBE, "--sim", str(state), "--count", "1"], capture_output=True, timeout=30
         )
         snap = parse_probe_line(run.stdout.splitlines()[-1])
         assert snap.source == "sim" and snap.error is None
-        assert [g.used_bytes for g in snap.gpus] == [20 * GIB, 0]
+        assert [g.used_bytes for g in snap.gpus] == [20 * GIB, 0]  # not the reused pid's 50 GiB on GPU 1
         assert snap.gpus[0].procs == (GpuProcess(procs[0].pid, 20 * GIB, "sglang::scheduler_TP0"),)
         procs[0].kill()
         procs[0].wait()

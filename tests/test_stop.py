@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.processes import Cli, Spawner
+from tests.helpers.sim import gpu_holders
 from tests.helpers.sshd import free_port
 from tui.commands.stop_report import report
 from tui.core.events import ControlResult
@@ -32,12 +32,7 @@ def alive(pid: int) -> bool:
 
 
 def server_pids(state: Path, skip: int) -> list[int]:
-    pids = []
-    for path in state.glob("proc-*.json"):
-        pid = json.loads(path.read_text())["pid"]
-        if pid != skip and alive(pid):
-            pids.append(pid)
-    return pids
+    return [pid for pid in gpu_holders(state) if pid != skip]
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ redirected, so the main pid is the process-group and session leader."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers.sshd import free_port
+from tui.sim.forkserver import start_ticks
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUN_MARKER = "SGLANG_TUI_RUN"
@@ -152,6 +154,24 @@ def wait_ready(sim: SimServer, timeout: float = 60.0) -> SimServer:
             raise AssertionError(f"the simulator never answered /health 200 in {timeout} s")
         time.sleep(0.05)
     return sim
+
+
+def gpu_holders(state: Path) -> dict[int, int]:
+    """pid -> bytes of each simulated-GPU entry in `state` whose process still lives: that very process (the start
+    time the entry records, as the GPU probe's simulator backend checks), never a later one given its pid. A test
+    that counted or killed the pids of stale entries hit other tests' processes: this machine's pid_max is 32768,
+    and a CI run starts tens of thousands of processes."""
+    out = {}
+    for path in state.glob("proc-*.json"):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # replaced between listing and reading
+        pid = int(entry["pid"])
+        started = start_ticks(pid)  # None: gone, or a zombie
+        if started is not None and entry.get("start", started) == started:
+            out[pid] = int(entry["used"])
+    return out
 
 
 def group_pids(pgid: int) -> list[int]:

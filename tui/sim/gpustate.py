@@ -1,8 +1,10 @@
 """Publishes simulated GPU memory for the GPU probe's simulator backend (the layout is in the team contract).
 
-`DIR/devices.json` lists the GPUs; `DIR/proc-<pid>.json` holds one process's memory on one GPU. Files are
-replaced atomically (temp file + rename). The reader counts an entry only while its pid is alive, the way a
-driver releases memory when a process dies, so nothing here has to clean up after a SIGKILL.
+`DIR/devices.json` lists the GPUs; `DIR/proc-<pid>.json` holds one process's memory on one GPU, and the
+process's start time (`start`, clock ticks since boot). Files are replaced atomically (temp file + rename). The
+reader counts an entry only while its pid is alive with that start time, the way a driver releases memory when a
+process dies, so nothing here has to clean up after a SIGKILL: the pid of a process killed long ago may be another
+process's by then (pid_max is 32768 on many hosts, this project's CI machines among them).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import uuid
 from pathlib import Path
 
+from tui.sim.forkserver import start_ticks
 from tui.sim.memory import GIB, H200_TOTAL_MIB
 
 GPU_NAME = "NVIDIA H200"
@@ -61,6 +64,7 @@ class ProcMemory:
 
     def __init__(self, root: str | None, gpu: int, name: str) -> None:
         self.path = Path(root) / f"proc-{os.getpid()}.json" if root else None
+        self.start = start_ticks(os.getpid())
         self.gpu = gpu
         self.name = name
         self.used = 0
@@ -72,7 +76,7 @@ class ProcMemory:
     def flush(self) -> None:
         if self.path is None or self.used == self.published:
             return
-        data = {"pid": os.getpid(), "gpu": self.gpu, "used": self.used, "name": self.name}
+        data = {"pid": os.getpid(), "gpu": self.gpu, "used": self.used, "name": self.name, "start": self.start}
         try:
             _write_atomic(self.path, data)
             self.published = self.used

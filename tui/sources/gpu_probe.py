@@ -152,15 +152,18 @@ def process_name(pid: int) -> str:
         return ""  # another PID namespace (containers) or already gone
 
 
-def pid_alive(pid: int) -> bool:
-    """True when the process exists and is not a zombie (a zombie holds no GPU memory)."""
+def pid_alive(pid: int, start: int | None = None) -> bool:
+    """True when the process exists and is not a zombie (a zombie holds no GPU memory), and, with `start`, is the
+    process that started then (clock ticks since boot), not a later one given the same pid."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if not fields or fields[0] in (b"Z", b"X"):
+        return False
+    return start is None or (len(fields) > 19 and fields[19] == str(start).encode())
 
 
 def tick_line(source: str, gpus: list[dict[str, Any]] | None = None, error: str | None = None) -> str:
@@ -385,8 +388,9 @@ class SmiBackend:
 class SimBackend:
     """The simulator's GPU state: DIR/devices.json plus one DIR/proc-<pid>.json per process holding memory.
 
-    A GPU's used memory is the sum over entries whose pid is alive and not a zombie, as a driver frees
-    memory when a process dies (even by SIGKILL)."""
+    A GPU's used memory is the sum over entries whose pid is alive and not a zombie (and, where the entry says its
+    start time, still that process: a pid is reused), as a driver frees memory when a process dies (even by
+    SIGKILL)."""
 
     source = "sim"
 
@@ -421,7 +425,8 @@ class SimBackend:
                 pid, gpu, used = int(entry["pid"]), int(entry["gpu"]), int(entry["used"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # removed or replaced between listing and reading
-            if gpu in gpus and pid_alive(pid):
+            start = entry.get("start")
+            if gpu in gpus and pid_alive(pid, int(start) if isinstance(start, int) else None):
                 gpus[gpu]["used"] += used
                 gpus[gpu]["procs"].append({"pid": pid, "used": used, "name": entry.get("name") or process_name(pid)})
         return [gpus[i] for i in sorted(gpus)]
