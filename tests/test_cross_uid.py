@@ -96,7 +96,7 @@ def test_unreadable_log_from_the_start_is_named(shared_dir: Path, user_sshd: Ssh
     log.write_bytes(b"")
     log.chmod(0o600)  # root's, readable by root alone
     started = time.monotonic()
-    run = tool(cli, "wait", user_sshd, "--log", str(log), "--port", "1", "--timeout", "6", timeout=60)
+    run = tool(cli, "wait", user_sshd, "--log", str(log), "--port", "1", "--timeout", "15", timeout=60)
     assert run.returncode == 7 and time.monotonic() - started < 60
     assert f"waiting for the first log line: permission denied: {log}" in run.stderr.strip().splitlines()[-1]
 

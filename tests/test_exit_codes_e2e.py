@@ -131,11 +131,11 @@ def hung(tmp_path: Path, sim: Sims):
 def test_wait_timing_out_in_a_phase_is_7_and_says_the_phase(hung, sshd: Sshd, cli: Cli) -> None:
     """Over the real sshd: the time runs out while the server loads weights; 7, not 2 (a typo) nor 3 (stalled)."""
     done = cli("wait", "127.0.0.1", *sshd.ssh_args(), "--log", str(hung.log), "--port", str(hung.port),
-               "--sim-gpus", str(hung.gpu_state), "--stall-after", "600", "--timeout", "4", "--json", timeout=90)  # fmt: skip
+               "--sim-gpus", str(hung.gpu_state), "--stall-after", "600", "--timeout", "10", "--json", timeout=90)  # fmt: skip
     assert done.returncode == EXIT_TIMEOUT, (done.returncode, done.stderr)
     last = json.loads(done.stdout.splitlines()[-1])
     assert last["phase"] == "loading_weights"  # what decides it: still loading when the time ran out
-    assert done.stderr.splitlines()[-1] == f"sglang-tui wait: timed out after 4.0s in loading weights: {last['reason']}"
+    assert done.stderr.splitlines()[-1] == f"sglang-tui wait: timed out after 10s in loading weights: {last['reason']}"
 
 
 def test_probe_ready_on_a_startup_under_way_is_7(hung, cli: Cli) -> None:
