@@ -108,7 +108,8 @@ def watch_and_curl(sshd, sim, seconds: float) -> tuple[float, str]:  # type: ign
                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                              start_new_session=True)  # fmt: skip
     curl = f"while sleep 1; do curl -s -o /dev/null --max-time 30 http://127.0.0.1:{sim.port}/health; done"
-    loop = subprocess.Popen([*ssh_argv(sshd), curl], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    # a pty, as the watch's: a command with none outlives its killed ssh client on the host (it leaked, one a run)
+    loop = subprocess.Popen([*ssh_argv(sshd, tty=True), curl], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
         time.sleep(WARMUP_S)

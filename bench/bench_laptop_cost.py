@@ -223,7 +223,8 @@ def ssh_clients(sshd, sim, idle_s: float, pour_s: float, rate: int) -> dict[str,
     procs = [
         subprocess.Popen([*ssh_argv(sshd, tty=True), f"watch -n1 \"{gpu}\""], stdin=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True),
-        subprocess.Popen([*ssh_argv(sshd), curl], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # a pty, as the watch's: a command with none outlives its killed ssh client on the host (it leaked)
+        subprocess.Popen([*ssh_argv(sshd, tty=True), curl], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True),
     ]  # fmt: skip
     try:
