@@ -20,5 +20,14 @@ async def wait_at_most(awaitable: Awaitable[object], timeout: float) -> None:
         raise
     if not done:
         future.cancel()
+        future.add_done_callback(_retrieved)
         return
     future.result()
+
+
+def _retrieved(future: asyncio.Future[object]) -> None:
+    """Take the outcome of an awaitable that was cut off, once it ends: a cut-off `gather` ends later with its
+    children's CancelledError as its exception, which nobody awaits, and asyncio would print it as a traceback
+    ("_GatheringFuture exception was never retrieved") on the user's terminal."""
+    if not future.cancelled():
+        future.exception()
