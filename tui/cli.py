@@ -591,6 +591,9 @@ def main(argv: list[str] | None = None) -> int:
     from tui.commands.dependency_warnings import keep_dependency_warnings_out
 
     keep_dependency_warnings_out()  # first, before asyncssh, textual or httpx is imported (issue 29)
+    from tui.commands.stack_dump import dump_stacks_on_usr1
+
+    dump_stacks_on_usr1()
     from tui.commands.safe_output import safe_output
 
     with safe_output():

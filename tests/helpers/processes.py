@@ -94,6 +94,10 @@ def child_env(env: Mapping[str, str | None] | None) -> dict[str, str]:
     return merged
 
 
+STACKS_S = 2.0  # a hung command's time to print its stacks before it is killed
+HUNG_TAIL_LINES = 200  # of a hung command's stderr, shown in the failure
+
+
 class Cli:
     """`python -m tui …` from the repository root, the way a user runs `sglang-tui …`."""
 
@@ -113,11 +117,26 @@ class Cli:
         prefix: Sequence[str] = (),
         cwd: Path = ROOT,
     ) -> subprocess.CompletedProcess[str]:
-        """Run to the end (stdin empty unless `input`); `prefix` wraps it (e.g. `setpriv …`)."""
-        return subprocess.run(
-            [*prefix, *self.argv(*args)], cwd=cwd, env=child_env(env), input=input, capture_output=True, text=True,
-            timeout=timeout, stdin=subprocess.DEVNULL if input is None else None,
-        )  # fmt: skip
+        """Run to the end (stdin empty unless `input`); `prefix` wraps it (e.g. `setpriv …`, which execs it). One
+        that has not ended after `timeout` is asked where it waits (SIGUSR1: tui/commands/stack_dump.py), then
+        killed, and the test fails with the end of its stderr, the stacks included."""
+        argv = [*prefix, *self.argv(*args)]
+        with subprocess.Popen(
+            argv, cwd=cwd, env=child_env(env), stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ) as proc:  # fmt: skip
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGUSR1)
+                time.sleep(STACKS_S)
+                proc.kill()
+                out, err = proc.communicate()
+                tail = "\n".join(err.splitlines()[-HUNG_TAIL_LINES:])
+                raise AssertionError(
+                    f"{' '.join(map(str, args))} had not ended after {timeout:g} s; the end of its stderr:\n{tail}"
+                ) from None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def popen(
         self, *args: str | os.PathLike[str], env: Mapping[str, str | None] | None = None, **popen_kw: Any

@@ -22,6 +22,7 @@ from tui.core.benchstats import BenchResult, compare, render
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT
 from tui.core.limits import PROMPTS_MAX, size_words
 from tui.sources.bench import BenchPlan, BenchRunner, NotReady
+from tui.sources.bounded import within
 from tui.sources.connect import make_host
 from tui.sources.host import HostError
 
@@ -105,7 +106,7 @@ async def bench(opts: BenchOptions, plan: BenchPlan) -> int:
     host = make_host(opts.target.spec())
     try:
         try:
-            await asyncio.wait_for(host.connect(), 60)
+            await within(host.connect(), 60)
         except (HostError, OSError, asyncio.TimeoutError) as exc:
             _say(f"cannot connect to {where}: {str(exc) or 'timed out'}")
             return EXIT_CONNECT

@@ -31,6 +31,7 @@ from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_OK
 from tui.core.metrics import CONTENT_TYPE, Exported, exposition
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
+from tui.sources.bounded import within
 from tui.sources.host import Host, HostError
 from tui.sources.hostpool import HostPool
 from tui.sources.session import Session, weights_step
@@ -216,7 +217,7 @@ async def textfile_loop(directory: Path, board: Board, stop: asyncio.Event) -> N
         if stop.is_set():
             return
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), TEXTFILE_EVERY_S)
+            await within(stop.wait(), TEXTFILE_EVERY_S)
 
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, board: Board) -> None:
@@ -242,7 +243,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, boar
         more = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
         head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{more}Connection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + (body if method != "HEAD" else b""))
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        await within(writer.drain(), WRITE_TIMEOUT_S)
     except HeadRefused as refused:
         await refuse(writer, reader, refused)
     except (asyncio.TimeoutError, ConnectionError, UnicodeError, ValueError):

@@ -13,6 +13,8 @@ import contextlib
 import sys
 import time
 
+from tui.sources.bounded import within
+
 MAX_LINE = 8 << 10  # the request line, and each header line (nginx's large_client_header_buffers: 8 KiB)
 MAX_HEAD = 32 << 10  # the request line and every header together
 MAX_HEADERS = 100
@@ -34,7 +36,7 @@ class HeadRefused(Exception):
 async def read_head(reader: asyncio.StreamReader) -> bytes:
     """The request line, once the whole head is read (its headers dropped); HeadRefused over a limit,
     asyncio.TimeoutError past HEAD_TIMEOUT_S, b"" when the client closed first."""
-    return await asyncio.wait_for(_head(reader), HEAD_TIMEOUT_S)
+    return await within(_head(reader), HEAD_TIMEOUT_S)
 
 
 async def _head(reader: asyncio.StreamReader) -> bytes:
@@ -79,10 +81,10 @@ async def refuse(writer: asyncio.StreamWriter, reader: asyncio.StreamReader, ref
     head = f"HTTP/1.1 {refused.status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
     writer.write((head + "Connection: close\r\n\r\n").encode("latin-1") + body)
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        await within(writer.drain(), WRITE_TIMEOUT_S)
         with contextlib.suppress(Exception):
             writer.write_eof()
-        await asyncio.wait_for(_drop(reader), LINGER_S)
+        await within(_drop(reader), LINGER_S)
     say_refused(writer, refused)
 
 

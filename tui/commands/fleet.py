@@ -29,6 +29,7 @@ from tui.core.exitcodes import EXIT_TIMEOUT as EXIT_NOT_YET
 from tui.core.explain import nothing_found
 from tui.core.fleet import first_state_said, once_code, worst
 from tui.core.report import to_json
+from tui.sources.bounded import within
 from tui.sources.hostpool import HostPool
 
 
@@ -67,7 +68,7 @@ async def _headless(opts: FleetOptions, targets: list[tuple[FleetTarget, str, st
     deadline = asyncio.get_running_loop().time() + opts.timeout  # `--once`: its --timeout counts from here
     try:
         try:
-            await fleet.open(targets, within=opts.timeout if opts.once else None)
+            await fleet.open(targets, budget=opts.timeout if opts.once else None)
         except ValueError as err:
             return _bad(str(err))
         fleet.start()
@@ -106,7 +107,7 @@ async def _once(fleet: Fleet, deadline: float) -> int:
         if left <= 0:
             break
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(fleet.changes.get(), min(left, ONCE_WAKE_S))
+            await within(fleet.changes.get(), min(left, ONCE_WAKE_S))
         found = codes()
     entries = fleet.entries
     if opts.json:

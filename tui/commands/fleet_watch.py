@@ -33,7 +33,7 @@ from tui.core.fold_job import job_ended, job_queued, queue_state
 from tui.core.readiness import reduce
 from tui.core.state import Readiness
 from tui.history.recorder import Recorder
-from tui.sources.bounded import wait_at_most
+from tui.sources.bounded import wait_at_most, within
 from tui.sources.control import ServerControl, process_watch
 from tui.sources.deployment import DeploymentMonitor, MemberSpec
 from tui.sources.deployment_session import MemberFolder, deployment_monitor, deployment_of
@@ -178,10 +178,10 @@ class Fleet:
     def entries(self) -> list[FleetEntry]:
         return [w.entry for w in self.rows]
 
-    async def open(self, targets: list[tuple[FleetTarget, str, str]], within: float | None = None) -> None:
+    async def open(self, targets: list[tuple[FleetTarget, str, str]], budget: float | None = None) -> None:
         """(target, name, group): one row per server, placed in the order given. A server named with its port
         opens at once and is watched from then on (start); a host to search or a Slurm job then takes its looks,
-        one target at a time. `within` (s): a target not opened by then (a host or a login node that never
+        one target at a time. `budget` (s): a target not opened by then (a host or a login node that never
         answers) is a row that cannot connect, as is each one after it: `--once` keeps its --timeout from its
         start, and no slow host holds the others' looks (m21)."""
         sims = self.opts.sim_gpus.split(",") if self.opts.sim_gpus else []
@@ -194,11 +194,11 @@ class Fleet:
         self.start()
         looked = [(i, t) for i, t in enumerate(targets) if not isinstance(t[0], ServerTarget)]
         try:
-            await asyncio.wait_for(self._open_looked(looked, origin), within)
+            await within(self._open_looked(looked, origin), budget)
         except asyncio.TimeoutError:
             cut = next((i for i, _ in looked if i not in origin), 0)
             origin += [cut] * (len(self.rows) - len(origin))  # the first rows of the target it cut stand
-            why = f"not reached within --timeout {within:g} s"
+            why = f"not reached within --timeout {budget:g} s"
             for index, (target, name, group) in looked:
                 if index not in origin:
                     where = target.name if isinstance(target, JobTarget) else target.host

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from tui.core.config import Target, WatchConfig
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_TIMEOUT
+from tui.sources.bounded import within
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec, connect_members, node_specs
 from tui.sources.host import Host
@@ -34,7 +35,7 @@ async def connect_all(
         return EXIT_BAD_ARGS
     hosts = [make_host(target.spec(spec.host)) for spec in specs]
     try:
-        problem = await asyncio.wait_for(connect_members(specs, hosts), timeout)
+        problem = await within(connect_members(specs, hosts), timeout)
     except asyncio.TimeoutError:
         say("timed out connecting to " + ", ".join(s.host for s in specs))
         await close_all(hosts)

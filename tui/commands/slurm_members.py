@@ -20,6 +20,7 @@ from tui.core.discovery import DEFAULT_PORT
 from tui.core.exitcodes import EXIT_BAD_ARGS, EXIT_CONNECT, EXIT_NOTHING, EXIT_TIMEOUT
 from tui.core.srtlayout import is_srt_target
 from tui.core.srtlayout import log_dir_of_stdout as srt_log_dir
+from tui.sources.bounded import within
 from tui.sources.connect import make_host
 from tui.sources.deployment import MemberSpec
 from tui.sources.discover import discover
@@ -317,7 +318,7 @@ async def with_job(
         say(printable(line, 600))
 
     try:
-        found = await asyncio.wait_for(resolve(target, server, clean, wait_for_workers=wait_for_workers), timeout)
+        found = await within(resolve(target, server, clean, wait_for_workers=wait_for_workers), timeout)
     except asyncio.TimeoutError:
         clean(f"timed out reading the Slurm job {target.host}")
         return EXIT_TIMEOUT

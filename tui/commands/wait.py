@@ -49,6 +49,7 @@ from tui.core.state import Phase, Readiness
 from tui.core.verdict import decide
 from tui.core.wording import hook_words, verdict_line
 from tui.history.recorder import FINISH_WAIT_S, Recorder
+from tui.sources.bounded import within
 from tui.sources.connect import make_host
 from tui.sources.host import Host, HostError
 from tui.sources.session import Session, weights_step
@@ -193,7 +194,7 @@ async def _main(opts: WaitOptions, reporter: Reporter) -> int:
     started = time.monotonic()
     try:
         try:
-            await asyncio.wait_for(host.connect(), opts.timeout)
+            await within(host.connect(), opts.timeout)
         except HostError as exc:
             reporter.say(f"sglang-tui wait: cannot connect to {where}: {exc}")
             return EXIT_CONNECT

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tui.core.events import GpuSnapshot
 from tui.core.gpuparse import parse_probe_line
+from tui.sources.bounded import within
 from tui.sources.host import Host, HostAuthError, HostError
 
 PROBE_PATH = Path(__file__).with_name("gpu_probe.py")
@@ -89,8 +90,8 @@ async def gpu_snapshots(
 async def _exit_status(proc: object) -> str:
     """'status N: last stderr line' of a probe that stopped printing."""
     try:
-        stderr = await asyncio.wait_for(proc.read_stderr(), 2.0)  # type: ignore[attr-defined]
-        status = await asyncio.wait_for(proc.wait(), 2.0)  # type: ignore[attr-defined]
+        stderr = await within(proc.read_stderr(), 2.0)  # type: ignore[attr-defined]
+        status = await within(proc.wait(), 2.0)  # type: ignore[attr-defined]
     except (asyncio.TimeoutError, HostError):
         return "no exit status"
     tail = _last_line(stderr)

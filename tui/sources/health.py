@@ -28,6 +28,7 @@ from tui.core.limits import PROBE_BODY_MAX
 from tui.core.probes import probe_path
 from tui.core.serverinfo import parse_server_info
 from tui.core.vocab import HealthOutcome
+from tui.sources.bounded import within
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.httpread import BodyTooLarge, get_capped
 
@@ -134,7 +135,7 @@ class HealthPoller:
         """Sleep, but wake early when the phase says HTTP just came up."""
         self._wake.clear()
         try:
-            await asyncio.wait_for(self._wake.wait(), seconds)
+            await within(self._wake.wait(), seconds)
         except asyncio.TimeoutError:
             pass
 

@@ -14,7 +14,6 @@ Shared by `fleet` and `export` (several TARGETs on one host); closed once, by th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 
 from tui.core.events import GpuSnapshot
@@ -71,8 +70,8 @@ class SharedGpus:
             if not self._queues and self._task is not None:
                 task, self._task = self._task, None
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+                # gather, not suppress(CancelledError): a cancel of the reader itself must not be swallowed here
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _pump(self) -> None:
         async for snapshot in gpu_snapshots(

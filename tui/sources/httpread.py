@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import httpx
 
 from tui.core.limits import size_words
+from tui.sources.bounded import within
 
 
 class BodyTooLarge(httpx.DecodingError):
@@ -58,7 +59,7 @@ async def get_capped(client: httpx.AsyncClient, url: str, *, cap: int, total_s: 
                                   content=body, request=response.request)  # fmt: skip
 
     try:
-        return await asyncio.wait_for(read(), total_s)
+        return await within(read(), total_s)
     except asyncio.TimeoutError:
         raise httpx.ReadTimeout(f"{name} gave no whole answer in {total_s:g} s") from None
 

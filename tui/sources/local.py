@@ -15,6 +15,7 @@ import subprocess
 from functools import partial
 
 from tui.core.events import ConnectionState
+from tui.sources.bounded import within
 from tui.sources.host import CommandResult, Host, HostError, RemoteProcess
 from tui.sources.loopback import loopback_for
 
@@ -199,7 +200,7 @@ class LocalHost(Host):
             return out, err, await asyncio.shield(child.exited)
 
         try:
-            stdout, stderr, returncode = await asyncio.wait_for(finish(), timeout)
+            stdout, stderr, returncode = await within(finish(), timeout)
         except asyncio.TimeoutError:
             await child.stop()
             raise TimeoutError(f"command timed out after {timeout} s") from None

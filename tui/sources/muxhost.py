@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tui.core.events import ConnectionState
+from tui.sources.bounded import within
 from tui.sources.host import CommandResult, Host, HostError, HostUnreachable, RemoteProcess
 
 AGENT_PATH = Path(__file__).with_name("mux_agent.py")
@@ -143,7 +144,7 @@ class MuxHost(Host):
             proc = await self.base.start(self.launcher)
             try:
                 await proc.write(agent_script())
-                hello = await asyncio.wait_for(self._hello(proc), HELLO_TIMEOUT_S)
+                hello = await within(self._hello(proc), HELLO_TIMEOUT_S)
             except asyncio.TimeoutError:
                 why = await self._why(proc)
                 await proc.close()
@@ -168,7 +169,7 @@ class MuxHost(Host):
 
     async def _why(self, proc: RemoteProcess) -> str:
         try:
-            err = await asyncio.wait_for(proc.read_stderr(), 5.0)
+            err = await within(proc.read_stderr(), 5.0)
         except (asyncio.TimeoutError, HostError, OSError):
             return ""
         text = "".join(c if c.isprintable() else "?" for c in " ".join(err.decode("utf-8", "replace").split())[:300])
@@ -279,7 +280,7 @@ class MuxHost(Host):
         try:
             if input is not None:
                 await self._stdin(chan, input, eof=True)
-            returncode = await asyncio.wait_for(asyncio.shield(chan.exited), timeout)
+            returncode = await within(asyncio.shield(chan.exited), timeout)
         except asyncio.TimeoutError:
             await self._stop(chan)
             raise TimeoutError(f"command timed out after {timeout} s") from None
@@ -308,7 +309,7 @@ class MuxHost(Host):
             try:
                 async with self._write_lock:
                     await proc.write(b"Q\n")
-                await asyncio.wait_for(proc.wait(), 5.0)
+                await within(proc.wait(), 5.0)
             except (HostError, OSError, asyncio.TimeoutError):
                 pass
             await proc.close()

@@ -24,6 +24,7 @@ from tui.core.probe_fold import FileLook
 from tui.core.probe_memo import FoundServer
 from tui.core.probes import probe_path
 from tui.core.vocab import HealthOutcome
+from tui.sources.bounded import within
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.logtail import NO_LAUNCH_TAIL_BYTES, Look, last_launch_command, look_command, parse_look
 from tui.sources.now import NowHost
@@ -36,14 +37,14 @@ USER_AGENT = "sglang-tui-probe"  # as the health poller's
 BODY_LIMIT = 1 << 16  # an identity answer is a few hundred bytes; /health's is empty
 
 
-async def connect(host: Host, within: float) -> None:
-    """The host's connection, within `within` seconds (TimeoutError past them); NowHost has none to make."""
+async def connect(host: Host, seconds: float) -> None:
+    """The host's connection, within `seconds` seconds (TimeoutError past them); NowHost has none to make."""
     if isinstance(host, NowHost):
         return await host.connect()
     import asyncio
 
     try:
-        await asyncio.wait_for(host.connect(), within)
+        await within(host.connect(), seconds)
     except asyncio.TimeoutError:  # its own class before Python 3.11
         raise TimeoutError() from None
 
@@ -174,7 +175,7 @@ async def _open_async(host: str, port: int, timeout: float, endpoint: str) -> tu
         return await _exchange(_Pair(reader, writer), host, port, endpoint)
 
     try:
-        return await asyncio.wait_for(exchange(), timeout)
+        return await within(exchange(), timeout)
     except asyncio.TimeoutError:  # its own class before Python 3.11
         raise TimeoutError("no answer in time") from None
 

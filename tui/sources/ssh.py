@@ -23,7 +23,7 @@ from asyncssh.listener import create_tcp_forward_listener
 
 from tui.core.events import ConnectionState
 from tui.sources.backoff import backoff_delays
-from tui.sources.bounded import wait_at_most
+from tui.sources.bounded import wait_at_most, within
 from tui.sources.host import CommandResult, Host, HostAuthError, HostError, HostUnreachable, RemoteProcess
 from tui.sources.hostkeys import (
     DEFAULT_KNOWN_HOSTS,
@@ -307,7 +307,7 @@ class SshHost(Host):
         fetch_error = ""
         try:
             # The typed name and the same config, so a ProxyCommand or ProxyJump is taken as the connection takes it.
-            key = await asyncio.wait_for(
+            key = await within(
                 asyncssh.get_server_host_key(
                     self._host, self._port if self._port is not None else (), config=self._config_paths()
                 ),
@@ -393,7 +393,7 @@ class SshHost(Host):
             if remaining is not None and remaining <= 0:
                 raise HostUnreachable(f"{self.name}: connection lost; reconnecting")
             try:
-                await asyncio.wait_for(self._wake.wait(), remaining)
+                await within(self._wake.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
 
@@ -418,7 +418,7 @@ class SshHost(Host):
 
     async def _slot(self, timeout: float | None) -> None:
         try:
-            await asyncio.wait_for(self._sessions.acquire(), timeout)
+            await within(self._sessions.acquire(), timeout)
         except asyncio.TimeoutError:
             raise HostUnreachable(f"{self.name}: all SSH channels busy") from None
 

@@ -21,6 +21,7 @@ from tui.core.liveness import failure_settling, liveness_at, ready_confirmed
 from tui.core.serverinfo import GRACE_S, awaits_server_info
 from tui.core.state import Readiness
 from tui.core.verdict import Verdict, decide, ended
+from tui.sources.bounded import within
 from tui.sources.host import HostError
 
 LAST_LOOK_S = 10.0  # the liveness check made after a timeout, at most (a scan, or one /health)
@@ -111,8 +112,8 @@ async def wait_for(
                 return gone, state
         return None
 
-    try:  # asyncio.wait_for, not asyncio.timeout: the project runs on Python 3.10
-        found = await asyncio.wait_for(fold(), timeout)
+    try:  # within, not asyncio.timeout: the project runs on Python 3.10
+        found = await within(fold(), timeout)
         if found is not None:
             return found
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
@@ -122,7 +123,7 @@ async def wait_for(
             return held, watched.state
         if watched.settles and held.kind in ("ready", "serving"):  # timed out while held: ready once confirmed
             try:
-                state = await asyncio.wait_for(confirmed(watched.state), LAST_LOOK_S)
+                state = await within(confirmed(watched.state), LAST_LOOK_S)
             except asyncio.TimeoutError:
                 state = watched.state
             final = decide(state)
