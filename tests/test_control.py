@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Spawner
 from tests.helpers.sim import gpu_holders
 from tests.helpers.sshd import free_port
@@ -25,14 +26,6 @@ from tui.sources.local import LocalHost
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
 GIB = 2**30
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

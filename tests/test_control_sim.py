@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Sims, Spawner
 from tests.helpers.sim import SimServer, gpu_holders
 from tests.helpers.sshd import ssh_host
@@ -23,13 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
 GIB = 2**30
 TP = 2
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def holders(state: Path) -> dict[int, int]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Spawner
 from tests.helpers.sim import SimServer, group_pids, start_sim
 from tests.helpers.sshd import Sshd, ssh_host
@@ -91,13 +92,6 @@ def watch_processes(*needles: str) -> set[int]:
         if not more:
             return found
         found |= more
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def port_of(sim: SimServer) -> str:

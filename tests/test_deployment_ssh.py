@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Sims
 from tests.helpers.sim import SimServer, wait_for_log
 from tests.helpers.sshd import Sshd, sshd_available
-from tests.test_stop import TREE, alive, server_pids
+from tests.test_stop import TREE, server_pids
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd is not installed")

@@ -3,10 +3,9 @@ lane that starts a process anyway fails with one line naming the fixtures to req
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.sim import ROOT
 
 pytest_plugins = ["pytester"]
@@ -156,14 +155,7 @@ def test_every_process_a_fixture_started_is_gone_after_the_test(pytester: pytest
     pids = [int(line) for line in pids_file.read_text().split()]
     assert len(pids) == 4
     for pid in pids:
-        assert not _alive(pid) and group_pids(pid) == [], pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+        assert not alive(pid) and group_pids(pid) == [], pid
 
 
 def test_a_run_that_changes_a_tracked_file_fails_naming_it(pytester: pytest.Pytester, spawn, monkeypatch) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Spawner
 from tests.test_host import (  # noqa: F401 (the Host contract, collected here with this file's `host`)
     test_closing_a_process_leaves_nothing_running,
@@ -30,14 +31,6 @@ from tui.core.events import ConnectionState
 from tui.sources.host import HostError, HostUnreachable
 from tui.sources.local import LocalHost
 from tui.sources.muxhost import MuxHost, agent_command
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def _children(pid: int) -> list[int]:
@@ -65,7 +58,7 @@ async def _until(check, timeout: float = 10.0) -> None:
 
 async def test_every_command_runs_in_the_one_agent(host: MuxHost) -> None:
     agent = host.agent_pid
-    assert agent is not None and _alive(agent)
+    assert agent is not None and alive(agent)
     tail = await host.start("echo started; exec sleep 30")
     assert await tail.read() == b"started\n"
     results = await asyncio.gather(*(host.run(f"echo $PPID {i}") for i in range(20)))
@@ -90,10 +83,10 @@ async def test_stdin_is_binary_safe_in_frames_and_kept_open_without_input(host: 
 async def test_close_ends_the_commands_whole_group(host: MuxHost) -> None:
     proc = await host.start("sleep 300 & echo $!; wait")
     child = int((await proc.read()).strip())
-    assert _alive(child)
+    assert alive(child)
     await proc.close()
-    await _until(lambda: not _alive(child))
-    assert host.agent_pid is not None and _alive(host.agent_pid)  # the agent serves on
+    await _until(lambda: not alive(child))
+    assert host.agent_pid is not None and alive(host.agent_pid)  # the agent serves on
     assert (await host.run("echo next")).stdout == b"next\n"
 
 
@@ -122,7 +115,7 @@ async def test_closing_the_host_leaves_no_agent_and_no_command(spawn: Spawner) -
     await _until(lambda: len(_children(agent)) == 1)
     child = _children(agent)[0]
     await h.close()
-    await _until(lambda: not _alive(agent) and not _alive(child))
+    await _until(lambda: not alive(agent) and not alive(child))
     with pytest.raises(HostError):
         await h.run("true")
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Cli, PipeLines, Spawner
 from tests.helpers.slurm import NODE_LOG, NODES, SimJob, SlurmCluster, sim_job
 from tests.helpers.sshd import Sshd
-from tests.test_stop import TREE, alive, server_pids
+from tests.test_stop import TREE, server_pids
 from tui.core import slurmjob as sj
 from tui.sim.rank import ESCAPE_ENV
 from tui.sources.local import LocalHost

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Cli, Spawner
 from tests.helpers.sim import gpu_holders
 from tests.helpers.sshd import free_port
@@ -22,13 +23,6 @@ from tui.core.events import ControlResult
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
 GIB = 2**30
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def server_pids(state: Path, skip: int) -> list[int]:

@@ -10,18 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Cli, Tmux
 from tests.helpers.sim import ROOT
 from tests.helpers.sshd import free_port
 from tui.commands.simulate import command_line
 from tui.sources.control_cmds import MARKER_VAR
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def marker_of(pid: int) -> str | None:

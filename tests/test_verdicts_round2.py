@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.ports import accepts
 from tests.helpers.processes import Cli, Sims, Spawner, read_rest
 from tests.helpers.sim import http_get, wait_for_log, wait_ready
@@ -54,14 +55,6 @@ def finish(proc: subprocess.Popen[str], seen: list[dict], timeout: float = 120) 
     verdicts = [line for line in err.splitlines() if line.startswith("sglang-tui wait: ")]
     assert verdicts, err
     return proc.returncode, seen, verdicts[-1]
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def until_listening(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20.0) -> None:

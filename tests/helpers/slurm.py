@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.ports import accepts
 from tests.helpers.sshd import free_port
 
@@ -179,7 +180,7 @@ class SlurmCluster:
         dead = []
         for name, pidfile, port in self._daemons():
             pid = _read_pid(pidfile)
-            if pid is None or not _alive(pid) or (port is not None and not accepts(port, timeout=5.0)):
+            if pid is None or not alive(pid) or (port is not None and not accepts(port, timeout=5.0)):
                 dead.append(name)
         return dead
 
@@ -303,14 +304,6 @@ def _read_pid(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def _kernel_tail() -> str:
     """The kernel's last lines (an OOM kill or a segfault of a daemon is said there), when they can be read."""
     try:
@@ -349,9 +342,9 @@ def _stop_pid(pid: int, grace: float = 10.0) -> None:
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not _alive(pid):
+        if not alive(pid):
             return
 
 

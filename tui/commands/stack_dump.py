@@ -5,13 +5,12 @@ seen once in a few hundred runs): the suite sends it to a command that outlives 
 
 from __future__ import annotations
 
-import asyncio
-import faulthandler
-import gc
-import inspect
 import signal
 import sys
-from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 MAX_AWAITS = 40  # a chain longer than this is cut: enough to show where it waits
 
@@ -31,8 +30,13 @@ def _dump(_signum: int, _frame: FrameType | None) -> None:
     err = sys.__stderr__
     if err is None:
         return
+    import faulthandler  # here, not at the top: every command (a lean probe too) installs the handler
+
     print("sglang-tui: stacks (SIGUSR1)", file=err, flush=True)
     faulthandler.dump_traceback(file=err, all_threads=True)
+    asyncio = sys.modules.get("asyncio")  # not imported here: `probe` runs with no event loop and loads none
+    if asyncio is None:
+        return
     try:
         loop = asyncio.get_running_loop()  # a Python handler runs in the main thread, inside the loop's run
     except RuntimeError:
@@ -47,10 +51,12 @@ def _dump(_signum: int, _frame: FrameType | None) -> None:
 def _awaits(coro: object) -> list[str]:
     """Where a suspended task waits, its whole chain of awaits (Task.print_stack shows only the outermost frame of
     a suspended coroutine): each coroutine's or async generator's file, line and function, then what it awaits."""
+    import gc
+
     chain: list[str] = []
     while coro is not None and len(chain) < MAX_AWAITS:
         if type(coro).__name__ == "async_generator_asend":  # `async for`: the generator it steps, found by gc
-            coro = next((g for g in gc.get_referents(coro) if inspect.isasyncgen(g)), None)
+            coro = next((g for g in gc.get_referents(coro) if type(g).__name__ == "async_generator"), None)
             continue
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:

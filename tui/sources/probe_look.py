@@ -24,7 +24,6 @@ from tui.core.probe_fold import FileLook
 from tui.core.probe_memo import FoundServer
 from tui.core.probes import probe_path
 from tui.core.vocab import HealthOutcome
-from tui.sources.bounded import within
 from tui.sources.host import Host, HostAuthError, HostError
 from tui.sources.logtail import NO_LAUNCH_TAIL_BYTES, Look, last_launch_command, look_command, parse_look
 from tui.sources.now import NowHost
@@ -41,7 +40,9 @@ async def connect(host: Host, seconds: float) -> None:
     """The host's connection, within `seconds` seconds (TimeoutError past them); NowHost has none to make."""
     if isinstance(host, NowHost):
         return await host.connect()
-    import asyncio
+    import asyncio  # here, not at the top: a probe of a local server runs with no event loop (tui/sources/now.py)
+
+    from tui.sources.bounded import within
 
     try:
         await within(host.connect(), seconds)
@@ -169,6 +170,8 @@ class _Pair:
 
 async def _open_async(host: str, port: int, timeout: float, endpoint: str) -> tuple[int, bytes]:
     import asyncio  # an SSH host's look runs on a loop (its port forward too); NowHost's never loads it
+
+    from tui.sources.bounded import within
 
     async def exchange() -> tuple[int, bytes]:
         reader, writer = await asyncio.open_connection(host, port)
