@@ -5,12 +5,16 @@ iteration as the awaited thing finishes, and the cancel is gone (fixed in 3.12, 
 `asyncio.timeout`). A task cancelled while one of its commands ended then went on as if never cancelled:
 a cancelled watch or tail started another command, and a job's squeue poller went on polling, so the close
 that awaited it, and the `wait` that closed it, never ended (`wait slurm:` past its own --timeout, seen in the
-suite under load). `asyncio.wait` leaves the cancel with the caller, so both helpers here are built on it, and
-`asyncio.wait_for` is banned in tui/ (ruff TID251, pyproject.toml)."""
+suite under load). So `asyncio.wait_for` is banned in tui/ (ruff TID251, pyproject.toml): `within` takes its place.
+On 3.11 and later it is `asyncio.timeout`, as 3.12's `wait_for` is: the awaited thing runs in the caller's task, so
+a cancel reaches it and nothing is lost, not even a semaphore's permit granted in the cancel's iteration. On 3.10,
+which has no `asyncio.timeout`, it awaits a task of its own with `asyncio.wait`, which leaves the cancel with the
+caller; a result that comes in the cancel's very iteration is dropped there."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -22,6 +26,15 @@ async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
     else `asyncio.TimeoutError`; the awaited thing is cancelled and has ended, whichever way this returns."""
     if timeout is None:
         return await awaitable  # in this task, as wait_for does: no bound, so no race with one
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(timeout):
+            return await awaitable
+    return await in_a_task_within(awaitable, timeout)
+
+
+async def in_a_task_within(awaitable: Awaitable[T], timeout: float) -> T:
+    """`within` on Python 3.10: the awaited thing in a task of its own, awaited with `asyncio.wait` (which keeps a
+    cancel: it is raised here once that task has ended; a result that came in the same iteration is dropped)."""
     future = asyncio.ensure_future(awaitable)
     try:
         done, _ = await asyncio.wait({future}, timeout=timeout)
