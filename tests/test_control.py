@@ -49,11 +49,6 @@ def session_of(pid: int) -> int:
     return int(stat_fields(pid)[3])
 
 
-def held(state: Path) -> dict[int, int]:
-    """pid -> bytes of the sim entries whose process is alive (what the probe counts)."""
-    return gpu_holders(state)
-
-
 def wait_for(predicate, limit: float = 15.0) -> bool:
     deadline = time.monotonic() + limit
     while not predicate():
@@ -75,7 +70,7 @@ class Scene:
         self.bystander = spawn(
             [sys.executable, TREE, "bystander", "--gpu-state", self.state], stdout=subprocess.DEVNULL
         )
-        assert wait_for(lambda: self.bystander.pid in held(self.state))
+        assert wait_for(lambda: self.bystander.pid in gpu_holders(self.state))
 
     def command(self, *extra: str) -> str:
         words = [
@@ -92,10 +87,10 @@ class Scene:
         return shlex.join(words)
 
     def server_up(self, ranks: int) -> bool:
-        return len([p for p in held(self.state) if p != self.bystander.pid]) == ranks
+        return len([p for p in gpu_holders(self.state) if p != self.bystander.pid]) == ranks
 
     def close(self) -> None:
-        for pid in held(self.state):  # leftovers only when a test failed midway (this test's own state dir)
+        for pid in gpu_holders(self.state):  # leftovers only when a test failed midway (this test's own state dir)
             if pid != self.bystander.pid:
                 os.kill(pid, signal.SIGKILL)
         self.bystander.kill()
@@ -139,7 +134,7 @@ async def test_terminate_sweeps_the_orphan_and_spares_the_bystander(host, scene:
     state = await ctl.process_state()
     pids = set(state.pids)
     leader = min(pids)
-    orphan = [p for p in held(scene.state) if p != scene.bystander.pid and group_of(p) != leader]
+    orphan = [p for p in gpu_holders(scene.state) if p != scene.bystander.pid and group_of(p) != leader]
     assert len(orphan) == 1 and session_of(orphan[0]) == leader and stat_fields(orphan[0])[1] != str(leader)
     assert state.alive and orphan[0] in pids  # another group, not a descendant: found by the session alone
     assert scene.bystander.pid not in pids
@@ -194,7 +189,7 @@ async def test_adopts_a_hand_started_server_by_its_log(scene: Scene) -> None:
         ctl = control(LocalHost(), scene)  # no --launch
         state = await ctl.process_state_now()
         assert state.alive and main.pid in state.pids
-        members = [p for p in held(scene.state) if p != scene.bystander.pid]
+        members = [p for p in gpu_holders(scene.state) if p != scene.bystander.pid]
         result = await ctl.terminate()
         assert result.ok, result.detail
         assert [p for p in [main.pid, *members] if alive(p)] == [] and alive(scene.bystander.pid)

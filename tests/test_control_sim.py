@@ -26,19 +26,14 @@ GIB = 2**30
 TP = 2
 
 
-def holders(state: Path) -> dict[int, int]:
-    """pid -> bytes of every live process the simulated GPUs charge memory to."""
-    return gpu_holders(state)
-
-
 async def ranks_hold_memory(state: Path, skip: int, count: int = TP, limit: float = 20.0) -> list[int]:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        pids = [p for p in holders(state) if p != skip]
+        pids = [p for p in gpu_holders(state) if p != skip]
         if len(pids) >= count:
             return pids
         await asyncio.sleep(0.05)
-    raise AssertionError(f"the simulated ranks never held GPU memory: {holders(state)}")
+    raise AssertionError(f"the simulated ranks never held GPU memory: {gpu_holders(state)}")
 
 
 @pytest.fixture(params=["local", "ssh"])

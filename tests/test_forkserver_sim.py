@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pids import alive
 from tests.helpers.processes import Cli, PipeLines, Sims, Spawner
 from tests.helpers.sim import RUN_MARKER, SimServer, wait_for_log
 from tui.core.discovery import FoundServer
@@ -30,10 +31,6 @@ from tui.sources.local import LocalHost
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "helpers" / "proctree.py"
 SIM = ("--forkserver",)
-
-
-def alive(pid: int) -> bool:
-    return start_ticks(pid) is not None
 
 
 def stat(pid: int) -> tuple[int, int]:

@@ -1,14 +1,11 @@
-"""Whether a process lives, as the tests ask it: /proc/PID/stat says a state other than zombie or dead."""
+"""Whether a process lives, as the tests ask it: the simulator's own reading of /proc/PID/stat
+(tui/sim/forkserver.start_ticks), which says None for a process gone or a zombie."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from tui.sim.forkserver import start_ticks
 
 
 def alive(pid: int) -> bool:
     """Running or sleeping (a zombie has ended: only its parent's wait is missing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    return start_ticks(pid) is not None
