@@ -7,6 +7,7 @@ is failed naming it, `stop` stops every worker and cancels the job."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -254,7 +255,10 @@ def test_the_frontend_is_the_router_member_and_ready_waits_for_it_to_route(
         "ready",
     ), final["members"]
     assert f"router0 on {NODES[0]}:" in out.stderr, out.stderr
-    assert out.stderr.splitlines()[-1].endswith("router0 up, 3/3 workers healthy"), out.stderr
+    # ready needs a healthy prefill and decode worker in the router's /workers: of 2P 1D, at least 2 of 3 (m57: the
+    # router had not yet checked the third when the rule held, and the wait rightly ended at "2/3")
+    routed = re.search(r"router0 up, (\d)/3 workers healthy$", out.stderr.splitlines()[-1])
+    assert routed is not None and int(routed[1]) >= 2, out.stderr
     # stop: the router is a member, stopped with the workers; nothing else runs, so the job is cancelled
     stopped = cli("stop", f"srt:{job.log_dir}", *job.args(), "--grace", "5", timeout=180)
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
