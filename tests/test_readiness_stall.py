@@ -6,6 +6,8 @@ import pytest
 
 from tui.core.events import BarProgress, GpuInfo, GpuSnapshot, LogActivity, Milestone, ServerProcess, Tick
 from tui.core.explain import evidence
+from tui.core.find_grace import FIND_GRACE_S
+from tui.core.freshness import WATCH_QUIET_S
 from tui.core.names import phase_words
 from tui.core.readiness import reduce
 from tui.core.stall import BEFORE_FIRST_SHARD, limit_for, stall_for
@@ -144,3 +146,28 @@ def test_an_unchanged_stall_stays_equal_between_ticks() -> None:
     assert later.stall is s.stall and later.stall is not None
     assert later.stall.detail == "last progress: log: kv_alloc"
     assert "no progress on any signal for 6m50s (limit 5m00s in KV cache)" in verdict_line(later)
+
+
+def test_the_find_holds_the_stall_until_the_watch_reports_after_its_grace() -> None:
+    """A launch whose processes the watch has not found: quiet past the budget is not a stall until a report after
+    the find's grace says what it is (gone: failed; cannot tell: stalled). A host under load reports late, and
+    the hold waits for that report rather than a time of its own (m60: stalled, where the late report said gone)."""
+    watched = Readiness.of(process_watched=True, stall_after=5.0)
+    s = reduce(enter("graph_begin", 0.0, watched), ServerProcess(alive=False), 2.0)  # not found, in the grace
+    assert s.process_alive is None
+    late = FIND_GRACE_S + WATCH_QUIET_S - 1.0  # no report since the grace: the one due is late
+    s = ticks(s, late, 10.0, step=1.0)
+    assert s.stall is None and s.phase is Phase.CUDA_GRAPH
+    gone = reduce(s, ServerProcess(alive=False), late + 0.5)
+    assert gone.phase is Phase.FAILED and gone.stall is None
+    unknown = reduce(reduce(s, ServerProcess(alive=None), late + 0.5), Tick(), late + 1.0)  # a watch that cannot tell
+    assert unknown.stall is not None and unknown.phase is Phase.CUDA_GRAPH
+
+
+def test_a_watch_silent_past_its_grace_no_longer_holds_the_stall() -> None:
+    """A watch that never reports again is freshness's to judge (lost after WATCH_QUIET_S): the find's hold ends."""
+    s = enter("graph_begin", 0.0, Readiness.of(process_watched=True, stall_after=5.0))
+    s = reduce(s, Tick(), FIND_GRACE_S + WATCH_QUIET_S - 1.0)
+    assert s.stall is None
+    s = reduce(s, Tick(), FIND_GRACE_S + WATCH_QUIET_S + 1.0)
+    assert s.stall is not None

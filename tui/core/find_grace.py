@@ -3,10 +3,10 @@ dead (readiness), and silence is not a stall either (tui.core.stall): a dead pro
 
 from __future__ import annotations
 
+from tui.core.freshness import WATCH_QUIET_S
 from tui.core.state import Readiness
 
 FIND_GRACE_S = 15.0  # a new launch's processes may be found late (the host is re-scanned every few seconds)
-REPORT_S = 5.0  # the watch's first report after the grace comes within this (it scans every 2 s)
 
 
 def not_found_yet(s: Readiness, now: float) -> bool:
@@ -21,11 +21,17 @@ def not_found_yet(s: Readiness, now: float) -> bool:
 
 def finding_the_server(s: Readiness, now: float) -> bool:
     """A process watch that can see has not said the server lives or died yet (unknown: before its first report,
-    or not found within the grace), and its report after the grace may still be on its way: whether the server
-    is stalled or failed is not known yet."""
+    or not found within the grace), and no report of it has come since the grace ended: whether the server is
+    stalled or failed is not known yet. The hold ends on that report, a fact, not after a time of its own: a host
+    under load reports late, and a stall said before the report that says "gone" was a verdict no look had made.
+    A watch that says nothing at all is freshness's to judge (lost after WATCH_QUIET_S), so the hold ends then."""
     if s.process_watched is not True or not s.process_visible or s.process_alive is not None or not s.timeline:
         return False
-    return now - _seen(s) <= FIND_GRACE_S + REPORT_S
+    seen = _seen(s)
+    if now - seen <= FIND_GRACE_S:
+        return True
+    reported_since = s.process_checked_at is not None and s.process_checked_at - seen > FIND_GRACE_S
+    return not reported_since and now - seen <= FIND_GRACE_S + WATCH_QUIET_S
 
 
 def _seen(s: Readiness) -> float:
