@@ -16,7 +16,7 @@ def not_found_yet(s: Readiness, now: float) -> bool:
         return False
     if s.error is not None and s.error.stopped_by == "sglang-tui":
         return False  # our own stop ended it, confirmed: gone, not "not found yet" (K then opened a kill dialog)
-    return now - _seen(s) <= FIND_GRACE_S
+    return _in_grace(s, now)
 
 
 def finding_the_server(s: Readiness, now: float) -> bool:
@@ -27,11 +27,16 @@ def finding_the_server(s: Readiness, now: float) -> bool:
     A watch that says nothing at all is freshness's to judge (lost after WATCH_QUIET_S), so the hold ends then."""
     if s.process_watched is not True or not s.process_visible or s.process_alive is not None or not s.timeline:
         return False
-    seen = _seen(s)
-    if now - seen <= FIND_GRACE_S:
+    if _in_grace(s, now):
         return True
-    reported_since = s.process_checked_at is not None and s.process_checked_at - seen > FIND_GRACE_S
-    return not reported_since and now - seen <= FIND_GRACE_S + WATCH_QUIET_S
+    reported_since = s.process_checked_at is not None and not _in_grace(s, s.process_checked_at)
+    return not reported_since and now - _seen(s) <= FIND_GRACE_S + WATCH_QUIET_S
+
+
+def _in_grace(s: Readiness, at: float) -> bool:
+    """`at` is within the find's grace: a report folded then says "not found yet", not "gone" (one boundary for
+    both, so a report is either in the grace or after it)."""
+    return at - _seen(s) <= FIND_GRACE_S
 
 
 def _seen(s: Readiness) -> float:
