@@ -10,12 +10,13 @@ from tests.helpers import (  # noqa: F401 (imported for what they set)
     hypothesis_profile,  # no wall-clock deadlines in property tests
 )
 from tests.helpers.crossuid import other_user, shared_dir, user_sshd  # noqa: F401 (fixtures, registered here)
+from tests.helpers.dependency_filters import keep_dependency_warnings_out
 from tests.helpers.lanes import (  # noqa: F401 (the lanes' hooks, registered here)
     pytest_collection_modifyitems,
-    pytest_configure,
     pytest_runtest_call,
     pytest_runtest_setup,
 )
+from tests.helpers.lanes import pytest_configure as configure_lanes
 from tests.helpers.processes import cli, module_sim, module_spawn, sim, spawn, tmux  # noqa: F401 (fixtures)
 from tests.helpers.slurm import cluster, heal_session_cluster, slurm_cluster  # noqa: F401 (fixtures, registered here)
 from tests.helpers.sshd import Sshd
@@ -23,6 +24,11 @@ from tests.helpers.untouched import pytest_sessionfinish, pytest_sessionstart  #
 
 # ../shared from the repository root; a git worktree elsewhere names it in SGLANG_TUI_SHARED
 SHARED = Path(os.environ.get("SGLANG_TUI_SHARED") or Path(__file__).resolve().parent.parent.parent / "shared")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    configure_lanes(config)
+    keep_dependency_warnings_out(config)
 
 
 @pytest.fixture(autouse=True, scope="session")
