@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tui.sim import busy
 from tui.sim.clock import SimClock
-from tui.sim.forkserver import exit_with_launcher
+from tui.sim.forkserver import exit_with_launcher, start_ticks
 from tui.sim.gpustate import ProcMemory
 from tui.sim.logformat import restamp
 from tui.sim.params import SimParams
@@ -49,6 +49,7 @@ class Rank:
         self.rank = rank
         self.ready_fd = ready_fd
         self.parent = parent
+        self.parent_started = start_ticks(parent)  # SIGQUIT goes to that very process, never a later one given its pid
         self.clock = SimClock(params.t0, params.speed, real0, params.backdate)
         backdate_writes(params.backdate)
         self.marks = Marks()
@@ -98,10 +99,11 @@ class Rank:
             except OSError:
                 pass  # the main process is gone (orphaned): keep holding the GPU, as real orphans do
         elif action == "raise":
-            try:
-                os.kill(self.parent, signal.SIGQUIT)
-            except ProcessLookupError:
-                pass
+            if self.parent_started is not None and start_ticks(self.parent) == self.parent_started:
+                try:
+                    os.kill(self.parent, signal.SIGQUIT)
+                except ProcessLookupError:
+                    pass
             self.memory.remove()
             sys.exit(0)
         elif action == "die":
