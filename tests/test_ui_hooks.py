@@ -3,6 +3,7 @@ the environment, in a thread worker (the screen keeps folding batches while the 
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -52,9 +53,12 @@ def test_no_hook_without_the_options(tmp_path: Path) -> None:
 async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen(
     tmp_path: Path, spawn: Spawner
 ) -> None:
-    go, out = tmp_path / "go", tmp_path / "env"
-    cmd = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; env > {shlex.quote(str(out))}"
-    args = _args(tmp_path, on_ready=cmd, on_fail=f"touch {shlex.quote(str(tmp_path / 'failed'))}")
+    # The hook waits on a FIFO: the shell's open blocks until the test opens it to write. No process is started
+    # while it waits (a `sleep 0.02` loop forked fifty a second, burning through this host's 32768 pids).
+    go, out, failed = tmp_path / "go", tmp_path / "env", tmp_path / "failed"
+    os.mkfifo(go)
+    cmd = f"read word < {shlex.quote(str(go))}; env > {shlex.quote(str(out))}"
+    args = _args(tmp_path, on_ready=cmd, on_fail=f"touch {shlex.quote(str(failed))}")
     source, clock = FakeBatchSource(), FakeClock()
     app = _app(source, clock, args)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -62,9 +66,15 @@ async def test_on_ready_runs_once_with_the_verdict_and_does_not_block_the_screen
         assert app.state.phase.value in ("ready", "serving")
         before = app.batches_seen
         await play(pilot, source, clock, [Step(clock.t + 1, [gpus(115.0)]), Step(clock.t + 2, [gpus(116.0)])])
-        assert app.batches_seen == before + 2 and app.hooks_done == []  # folded while the hook still waits
-        go.touch()
-        await _until(pilot, lambda: app.hooks_done == ["ready"])
+        # folded while the hook still waits; if it ended, what it said (m39, m69: it had ended, and nothing said how)
+        said = [n.message for n in app._notifications]
+        assert app.batches_seen == before + 2 and app.hooks_done == [], (said, failed.exists())
+        writer = os.open(go, os.O_RDWR)  # never blocks; held open until the hook has read, so the word is not lost
+        try:
+            os.write(writer, b"go\n")
+            await _until(pilot, lambda: app.hooks_done == ["ready"])
+        finally:
+            os.close(writer)
     env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert env["SGLANG_TUI_VERDICT"] == "ready" and env["SGLANG_TUI_EXIT"] == "0"
     assert (env["SGLANG_TUI_HOST"], env["SGLANG_TUI_PORT"]) == ("gpu-node-7", "30000")
